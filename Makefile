@@ -1,0 +1,42 @@
+# Two commands do everything: `make run` serves the app, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test test-sqlite bench clean
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Aptix needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $@
+
+## run: install, migrate, seed, create the first admin (password printed once, kept in var/), serve with Daphne
+run: $(VENV)/.installed
+	@mkdir -p var
+	@test -s var/secret_key || $(PY) -c 'import secrets; print(secrets.token_urlsafe(50))' > var/secret_key
+	@export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}"; \
+	  $(PY) manage.py migrate --noinput && \
+	  $(PY) manage.py ensure_catalog && \
+	  $(PY) manage.py ensure_admin && \
+	  $(PY) manage.py collectstatic --noinput --verbosity 0 && \
+	  echo "Aptix on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)" && \
+	  exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) aptix.asgi:application
+
+## test: the whole suite, on a throwaway PostgreSQL cluster when its server binaries are present
+test: $(VENV)/.installed-test
+	DEBUG=false SECRET_KEY=test-only-secret-key bin/with-postgres $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+## test-sqlite: the same suite on SQLite
+test-sqlite: $(VENV)/.installed-test
+	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) var/static

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+def new_hex_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Execution(models.TextChoices):
+    """How a turn runs (spec 004): never call this "mode"."""
+
+    ASK = "ask", "Ask"
+    AGENT = "agent", "Agent"
+
+
+class AgentSession(models.Model):
+    """A conversation of one user in one team. `mode` is authoritative and only written by
+    `agents.sessions.SessionManager.set_session_mode` (TUL-009 §2)."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    team = models.ForeignKey("aptix.Team", on_delete=models.CASCADE, related_name="sessions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
+    title = models.CharField(max_length=200, blank=True)
+    mode = models.CharField(max_length=64)
+    execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)
+    # Per-session tool switches: {"image_gen": false, "sql__query": false}. A missing name means on.
+    tool_toggles = models.JSONField(default=dict, blank=True)
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["user", "-updated_at"], name="session_user_recent")]
+        constraints = [
+            models.CheckConstraint(condition=~models.Q(mode=""), name="agentsession_mode_not_empty"),
+            models.CheckConstraint(
+                condition=models.Q(execution__in=["ask", "agent"]), name="agentsession_execution_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.id[:8]}"
+
+
+class Turn(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        REQUIRES_ACTION = "requires_action", "Requires action"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        LIMIT_REACHED = "limit_reached", "Limit reached"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveIntegerField()
+    user_message = models.TextField(blank=True)
+    mode = models.CharField(max_length=64, help_text="The session's mode when the turn started.")
+    response_mode = models.CharField(max_length=64, blank=True, help_text="The session's mode when the turn ended.")
+    execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    answer = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    step_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "index"], name="turn_unique_session_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Turn {self.index} of {self.session_id}"
+
+
+class TurnEvent(models.Model):
+    """One persisted, streamed record of what happened in a turn; `seq` is 1, 2, 3… per turn."""
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32)
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "seq"], name="turnevent_unique_turn_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.seq}. {self.type}"

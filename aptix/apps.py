@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AptixConfig(AppConfig):
+    name = "aptix"
+    verbose_name = "Teams"

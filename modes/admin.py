@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import csv
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from django.utils import timezone
+
+from .forms import AgentModeForm
+from .models import AgentMode, ModeHistory
+from .services import mode_delete, mode_make_default, mode_save
+
+
+@admin.register(AgentMode)
+class AgentModeAdmin(admin.ModelAdmin):
+    form = AgentModeForm
+    list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
+    list_filter = ["is_active", "is_default"]
+    search_fields = ["key", "display_name", "description"]
+    readonly_fields = ["id", "created_at", "updated_at"]
+    actions = ["make_default"]
+    fieldsets = [
+        (None, {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering"]}),
+        ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
+        ("Routing", {"fields": ["human_role_hints", "example_utterances", "tool_policy"]}),
+        ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+    def save_model(self, request, obj, form, change):
+        mode_save(mode=obj)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.is_default:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_model(self, request, obj):
+        mode_delete(mode=obj)
+
+    def delete_queryset(self, request, queryset):
+        for mode in queryset:
+            try:
+                mode_delete(mode=mode)
+            except ValidationError as exc:
+                self.message_user(request, f"{mode.key}: {' '.join(exc.messages)}", messages.ERROR)
+
+    @admin.action(description="Make the selected mode the default", permissions=["change"])
+    def make_default(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one mode to make it the default.", messages.ERROR)
+            return
+        try:
+            mode = mode_make_default(mode=queryset.get())
+        except ValidationError as exc:
+            self.message_user(request, " ".join(exc.messages), messages.ERROR)
+            return
+        self.message_user(request, f"{mode.display_name} is now the default mode.", messages.SUCCESS)
+
+
+CSV_COLUMNS = [
+    "created_at", "session_id", "team", "user", "previous_mode", "new_mode", "branch", "source",
+    "reason", "turn_id", "tool_call_id",
+]
+
+
+def _csv_safe(value) -> str:
+    # Neutralise spreadsheet formulas in free text (CSV injection).
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+@admin.register(ModeHistory)
+class ModeHistoryAdmin(admin.ModelAdmin):
+    """Read-only for everyone, superusers included: the audit trail is append-only."""
+
+    list_display = [
+        "created_at", "session", "team", "user", "previous_mode", "new_mode", "branch", "source", "reason",
+    ]
+    list_filter = ["team", "user", "previous_mode", "new_mode", "source", "branch", "created_at"]
+    date_hierarchy = "created_at"
+    search_fields = ["session__id", "reason", "user__username", "previous_mode", "new_mode"]
+    list_select_related = ["session", "team", "user"]
+    actions = ["export_csv"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_export_permission(self, request):
+        return request.user.has_perm("modes.export_modehistory")
+
+    @admin.action(description="Export selected entries as CSV", permissions=["export"])
+    def export_csv(self, request, queryset):
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="mode-history-{stamp}.csv"'
+        writer = csv.writer(response)
+        writer.writerow(CSV_COLUMNS)
+        rows = queryset.select_related("team", "user").order_by("created_at", "id")
+        for entry in rows.iterator():
+            writer.writerow(
+                [
+                    entry.created_at.isoformat(), entry.session_id, _csv_safe(entry.team.name),
+                    _csv_safe(entry.user.username if entry.user else ""), entry.previous_mode,
+                    entry.new_mode, "true" if entry.branch else "false", entry.source,
+                    _csv_safe(entry.reason), entry.turn_id or "", _csv_safe(entry.tool_call_id),
+                ]
+            )
+        return response

@@ -1,0 +1,52 @@
+"""Admin form for the catalog: list fields are edited one item per line."""
+from __future__ import annotations
+
+from django import forms
+
+from .models import AgentMode
+
+
+class LinesField(forms.Field):
+    """A list of strings edited as a textarea, one item per line; blank lines are dropped."""
+
+    widget = forms.Textarea(attrs={"rows": 5, "cols": 80})
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "One item per line.")
+        super().__init__(*args, **kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, (list, tuple)):
+            return "\n".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value):
+        if isinstance(value, (list, tuple)):
+            return [str(item).strip() for item in value if str(item).strip()]
+        if not value:
+            return []
+        return [line.strip() for line in str(value).splitlines() if line.strip()]
+
+    def has_changed(self, initial, data):
+        return self.to_python(initial) != self.to_python(data)
+
+
+class AgentModeForm(forms.ModelForm):
+    human_role_hints = LinesField(label="Human role hints")
+    example_utterances = LinesField(label="Example utterances")
+    tool_policy = LinesField(
+        label="Tool policy",
+        help_text="One entry per line: '*', an internal tool such as 'image_gen', '<server>.*' or "
+        "'<server>.<tool>'. agent_change_mode is always offered.",
+    )
+
+    class Meta:
+        model = AgentMode
+        fields = [
+            "key", "display_name", "description", "system_prompt_summary", "system_prompt",
+            "human_role_hints", "example_utterances", "tool_policy", "is_default", "is_active", "ordering",
+        ]
+
+    def clean_key(self):
+        return (self.cleaned_data.get("key") or "").strip().lower()

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from .validators import validate_mode_key, validate_string_list, validate_tool_policy
+
+DEFAULT_MODE_KEY = "general"
+
+ERROR_DEFAULT_MUST_BE_ACTIVE = "The default mode cannot be deactivated. Make another mode the default first."
+ERROR_DEFAULT_CANNOT_BE_UNSET = (
+    "There must always be a default mode. Make another mode the default instead of unsetting this one."
+)
+ERROR_DEFAULT_CANNOT_BE_DELETED = "The default mode cannot be deleted. Make another mode the default first."
+
+
+def new_hex_id() -> str:
+    return uuid.uuid4().hex
+
+
+class AgentMode(models.Model):
+    """A catalog entry (TUL-010 §2): a behavioural context a session runs in."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    key = models.CharField(
+        max_length=64, unique=True, validators=[validate_mode_key],
+        help_text="Stable key stored on sessions, e.g. 'data-analysis'. Lower-case letters, digits, hyphens.",
+    )
+    display_name = models.CharField(max_length=120)
+    description = models.TextField(help_text="Short explanation of what the mode is for.")
+    system_prompt_summary = models.TextField(
+        blank=True, help_text="Single paragraph summarising how prompts treat this mode."
+    )
+    system_prompt = models.TextField(
+        blank=True, help_text="The prompt layer sent to the model for sessions in this mode."
+    )
+    is_default = models.BooleanField(
+        default=False, help_text="New sessions start in the default mode. Exactly one mode is the default."
+    )
+    human_role_hints = models.JSONField(default=list, blank=True, validators=[validate_string_list])
+    example_utterances = models.JSONField(default=list, blank=True, validators=[validate_string_list])
+    tool_policy = models.JSONField(
+        default=list, blank=True, validators=[validate_tool_policy],
+        help_text="Tools this mode offers: '*', an internal tool such as 'image_gen', '<server>.*' or "
+        "'<server>.<tool>'. agent_change_mode is always offered.",
+    )
+    is_active = models.BooleanField(default=True)
+    ordering = models.PositiveIntegerField(default=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["ordering", "display_name"]
+        verbose_name = "agent mode"
+        constraints = [
+            # The database refuses two defaults; the service layer guarantees at least one.
+            models.UniqueConstraint(
+                fields=["is_default"], condition=models.Q(is_default=True), name="agentmode_single_default"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.display_name} ({self.key})"
+
+    def validate_constraints(self, exclude=None) -> None:
+        # The single-default constraint is kept by modes.services.mode_save, which unsets the
+        # previous default in the same transaction; validating it here would refuse every switch.
+        super().validate_constraints(exclude={*(exclude or ()), "is_default"})
+
+    def clean(self) -> None:
+        self.key = (self.key or "").strip().lower()
+        if self.is_default and not self.is_active:
+            raise ValidationError({"is_active": ERROR_DEFAULT_MUST_BE_ACTIVE})
+        if not self.is_default and not self._state.adding:
+            was_default = AgentMode.objects.filter(pk=self.pk, is_default=True).exists()
+            if was_default:
+                raise ValidationError({"is_default": ERROR_DEFAULT_CANNOT_BE_UNSET})
+
+
+class ModeHistory(models.Model):
+    """Append-only audit trail of session mode changes (AGN-011 §3.2). Never edited or deleted."""
+
+    class Source(models.TextChoices):
+        TOOL = "tool", "Tool (agent_change_mode)"
+        USER = "user", "User"
+
+    # Sessions and turns are referenced by string so `modes` never imports `agents`. PROTECT keeps
+    # the audit trail from disappearing with them.
+    session = models.ForeignKey("agents.AgentSession", on_delete=models.PROTECT, related_name="mode_history")
+    previous_mode = models.CharField(max_length=64)
+    new_mode = models.CharField(max_length=64)
+    reason = models.TextField(blank=True)
+    branch = models.BooleanField(default=False)
+    team = models.ForeignKey("aptix.Team", on_delete=models.PROTECT, related_name="mode_history")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="mode_history"
+    )
+    turn = models.ForeignKey(
+        "agents.Turn", on_delete=models.PROTECT, null=True, blank=True, related_name="mode_history"
+    )
+    tool_call_id = models.CharField(max_length=128, blank=True)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.TOOL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "mode history entry"
+        verbose_name_plural = "mode history"
+        permissions = [("export_modehistory", "Can export mode history as CSV")]
+
+    def __str__(self) -> str:
+        return f"{self.previous_mode} → {self.new_mode} ({self.session_id})"

@@ -1,0 +1,41 @@
+"""Catalog services: the only writers of AgentMode. They keep exactly one default at all times."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode
+
+
+@transaction.atomic
+def mode_save(*, mode: AgentMode) -> AgentMode:
+    """Validate and save a catalog entry. Making it the default unsets the previous default in the
+    same transaction, so readers never see zero or two defaults."""
+    mode.full_clean()
+    if mode.is_default:
+        # Lock the current default(s) first so two concurrent "make default" edits serialise.
+        others = AgentMode.objects.select_for_update().filter(is_default=True).exclude(pk=mode.pk)
+        for other in others:
+            other.is_default = False
+            other.save(update_fields=["is_default", "updated_at"])
+    elif not AgentMode.objects.filter(is_default=True).exclude(pk=mode.pk).exists():
+        # First entry of an empty catalog: it has to be the default.
+        mode.is_default = True
+    mode.save()
+    return mode
+
+
+@transaction.atomic
+def mode_make_default(*, mode: AgentMode) -> AgentMode:
+    if not mode.is_active:
+        raise ValidationError("Only an active mode can be the default. Activate it first.")
+    mode.is_default = True
+    return mode_save(mode=mode)
+
+
+@transaction.atomic
+def mode_delete(*, mode: AgentMode) -> None:
+    locked = AgentMode.objects.select_for_update().get(pk=mode.pk)
+    if locked.is_default:
+        raise ValidationError(ERROR_DEFAULT_CANNOT_BE_DELETED)
+    locked.delete()

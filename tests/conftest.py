@@ -1,0 +1,105 @@
+"""Shared fixtures: personas (alice, bob, carol, an auditor, a curator) and recording fakes."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from asgiref.sync import SyncToAsync
+from django.contrib.auth.models import Group
+from django.db import connections
+
+from aptix.models import Membership, Team
+
+
+@pytest.fixture(autouse=True)
+def _close_async_thread_connections():
+    """After async tests the sync_to_async thread keeps its DB connection open; on PostgreSQL the
+    test database then cannot be dropped. Close it on that thread after each test."""
+    yield
+    executor = getattr(SyncToAsync, "single_thread_executor", None)
+    if executor is not None:
+        try:
+            executor.submit(connections.close_all).result(timeout=10)
+        except Exception:  # noqa: BLE001 - best effort clean-up
+            pass
+
+
+@pytest.fixture
+def password() -> str:
+    return "correct-horse-battery-staple"
+
+
+@pytest.fixture
+def team_a(db) -> Team:
+    return Team.objects.create(name="Team A", slug="team-a")
+
+
+@pytest.fixture
+def team_b(db) -> Team:
+    return Team.objects.create(name="Team B", slug="team-b")
+
+
+def _user(django_user_model, username, password, **extra):
+    return django_user_model.objects.create_user(username=username, password=password, **extra)
+
+
+@pytest.fixture
+def alice(django_user_model, password, team_a):
+    user = _user(django_user_model, "alice", password)
+    Membership.objects.create(team=team_a, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def bob(django_user_model, password, team_a):
+    user = _user(django_user_model, "bob", password)
+    Membership.objects.create(team=team_a, user=user)
+    return user
+
+
+@pytest.fixture
+def carol(django_user_model, password, team_b):
+    user = _user(django_user_model, "carol", password)
+    Membership.objects.create(team=team_b, user=user)
+    return user
+
+
+@pytest.fixture
+def auditor(django_user_model, password):
+    user = _user(django_user_model, "audrey", password, is_staff=True)
+    user.groups.add(Group.objects.get(name="Auditors"))
+    return user
+
+
+@pytest.fixture
+def curator(django_user_model, password):
+    user = _user(django_user_model, "curtis", password, is_staff=True)
+    user.groups.add(Group.objects.get(name="Catalog curators"))
+    return user
+
+
+@dataclass
+class RecordingLogger:
+    """An IAdminLogger that remembers what it was told."""
+
+    errors: list[tuple[str, dict]] = field(default_factory=list)
+    exceptions: list[tuple[BaseException, str, dict]] = field(default_factory=list)
+
+    def add_error(self, message: str, **fields: Any) -> None:
+        self.errors.append((message, fields))
+
+    def add_exception(self, exc: BaseException, tag: str, **fields: Any) -> None:
+        self.exceptions.append((exc, tag, fields))
+
+
+@pytest.fixture
+def recording_logger() -> RecordingLogger:
+    return RecordingLogger()
+
+
+@pytest.fixture
+def run():
+    """Run a coroutine to completion from a sync test (no event loop, no database thread games)."""
+    return lambda coro: asyncio.run(coro)

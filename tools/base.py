@@ -1,0 +1,67 @@
+"""The agent tool contract (IAgentTool of the records) and its value types."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class InvokeResult:
+    """Outcome of a tool call: a result string on success, an error message otherwise."""
+
+    successful: bool
+    result: str | None = None
+    error_message: str | None = None
+
+    @classmethod
+    def create(cls, result: str) -> "InvokeResult":
+        return cls(successful=True, result=result)
+
+    @classmethod
+    def from_error(cls, message: str) -> "InvokeResult":
+        return cls(successful=False, error_message=message)
+
+    def content_for_model(self) -> str:
+        """What goes back to the model as the tool message."""
+        if self.successful:
+            return self.result or ""
+        return json.dumps({"error": self.error_message or "The tool failed."})
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who and where a tool runs for. Tools take identity only from here, never from arguments."""
+
+    session_id: str | None
+    org: Any  # the team: an object with at least id and name
+    user: Any  # the user: an object with at least id and username
+    turn_id: str | None = None
+    tool_call_id: str | None = None
+
+
+@runtime_checkable
+class AgentTool(Protocol):
+    """IAgentTool. A tool class declares its identity as class attributes and a static schema, so the
+    registry can check the contract without building it (TUL-010 §3.1)."""
+
+    TOOL_NAME: ClassVar[str]  # matches ^[a-zA-Z0-9_-]{1,64}$
+    TOOL_USAGE_METADATA: ClassVar[str]  # non-empty guidance for the LLM
+    is_tool_fully_executed_on_server: bool
+
+    @staticmethod
+    def get_schema() -> dict: ...
+
+    async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult: ...
+
+
+def function_schema(name: str, description: str, properties: dict, required: list[str] | None = None) -> dict:
+    """An OpenAI function tool schema that refuses unknown arguments."""
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        parameters["required"] = list(required)
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}

@@ -1,0 +1,172 @@
+"""agent_change_mode (TUL-007): change the current session's mode after the user agreed.
+
+Validation of the mode against the catalog lives in the session manager (TUL-009, DESIGN.md
+"Reconciling the records"): this tool only checks the argument shapes, takes the session, team
+and user from the execution context, and makes exactly one `set_session_mode` call.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from modes.catalog import ModeValidationError
+
+from ..base import InvokeResult, ToolContext, function_schema
+
+ERROR_EMPTY_ARGUMENTS = "ModeChangeTool requires a non-empty arguments object."
+ERROR_NO_CONTEXT = "ModeChangeTool requires a valid execution context."
+ERROR_NO_SESSION = "ModeChangeTool cannot change mode because the session id is missing."
+ERROR_MODE = "ModeChangeTool requires a non-empty 'mode' string."
+ERROR_BRANCH = "ModeChangeTool requires a 'branch' boolean flag."
+ERROR_REASON = "ModeChangeTool requires a non-empty 'reason' string explaining why the mode change is needed."
+ERROR_FAILED = "ModeChangeTool failed to change the session mode."
+ERROR_INVALID_JSON = "ModeChangeTool requires the arguments to be a valid JSON object."
+ERROR_IDENTITY_ARGUMENT = (
+    "ModeChangeTool does not accept {names} in the arguments; the session, org and user come from "
+    "the execution context. Call it again with only 'mode', 'branch' and 'reason'."
+)
+
+# Stable tag for the admin log, so operators can find every failed mode change.
+LOG_TAG = "ModeChangeTool.SetSessionMode"
+
+# Identity must never come from the model (TUL-007 §3.3, §4.3).
+_IDENTITY_ARGUMENTS = ("sessionId", "session_id", "org", "orgId", "org_id", "user", "userId", "user_id")
+
+
+class ModeChangeTool:
+    TOOL_NAME: ClassVar[str] = "agent_change_mode"
+    TOOL_USAGE_METADATA: ClassVar[str] = (
+        "Use this tool to change the current agent session mode, but only after the user "
+        "has explicitly agreed to switch. First, propose a specific target mode and ask "
+        "whether the user wants to (1) stay in the current mode, (2) switch this session "
+        "to that mode, or (3) switch and start a new session. "
+        "Call this tool only for options (2) or (3): use branch=false for switching the "
+        "current session, and branch=true when the user wants to switch and start a new session. "
+        "Never call it without explicit confirmation, always give a non-empty 'mode', a 'branch' "
+        "boolean and a short non-empty 'reason', never include sessionId, org or user, and call it "
+        "sparingly: the tool is always available, but only a confirmed switch justifies using it."
+    )
+    SCHEMA_DESCRIPTION: ClassVar[str] = (
+        "Changes the mode for the current agent session to the specified mode string. Call only after "
+        "the user confirms a mode change, and provide a short 'reason' describing why this mode fits the "
+        "current request. Set branch=true when the user wants the new work to start as a separate session."
+    )
+    is_tool_fully_executed_on_server = True
+
+    def __init__(self, session_manager: Any, logger: Any) -> None:
+        if session_manager is None:
+            raise ValueError("ModeChangeTool requires a session manager (got None).")
+        if logger is None:
+            raise ValueError("ModeChangeTool requires an admin logger (got None).")
+        self._session_manager = session_manager
+        self._logger = logger
+
+    @staticmethod
+    def get_schema() -> dict:
+        return function_schema(
+            ModeChangeTool.TOOL_NAME,
+            ModeChangeTool.SCHEMA_DESCRIPTION,
+            {
+                "mode": {
+                    "type": "string",
+                    "description": "Key of the target mode for the current session, e.g. 'data-analysis'.",
+                },
+                "branch": {
+                    "type": "boolean",
+                    "description": "false: switch this session and keep working here. true: switch and "
+                    "start the new work as a separate session in that mode.",
+                },
+                "reason": {
+                    "type": "string",
+                    "description": "Short explanation of why this mode fits the user's request.",
+                },
+            },
+            required=["mode", "branch", "reason"],
+        )
+
+    async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult:
+        if arguments_json is None or not str(arguments_json).strip():
+            return InvokeResult.from_error(ERROR_EMPTY_ARGUMENTS)
+        if context is None:
+            return InvokeResult.from_error(ERROR_NO_CONTEXT)
+        if not context.session_id:
+            self._logger.add_error(
+                "ModeChangeTool was called without a session id in the execution context.",
+                tool=self.TOOL_NAME,
+                turn_id=context.turn_id,
+                tool_call_id=context.tool_call_id,
+            )
+            return InvokeResult.from_error(ERROR_NO_SESSION)
+
+        try:
+            args = json.loads(arguments_json)
+        except (TypeError, ValueError):
+            return InvokeResult.from_error(ERROR_INVALID_JSON)
+        if not isinstance(args, dict):
+            return InvokeResult.from_error(ERROR_INVALID_JSON)
+
+        identity = [name for name in _IDENTITY_ARGUMENTS if name in args]
+        if identity:
+            return InvokeResult.from_error(
+                ERROR_IDENTITY_ARGUMENT.format(names=", ".join(f"'{n}'" for n in identity))
+            )
+
+        mode = args.get("mode")
+        if not isinstance(mode, str) or not mode.strip():
+            return InvokeResult.from_error(ERROR_MODE)
+        branch = args.get("branch")
+        if not isinstance(branch, bool):
+            return InvokeResult.from_error(ERROR_BRANCH)
+        reason = args.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            return InvokeResult.from_error(ERROR_REASON)
+
+        try:
+            outcome = await self._session_manager.set_session_mode(
+                context.session_id,
+                mode,
+                reason,
+                context.org,
+                context.user,
+                branch=branch,
+                turn=context.turn_id,
+                tool_call_id=context.tool_call_id,
+            )
+        except ModeValidationError as exc:
+            # The model can recover from this one: tell it which modes exist.
+            self._log_failure(exc, context, mode)
+            return InvokeResult.from_error(f"{ERROR_FAILED} {exc}")
+        except Exception as exc:  # noqa: BLE001 - any failure must come back as a tool error
+            self._log_failure(exc, context, mode)
+            return InvokeResult.from_error(ERROR_FAILED)
+
+        previous_mode, new_mode = _unpack_outcome(outcome, mode)
+        payload = {
+            "success": True,
+            "mode": new_mode,
+            "branch": branch,
+            "reason": reason,
+            "previousMode": previous_mode,
+            "newMode": new_mode,
+        }
+        return InvokeResult.create(json.dumps(payload))
+
+    def _log_failure(self, exc: BaseException, context: ToolContext, mode: str) -> None:
+        self._logger.add_exception(
+            exc,
+            LOG_TAG,
+            session_id=context.session_id,
+            requested_mode=mode,
+            turn_id=context.turn_id,
+            tool_call_id=context.tool_call_id,
+        )
+
+
+def _unpack_outcome(outcome: Any, requested: str) -> tuple[str | None, str]:
+    """set_session_mode returns (previous, new); a manager that reports nothing still wrote `requested`."""
+    if isinstance(outcome, (tuple, list)) and len(outcome) == 2 and all(
+        isinstance(v, str) or v is None for v in outcome
+    ):
+        previous, new = outcome
+        return previous, new or requested
+    return None, requested

@@ -1,0 +1,156 @@
+"""Tool registries (spec 004 §8): one for internal tools, one for MCP tools.
+
+Registration checks the reflection contract of TUL-010 §3.1 and raises ToolRegistrationError
+naming the tool and what is wrong, so a bad tool fails at start-up, not mid-conversation.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from importlib import import_module
+from typing import Any
+
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# Internal tools by name → dotted path, imported lazily (explicit over import-time magic).
+INTERNAL_TOOLS: dict[str, str] = {
+    "agent_change_mode": "tools.builtin.mode_change.ModeChangeTool",
+    "agent_list_modes": "tools.builtin.list_modes.AgentListModesTool",
+}
+
+
+class ToolRegistrationError(ValueError):
+    """A tool does not satisfy the registration contract."""
+
+
+def validate_tool_contract(tool: Any) -> str:
+    """Check a tool class (or object) against the contract; return its name or raise."""
+    label = getattr(tool, "__name__", None) or type(tool).__name__
+
+    def fail(problem: str) -> ToolRegistrationError:
+        return ToolRegistrationError(f"Tool {label} cannot be registered: {problem}")
+
+    name = getattr(tool, "TOOL_NAME", None)
+    if not isinstance(name, str) or not name:
+        raise fail("TOOL_NAME is missing or empty.")
+    if not TOOL_NAME_RE.match(name):
+        raise fail(f"TOOL_NAME {name!r} does not match {TOOL_NAME_RE.pattern}.")
+
+    usage = getattr(tool, "TOOL_USAGE_METADATA", None)
+    if not isinstance(usage, str) or not usage.strip():
+        raise fail("TOOL_USAGE_METADATA is missing or empty.")
+
+    if not isinstance(getattr(tool, "is_tool_fully_executed_on_server", None), bool):
+        raise fail("is_tool_fully_executed_on_server must be a bool.")
+
+    raw_get_schema = inspect.getattr_static(tool, "get_schema", None)
+    if raw_get_schema is None:
+        raise fail("get_schema() is missing.")
+    if inspect.isclass(tool) and not isinstance(raw_get_schema, staticmethod):
+        raise fail("get_schema() must be a @staticmethod.")
+    get_schema = getattr(tool, "get_schema")
+    if inspect.signature(get_schema).parameters:
+        raise fail("get_schema() must take no parameters.")
+    try:
+        schema = get_schema()
+    except Exception as exc:  # noqa: BLE001 - reported as a registration error
+        raise fail(f"get_schema() raised {type(exc).__name__}: {exc}") from exc
+    _validate_schema(schema, name, fail)
+
+    execute = getattr(tool, "execute", None)
+    if execute is None or not inspect.iscoroutinefunction(execute):
+        raise fail("execute(arguments_json, context) must be an async method.")
+    return name
+
+
+def _validate_schema(schema: Any, name: str, fail) -> None:
+    if not isinstance(schema, dict):
+        raise fail(f"get_schema() must return a dict, not {type(schema).__name__}.")
+    if schema.get("type") != "function":
+        raise fail('get_schema()["type"] must be "function".')
+    function = schema.get("function")
+    if not isinstance(function, dict):
+        raise fail('get_schema()["function"] must be an object.')
+    if function.get("name") != name:
+        raise fail(f'get_schema()["function"]["name"] is {function.get("name")!r}, expected {name!r}.')
+    description = function.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise fail('get_schema()["function"]["description"] must be a non-empty string.')
+    parameters = function.get("parameters")
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise fail('get_schema()["function"]["parameters"] must be an object schema ("type": "object").')
+    properties = parameters.get("properties", {})
+    if not isinstance(properties, dict):
+        raise fail('get_schema()["function"]["parameters"]["properties"] must be an object.')
+    required = parameters.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise fail('get_schema()["function"]["parameters"]["required"] must be a list of names.')
+    unknown = [r for r in required if r not in properties]
+    if unknown:
+        raise fail(f"required parameters {unknown} are not declared in properties.")
+
+
+class ToolRegistry:
+    """Name → tool class. `kind` is "internal" or "mcp"; the two registries never mix."""
+
+    def __init__(self, kind: str = "internal", logger: Any = None) -> None:
+        self.kind = kind
+        self._logger = logger
+        self._tools: dict[str, Any] = {}
+
+    def register(self, tool_cls: Any) -> Any:
+        try:
+            name = validate_tool_contract(tool_cls)
+        except ToolRegistrationError as exc:
+            if self._logger is not None:
+                self._logger.add_error(str(exc), registry=self.kind)
+            raise
+        existing = self._tools.get(name)
+        if existing is not None and existing is not tool_cls:
+            raise ToolRegistrationError(f"Tool {name!r} is already registered in the {self.kind} registry.")
+        self._tools[name] = tool_cls
+        return tool_cls
+
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Any | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict]:
+        return [tool.get_schema() for tool in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self):
+        return iter(self._tools.items())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+def build_internal_registry(logger: Any = None) -> ToolRegistry:
+    registry = ToolRegistry("internal", logger=logger)
+    for dotted in INTERNAL_TOOLS.values():
+        module_path, _, attr = dotted.rpartition(".")
+        registry.register(getattr(import_module(module_path), attr))
+    return registry
+
+
+_internal_registry: ToolRegistry | None = None
+
+
+def internal_registry() -> ToolRegistry:
+    """The process-wide internal registry, built (and checked) on first use."""
+    global _internal_registry
+    if _internal_registry is None:
+        _internal_registry = build_internal_registry()
+    return _internal_registry
+
+
+# MCP tools are registered by the MCP host as servers come up (named `<server>__<tool>`).
+mcp_registry = ToolRegistry("mcp")
