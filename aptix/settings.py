@@ -169,6 +169,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 WHITENOISE_USE_FINDERS = True  # serve straight from static/ too, so a missed collectstatic still works
 
 SESSION_COOKIE_HTTPONLY = True

@@ -26,6 +26,12 @@ def _close_async_thread_connections():
             pass
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # PBKDF2's deliberate slowness costs seconds across the suite; tests need no such protection.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def password() -> str:
     return "correct-horse-battery-staple"

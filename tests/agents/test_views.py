@@ -1,0 +1,83 @@
+"""Login and the minimal home page: own sessions only, create one, other people's sessions 404."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from agents.models import AgentSession
+from agents.sessions import SessionManager, session_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_pages_require_login(client, team_a, alice):
+    session = session_create(team=team_a, user=alice)
+    for url in [reverse("home"), reverse("session-detail", args=[session.id])]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    response = client.post(reverse("session-new"), {"team": team_a.id, "mode": "general", "execution": "ask"})
+    assert response.status_code == 302 and AgentSession.objects.count() == 1
+
+
+def test_login_page_and_login(client, alice, password):
+    page = client.get(reverse("login"))
+    assert page.status_code == 200 and 'name="password"' in page.content.decode()
+    bad = client.post(reverse("login"), {"username": "alice", "password": "wrong"})
+    assert bad.status_code == 200 and "enter a correct username and password" in bad.content.decode()
+    good = client.post(reverse("login"), {"username": "alice", "password": password})
+    assert good.status_code == 302 and good["Location"] == reverse("home")
+
+
+def test_home_lists_only_my_sessions(client, team_a, alice, bob, password):
+    mine = session_create(team=team_a, user=alice, title="Alice's plan")
+    session_create(team=team_a, user=bob, title="Bob's secret")
+    client.login(username="alice", password=password)
+    html = client.get(reverse("home")).content.decode()
+    assert "Alice&#x27;s plan" in html and "Bob&#x27;s secret" not in html
+    assert reverse("session-detail", args=[mine.id]) in html
+    for key in ["general", "ddr-authoring", "workflow-authoring", "data-analysis"]:
+        assert f'value="{key}"' in html
+
+
+def test_create_session_in_a_mode(client, team_a, alice, password):
+    client.login(username="alice", password=password)
+    response = client.post(
+        reverse("session-new"), {"team": team_a.id, "mode": "data-analysis", "execution": "agent", "title": "Q3"}
+    )
+    session = AgentSession.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("session-detail", args=[session.id])
+    assert (session.mode, session.execution, session.title, session.user, session.team) == (
+        "data-analysis", "agent", "Q3", alice, team_a)
+    page = client.get(response["Location"]).content.decode()
+    assert "Q3" in page and "data-analysis" in page
+
+
+def test_create_session_with_bad_input_shows_errors_and_writes_nothing(client, team_a, team_b, alice, password):
+    client.login(username="alice", password=password)
+    response = client.post(reverse("session-new"), {"team": team_b.id, "mode": "astrology", "execution": "ask"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Select a valid choice" in html
+    assert AgentSession.objects.count() == 0
+
+
+def test_someone_elses_session_is_404(client, team_a, team_b, alice, bob, carol, password):
+    session = session_create(team=team_a, user=alice, title="Private")
+    for username in ["bob", "carol"]:
+        client.login(username=username, password=password)
+        response = client.get(reverse("session-detail", args=[session.id]))
+        assert response.status_code == 404 and "Private" not in response.content.decode()
+
+
+def test_session_page_shows_mode_history(client, team_a, alice, password):
+    session = session_create(team=team_a, user=alice)
+    SessionManager().set_session_mode_sync(session.id, "ddr-authoring", "Writing TUL-011", team_a, alice)
+    client.login(username="alice", password=password)
+    html = client.get(reverse("session-detail", args=[session.id])).content.decode()
+    assert "general → ddr-authoring" in html and "Writing TUL-011" in html
+
+
+def test_user_without_team_is_told_so(client, django_user_model, password):
+    django_user_model.objects.create_user(username="loner", password=password)
+    client.login(username="loner", password=password)
+    assert "not in a team yet" in client.get(reverse("home")).content.decode()
