@@ -22,7 +22,8 @@ $(VENV)/.installed-test: $(VENV)/.installed
 run: $(VENV)/.installed
 	@mkdir -p var
 	@test -s var/secret_key || $(PY) -c 'import secrets; print(secrets.token_urlsafe(50))' > var/secret_key
-	@export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}"; \
+	@set -a; [ ! -f .env ] || . ./.env; set +a; \
+	  export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}"; \
 	  $(PY) manage.py migrate --noinput && \
 	  $(PY) manage.py ensure_catalog && \
 	  $(PY) manage.py ensure_admin && \
