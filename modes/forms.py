@@ -43,6 +43,7 @@ class AgentModeForm(forms.ModelForm):
 
     class Meta:
         model = AgentMode
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 80})}
         fields = [
             "key", "display_name", "description", "system_prompt_summary", "system_prompt",
             "human_role_hints", "example_utterances", "tool_policy", "is_default", "is_active", "ordering",
