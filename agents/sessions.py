@@ -10,7 +10,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 
-from aptix.teams import team_is_member
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
 
@@ -18,7 +17,6 @@ from .models import AgentSession, Execution, Turn
 
 logger = logging.getLogger("aptix.sessions")
 
-ERROR_NOT_A_MEMBER = "You are not a member of this team."
 ERROR_BAD_EXECUTION = "Execution must be 'ask' or 'agent'."
 
 
@@ -27,9 +25,9 @@ class SessionNotFoundError(LookupError):
 
 
 def session_create(*, team, user, mode: str | None = None, execution: str = "ask", title: str = "") -> AgentSession:
-    """Create a session in `mode` (validated against the active catalog) or the default mode."""
-    if not team_is_member(team=team, user=user):
-        raise ValidationError(ERROR_NOT_A_MEMBER)
+    """Create a session in `mode` (validated against the active catalog) or the default mode.
+
+    Callers authorise first: views and the API only offer the user's own teams."""
     if execution not in Execution.values:
         raise ValidationError({"execution": ERROR_BAD_EXECUTION})
     if mode is None or not str(mode).strip():
