@@ -72,6 +72,11 @@ class Turn(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     step_count = models.PositiveIntegerField(default=0)
+    model_label = models.CharField(max_length=120, blank=True, help_text="Model that answered; 'offline' for the built-in one.")
+    cancel_requested = models.BooleanField(default=False)
+    # While `requires_action`: the conversation so far, the tool list and the pending client tool
+    # calls, so the turn continues exactly where it stopped when the client posts tool results.
+    state = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -81,6 +86,12 @@ class Turn(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session", "index"], name="turn_unique_session_index"),
         ]
+
+    FINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "limit_reached"})
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINAL_STATUSES
 
     def __str__(self) -> str:
         return f"Turn {self.index} of {self.session_id}"

@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from .models import Membership, Team
+from .models import ApiToken, Membership, Team
+from .tokens import api_token_create
 
 
 class MembershipInline(admin.TabularInline):
@@ -15,3 +16,26 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are created here or with `manage.py create_api_token`; the secret is shown once."""
+
+    list_display = ["key_prefix", "user", "name", "created_at", "last_used_at"]
+    search_fields = ["user__username", "name", "key_prefix"]
+    fields = ["user", "name", "key_prefix", "created_at", "last_used_at"]
+    readonly_fields = ["key_prefix", "created_at", "last_used_at"]
+    autocomplete_fields = ["user"]
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request, obj, form, change):
+        token, secret = api_token_create(user=obj.user, name=obj.name)
+        obj.pk = token.pk
+        obj.key_prefix, obj.key_hash = token.key_prefix, token.key_hash
+        self.message_user(
+            request, f"API token for {obj.user}: {secret} — copy it now, it will not be shown again.",
+            messages.WARNING,
+        )

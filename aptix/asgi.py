@@ -7,8 +7,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from agents.runs import RUN_CHANNEL, RunWorkerConsumer  # noqa: E402
 
 websocket_urlpatterns: list = []
 
@@ -16,5 +18,7 @@ application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # `manage.py runworker aptix-runs` (with REDIS_URL): turns dispatched by web processes.
+        "channel": ChannelNameRouter({RUN_CHANNEL: RunWorkerConsumer.as_asgi()}),
     }
 )

@@ -40,3 +40,22 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A per-user bearer token for the JSON API. Only a SHA-256 of the secret is stored."""
+
+    PREFIX = "apx_"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    key_prefix = models.CharField(max_length=12, editable=False, help_text="First characters, to recognise it.")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.key_prefix}… ({self.user})"

@@ -16,6 +16,7 @@ TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 INTERNAL_TOOLS: dict[str, str] = {
     "agent_change_mode": "tools.builtin.mode_change.ModeChangeTool",
     "agent_list_modes": "tools.builtin.list_modes.AgentListModesTool",
+    "image_gen": "tools.builtin.image_gen.ImageGenTool",
 }
 
 

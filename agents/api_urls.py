@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("agent/execute", api.agent_execute, name="api-agent-execute"),
+    path("turns/<str:turn_id>/cancel", api.turn_cancel_api, name="api-turn-cancel"),
+]

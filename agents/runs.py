@@ -1,0 +1,160 @@
+"""Turn services and run dispatch. A run does not depend on the request that started it.
+
+One process (the embedded default): runs are asyncio tasks on the server's event loop. With
+REDIS_URL: runs are sent over the channel layer to `manage.py runworker aptix-runs` processes, and a
+cancel is a flag in the database that the worker's watcher sees within half a second.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from channels.consumer import AsyncConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+
+from .events import FINAL_EVENT_TYPES, session_group
+from .models import AgentSession, Execution, Turn
+
+logger = logging.getLogger("aptix.runs")
+
+RUN_CHANNEL = "aptix-runs"
+CANCEL_POLL_INTERVAL = 0.5
+MAX_MESSAGE_LENGTH = 100_000
+
+ERROR_EMPTY_MESSAGE = "The message is empty."
+ERROR_MESSAGE_TOO_LONG = f"The message is longer than {MAX_MESSAGE_LENGTH} characters."
+ERROR_TURN_RUNNING = "A turn is still running in this session. Wait for it to finish or stop it."
+
+_tasks: dict[str, asyncio.Task] = {}
+
+
+def turn_start(*, session: AgentSession, text: str, execution: str | None = None) -> Turn:
+    """Create the next turn of `session` (status queued) in the session's persisted mode."""
+    text = (text or "").strip()
+    if not text:
+        raise ValidationError({"message": ERROR_EMPTY_MESSAGE})
+    if len(text) > MAX_MESSAGE_LENGTH:
+        raise ValidationError({"message": ERROR_MESSAGE_TOO_LONG})
+    execution = execution or session.execution
+    if execution not in Execution.values:
+        raise ValidationError({"execution": "Execution must be 'ask' or 'agent'."})
+    with transaction.atomic():
+        locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+        busy = locked.turns.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]).exists()
+        if busy:
+            raise ValidationError(ERROR_TURN_RUNNING)
+        index = (locked.turns.aggregate(m=Max("index"))["m"] or 0) + 1
+        turn = Turn.objects.create(
+            session=locked, index=index, user_message=text, mode=locked.mode, execution=execution,
+        )
+        if not locked.title:
+            locked.title = text[:80]
+        locked.save(update_fields=["title", "updated_at"])
+    return turn
+
+
+async def run_turn(turn_id: str, **kwargs: Any) -> Turn:
+    from .reasoner import Reasoner
+
+    watcher = asyncio.create_task(_watch_cancel(turn_id, asyncio.current_task())) if settings.REDIS_URL else None
+    try:
+        return await Reasoner().run(turn_id, **kwargs)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+
+
+async def _watch_cancel(turn_id: str, run_task: asyncio.Task | None) -> None:
+    """Multi-process cancel: the HTTP request that asks for it may be served by another process."""
+    while True:
+        await asyncio.sleep(CANCEL_POLL_INTERVAL)
+        if await Turn.objects.filter(pk=turn_id, cancel_requested=True).aexists():
+            if run_task is not None:
+                run_task.cancel()
+            return
+
+
+def dispatch(turn_id: str, **kwargs: Any) -> asyncio.Task | None:
+    """Start the run: a task on this event loop, or a message to the worker processes."""
+    if settings.REDIS_URL and not kwargs.get("local"):
+        layer = get_channel_layer()
+        return asyncio.get_running_loop().create_task(
+            layer.send(RUN_CHANNEL, {"type": "run.turn", "turn_id": turn_id, **_serialisable(kwargs)})
+        )
+    kwargs.pop("local", None)
+    task = asyncio.get_running_loop().create_task(run_turn(turn_id, **kwargs), name=f"turn-{turn_id}")
+    _tasks[turn_id] = task
+    task.add_done_callback(lambda _t: _tasks.pop(turn_id, None))
+    return task
+
+
+def _serialisable(kwargs: dict) -> dict:
+    return {k: v for k, v in kwargs.items() if k in {"client_tools", "tool_results"}}
+
+
+async def turn_cancel(*, turn: Turn) -> bool:
+    """Ask a running turn to stop. Returns False when it had already finished."""
+    if turn.is_finished:
+        return False
+    await Turn.objects.filter(pk=turn.pk).aupdate(cancel_requested=True)
+    task = _tasks.get(turn.pk)
+    if task is not None and not task.done():
+        task.cancel()
+    elif not settings.REDIS_URL:
+        # Nothing runs it in this process (queued, or waiting for client tool results): end it now.
+        await _end_cancelled(turn)
+    return True
+
+
+async def _end_cancelled(turn: Turn) -> None:
+    from django.utils import timezone
+
+    from .events import EventRecorder
+
+    updated = await Turn.objects.filter(
+        pk=turn.pk, status__in=[Turn.Status.QUEUED, Turn.Status.REQUIRES_ACTION]
+    ).aupdate(status=Turn.Status.CANCELLED, finished_at=timezone.now(), response_mode=turn.mode, state={})
+    if updated:
+        recorder = await EventRecorder.for_turn(turn)
+        await recorder.emit("turn.cancelled", {"reason": "Stopped by the user.", "status": "cancelled",
+                                               "answer": "", "mode": turn.mode, "mode_changes": [],
+                                               "branch": None})
+
+
+async def wait_for_turn(turn_id: str, task: asyncio.Task | None = None) -> Turn:
+    """Wait until the turn ends (or needs client tool results) and return it fresh."""
+    if task is not None:
+        await asyncio.shield(task)
+    else:
+        layer = get_channel_layer()
+        turn = await Turn.objects.aget(pk=turn_id)
+        channel = await layer.new_channel()
+        group = session_group(turn.session_id)
+        await layer.group_add(group, channel)
+        try:
+            while True:
+                turn = await Turn.objects.aget(pk=turn_id)
+                if turn.is_finished or turn.status == Turn.Status.REQUIRES_ACTION:
+                    break
+                try:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout=5)
+                except asyncio.TimeoutError:
+                    continue
+                if message.get("turn_id") == turn_id and message.get("event") in FINAL_EVENT_TYPES:
+                    break
+        finally:
+            await layer.group_discard(group, channel)
+    return await Turn.objects.select_related("session").aget(pk=turn_id)
+
+
+class RunWorkerConsumer(AsyncConsumer):
+    """`manage.py runworker aptix-runs`: runs turns dispatched over the channel layer."""
+
+    async def run_turn(self, message: dict) -> None:
+        await run_turn(message["turn_id"], client_tools=message.get("client_tools"),
+                       tool_results=message.get("tool_results"))
