@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from typing import Any
 
 from channels.consumer import AsyncConsumer
@@ -16,6 +17,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from .events import FINAL_EVENT_TYPES, session_group
 from .models import AgentSession, Execution, Turn
@@ -45,6 +47,7 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
         raise ValidationError({"execution": "Execution must be 'ask' or 'agent'."})
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+        _end_orphans(locked)
         busy = locked.turns.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]).exists()
         if busy:
             raise ValidationError(ERROR_TURN_RUNNING)
@@ -56,6 +59,28 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
             locked.title = text[:80]
         locked.save(update_fields=["title", "updated_at"])
     return turn
+
+
+ERROR_INTERRUPTED = "This turn was interrupted because the server stopped while it ran."
+ORPHAN_QUEUED_AFTER = timedelta(minutes=1)
+
+
+def _end_orphans(session: AgentSession) -> None:
+    """One process runs every turn as a task of its own; a turn still open here with no task is
+    left over from a stopped server, and would block the session forever. (With workers the run
+    may live elsewhere, so this only applies to the embedded single-process setup.)"""
+    if settings.REDIS_URL:
+        return
+    now = timezone.now()
+    stale = [
+        t.pk for t in session.turns.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING])
+        if t.pk not in _tasks and (t.status == Turn.Status.RUNNING or now - t.created_at > ORPHAN_QUEUED_AFTER)
+    ]
+    if stale:
+        Turn.objects.filter(pk__in=stale).update(
+            status=Turn.Status.FAILED, error=ERROR_INTERRUPTED, finished_at=now, response_mode=session.mode
+        )
+        logger.warning("Ended %d interrupted turn(s) of session %s", len(stale), session.pk)
 
 
 async def run_turn(turn_id: str, **kwargs: Any) -> Turn:

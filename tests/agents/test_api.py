@@ -162,13 +162,20 @@ async def test_client_tool_calls_come_back_pending_and_continue_the_turn(llm, mo
 
 
 async def test_a_running_turn_blocks_a_second_one(llm, model, token, alice, team_a):
+    from agents.runs import _tasks
     from agents.runs import turn_start
     from agents.sessions import session_create
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)
-    await sync_to_async(turn_start)(session=session, text="first")
+    first = await sync_to_async(turn_start)(session=session, text="first")
+    model.reply("slow " * 300, chunk_delay=0.01)
+    from agents.runs import dispatch
+
+    task = dispatch(first.id)
     status, body = await post({"conversationId": session.id, "message": "second"}, token)
     assert status == 409 and "still running" in body["error"]["message"]
+    assert first.id in _tasks
+    await task
 
 
 async def test_cancel_endpoint(llm, model, token, carol_token, alice, team_a):
@@ -194,3 +201,17 @@ async def test_create_api_token_command(alice, capsys):
     from aptix.tokens import api_token_user
 
     assert (await sync_to_async(api_token_user)(f"Bearer {secret}")).username == "alice"
+
+
+async def test_a_turn_left_running_by_a_stopped_server_does_not_block_the_session(llm, model, token, alice, team_a):
+    from agents.runs import ERROR_INTERRUPTED, turn_start
+    from agents.sessions import session_create
+
+    session = await sync_to_async(session_create)(team=team_a, user=alice)
+    orphan = await sync_to_async(turn_start)(session=session, text="first")
+    await Turn.objects.filter(pk=orphan.id).aupdate(status="running")  # its process died
+    model.reply("back again")
+    status, body = await post({"conversationId": session.id, "message": "second"}, token)
+    assert status == 200 and body["answer"] == "back again"
+    orphan = await Turn.objects.aget(pk=orphan.id)
+    assert orphan.status == "failed" and orphan.error == ERROR_INTERRUPTED
