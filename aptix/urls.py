@@ -3,6 +3,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from . import views
+
 admin.site.site_header = "Aptix administration"
 admin.site.site_title = "Aptix admin"
 admin.site.index_title = "Catalog, teams and audit"
@@ -12,10 +14,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.api_urls")),
+    path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", views.media, name="media"),
     path("", include("agents.urls")),
 ]
-
-if settings.DEBUG:
-    from django.conf.urls.static import static
-
-    urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)

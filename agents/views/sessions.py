@@ -11,6 +11,7 @@ from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
 
 from ..forms import SessionCreateForm
+from ..llm import describe_provider
 from ..sessions import SessionNotFoundError, session_create, session_get, session_list
 
 
@@ -54,5 +55,10 @@ def session_detail(request, session_id: str):
         session = session_get(user=request.user, session_id=session_id)
     except SessionNotFoundError:
         raise Http404("No such session.") from None
-    history = session.mode_history.select_related("user").order_by("created_at", "id")
-    return render(request, "agents/session_detail.html", {"session": session, "history": history})
+    context = {
+        "session": session,
+        "history": session.mode_history.select_related("user").order_by("created_at", "id"),
+        "turns": session.turns.order_by("index"),
+        "model": describe_provider(),
+    }
+    return render(request, "agents/session_detail.html", context)

@@ -81,3 +81,29 @@ def test_user_without_team_is_told_so(client, django_user_model, password):
     django_user_model.objects.create_user(username="loner", password=password)
     client.login(username="loner", password=password)
     assert "not in a team yet" in client.get(reverse("home")).content.decode()
+
+
+def test_generated_images_are_served_to_signed_in_users_only(client, alice, password, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "abc.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "secret.txt").write_text("no")
+    assert client.get("/media/images/abc.png").status_code == 302
+    client.login(username="alice", password=password)
+    response = client.get("/media/images/abc.png")
+    assert response.status_code == 200 and b"".join(response.streaming_content) == b"\x89PNG fake"
+    assert client.get("/media/secret.txt").status_code == 404
+    assert client.get("/media/images/../secret.txt").status_code == 404
+
+
+def test_session_page_shows_the_conversation_and_the_offline_label(client, team_a, alice, password):
+    from agents.models import Turn
+
+    session = session_create(team=team_a, user=alice)
+    Turn.objects.create(session=session, index=1, user_message="<b>hi</b>", mode="general",
+                        status="completed", answer="Hello <script>alert(1)</script>")
+    client.login(username="alice", password=password)
+    html = client.get(reverse("session-detail", args=[session.id])).content.decode()
+    assert "model: offline" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+    assert "&lt;b&gt;hi&lt;/b&gt;" in html
