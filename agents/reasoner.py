@@ -47,11 +47,13 @@ class RunState:
     mode_changes: list[dict] = field(default_factory=list)
     pending: list[dict] = field(default_factory=list)
     tool_outputs: list[dict] = field(default_factory=list)  # this step's results, for Ask answers
+    traced: int = 0  # how many messages the trace (step.started events) already holds
 
     def to_json(self) -> dict:
         return {
             "messages": self.messages, "tools": self.tools, "kinds": self.kinds, "mode": self.mode,
             "mode_changes": self.mode_changes, "pending": self.pending, "tool_outputs": self.tool_outputs,
+            "traced": self.traced,
         }
 
     @classmethod
@@ -192,9 +194,14 @@ class Reasoner:
 
     async def _step(self, turn: Turn, recorder: EventRecorder, state: RunState, *, tools) -> ModelReply:
         turn.step_count += 1
+        # The trace keeps each message once: the first step carries the whole prompt, later steps
+        # what was appended since (tool results), so a long turn does not store n² messages.
+        sent_before = state.traced
+        state.traced = len(state.messages)
         await recorder.emit("step.started", {
             "step": turn.step_count, "max_steps": self.max_steps if turn.execution == "agent" else None,
-            "mode": state.mode, "messages": state.messages, "tools": [t["function"]["name"] for t in tools or []],
+            "mode": state.mode, "messages_from": sent_before, "messages": state.messages[sent_before:],
+            "tools": [t["function"]["name"] for t in tools or []],
         })
         reply = await self.llm.stream_chat(messages=state.messages, tools=tools, on_delta=recorder.delta)
         await recorder.flush_delta()

@@ -126,7 +126,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A busy timeout lets concurrent writers (async tasks, admin) wait instead of failing.
     # IMMEDIATE transactions take the write lock up front, so a read-then-write transaction (the
     # session manager's) waits for another writer instead of failing with "database is locked".
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # WAL lets readers (the live stream, the admin) work while a run writes its events, and
+    # synchronous=NORMAL makes each small event commit cheap; both are safe in WAL mode.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 else:
     DATABASES["default"]["TEST"] = {"NAME": "test_aptix"}

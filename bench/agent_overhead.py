@@ -1,0 +1,154 @@
+"""Benchmark: what the full Agent pipeline costs over a bare loop of the same model calls and tools.
+
+A 10-step Agent run against a zero-latency model endpoint (an in-process OpenAI-compatible server
+streaming canned replies through the real `openai` SDK): nine steps call `agent_list_modes`, the
+tenth answers. "Full" is `Reasoner.run` (events persisted as TurnEvent rows, broadcast to the
+session's group with a subscriber draining it, turn bookkeeping). "Bare" is the same SDK calls and
+tool executions in a plain loop. Both run interleaved in one process; the median of each is printed
+with the ratio (target ≤ 1.3×).
+
+    DATABASE_URL=... .venv/bin/python bench/agent_overhead.py [--runs 15]
+(SQLite in a temp dir when DATABASE_URL is unset.)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only")
+if not os.environ.get("DATABASE_URL"):
+    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx2  # noqa: E402
+import openai  # noqa: E402
+from asgiref.sync import sync_to_async  # noqa: E402
+from channels.layers import get_channel_layer  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from agents.asgi_transport import StreamingASGITransport  # noqa: E402
+from agents.chat_protocol import PlannedReply, PlannedToolCall, prompt_token_estimate, sse_chunks  # noqa: E402
+from agents.events import session_group  # noqa: E402
+from agents.llm import LLMClient  # noqa: E402
+from agents.reasoner import Reasoner  # noqa: E402
+from agents.runs import turn_start  # noqa: E402
+from agents.sessions import session_create  # noqa: E402
+from aptix.logging import admin_logger  # noqa: E402
+from aptix.teams import team_ensure  # noqa: E402
+from modes.catalog import catalog_service  # noqa: E402
+from tools.base import ToolContext  # noqa: E402
+from tools.builtin.list_modes import AgentListModesTool  # noqa: E402
+
+STEPS = 10
+
+
+class ZeroLatencyModel:
+    """Answers step 1..9 with a tool call and step 10 with text, keyed on the tool messages seen."""
+
+    async def __call__(self, scope, receive, send):
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        import json
+
+        request = json.loads(body)
+        done = sum(1 for m in request["messages"] if m["role"] == "tool")
+        if done < STEPS - 1:
+            reply = PlannedReply(content="Checking the catalog.",
+                                 tool_calls=[PlannedToolCall("agent_list_modes", "{}", id=f"call_{done}")])
+        else:
+            reply = PlannedReply(content="All " + "done " * 40)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        for chunk in sse_chunks(reply, model="zero", prompt_tokens=prompt_token_estimate(request["messages"], None),
+                                include_usage=True):
+            await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def make_llm() -> LLMClient:
+    base = "http://zero.bench/v1"
+    client = openai.AsyncOpenAI(api_key="x", base_url=base, max_retries=0, http_client=httpx2.AsyncClient(
+        transport=StreamingASGITransport(ZeroLatencyModel()), base_url=base))
+    return LLMClient(client, model="zero", label="zero")
+
+
+async def bare_run(llm: LLMClient, schemas, tool, context) -> None:
+    messages = [{"role": "system", "content": "bench"}, {"role": "user", "content": "go"}]
+    for _ in range(STEPS):
+        reply = await llm.stream_chat(messages=messages, tools=schemas)
+        messages.append({"role": "assistant", "content": reply.content, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls]} if reply.tool_calls else {"role": "assistant", "content": reply.content})
+        if not reply.tool_calls:
+            return
+        for call in reply.tool_calls:
+            result = await tool.execute(call.arguments, context)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content_for_model()})
+
+
+async def main(runs: int) -> None:
+    await sync_to_async(call_command)("migrate", verbosity=0)
+    user = await sync_to_async(lambda: get_user_model().objects.get_or_create(username="bench")[0])()
+    team = await sync_to_async(team_ensure)(name="Bench", owner=user)
+    llm = make_llm()
+    reasoner = Reasoner(llm=llm, max_steps=STEPS)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    received = 0
+
+    async def drain():
+        nonlocal received
+        while True:
+            await layer.receive(channel)
+            received += 1
+
+    drainer = asyncio.create_task(drain())
+    tool = AgentListModesTool(catalog_service, admin_logger)
+    schemas = [AgentListModesTool.get_schema()]
+    context = ToolContext(session_id="bench", org=team, user=user)
+
+    full, bare = [], []
+    for i in range(runs + 2):  # two warm-up rounds
+        # A fresh session per run, so the full pipeline sends no more history than the bare loop.
+        session = await sync_to_async(session_create)(team=team, user=user, execution="agent")
+        await layer.group_add(session_group(session.id), channel)
+        turn = await sync_to_async(turn_start)(session=session, text=f"run {i}")
+        start = time.perf_counter()
+        await reasoner.run(turn.id)
+        full_t = time.perf_counter() - start
+        start = time.perf_counter()
+        await bare_run(llm, schemas, tool, context)
+        bare_t = time.perf_counter() - start
+        if i >= 2:
+            full.append(full_t)
+            bare.append(bare_t)
+    drainer.cancel()
+    f, b = statistics.median(full), statistics.median(bare)
+    vendor = django.db.connection.vendor
+    print(f"agent_overhead: {STEPS}-step Agent run, {runs} runs, database {vendor}")
+    print(f"  full pipeline  median {f * 1000:8.1f} ms   (p90 {sorted(full)[int(len(full) * .9) - 1] * 1000:.1f} ms)")
+    print(f"  bare loop      median {b * 1000:8.1f} ms   (p90 {sorted(bare)[int(len(bare) * .9) - 1] * 1000:.1f} ms)")
+    print(f"  ratio full/bare       {f / b:8.2f}x   (target <= 1.3x)")
+    print(f"  events broadcast      {received} to a subscribed channel")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    asyncio.run(main(parser.parse_args().runs))
