@@ -60,6 +60,20 @@ class LLMClient:
     def is_offline(self) -> bool:
         return self.label == OFFLINE_LABEL
 
+    async def generate_image(self, prompt: str, size: str) -> bytes:
+        """PNG bytes from the provider's Images API (image_gen's remote backend)."""
+        import base64
+
+        model = os.environ.get("APTIX_IMAGE_MODEL") or "gpt-image-1"
+        try:
+            result = await self.client.images.generate(model=model, prompt=prompt, size=size, n=1)
+        except openai.APIError as exc:
+            raise _user_facing(exc, self) from exc
+        data = result.data[0] if result.data else None
+        if data is None or not data.b64_json:
+            raise ModelError("The image provider returned no image data.", kind="malformed")
+        return base64.b64decode(data.b64_json)
+
     async def stream_chat(
         self, *, messages: list[dict], tools: list[dict] | None, on_delta: DeltaCallback | None = None
     ) -> ModelReply:

@@ -70,6 +70,8 @@ class Reasoner:
         self.token_budget = token_budget or settings.APTIX_TOKEN_BUDGET
         self.ask_followup = settings.APTIX_ASK_FOLLOWUP if ask_followup is None else ask_followup
         self.admin_logger = logger or admin_logger
+        if image_remote is None and not self.llm.is_offline:
+            image_remote = self.llm.generate_image  # a real provider draws with its Images API
         self.tools = build_internal_tools(session_manager=session_manager, logger=self.admin_logger,
                                           image_remote=image_remote)
 
