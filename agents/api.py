@@ -22,7 +22,7 @@ from modes.catalog import ModeValidationError, mode_validate
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
 from .llm import get_llm_client
-from .models import AgentSession, Turn
+from .models import Turn
 from .pipeline import normalize_turn_mode
 from .runs import dispatch, turn_cancel, turn_start, wait_for_turn
 from .sessions import SessionNotFoundError, session_create, session_get

@@ -14,10 +14,6 @@ def team_list_for_user(*, user) -> QuerySet[Team]:
     return Team.objects.filter(memberships__user=user).order_by("name")
 
 
-def team_is_member(*, team: Team, user) -> bool:
-    return Membership.objects.filter(team=team, user=user).exists()
-
-
 @transaction.atomic
 def team_ensure(*, name: str, owner=None) -> Team:
     """Return the team with this name's slug, creating it (and the owner's membership) if needed."""

@@ -377,7 +377,6 @@ async def test_turn_never_stays_running_after_an_internal_error(make_session, ru
     async def explode(*args, **kwargs):
         raise RuntimeError("recorder broke")
 
-    monkeypatch.setattr(Reasoner, "_mode_changed", explode)
     monkeypatch.setattr(Reasoner, "_run_tool_calls", explode)
     turn = await run_turn(session)
     assert turn.status == "failed" and "logged" in turn.error and turn.finished_at is not None
