@@ -89,6 +89,7 @@ class Reasoner:
             else:
                 state = await self._start(turn, recorder, client_tools)
             await self._loop(turn, recorder, state)
+            await recorder.flush()
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
@@ -124,7 +125,7 @@ class Reasoner:
         turn.started_at = timezone.now()
         turn.model_label = self.llm.label
         await turn.asave(update_fields=["status", "started_at", "model_label"])
-        await recorder.emit("turn.started", {
+        await recorder.emit("turn.started", defer=True, payload={
             "mode": turn.mode, "execution": turn.execution, "model": self.llm.label,
             "max_steps": self.max_steps if turn.execution == "agent" else 1,
             "system_prompt": system_prompt, "tools": selection.schemas, "tool_kinds": selection.kinds,
@@ -206,14 +207,14 @@ class Reasoner:
             "tools": [t["function"]["name"] for t in tools or []],
         })
         reply = await self.llm.stream_chat(messages=state.messages, tools=tools, on_delta=recorder.delta)
-        await recorder.flush_delta()
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
-        await Turn.objects.filter(pk=turn.pk).aupdate(
-            step_count=turn.step_count, prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens
-        )
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
-        await recorder.emit("model.message", {
+        # Written with the turn's counters; deferred when tool calls follow (tool.called writes both).
+        counters = dict(step_count=turn.step_count, prompt_tokens=turn.prompt_tokens,
+                        completion_tokens=turn.completion_tokens)
+        await recorder.emit("model.message", defer=bool(calls),
+                            also=lambda: Turn.objects.filter(pk=turn.pk).update(**counters), payload={
             "step": turn.step_count, "content": reply.content, "tool_calls": calls,
             "finish_reason": reply.finish_reason,
             "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
@@ -253,7 +254,7 @@ class Reasoner:
                 payload["result"] = (result.result or "")[:RESULT_TRACE_LIMIT]
             else:
                 payload["error"] = result.error_message
-            await recorder.emit("tool.result", payload)
+            await recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
             if call.name == ModeChangeTool.TOOL_NAME and result.successful:
                 await self._mode_changed(recorder, state, result)
 
@@ -294,7 +295,7 @@ class Reasoner:
         system = state.messages[0]
         if system.get("role") == "system":
             system["content"] = CURRENT_MODE_RE.sub(f"Current mode: {state.mode}", system["content"], count=1)
-        await recorder.emit("mode.changed", change)
+        await recorder.emit("mode.changed", change, defer=True)
 
     # --- endings ----------------------------------------------------------------------------
 
@@ -320,12 +321,10 @@ class Reasoner:
         turn.response_mode = state.mode if state else turn.mode
         turn.finished_at = timezone.now()
         turn.state = {"mode_changes": changes}
-        await turn.asave(update_fields=[
-            "status", "answer", "error", "response_mode", "finished_at", "state",
-            "step_count", "prompt_tokens", "completion_tokens",
-        ])
+        fields = ["status", "answer", "error", "response_mode", "finished_at", "state",
+                  "step_count", "prompt_tokens", "completion_tokens"]
         branch = next((c for c in reversed(changes) if c["branch"]), None)
-        await recorder.emit(event_type, {
+        await recorder.emit(event_type, also=lambda: turn.save(update_fields=fields), payload={
             **payload, "status": status, "answer": answer, "mode": turn.response_mode,
             "mode_changes": changes,
             "branch": {"mode": branch["newMode"], "reason": branch["reason"]} if branch else None,

@@ -3,8 +3,8 @@
 A 10-step Agent run against a zero-latency model endpoint (an in-process OpenAI-compatible server
 streaming canned replies through the real `openai` SDK): nine steps call `agent_list_modes`, the
 tenth answers. "Full" is `Reasoner.run` (events persisted as TurnEvent rows, broadcast to the
-session's group with a subscriber draining it, turn bookkeeping). "Bare" is the same SDK calls and
-tool executions in a plain loop. Both run interleaved in one process; the median of each is printed
+session's group with a subscriber draining it, turn bookkeeping). "Bare" is the same SDK calls (same system prompt,
+same tool schemas, same messages) and tool executions in a plain loop. Both run interleaved in one process; the median of each is printed
 with the ratio (target ≤ 1.3×).
 
     DATABASE_URL=... .venv/bin/python bench/agent_overhead.py [--runs 15]
@@ -47,7 +47,9 @@ from agents.runs import turn_start  # noqa: E402
 from agents.sessions import session_create  # noqa: E402
 from aptix.logging import admin_logger  # noqa: E402
 from aptix.teams import team_ensure  # noqa: E402
-from modes.catalog import catalog_service  # noqa: E402
+from agents.pipeline import build_system_prompt, select_tools  # noqa: E402
+from modes.catalog import catalog_service, default_mode_key  # noqa: E402
+from modes.models import AgentMode  # noqa: E402
 from tools.base import ToolContext  # noqa: E402
 from tools.builtin.list_modes import AgentListModesTool  # noqa: E402
 
@@ -88,8 +90,8 @@ def make_llm() -> LLMClient:
     return LLMClient(client, model="zero", label="zero")
 
 
-async def bare_run(llm: LLMClient, schemas, tool, context) -> None:
-    messages = [{"role": "system", "content": "bench"}, {"role": "user", "content": "go"}]
+async def bare_run(llm: LLMClient, system_prompt: str, schemas, tool, context) -> None:
+    messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": "go"}]
     for _ in range(STEPS):
         reply = await llm.stream_chat(messages=messages, tools=schemas)
         messages.append({"role": "assistant", "content": reply.content, "tool_calls": [
@@ -120,7 +122,11 @@ async def main(runs: int) -> None:
 
     drainer = asyncio.create_task(drain())
     tool = AgentListModesTool(catalog_service, admin_logger)
-    schemas = [AgentListModesTool.get_schema()]
+    # The bare loop sends what the pipeline sends: the same system prompt and tool schemas.
+    mode = await AgentMode.objects.aget(key=await sync_to_async(default_mode_key)())
+    selection = select_tools(policy=mode.tool_policy, toggles={}, execution="agent")
+    system_prompt = build_system_prompt(mode=mode, execution="agent", selection=selection)
+    schemas = selection.schemas
     context = ToolContext(session_id="bench", org=team, user=user)
 
     full, bare = [], []
@@ -133,7 +139,7 @@ async def main(runs: int) -> None:
         await reasoner.run(turn.id)
         full_t = time.perf_counter() - start
         start = time.perf_counter()
-        await bare_run(llm, schemas, tool, context)
+        await bare_run(llm, system_prompt, schemas, tool, context)
         bare_t = time.perf_counter() - start
         if i >= 2:
             full.append(full_t)

@@ -291,6 +291,31 @@ async def test_events_have_consecutive_seq_and_carry_the_trace(make_session, run
     broadcast = await drain()
     assert [m["seq"] for m in broadcast] == seqs  # written, then sent, in order
     assert all(m["type"] == "turn.event" and m["turn_id"] == turn.id for m in broadcast)
+    # The trace stays server-side: the live stream carries no prompt, messages or tool schemas.
+    live_started = next(m["payload"] for m in broadcast if m["event"] == "turn.started")
+    assert live_started["model"] == "scripted" and "tool_kinds" in live_started
+    assert not {"system_prompt", "tools"} & set(live_started)
+    assert all("messages" not in m["payload"] for m in broadcast)
+
+
+async def test_a_step_writes_its_events_and_counters_together(make_session, run_turn, model):
+    """Deferred events are never lost or reordered: every event of a tool-calling turn is stored
+    with consecutive seqs, and the turn's counters match its model.message events."""
+    session = await make_session(execution="agent")
+    model.reply("Looking.", tool_calls=[("agent_list_modes", "{}")])
+    model.reply("Switching.", tool_calls=[
+        ("agent_change_mode", '{"mode": "data-analysis", "reason": "data", "branch": false}')])
+    model.reply("Done.")
+    turn = await run_turn(session)
+    types = [e.type async for e in turn.events.order_by("seq")]
+    assert [t for t in types if t != "model.delta"] == [
+        "turn.started", "step.started", "model.message", "tool.called", "tool.result",
+        "step.started", "model.message", "tool.called", "tool.result", "mode.changed",
+        "step.started", "model.message", "turn.completed",
+    ]
+    messages = await events_of(turn, "model.message")
+    assert turn.step_count == 3 == len(messages)
+    assert turn.prompt_tokens == sum(m["usage"]["prompt_tokens"] for m in messages)
 
 
 async def test_deltas_are_coalesced(make_session, run_turn, model):
