@@ -31,9 +31,10 @@ run: $(VENV)/.installed
 	  echo "Aptix on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)" && \
 	  exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) aptix.asgi:application
 
-## test: the whole suite, on a throwaway PostgreSQL cluster when its server binaries are present
+## test: the whole suite, on a throwaway PostgreSQL cluster and Redis server (installed when missing)
 test: $(VENV)/.installed-test
-	DEBUG=false SECRET_KEY=test-only-secret-key bin/with-postgres $(VENV)/bin/pytest $(PYTEST_ARGS)
+	bin/install-test-deps
+	DEBUG=false SECRET_KEY=test-only-secret-key bin/with-postgres bin/with-redis $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 ## test-sqlite: the same suite on SQLite
 test-sqlite: $(VENV)/.installed-test

@@ -178,8 +178,17 @@ async def wait_for_turn(turn_id: str, task: asyncio.Task | None = None) -> Turn:
 
 
 class RunWorkerConsumer(AsyncConsumer):
-    """`manage.py runworker aptix-runs`: runs turns dispatched over the channel layer."""
+    """`manage.py runworker aptix-runs`: runs turns dispatched over the channel layer.
+
+    Channels hands every message of the channel to this one consumer in turn, so a handler that
+    awaited the whole run would make a worker run one turn at a time: each run is a task instead.
+    """
 
     async def run_turn(self, message: dict) -> None:
-        await run_turn(message["turn_id"], client_tools=message.get("client_tools"),
-                       tool_results=message.get("tool_results"))
+        turn_id = message["turn_id"]
+        task = asyncio.get_running_loop().create_task(
+            run_turn(turn_id, client_tools=message.get("client_tools"), tool_results=message.get("tool_results")),
+            name=f"turn-{turn_id}",
+        )
+        _tasks[turn_id] = task
+        task.add_done_callback(lambda _t: _tasks.pop(turn_id, None))

@@ -11,9 +11,11 @@ back what the client sent:
     model.delay(0.5); model.reply("late")  # waits before its first byte
     model.reply("slow", chunk_delay=0.05)  # sleeps between SSE chunks
     model.malformed()                      # a stream with a garbage event in it
+    model.image(png_bytes)                 # the next POST /v1/images/generations answer
+    model.image_error(500)                 # ... or an error from the Images API
     client = openai_client(model)          # real AsyncOpenAI, in-process, streaming
     ...
-    model.requests / model.last_messages / model.last_tools / model.calls
+    model.requests / model.last_messages / model.last_tools / model.calls / model.image_requests
 
 With nothing queued it answers 500 "ScriptedModel: no reply queued" (with `x-should-retry: false`,
 so the SDK fails at once). Streams record their fate: `stream_finished` is set when a streamed reply
@@ -27,6 +29,7 @@ tests of code that talks to models over real HTTP.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import socket
@@ -103,6 +106,8 @@ class ScriptedModel:
         self.stream_cancelled = asyncio.Event()
         self.cancellations = 0
         self._queue: deque[_Reply | _Error | _Malformed] = deque()
+        self.image_requests: list[dict] = []  # parsed JSON bodies of Images API requests
+        self._images: deque[bytes | _Error] = deque()
         self._next_delay = 0.0
 
     # -- scripting --------------------------------------------------------------------------
@@ -126,6 +131,16 @@ class ScriptedModel:
         if headers is None:
             headers = {"retry-after": "0", "retry-after-ms": "1"} if status in _RETRYABLE or status >= 500 else {}
         self._queue.append(_Error(status, body, headers, delay=self._take_delay()))
+
+    def image(self, png: bytes) -> None:
+        """Queue the next Images API answer: `png` returned as `b64_json`."""
+        self._images.append(png)
+
+    def image_error(self, status: int, message: str = "") -> None:
+        """Queue an Images API error (not retried: `x-should-retry: false`)."""
+        body = {"error": {"message": message or f"ScriptedModel image error {status}", "type": "server_error",
+                          "param": None, "code": None}}
+        self._images.append(_Error(status, body, {"x-should-retry": "false"}))
 
     def delay(self, seconds: float) -> None:
         """Make the NEXT queued reply (or error) wait `seconds` before its first byte."""
@@ -192,6 +207,8 @@ class ScriptedModel:
         if method == "GET" and path.endswith("/models"):
             return await self._json(send, 200, {"object": "list", "data": [
                 {"id": self.model_name, "object": "model", "created": 0, "owned_by": "scripted"}]})
+        if method == "POST" and path.endswith("/images/generations"):
+            return await self._image(json.loads(body or b"{}"), send)
         if method != "POST" or not path.endswith("/chat/completions"):
             return await self._json(send, 404, {"error": {
                 "message": f"ScriptedModel: no route {method} {scope['path']}", "type": "invalid_request_error",
@@ -204,6 +221,17 @@ class ScriptedModel:
                                                           "code": None}})
         self.requests.append(request)
         await self._complete(request, receive, send)
+
+    async def _image(self, request: dict, send) -> None:
+        self.image_requests.append(request)
+        if not self._images:
+            return await self._json(send, 500, {"error": {
+                "message": "ScriptedModel: no image queued", "type": "server_error", "param": None,
+                "code": None}}, {"x-should-retry": "false"})
+        planned = self._images.popleft()
+        if isinstance(planned, _Error):
+            return await self._json(send, planned.status, planned.body, planned.headers)
+        await self._json(send, 200, {"created": 0, "data": [{"b64_json": base64.b64encode(planned).decode()}]})
 
     async def _complete(self, request: dict, receive, send) -> None:
         if not self._queue:
