@@ -27,6 +27,7 @@ run: $(VENV)/.installed
 	  $(PY) manage.py migrate --noinput && \
 	  $(PY) manage.py ensure_catalog && \
 	  $(PY) manage.py ensure_admin && \
+	  $(PY) manage.py demo_data && \
 	  $(PY) manage.py collectstatic --noinput --verbosity 0 && \
 	  echo "Aptix on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)" && \
 	  exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) aptix.asgi:application

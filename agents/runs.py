@@ -7,6 +7,7 @@ cancel is a flag in the database that the worker's watcher sees within half a se
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from datetime import timedelta
 from typing import Any
@@ -112,7 +113,14 @@ def dispatch(turn_id: str, **kwargs: Any) -> asyncio.Task | None:
             layer.send(RUN_CHANNEL, {"type": "run.turn", "turn_id": turn_id, **_serialisable(kwargs)})
         )
     kwargs.pop("local", None)
-    task = asyncio.get_running_loop().create_task(run_turn(turn_id, **kwargs), name=f"turn-{turn_id}")
+    return _start_task(turn_id, run_turn(turn_id, **kwargs))
+
+
+def _start_task(turn_id: str, coro) -> asyncio.Task:
+    """A run outlives the request that started it. It gets an empty context: a copy of the request's
+    would tie its sync_to_async calls to the request's thread executor, which ends with the request
+    ("CurrentThreadExecutor already quit")."""
+    task = asyncio.get_running_loop().create_task(coro, name=f"turn-{turn_id}", context=contextvars.Context())
     _tasks[turn_id] = task
     task.add_done_callback(lambda _t: _tasks.pop(turn_id, None))
     return task
@@ -186,9 +194,5 @@ class RunWorkerConsumer(AsyncConsumer):
 
     async def run_turn(self, message: dict) -> None:
         turn_id = message["turn_id"]
-        task = asyncio.get_running_loop().create_task(
-            run_turn(turn_id, client_tools=message.get("client_tools"), tool_results=message.get("tool_results")),
-            name=f"turn-{turn_id}",
-        )
-        _tasks[turn_id] = task
-        task.add_done_callback(lambda _t: _tasks.pop(turn_id, None))
+        _start_task(turn_id, run_turn(turn_id, client_tools=message.get("client_tools"),
+                                      tool_results=message.get("tool_results")))

@@ -1,9 +1,16 @@
 from django.urls import path
 
-from .views import sessions
+from .views import actions, sessions
 
 urlpatterns = [
     path("", sessions.home, name="home"),
+    path("sessions/", sessions.session_list_view, name="session-list"),
     path("sessions/new/", sessions.session_new, name="session-new"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session-detail"),
+    path("sessions/<str:session_id>/turns/", actions.turn_new, name="turn-new"),
+    path("sessions/<str:session_id>/turns/<str:turn_id>/cancel/", actions.turn_stop, name="turn-cancel"),
+    path("sessions/<str:session_id>/mode/", actions.session_mode, name="session-mode"),
+    path("sessions/<str:session_id>/execution/", actions.session_execution, name="session-execution"),
+    path("sessions/<str:session_id>/tools/", actions.session_tools, name="session-tools"),
+    path("sessions/<str:session_id>/branch/", actions.session_branch, name="session-branch"),
 ]

@@ -10,9 +10,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from agents.routing import websocket_urlpatterns  # noqa: E402
 from agents.runs import RUN_CHANNEL, RunWorkerConsumer  # noqa: E402
-
-websocket_urlpatterns: list = []
+from tools.mcp.host import start_mcp_host  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -22,3 +22,7 @@ application = ProtocolTypeRouter(
         "channel": ChannelNameRouter({RUN_CHANNEL: RunWorkerConsumer.as_asgi()}),
     }
 )
+
+# Daphne has no ASGI lifespan, so the MCP servers start here, in every process that imports the
+# application (Daphne, `runworker`), in the background on the MCP host's own thread.
+start_mcp_host()

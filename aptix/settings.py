@@ -190,7 +190,10 @@ if env_bool("APTIX_HTTPS", False):
 
 # Agent runtime (used by the reasoner; documented in README and .env.example).
 APTIX_LLM_MODEL = env_str("APTIX_LLM_MODEL")
-APTIX_MCP_CONFIG = env_str("APTIX_MCP_CONFIG", str(BASE_DIR / "mcp.json"))
+# MCP servers (tools/mcp/config.py): the config file, relative to the repo root unless absolute, and
+# whether processes that import aptix.asgi (Daphne, runworker) start them; the tests turn it off.
+APTIX_MCP_CONFIG = BASE_DIR / env_str("APTIX_MCP_CONFIG", "mcp.json")
+APTIX_MCP_AUTOSTART = env_bool("APTIX_MCP_AUTOSTART", True)
 APTIX_MAX_STEPS = env_int("APTIX_MAX_STEPS", 10, minimum=1)
 APTIX_TOKEN_BUDGET = env_int("APTIX_TOKEN_BUDGET", 200_000, minimum=1)
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)

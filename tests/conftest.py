@@ -7,10 +7,15 @@ from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import connections
 
 from aptix.models import Membership, Team
+
+# Importing aptix.asgi must not spawn MCP servers: tests start a host themselves when they need one
+# (tests/tools/test_mcp_host.py). Settings are loaded before this file, so set the value, not the env.
+settings.APTIX_MCP_AUTOSTART = False
 
 
 @pytest.fixture(autouse=True)

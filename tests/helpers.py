@@ -2,7 +2,20 @@
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import ThreadSensitiveContext
+from django.test import AsyncClient
 
 # Async tests need real transactions (the ORM runs on another thread). The flush after such a test
 # would also wipe the catalog and groups the migrations seeded; serialized_rollback restores them.
 async_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+class ServerLikeAsyncClient(AsyncClient):
+    """Django's AsyncClient, but each request runs in its own ThreadSensitiveContext as under a real
+    ASGI server (Django's ASGIHandler does this; AsyncClientHandler does not). Without it the sync
+    middleware of a request runs on the process-wide sync thread, which the turn runs that the
+    request dispatched (detached tasks) also need: a deadlock no server would have."""
+
+    async def request(self, **request):
+        async with ThreadSensitiveContext():
+            return await super().request(**request)

@@ -122,13 +122,14 @@ class ToolRegistry:
         return list(self._tools)
 
     def schemas(self) -> list[dict]:
-        return [tool.get_schema() for tool in self._tools.values()]
+        return [tool.get_schema() for tool in list(self._tools.values())]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
     def __iter__(self):
-        return iter(self._tools.items())
+        # A snapshot: the MCP host (un)registers tools from its own thread while turns iterate.
+        return iter(list(self._tools.items()))
 
     def __len__(self) -> int:
         return len(self._tools)

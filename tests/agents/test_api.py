@@ -7,12 +7,11 @@ import logging
 import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
-from django.test import AsyncClient
 
 from agents.models import AgentSession, Turn
 from aptix.tokens import api_token_create
 from modes.models import ModeHistory
-from tests.helpers import async_db
+from tests.helpers import ServerLikeAsyncClient, async_db
 
 pytestmark = async_db
 
@@ -33,7 +32,7 @@ async def carol_token(carol):
 
 async def post(body, token=None, raw=None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = await AsyncClient().post(
+    response = await ServerLikeAsyncClient().post(
         URL, data=raw if raw is not None else json.dumps(body), content_type="application/json", headers=headers
     )
     return response.status_code, json.loads(response.content)
@@ -184,7 +183,7 @@ async def test_cancel_endpoint(llm, model, token, carol_token, alice, team_a):
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)
     turn = await sync_to_async(turn_start)(session=session, text="queued")
-    client = AsyncClient()
+    client = ServerLikeAsyncClient()
     other = await client.post(f"/api/v1/turns/{turn.id}/cancel", headers={"Authorization": f"Bearer {carol_token}"})
     assert other.status_code == 404
     response = await client.post(f"/api/v1/turns/{turn.id}/cancel", headers={"Authorization": f"Bearer {token}"})

@@ -74,7 +74,7 @@ def test_session_page_shows_mode_history(client, team_a, alice, password):
     SessionManager().set_session_mode_sync(session.id, "ddr-authoring", "Writing TUL-011", team_a, alice)
     client.login(username="alice", password=password)
     html = client.get(reverse("session-detail", args=[session.id])).content.decode()
-    assert "general → ddr-authoring" in html and "Writing TUL-011" in html
+    assert "<strong>general</strong> → <strong>ddr-authoring</strong> — Writing TUL-011" in html
 
 
 def test_user_without_team_is_told_so(client, django_user_model, password):
@@ -104,6 +104,6 @@ def test_session_page_shows_the_conversation_and_the_offline_label(client, team_
                         status="completed", answer="Hello <script>alert(1)</script>")
     client.login(username="alice", password=password)
     html = client.get(reverse("session-detail", args=[session.id])).content.decode()
-    assert "model: offline" in html
+    assert "model <strong>offline</strong>" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
     assert "&lt;b&gt;hi&lt;/b&gt;" in html

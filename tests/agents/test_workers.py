@@ -18,13 +18,13 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connection
-from django.test import AsyncClient, override_settings
+from django.test import override_settings
 
 from agents.events import session_group
 from agents.models import Turn
 from agents.runs import dispatch, turn_cancel, turn_start, wait_for_turn
 from aptix.tokens import api_token_create
-from tests.helpers import async_db
+from tests.helpers import ServerLikeAsyncClient, async_db
 
 from .scripted_model import ScriptedModel, loopback_server
 
@@ -79,7 +79,7 @@ async def worker(redis_layer, tmp_path):
 async def test_api_turn_runs_in_a_worker_process(worker, alice):
     worker.reply("Hello from a worker.")
     _, secret = await sync_to_async(api_token_create)(user=alice)
-    response = await AsyncClient().post(
+    response = await ServerLikeAsyncClient().post(
         "/api/v1/agent/execute", data=json.dumps({"message": "Hi", "execution": "ask"}),
         content_type="application/json", headers={"Authorization": f"Bearer {secret}"},
     )

@@ -1,0 +1,112 @@
+// Aptix workspace behaviour on top of htmx and its ws extension. No framework; progressive where it can be.
+(function () {
+  "use strict";
+
+  // Resume: every (re)connect of the ws extension asks for the events after the page's stream cursor,
+  // which each streamed fragment advances. So a reconnect replays exactly what was missed.
+  function withCursor(url) {
+    var cursor = document.getElementById("stream-cursor");
+    var u = new URL(url, window.location.href);
+    if (cursor && cursor.dataset.turn) {
+      u.searchParams.set("turn", cursor.dataset.turn);
+      u.searchParams.set("seq", cursor.dataset.seq || "0");
+    }
+    return u.toString();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (window.htmx) {
+      htmx.createWebSocket = function (url) { return new WebSocket(withCursor(url)); };
+    }
+  });
+
+  // A turn fragment is an upsert: replace the turn when the page has it, append it otherwise.
+  document.addEventListener("htmx:oobErrorNoTarget", function (e) {
+    var el = e.detail.content;
+    var timeline = document.getElementById("timeline");
+    if (el && el.classList && el.classList.contains("turn") && timeline) {
+      timeline.appendChild(el);
+      htmx.process(el);
+      var empty = document.getElementById("empty-chat");
+      if (empty) empty.remove();
+      stickToBottom(true);
+    }
+  });
+  // ... and the copy the send request returns yields to one the stream has already drawn.
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var first = e.detail.fragment && e.detail.fragment.firstElementChild;
+    if (first && first.dataset && first.dataset.ifAbsent && document.getElementById(first.id)) {
+      e.detail.shouldSwap = false;
+    }
+  });
+
+  // Keep the newest output in view while the user is at the bottom.
+  var pinned = true;
+  function timelineEl() { return document.getElementById("timeline"); }
+  function stickToBottom(force) {
+    var t = timelineEl();
+    if (t && (pinned || force)) t.scrollTop = t.scrollHeight;
+  }
+  document.addEventListener("scroll", function (e) {
+    var t = timelineEl();
+    if (t && e.target === t) pinned = t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+  }, true);
+  document.addEventListener("htmx:wsAfterMessage", function () { stickToBottom(false); });
+  document.addEventListener("DOMContentLoaded", function () { stickToBottom(true); });
+
+  // Composer: Enter sends, Shift+Enter adds a line; cleared after a successful send.
+  document.addEventListener("keydown", function (e) {
+    var box = e.target;
+    if (box && box.id === "message" && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      if (box.value.trim()) box.form.requestSubmit();
+    }
+    if (e.key === "Escape") {
+      var stop = document.querySelector(".turn-status .stop");
+      if (stop) { e.preventDefault(); stop.click(); }
+    }
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var form = e.detail.elt;
+    if (form && form.id === "composer" && e.detail.successful) {
+      var error = document.getElementById("composer-error");
+      if (error) error.textContent = "";
+      stickToBottom(true);
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "composer") focusComposer();
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "composer") focusComposer();
+  });
+  function focusComposer() {
+    var box = document.getElementById("message");
+    if (box && !box.closest("fieldset").disabled) box.focus();
+  }
+
+  // Buttons that answer for the user (mode proposal options, suggestions): fill the composer and send.
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest && e.target.closest("[data-send]");
+    if (!button) return;
+    var box = document.getElementById("message");
+    if (!box || box.closest("fieldset").disabled) return;
+    box.value = button.dataset.send;
+    box.form.requestSubmit();
+  });
+
+  // Errors of htmx requests (network, 4xx/5xx) are shown, not swallowed.
+  document.addEventListener("htmx:responseError", function (e) {
+    var error = document.getElementById("composer-error");
+    var status = e.detail.xhr.status;
+    if (error) {
+      error.textContent = status === 404 ? "That no longer exists (or is not yours)."
+        : status === 403 ? "The request was refused. Reload the page and try again."
+        : "The request failed (" + status + "). Try again.";
+    }
+  });
+  document.addEventListener("htmx:sendError", function () {
+    var error = document.getElementById("composer-error");
+    if (error) error.textContent = "The server could not be reached. Check your connection and try again.";
+  });
+})();

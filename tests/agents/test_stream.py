@@ -1,0 +1,133 @@
+"""The session stream `/ws/sessions/<id>/` through the real ASGI application: auth, ownership and
+Origin before anything is sent, live fragments, and resuming after a `seq` without gaps or repeats."""
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+
+from agents.models import Turn
+from agents.runs import dispatch, turn_start, wait_for_turn
+from aptix.asgi import application
+from tests.helpers import async_db
+
+pytestmark = async_db
+
+ORIGIN = (b"origin", b"http://127.0.0.1")
+CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="(\w+)" data-seq="(\d+)"')
+
+
+@sync_to_async
+def session_cookie(user) -> bytes:
+    store = SessionStore()
+    store[SESSION_KEY] = str(user.pk)
+    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    store.save()
+    return f"{settings.SESSION_COOKIE_NAME}={store.session_key}".encode()
+
+
+async def connect(session_id, user=None, *, origin=ORIGIN, query=""):
+    headers = [origin] if origin else []
+    if user is not None:
+        headers.append((b"cookie", await session_cookie(user)))
+    path = f"/ws/sessions/{session_id}/" + (f"?{query}" if query else "")
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect()
+    return communicator, connected
+
+
+async def collect(communicator, timeout=5.0) -> list[str]:
+    """Messages until one carries a turn's final state."""
+    messages = []
+    while True:
+        text = await communicator.receive_from(timeout=timeout)
+        messages.append(text)
+        if re.search(r'class="turn status-(completed|failed|cancelled|limit_reached)"', text):
+            return messages
+
+
+def seqs(messages: list[str]) -> list[int]:
+    return [int(CURSOR.search(m).group(2)) for m in messages]
+
+
+async def test_anonymous_other_users_and_bad_origins_are_refused(make_session, alice, bob, carol):
+    session = await make_session()  # alice's, in team A
+    for user, origin in [(None, ORIGIN), (bob, ORIGIN), (carol, ORIGIN), (alice, (b"origin", b"http://evil.example"))]:
+        communicator, connected = await connect(session.id, user, origin=origin)
+        assert not connected, (user, origin)
+        await communicator.disconnect()
+    communicator, connected = await connect("0" * 32, alice)  # no such session: same answer
+    assert not connected
+
+
+async def test_owner_sees_the_turn_stream_live(llm, model, make_session, alice):
+    session = await make_session()
+    communicator, connected = await connect(session.id, alice)
+    assert connected
+    model.reply("Hello **there**. <script>alert(1)</script>")
+    turn = await sync_to_async(turn_start)(session=session, text="Hi")
+    dispatch(turn.id)
+    messages = await collect(communicator)
+    await communicator.disconnect()
+    stored = [e.seq async for e in turn.events.order_by("seq")]
+    assert seqs(messages) == stored  # every event once, in order
+    final = messages[-1]
+    assert "<strong>there</strong>" in final and "<script>" not in final and "&lt;script&gt;" in final
+    assert 'id="composer"' in final and "disabled" not in final.split('id="composer"')[1].split("</fieldset>")[0]
+    assert any('hx-swap-oob="beforeend:#turn-' in m for m in messages)  # deltas streamed
+
+
+async def test_resume_after_seq_replays_exactly_the_missed_events(llm, model, make_session, alice):
+    session = await make_session(execution="agent")
+    model.reply("Checking.", tool_calls=[("agent_list_modes", "{}")])
+    model.reply("Done.")
+    turn = await sync_to_async(turn_start)(session=session, text="Hi")
+    dispatch(turn.id)
+    await wait_for_turn(turn.id)
+    stored = [e.seq async for e in turn.events.order_by("seq")]
+    communicator, connected = await connect(session.id, alice, query=f"turn={turn.id}&seq=3")
+    assert connected
+    messages = await collect(communicator)
+    assert seqs(messages) == stored[3:]
+    assert await communicator.receive_nothing(timeout=0.2)  # and nothing after
+    await communicator.disconnect()
+
+
+async def test_resume_mid_turn_has_no_gaps_or_duplicates(llm, model, make_session, alice):
+    session = await make_session()
+    model.reply("word " * 60, chunk_delay=0.01)  # streams for ~0.6 s
+    turn = await sync_to_async(turn_start)(session=session, text="Talk")
+    task = dispatch(turn.id)
+    while await turn.events.filter(type="model.delta").acount() < 2:
+        await asyncio.sleep(0.01)  # the turn is mid-stream: let a few events be written
+    seen = await turn.events.acount()
+    communicator, connected = await connect(session.id, alice, query=f"turn={turn.id}&seq={seen - 1}")
+    assert connected
+    messages = await collect(communicator)
+    await task
+    stored = [e.seq async for e in turn.events.order_by("seq")]
+    assert seqs(messages) == stored[seen - 1:]  # replayed + live, each once, in order
+    refreshed = await Turn.objects.aget(pk=turn.id)
+    assert refreshed.status == "completed" and refreshed.answer.strip() in messages[-1]
+    await communicator.disconnect()
+
+
+async def test_a_page_without_a_cursor_gets_the_running_turn_from_its_start(llm, model, make_session, alice):
+    session = await make_session()
+    model.reply("slow answer", chunk_delay=0.05)
+    turn = await sync_to_async(turn_start)(session=session, text="Hi")
+    task = dispatch(turn.id)
+    while not await turn.events.aexists():
+        await asyncio.sleep(0.01)
+    communicator, connected = await connect(session.id, alice)
+    messages = await collect(communicator)
+    await task
+    assert seqs(messages) == [e.seq async for e in turn.events.order_by("seq")]
+    await communicator.disconnect()

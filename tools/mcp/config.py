@@ -1,0 +1,244 @@
+"""The MCP server configuration: `mcp.json`, in the format of Claude Desktop, Cursor and VS Code.
+
+    {"mcpServers": {
+        "time": {"command": "mcp-server-time"},
+        "sql": {"command": "python", "args": ["-m", "tools.mcp.sql_server", "sqlite:///var/demo.sqlite3"],
+                "cwd": ".", "env": {"PGPASSWORD": "${PGPASSWORD}"}, "timeout": 30},
+        "docs": {"type": "http", "url": "https://mcp.example.com/mcp",
+                 "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "disabled": true}}}
+
+Keys of a server: `type` ("stdio", the default, or "http"; inferred as "http" when only `url` is
+given), `command`, `args`, `env`, `cwd` (stdio); `url`, `headers` (http); `disabled`, `timeout`
+(seconds per tool call, default 60; start-up may take up to 60 s or `timeout` if longer).
+
+- `${VAR}` (or VS Code's `${env:VAR}`) in `command`, `args`, `env`, `cwd`, `url` and `headers` is read
+  from the environment, so secrets stay out of the file; an unset variable is an error for that
+  server, naming the variable.
+- `command` "python" / "python3" is the interpreter running Aptix (the venv's); another bare name
+  is looked up in the venv's bin directory first, then on PATH.
+- A relative `cwd` is resolved against the config file's directory, which is also the default.
+- A broken entry is an error naming the server and the field; the other servers are unaffected.
+  Unknown keys are errors too, so a typo ("comand") does not silently drop a setting.
+- Children get only a minimal environment (HOME, PATH, ...) plus `env`: pass DSNs and keys there.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT = 60.0
+SERVER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,61}$")  # leaves room for "__" and a tool name in 64
+TOOL_SEPARATOR = "__"
+ENV_REF_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+STDIO_KEYS = {"command", "args", "env", "cwd"}
+HTTP_KEYS = {"url", "headers"}
+KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout"}
+INTERPRETER_NAMES = {"python", "python3"}
+
+
+class McpConfigError(ValueError):
+    """The config file as a whole is unusable (missing, not JSON, no "mcpServers" object)."""
+
+
+class ServerConfigError(ValueError):
+    """One server's entry is broken; the message names the server and the field."""
+
+    def __init__(self, server: str, problem: str) -> None:
+        super().__init__(f'MCP server "{server}": {problem}')
+        self.server = server
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    type: str  # "stdio" | "http"
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    disabled: bool = False
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    """The parsed file: every server name in file order, the usable servers, and the broken ones by
+    name with their error."""
+
+    path: Path
+    names: tuple[str, ...] = ()
+    servers: tuple[ServerConfig, ...] = ()
+    errors: Mapping[str, ServerConfigError] = field(default_factory=dict)
+
+
+def load_config(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> McpConfig:
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise McpConfigError(f"MCP config file {path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise McpConfigError(f"MCP config file {path} cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise McpConfigError(f"MCP config file {path} is not valid JSON: {exc}") from None
+    return parse_config(raw, path=path, environ=os.environ if environ is None else environ)
+
+
+def parse_config(raw: Any, *, path: Path, environ: Mapping[str, str]) -> McpConfig:
+    if not isinstance(raw, dict) or not isinstance(raw.get("mcpServers"), dict):
+        raise McpConfigError(f'MCP config file {path} must be an object with an "mcpServers" object.')
+    servers, errors = [], {}
+    for name, entry in raw["mcpServers"].items():
+        try:
+            servers.append(parse_server(name, entry, base_dir=path.parent, environ=environ))
+        except ServerConfigError as exc:
+            errors[name] = exc
+    return McpConfig(path=path, names=tuple(raw["mcpServers"]), servers=tuple(servers), errors=errors)
+
+
+def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str, str]) -> ServerConfig:
+    def fail(problem: str) -> ServerConfigError:
+        return ServerConfigError(name, problem)
+
+    _check_name(name, fail)
+    if not isinstance(entry, dict):
+        raise fail("the entry must be an object")
+    _check_keys(entry, fail)
+    kind = entry.get("type", "http" if "url" in entry and "command" not in entry else "stdio")
+    if kind not in ("stdio", "http"):
+        raise fail(f'"type" must be "stdio" or "http", not {kind!r}')
+    misplaced = sorted((HTTP_KEYS if kind == "stdio" else STDIO_KEYS) & entry.keys())
+    if misplaced:
+        raise fail(f'"{misplaced[0]}" does not apply to a "type": "{kind}" server')
+    expand = _Expander(environ, fail)
+    common = {"name": name, "type": kind, "timeout": _timeout(entry, fail), "disabled": _flag(entry, fail)}
+    if kind == "http":
+        headers = _string_map(entry, "headers", expand, fail)
+        return ServerConfig(**common, url=_url(entry, expand, fail), headers=headers)
+    cwd = _cwd(entry, base_dir, expand, fail)
+    env = _string_map(entry, "env", expand, fail)
+    return ServerConfig(
+        **common,
+        command=_command(entry, Path(cwd), env, expand, fail),
+        args=tuple(expand(arg, f"args[{i}]") for i, arg in enumerate(_string_list(entry, "args", fail))),
+        env=env,
+        cwd=cwd,
+    )
+
+
+def _check_name(name: str, fail) -> None:
+    if not SERVER_NAME_RE.match(name) or TOOL_SEPARATOR in name:
+        raise fail(
+            "the server name must be 1-61 letters, digits, '_' or '-' without \"__\" "
+            "(its tools are named <server>__<tool>)"
+        )
+
+
+def _check_keys(entry: dict, fail) -> None:
+    for key in entry:
+        if key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(str(key), sorted(KNOWN_KEYS), n=1)
+            hint = f' (did you mean "{close[0]}"?)' if close else f" (known keys: {', '.join(sorted(KNOWN_KEYS))})"
+            raise fail(f'unknown key "{key}"{hint}')
+
+
+class _Expander:
+    """Replaces ${VAR} / ${env:VAR} with the environment's value; an unset variable is an error."""
+
+    def __init__(self, environ: Mapping[str, str], fail) -> None:
+        self._environ = environ
+        self._fail = fail
+
+    def __call__(self, value: str, field_name: str) -> str:
+        def replace(match: re.Match) -> str:
+            variable = match.group(1)
+            if variable not in self._environ:
+                raise self._fail(f'"{field_name}" uses ${{{variable}}}, which is not set in the environment')
+            return self._environ[variable]
+
+        return ENV_REF_RE.sub(replace, value)
+
+
+def _string_list(entry: dict, key: str, fail) -> list[str]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise fail(f'"{key}" must be a list of strings')
+    return value
+
+
+def _string_map(entry: dict, key: str, expand: _Expander, fail) -> dict[str, str]:
+    value = entry.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise fail(f'"{key}" must be an object of strings')
+    return {k: expand(v, f"{key}.{k}") for k, v in value.items()}
+
+
+def _timeout(entry: dict, fail) -> float:
+    value = entry.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise fail('"timeout" must be a positive number of seconds')
+    return float(value)
+
+
+def _flag(entry: dict, fail) -> bool:
+    value = entry.get("disabled", False)
+    if not isinstance(value, bool):
+        raise fail('"disabled" must be true or false')
+    return value
+
+
+def _url(entry: dict, expand: _Expander, fail) -> str:
+    value = entry.get("url")
+    if not isinstance(value, str) or not value:
+        raise fail('"url" is required for a "type": "http" server')
+    url = expand(value, "url")
+    if not url.startswith(("http://", "https://")):
+        raise fail(f'"url" must start with http:// or https://, not {url!r}')
+    return url
+
+
+def _cwd(entry: dict, base_dir: Path, expand: _Expander, fail) -> str:
+    value = entry.get("cwd", ".")
+    if not isinstance(value, str) or not value:
+        raise fail('"cwd" must be a non-empty string')
+    cwd = (base_dir / expand(value, "cwd")).resolve()
+    if not cwd.is_dir():
+        raise fail(f'"cwd" {cwd} is not a directory')
+    return str(cwd)
+
+
+def _command(entry: dict, cwd: Path, env: Mapping[str, str], expand: _Expander, fail) -> str:
+    value = entry.get("command")
+    if not isinstance(value, str) or not value.strip():
+        raise fail('"command" is required (a non-empty string)')
+    command = expand(value, "command")
+    resolved = resolve_command(command, cwd=cwd, path=env.get("PATH", os.environ.get("PATH", "")))
+    if resolved is None:
+        where = f"{cwd}" if os.sep in command else f"{Path(sys.executable).parent} and PATH"
+        raise fail(f'"command" {command!r} was not found (looked in {where})')
+    return resolved
+
+
+def resolve_command(command: str, *, cwd: Path, path: str) -> str | None:
+    """The executable to spawn: the running interpreter for python/python3, then the venv's bin
+    directory, then PATH. A command with a slash is a path (relative to `cwd`)."""
+    if command in INTERPRETER_NAMES:
+        return sys.executable
+    if os.sep in command:
+        candidate = cwd / command
+        return str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
+    in_venv = Path(sys.executable).parent / command
+    if os.access(in_venv, os.X_OK) and in_venv.is_file():
+        return str(in_venv)
+    return shutil.which(command, path=path)

@@ -1,0 +1,158 @@
+"""One live MCP session with one server: the transport (a child process or an HTTP endpoint) and
+the SDK's `Client` over it, plus the signals the supervisor needs (lost, tools changed)."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp_types import CONNECTION_CLOSED
+
+from .config import DEFAULT_TIMEOUT, ServerConfig
+from .transport import ChildProcess, stdio_transport
+
+logger = logging.getLogger("aptix.mcp")
+
+STARTUP_TIMEOUT = DEFAULT_TIMEOUT  # first starts may be slow (imports, npx downloads): not tied to a short call timeout
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: a response stream may stay open
+
+
+def _client_info() -> types.Implementation:
+    try:
+        return types.Implementation(name="aptix", version=version("aptix"))
+    except PackageNotFoundError:
+        return types.Implementation(name="aptix", version="0")
+
+
+class StartupError(RuntimeError):
+    """The server did not come up; the message says why (for the status and the log)."""
+
+
+@asynccontextmanager
+async def connect(config: ServerConfig) -> AsyncIterator[Connection]:
+    """Spawn/connect and complete the MCP handshake within STARTUP_TIMEOUT (or the server's longer
+    call timeout); on exit the session is closed and the child stopped. Raises StartupError when
+    the server does not come up."""
+    connection = Connection(config)
+    deadline = max(config.timeout, STARTUP_TIMEOUT)
+    # A deadline on a scope around the whole connection, lifted once it is up: a timeout around
+    # the handshake alone would exit a cancel scope inside the SDK's still-open task groups.
+    with anyio.CancelScope(deadline=anyio.current_time() + deadline) as startup:
+        try:
+            async with connection.open() as client:
+                startup.deadline = math.inf
+                connection.client = client
+                yield connection
+                return
+        except Exception as exc:
+            if connection.client is not None:
+                raise
+            raise StartupError(await connection.startup_failure(exc)) from exc
+    raise StartupError(f"did not answer within {deadline:g} s")
+
+
+class Connection:
+    """One server's live session. `lost` is set when the server goes away on its own."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.child = ChildProcess(config.name) if config.type == "stdio" else None
+        self.lost = self.child.stdout_closed if self.child else anyio.Event()
+        self.tools_changed = asyncio.Event()
+        # What a call that lost its server reports; set by the supervisor once the cause is known.
+        self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.client: Client | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid if self.child else None
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Client]:
+        async with AsyncExitStack() as stack:
+            if self.child:
+                transport = stdio_transport(self.config, self.child)
+            else:
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers=dict(self.config.headers), timeout=HTTP_TIMEOUT))
+                transport = streamable_http_client(self.config.url, http_client=http)
+            client = Client(transport, message_handler=self._on_message, cache=None, client_info=_client_info())
+            yield await stack.enter_async_context(client)
+
+    async def startup_failure(self, exc: Exception) -> str:
+        exc = _leaf(exc)
+        if self.child and self.child.pid is None and isinstance(exc, OSError):
+            return f"could not be started: {exc}"
+        if self.child and self.child.died:
+            code = await self.child.wait_exit(1.0)
+            detail = self.child.last_stderr_line()
+            return f"exited during start-up (exit code {code})" + (f": {detail}" if detail else "")
+        return f"could not connect: {type(exc).__name__}: {exc}"
+
+    async def _on_message(self, message) -> None:
+        # Handshake-era servers send tools/list_changed as a plain notification; on 2026-07-28
+        # connections it arrives on the listen stream (see `listen_for_tool_changes`) and is teed here.
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed.set()
+
+    async def list_tools(self) -> list[types.Tool]:
+        tools, cursor = [], None
+        while True:
+            page = await self.client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+
+    async def listen_for_tool_changes(self) -> None:
+        """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-list
+        changes; returns at once for servers that do not offer them."""
+        tools = self.client.server_capabilities.tools
+        if not (tools and tools.list_changed):
+            return
+        try:
+            async with self.client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    self.tools_changed.set()
+        except (ListenNotSupportedError, SubscriptionLost, anyio.ClosedResourceError):
+            return  # handshake-era server (plain notifications), or the connection is going away
+        except Exception as exc:  # noqa: BLE001 - without change events the tools still work
+            if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+                return
+            logger.warning('MCP server "%s": no tool-list change events (%s: %s)', self.config.name,
+                           type(exc).__name__, exc, extra={"server": self.config.name})
+
+    async def call_tool(self, tool: str, arguments: dict) -> types.CallToolResult:
+        """Raises TimeoutError after the server's timeout (the server is told to cancel), and
+        ConnectionLost when the connection ends under the call."""
+        try:
+            with anyio.fail_after(self.config.timeout):
+                return await self.client.call_tool(tool, arguments)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self.lost.set()
+                raise ConnectionLost() from exc
+            raise
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            self.lost.set()
+            raise ConnectionLost() from exc
+
+
+class ConnectionLost(Exception):
+    """The server went away during a call."""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from the SDK's task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
