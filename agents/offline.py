@@ -18,11 +18,14 @@ import csv
 import hashlib
 import io
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .chat_protocol import PlannedReply, PlannedToolCall, completion_body, prompt_token_estimate, sse_chunks
+
+logger = logging.getLogger("aptix.offline")
 
 OFFLINE_MODEL_NAME = "aptix-offline"
 
@@ -720,6 +723,7 @@ class OfflineModelApp:
         try:
             reply = await plan_reply(request, modes=self.modes)
         except Exception:  # noqa: BLE001 - the client gets a server error, like from any model server
+            logger.exception("The offline model failed to plan a reply")
             return await self._json(send, 500, _error_body("The offline model failed to plan a reply.", "server_error"))
         prompt_tokens = reply.prompt_tokens or 0
         if not request.get("stream"):
