@@ -3,15 +3,19 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from tools.admin_views import mcp_status_view
+
 from . import views
 
 admin.site.site_header = "Aptix administration"
 admin.site.site_title = "Aptix admin"
 admin.site.index_title = "Catalog, teams and audit"
+admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers page
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.api_urls")),
     path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", views.media, name="media"),

@@ -63,13 +63,13 @@ def test_a_relative_cwd_is_resolved_against_the_config_file(tmp_path):
 
 def test_an_http_server_with_headers_from_the_environment(tmp_path):
     config = parse({"docs": {"url": "https://mcp.example.com/mcp",
-                             "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "disabled": True}}, tmp_path)
+                             "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}}, tmp_path)
 
     (server,) = config.servers
     assert server.type == "http"  # inferred from "url"
     assert server.url == "https://mcp.example.com/mcp"
     assert server.headers == {"Authorization": "Bearer tok-123"}
-    assert server.disabled is True
+    assert server.disabled is False
 
 
 @pytest.mark.parametrize(("entry", "message"), [
@@ -131,3 +131,11 @@ def test_the_shipped_mcp_json_runs_time_and_the_demo_sql_server_from_the_repo_ro
     assert (time_server.name, Path(time_server.command).name) == ("time", "mcp-server-time")
     assert (sql.name, sql.command, sql.cwd) == ("sql", sys.executable, str(settings.BASE_DIR))
     assert sql.args == ("-m", "tools.mcp.sql_server", "sqlite:///var/demo.sqlite3")
+
+
+def test_a_disabled_server_is_kept_without_its_command_or_variables(tmp_path):
+    """Switching a server off is how people park one that is not installed or configured yet."""
+    config = parse({"later": {"command": "not-installed-server", "env": {"KEY": "${APTIX_UNSET_VARIABLE}"},
+                              "disabled": True}}, tmp_path)
+    (server,) = config.servers
+    assert server.disabled and not config.errors

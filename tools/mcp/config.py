@@ -123,6 +123,9 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
         raise fail(f'"{misplaced[0]}" does not apply to a "type": "{kind}" server')
     expand = _Expander(environ, fail)
     common = {"name": name, "type": kind, "timeout": _timeout(entry, fail), "disabled": _flag(entry, fail)}
+    if common["disabled"]:
+        # Kept for later: its command need not exist nor its ${VARS} be set while it is off.
+        return ServerConfig(**common)
     if kind == "http":
         headers = _string_map(entry, "headers", expand, fail)
         return ServerConfig(**common, url=_url(entry, expand, fail), headers=headers)
