@@ -182,7 +182,8 @@ def build_llm_client() -> LLMClient:
         return LLMClient(client, model=model)
 
     from .asgi_transport import StreamingASGITransport
-    from .offline import OFFLINE_MODEL_NAME, OfflineModelApp
+    from .offline import OFFLINE_MODEL_NAME
+    from .offline_app import OfflineModelApp
 
     base = "http://offline.aptix.invalid/v1"
     client = openai.AsyncOpenAI(

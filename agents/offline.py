@@ -8,30 +8,26 @@ Two layers:
 - `plan_reply(body, modes=None)` reads a Chat Completions request body (`messages`, `tools`) and
   decides the next step with a few rules (answer from tool results, list modes, map a choice after
   a TUL-007 §4.1 proposal, propose a better mode, draw a chart, query the demo database, help).
-- `OfflineModelApp` is an ASGI 3 app serving `POST /v1/chat/completions` (streaming or not) and
-  `GET /v1/models` around that planner, reached through the `openai` SDK like any real server.
+- `OfflineModelApp` (agents/offline_app.py) serves it over the Chat Completions protocol; tables
+  in tool results are read by agents/offline_tables.py.
 """
 from __future__ import annotations
 
-import asyncio
-import csv
 import hashlib
-import io
 import json
 import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chat_protocol import PlannedReply, PlannedToolCall, completion_body, prompt_token_estimate, sse_chunks
+from .chat_protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
+from .offline_tables import MAX_CHART_POINTS, chart_of, fmt, humanise, markdown_table, number, parse_table, shorten
 
 logger = logging.getLogger("aptix.offline")
 
 OFFLINE_MODEL_NAME = "aptix-offline"
 
 LIST_MODES, CHANGE_MODE, IMAGE_GEN = "agent_list_modes", "agent_change_mode", "image_gen"
-MAX_CHART_POINTS = 50  # image_gen's own limit
-MAX_TABLE_ROWS_SHOWN = 12
 
 _STOP_WORDS = frozenset("""
 about above after again also been before being below between both could does doing down during each
@@ -58,7 +54,6 @@ _TITLE_PREFIX = re.compile(
     r"(\s+me)?(\s+an?)?(\s+(bar|line|pie))?(\s+(chart|graph|plot|picture|image))?(\s+(of|for|showing|with))?\s*",
     re.I,
 )
-_NUMBER = re.compile(r"^-?(\d+|\d{1,3}(,\d{3})+)(\.\d+)?$")
 _ERROR_TEXT = re.compile(r"^\s*(\[?error\]?|failed|exception)\b", re.I)
 _DATA_WORDS = frozenset({"revenue", "sale", "order", "customer", "product", "top", "total", "average", "count",
                          "monthly", "category", "country", "segment", "avg"})
@@ -306,7 +301,7 @@ def _choice(conv: Conversation) -> _Plan | None:
                           "you need next.")
     if CHANGE_MODE not in conv.offered:
         return _Plan(text=f"I can't change the mode from here. Pick **{display}** in the session's mode menu.")
-    request = _shorten(conv.previous_user or "this work", 120)
+    request = shorten(conv.previous_user or "this work", 120)
     reason = f"The user asked \"{request}\", which fits {display} mode better; the user chose option {choice}."
     return _call(CHANGE_MODE, {"mode": key, "branch": choice == 3, "reason": reason})
 
@@ -380,15 +375,10 @@ def proposal_text(display_name: str, key: str) -> str:
 def parse_pairs(text: str) -> list[tuple[str, float]]:
     """Label/number pairs such as "apples 3, pears 5" or "Q1=10 Q2=14"."""
     pairs = []
-    for label, number in _PAIR.findall(text):
+    for label, value in _PAIR.findall(text):
         if label.lower() not in _PAIR_NOISE:
-            pairs.append((label, _number(number)))
+            pairs.append((label, number(value)))
     return pairs
-
-
-def _number(text: str) -> float | int:
-    value = float(text.replace(",", ""))
-    return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
 def _chart_kind(text: str) -> str:
@@ -401,8 +391,8 @@ def _chart_kind(text: str) -> str:
 def _chart_args(text: str, pairs: list, kind: str) -> dict:
     first = _PAIR.search(text)
     title = _TITLE_PREFIX.sub("", text[: first.start()] if first else "").strip(" :,-–—.")
-    title = _shorten(title[:1].upper() + title[1:], 80) if title else "Chart"
-    return {"prompt": _shorten(text, 4000), "kind": kind, "title": title,
+    title = shorten(title[:1].upper() + title[1:], 80) if title else "Chart"
+    return {"prompt": shorten(text, 4000), "kind": kind, "title": title,
             "labels": [label for label, _ in pairs][:MAX_CHART_POINTS],
             "values": [value for _, value in pairs][:MAX_CHART_POINTS]}
 
@@ -461,7 +451,7 @@ def _after_tools(conv: Conversation) -> _Plan:
         for result in conv.trailing:
             if _is_data_result(result) and tool_error(result) is None and (chart := chart_of(result.content)):
                 labels, values, label_col, value_col = chart
-                title = f"{_humanise(value_col).capitalize()} by {_humanise(label_col)}"
+                title = f"{humanise(value_col).capitalize()} by {humanise(label_col)}"
                 kind = "line" if re.search(r"\b(line|trend)", conv.user_text, re.I) else "bar"
                 return _call(IMAGE_GEN, {"prompt": f"{title} ({conv.user_text})"[:4000], "kind": kind,
                                          "title": title, "labels": labels, "values": values})
@@ -520,7 +510,7 @@ def _describe(result: ToolResult) -> str:
         return f"Here is the {what} you asked for:\n\n![{alt}]({data['url']})"
     if "__" in result.name:
         return _describe_mcp(result)
-    return "Done. " + _shorten(result.content.strip(), 500)
+    return "Done. " + shorten(result.content.strip(), 500)
 
 
 def _describe_mcp(result: ToolResult) -> str:
@@ -531,12 +521,12 @@ def _describe_mcp(result: ToolResult) -> str:
         if result.name.endswith("__list_tables") and len(columns) == 1:
             return "Tables: " + ", ".join(f"`{r[0]}`" for r in rows) + "."
         plural = "s" if len(rows) != 1 else ""
-        text = f"`{result.name}` returned {len(rows)} row{plural}:\n\n" + _markdown(columns, rows)
+        text = f"`{result.name}` returned {len(rows)} row{plural}:\n\n" + markdown_table(columns, rows)
         if chart := chart_of(result.content):
             labels, values, label_col, value_col = chart
             top = max(range(len(values)), key=lambda i: values[i])
-            text += (f"\n\nHighest {_humanise(value_col)}: **{labels[top]}** ({_fmt(values[top])}); "
-                     f"total {_fmt(sum(values))} across {len(values)} {_humanise(label_col)} values.")
+            text += (f"\n\nHighest {humanise(value_col)}: **{labels[top]}** ({fmt(values[top])}); "
+                     f"total {fmt(sum(values))} across {len(values)} {humanise(label_col)} values.")
     else:
         data = _json(result.content)
         if isinstance(data, list) and all(isinstance(x, (str, int, float)) for x in data):
@@ -544,109 +534,10 @@ def _describe_mcp(result: ToolResult) -> str:
         elif isinstance(data, dict) and all(isinstance(v, (str, int, float, bool, type(None))) for v in data.values()):
             text = f"`{result.name}` returned:\n\n" + "\n".join(f"- {k}: {v}" for k, v in list(data.items())[:12])
         else:
-            text = f"`{result.name}` returned: " + _shorten(result.content.strip(), 600)
+            text = f"`{result.name}` returned: " + shorten(result.content.strip(), 600)
     if sql:
         text += f"\n\nSQL used:\n\n```sql\n{sql}\n```"
     return text
-
-
-# --- tables in tool results -----------------------------------------------------------------------------
-
-
-def parse_table(text: str) -> tuple[list[str], list[list[Any]]] | None:
-    """(columns, rows) from JSON rows, a markdown table or CSV; None when the text is not a table."""
-    data = _json(text)
-    if data is not None:
-        return _table_from_json(data)
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    piped = [line for line in lines if line.startswith("|") or line.count("|") >= 1]
-    if len(piped) >= 2 and len(piped) >= len(lines) - 2:
-        cells = [[c.strip() for c in line.strip("|").split("|")]
-                 for line in piped if not re.fullmatch(r"[\s|:\-+]+", line)]
-        width = len(cells[0])
-        if width >= 2 and all(len(row) == width for row in cells[1:]):
-            return cells[0], cells[1:]
-    if len(lines) >= 2 and "," in lines[0]:
-        rows = list(csv.reader(io.StringIO("\n".join(lines))))
-        if len(rows[0]) >= 2 and all(len(r) == len(rows[0]) for r in rows):
-            return rows[0], rows[1:]
-    return None
-
-
-def _table_from_json(data: Any, depth: int = 0) -> tuple[list[str], list[list[Any]]] | None:
-    if depth > 2:
-        return None
-    if isinstance(data, list) and data and all(isinstance(x, dict) and x.get("type") == "text" for x in data):
-        return parse_table("".join(str(x.get("text", "")) for x in data))  # MCP content parts
-    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
-        columns = list(data[0])
-        return columns, [[row.get(c) for c in columns] for row in data]
-    if isinstance(data, list) and data and all(isinstance(x, str) for x in data):
-        return ["name"], [[x] for x in data]
-    if isinstance(data, dict):
-        rows = data.get("rows") if "rows" in data else data.get("data")
-        columns = data.get("columns")
-        if isinstance(columns, list) and isinstance(rows, list) and rows and all(
-            isinstance(r, (list, tuple)) for r in rows
-        ):
-            names = [str(c.get("name")) if isinstance(c, dict) else str(c) for c in columns]
-            return names, [list(r) for r in rows]
-        for key in ("rows", "data", "result", "results", "tables"):
-            if key in data:
-                return _table_from_json(data[key], depth + 1)
-    return None
-
-
-def _as_number(value: Any) -> float | int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, str) and _NUMBER.match(value.strip()):
-        return _number(value.strip())
-    return None
-
-
-def chart_of(text: str) -> tuple[list[str], list, str, str] | None:
-    """(labels, values, label column, value column) when the text is a small chartable table."""
-    table = parse_table(text)
-    if table is None:
-        return None
-    columns, rows = table
-    if not 2 <= len(rows) <= MAX_CHART_POINTS or len(columns) < 2:
-        return None
-    numeric = [i for i in range(len(columns)) if all(_as_number(r[i]) is not None for r in rows)]
-    label = next((i for i in range(len(columns)) if i not in numeric), 0)
-    values = [i for i in numeric if i != label]
-    if not values:
-        return None
-    value = values[-1]
-    return ([str(r[label]) for r in rows], [_as_number(r[value]) for r in rows],
-            str(columns[label]), str(columns[value]))
-
-
-def _markdown(columns: list, rows: list) -> str:
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|") if v is not None else ""
-
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:MAX_TABLE_ROWS_SHOWN]]
-    if len(rows) > MAX_TABLE_ROWS_SHOWN:
-        lines.append(f"\n…and {len(rows) - MAX_TABLE_ROWS_SHOWN} more rows.")
-    return "\n".join(lines)
-
-
-def _fmt(value: float) -> str:
-    return f"{value:,.2f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
-
-
-def _humanise(name: str) -> str:
-    return name.replace("_", " ").strip()
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # rule g
@@ -669,77 +560,3 @@ def help_text(conv: Conversation) -> str:
         + "\n\nTo use a real model, set `OPENAI_API_KEY` (and `OPENAI_BASE_URL` for a compatible server "
         "such as Ollama or vLLM) and `APTIX_LLM_MODEL`, then restart Aptix."
     )
-
-
-# --- the ASGI server ---------------------------------------------------------------------------------------
-
-
-def _error_body(message: str, kind: str = "invalid_request_error", code: str | None = None) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}}).encode()
-
-
-class OfflineModelApp:
-    """ASGI 3 app: `POST /v1/chat/completions` (stream or not) and `GET /v1/models`."""
-
-    def __init__(self, *, chunk_delay: float = 0.0, modes: list | None = None) -> None:
-        self.chunk_delay = chunk_delay
-        self.modes = modes  # None: the planner reads the catalog
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
-            return
-        path, method = scope.get("path", "").rstrip("/"), scope.get("method", "GET")
-        if path.endswith("/models") or path.endswith(f"/models/{OFFLINE_MODEL_NAME}"):
-            if method != "GET":
-                return await self._json(send, 405, _error_body(f"Use GET for {path}."))
-            model = {"id": OFFLINE_MODEL_NAME, "object": "model", "created": 0, "owned_by": "aptix"}
-            body = model if path.endswith(OFFLINE_MODEL_NAME) else {"object": "list", "data": [model]}
-            return await self._json(send, 200, json.dumps(body).encode())
-        if not path.endswith("/chat/completions"):
-            return await self._json(send, 404, _error_body(f"Unknown path {path}.", code="not_found"))
-        if method != "POST":
-            return await self._json(send, 405, _error_body("Use POST for /v1/chat/completions."))
-        raw = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = _json(raw.decode("utf-8", errors="replace"))
-        if not isinstance(request, dict):
-            return await self._json(send, 400, _error_body("The request body must be a JSON object."))
-        if not isinstance(request.get("messages"), list):
-            return await self._json(send, 400, _error_body("'messages' must be an array of messages."))
-        try:
-            reply = await plan_reply(request, modes=self.modes)
-        except Exception:  # noqa: BLE001 - the client gets a server error, like from any model server
-            logger.exception("The offline model failed to plan a reply")
-            return await self._json(send, 500, _error_body("The offline model failed to plan a reply.", "server_error"))
-        prompt_tokens = reply.prompt_tokens or 0
-        if not request.get("stream"):
-            body = completion_body(reply, model=OFFLINE_MODEL_NAME, prompt_tokens=prompt_tokens)
-            return await self._json(send, 200, json.dumps(body).encode())
-        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
-        for chunk in sse_chunks(reply, model=OFFLINE_MODEL_NAME, prompt_tokens=prompt_tokens,
-                                include_usage=include_usage):
-            await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
-            await asyncio.sleep(self.chunk_delay)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    @staticmethod
-    async def _json(send: Any, status: int, body: bytes) -> None:
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})

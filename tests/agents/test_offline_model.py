@@ -8,7 +8,8 @@ import openai
 import pytest
 
 from agents import offline
-from agents.offline import OFFLINE_MODEL_NAME, OfflineModelApp, plan_reply, proposal_text
+from agents.offline import OFFLINE_MODEL_NAME, plan_reply, proposal_text
+from agents.offline_app import OfflineModelApp
 from modes.catalog import AgentModeSummary
 
 MODES = [
@@ -398,3 +399,9 @@ async def test_end_to_end_through_the_openai_sdk_streaming_a_tool_call():
     assert calls == {0: {"id": expected.tool_calls[0].id, "name": "agent_list_modes",
                          "arguments": '{"includeExamples": false}'}}
     assert usage is not None and usage.prompt_tokens == expected.prompt_tokens
+
+
+def test_an_escaped_pipe_stays_inside_its_cell():
+    from agents.offline_tables import parse_table
+
+    assert parse_table("| name | n |\n|---|---|\n| a \\| b | 1 |\n| c | 2 |") == (["name", "n"], [["a | b", "1"], ["c", "2"]])

@@ -1,0 +1,122 @@
+"""Tables in tool results, for the offline model: read a result as a table (JSON rows, a markdown
+table, CSV or MCP text content) and turn a small one into chart arguments or back into markdown."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+MAX_CHART_POINTS = 50  # image_gen's own limit
+MAX_TABLE_ROWS_SHOWN = 12
+_NUMBER = re.compile(r"^-?(\d+|\d{1,3}(,\d{3})+)(\.\d+)?$")
+_CELL_SEPARATOR = re.compile(r"(?<!\\)\|")  # a pipe, unless escaped as \| inside a cell
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def number(text: str) -> float | int:
+    value = float(text.replace(",", ""))
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def parse_table(text: str) -> tuple[list[str], list[list[Any]]] | None:
+    """(columns, rows) from JSON rows, a markdown table or CSV; None when the text is not a table."""
+    data = _json(text)
+    if data is not None:
+        return _table_from_json(data)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    piped = [line for line in lines if line.startswith("|") or line.count("|") >= 1]
+    if len(piped) >= 2 and len(piped) >= len(lines) - 2:
+        cells = [[c.strip().replace("\\|", "|") for c in _CELL_SEPARATOR.split(line.strip().strip("|"))]
+                 for line in piped if not re.fullmatch(r"[\s|:\-+]+", line)]
+        width = len(cells[0])
+        if width >= 2 and all(len(row) == width for row in cells[1:]):
+            return cells[0], cells[1:]
+    if len(lines) >= 2 and "," in lines[0]:
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+        if len(rows[0]) >= 2 and all(len(r) == len(rows[0]) for r in rows):
+            return rows[0], rows[1:]
+    return None
+
+
+def _table_from_json(data: Any, depth: int = 0) -> tuple[list[str], list[list[Any]]] | None:
+    if depth > 2:
+        return None
+    if isinstance(data, list) and data and all(isinstance(x, dict) and x.get("type") == "text" for x in data):
+        return parse_table("".join(str(x.get("text", "")) for x in data))  # MCP content parts
+    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
+        columns = list(data[0])
+        return columns, [[row.get(c) for c in columns] for row in data]
+    if isinstance(data, list) and data and all(isinstance(x, str) for x in data):
+        return ["name"], [[x] for x in data]
+    if isinstance(data, dict):
+        rows = data.get("rows") if "rows" in data else data.get("data")
+        columns = data.get("columns")
+        if isinstance(columns, list) and isinstance(rows, list) and rows and all(
+            isinstance(r, (list, tuple)) for r in rows
+        ):
+            names = [str(c.get("name")) if isinstance(c, dict) else str(c) for c in columns]
+            return names, [list(r) for r in rows]
+        for key in ("rows", "data", "result", "results", "tables"):
+            if key in data:
+                return _table_from_json(data[key], depth + 1)
+    return None
+
+
+def _asnumber(value: Any) -> float | int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and _NUMBER.match(value.strip()):
+        return number(value.strip())
+    return None
+
+
+def chart_of(text: str) -> tuple[list[str], list, str, str] | None:
+    """(labels, values, label column, value column) when the text is a small chartable table."""
+    table = parse_table(text)
+    if table is None:
+        return None
+    columns, rows = table
+    if not 2 <= len(rows) <= MAX_CHART_POINTS or len(columns) < 2:
+        return None
+    numeric = [i for i in range(len(columns)) if all(_asnumber(r[i]) is not None for r in rows)]
+    label = next((i for i in range(len(columns)) if i not in numeric), 0)
+    values = [i for i in numeric if i != label]
+    if not values:
+        return None
+    value = values[-1]
+    return ([str(r[label]) for r in rows], [_asnumber(r[value]) for r in rows],
+            str(columns[label]), str(columns[value]))
+
+
+def markdown_table(columns: list, rows: list) -> str:
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|") if v is not None else ""
+
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:MAX_TABLE_ROWS_SHOWN]]
+    if len(rows) > MAX_TABLE_ROWS_SHOWN:
+        lines.append(f"\n…and {len(rows) - MAX_TABLE_ROWS_SHOWN} more rows.")
+    return "\n".join(lines)
+
+
+def fmt(value: float) -> str:
+    return f"{value:,.2f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
+
+
+def humanise(name: str) -> str:
+    return name.replace("_", " ").strip()
+
+
+def shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
