@@ -1,0 +1,125 @@
+"""The workspace's HTMX actions over HTTP: sending, mode and execution switches, tool toggles,
+branching — and that nobody but the owner reaches any of them."""
+from __future__ import annotations
+
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.urls import reverse
+
+from agents.models import AgentSession, Turn
+from agents.runs import wait_for_turn
+from agents.sessions import session_create
+from modes.models import ModeHistory
+from tests.helpers import ServerLikeAsyncClient, async_db
+
+
+@pytest.fixture
+def session(team_a, alice):
+    return session_create(team=team_a, user=alice, title="Alice's plans")
+
+
+def post(client, name, session, **data):
+    return client.post(reverse(name, args=[session.id]), data)
+
+
+@pytest.mark.django_db
+def test_other_users_get_404_from_every_action(client, session, bob, carol, password):
+    for username in ["bob", "carol"]:
+        client.login(username=username, password=password)
+        for name, data in [("session-detail", None), ("session-mode", {"mode": "data-analysis"}),
+                           ("session-execution", {"execution": "agent"}),
+                           ("session-tools", {"tool": "image_gen"}), ("session-branch", {"turn": "x"})]:
+            url = reverse(name, args=[session.id])
+            response = client.get(url) if data is None else client.post(url, data)
+            assert response.status_code == 404, (username, name)
+            assert b"Alice" not in response.content
+        assert b"Alice's plans" not in client.get(reverse("home")).content  # not in their sidebar
+    session.refresh_from_db()
+    assert session.mode == "general" and session.execution == "ask" and session.tool_toggles == {}
+
+
+@pytest.mark.django_db
+def test_anonymous_users_are_sent_to_log_in(client, session):
+    response = post(client, "session-tools", session, tool="image_gen")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+@pytest.mark.django_db
+def test_a_manual_mode_switch_is_recorded_with_source_user(client, session, alice, password):
+    client.login(username="alice", password=password)
+    response = post(client, "session-mode", session, mode="Data-Analysis ")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="mode-badge"' in html and "data-analysis" in html  # the badge, swapped out of band
+    assert "<strong>general</strong> → <strong>data-analysis</strong>" in html  # the timeline entry
+    [row] = ModeHistory.objects.filter(session=session)
+    assert (row.previous_mode, row.new_mode, row.source, row.user) == ("general", "data-analysis", "user", alice)
+    response = post(client, "session-mode", session, mode="no-such-mode")
+    assert response.status_code == 422 and "Valid modes" in response.content.decode()
+    assert ModeHistory.objects.filter(session=session).count() == 1
+
+
+@pytest.mark.django_db
+def test_execution_and_tool_toggles_persist_for_the_next_turn(client, session, password):
+    client.login(username="alice", password=password)
+    assert post(client, "session-execution", session, execution="agent").status_code == 200
+    assert post(client, "session-execution", session, execution="turbo").status_code == 400
+    assert post(client, "session-tools", session, tool="image_gen").status_code == 200  # unticked: off
+    html = post(client, "session-tools", session, tool="agent_change_mode").content.decode()
+    session.refresh_from_db()
+    assert session.execution == "agent" and session.tool_toggles == {"image_gen": False, "agent_change_mode": False}
+    assert "always on" in html  # ... but agent_change_mode is offered whatever the toggle says
+    post(client, "session-tools", session, tool="image_gen", enabled="on")
+    assert post(client, "session-tools", session, tool="rm_rf").status_code == 400
+    session.refresh_from_db()
+    assert session.tool_toggles == {"agent_change_mode": False}
+
+
+@async_db
+async def test_sending_starts_a_turn_that_runs_after_the_response(llm, model, team_a, alice, password):
+    session = await sync_to_async(session_create)(team=team_a, user=alice)
+    client = ServerLikeAsyncClient()
+    await sync_to_async(client.login)(username="alice", password=password)
+    model.reply("Hi there.")
+    response = await client.post(reverse("turn-new", args=[session.id]), {"message": "Hello"})
+    html = response.content.decode()
+    assert response.status_code == 200 and 'data-if-absent="1"' in html and "Hello" in html
+    assert "<fieldset disabled>" in html  # the composer waits for the turn
+    turn = await Turn.objects.aget(session=session)
+    turn = await wait_for_turn(turn.id)
+    assert turn.status == "completed" and turn.answer == "Hi there."
+    response = await client.post(reverse("turn-new", args=[session.id]), {"message": "   "})
+    assert response.status_code == 422 and "The message is empty." in response.content.decode()
+
+
+@async_db
+async def test_branch_opens_a_linked_child_session_carrying_the_request(llm, model, team_a, alice, password):
+    session = await sync_to_async(session_create)(team=team_a, user=alice)
+    client = ServerLikeAsyncClient()
+    await sync_to_async(client.login)(username="alice", password=password)
+    model.reply("Would you like to: 1) Stay, 2) Switch, or 3) Switch to **Data Analysis** and start a new session?")
+    await client.post(reverse("turn-new", args=[session.id]), {"message": "Chart revenue by month"})
+    first = await Turn.objects.aget(session=session, index=1)
+    await wait_for_turn(first.id)
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True,
+                                                       "reason": "Data questions"})])
+    model.reply("Switched; continue in a new session.")
+    await client.post(reverse("turn-new", args=[session.id]), {"message": "3"})
+    second = await wait_for_turn((await Turn.objects.aget(session=session, index=2)).id)
+    assert second.status == "completed"
+    response = await client.post(reverse("session-branch", args=[session.id]), {"turn": first.id})
+    assert response.status_code == 422  # that turn asked for no new session
+    model.reply("Here is revenue by month.")
+    response = await client.post(reverse("session-branch", args=[session.id]), {"turn": second.id})
+    assert response.status_code == 204
+    child = await AgentSession.objects.aget(parent=session)
+    assert response["HX-Redirect"] == reverse("session-detail", args=[child.id])
+    assert child.mode == "data-analysis" and child.user_id == alice.id and child.team_id == team_a.id
+    carried = await Turn.objects.aget(session=child)
+    assert carried.user_message == "Chart revenue by month"  # the request, not the "3"
+    carried = await wait_for_turn(carried.id)
+    assert carried.status == "completed"
+    page = await client.get(reverse("session-detail", args=[child.id]))
+    assert f'href="/sessions/{session.id}/"' in page.content.decode()  # links back to its parent
+    assert child.title == "Chart revenue by month"
