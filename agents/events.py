@@ -2,6 +2,7 @@
 channel-layer group. The only module that talks to the channel layer for turns."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any, Callable, TypedDict
@@ -51,11 +52,13 @@ def session_group(session_id: str) -> str:
 class EventRecorder:
     """Records and broadcasts the events of one turn.
 
-    `emit` writes the event (and any deferred ones before it) in one database round trip, then
-    broadcasts them in `seq` order. `emit(..., defer=True)` only queues: the reasoner defers an event
-    when another one follows before anything slow happens (a model call or a tool execution), so a
-    step costs about three round trips instead of seven. A deferred event is never lost: the next
-    `emit` or `flush` writes it, and the reasoner flushes when a run ends.
+    Writing is behind the run, in order: `emit` queues the event and hands everything queued to a
+    writer task, which writes the batch (and any `also` writes for the turn's own row) in one
+    transaction and *then* broadcasts it in `seq` order; batches are chained, so the stream never
+    sees an event before the database has it, nor out of order. The run does not wait for the
+    database between steps — it waits once, in `drain()`, before it returns. `emit(..., defer=True)`
+    only queues (the next emit takes it along), for an event that another follows at once.
+    A cancelled run cannot lose events: the writer tasks are not the run's task.
     """
 
     def __init__(self, turn, *, start_seq: int = 0, channel_layer=None) -> None:
@@ -65,6 +68,8 @@ class EventRecorder:
         self._layer = channel_layer if channel_layer is not None else get_channel_layer()
         self._queue: list[TurnEvent] = []
         self._writes: list[Callable[[], Any]] = []
+        self._writer: asyncio.Task | None = None  # the last batch handed to the database
+        self._error: BaseException | None = None
         self._pending_delta = ""
         self._last_flush = 0.0
 
@@ -100,11 +105,31 @@ class EventRecorder:
             await self.flush()
 
     async def flush(self) -> None:
-        """Write the queued events (and their `also` writes) in one transaction, then broadcast them."""
+        """Hand the queued events to the writer (returns at once; see `drain`)."""
         if not self._queue:
             return
         events, writes, self._queue, self._writes = self._queue, self._writes, [], []
-        await _write(events, writes)
+        self._writer = asyncio.get_running_loop().create_task(self._write_then_send(self._writer, events, writes))
+
+    async def drain(self) -> None:
+        """Wait until every event emitted so far is written and broadcast; raise the first write error."""
+        await self.flush()
+        if self._writer is not None:
+            await asyncio.shield(self._writer)
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    async def _write_then_send(self, previous: asyncio.Task | None, events: list[TurnEvent],
+                               writes: list[Callable[[], Any]]) -> None:
+        if previous is not None:
+            await asyncio.wait({previous})
+        try:
+            await _write(events, writes)
+        except Exception as exc:  # noqa: BLE001 - surfaced by drain(); later batches still try
+            logger.exception("Writing events %s-%s of turn %s failed", events[0].seq, events[-1].seq, self.turn_id)
+            self._error = self._error or exc
+            return
         for event in events:
             await self._broadcast(event)
 

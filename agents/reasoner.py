@@ -89,7 +89,7 @@ class Reasoner:
             else:
                 state = await self._start(turn, recorder, client_tools)
             await self._loop(turn, recorder, state)
-            await recorder.flush()
+            await recorder.drain()
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
@@ -331,6 +331,7 @@ class Reasoner:
             "usage": {"prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens},
             "steps": turn.step_count,
         })
+        await recorder.drain()
 
 
 def summarize_tool_output(output: dict) -> str:

@@ -157,6 +157,7 @@ async def _end_cancelled(turn: Turn) -> None:
         await recorder.emit("turn.cancelled", {"reason": "Stopped by the user.", "status": "cancelled",
                                                "answer": "", "mode": turn.mode, "mode_changes": [],
                                                "branch": None})
+        await recorder.drain()
 
 
 async def wait_for_turn(turn_id: str, task: asyncio.Task | None = None) -> Turn:
