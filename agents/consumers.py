@@ -92,10 +92,12 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
 
 def _events_after(session_id: str, turn_id: str | None, seq: int) -> list[TurnEvent]:
     """Events the client has not seen: after `seq` in its cursor turn, and all of later turns. Without
-    a cursor (a page that showed no turn), every event of the session's unfinished turns."""
+    a cursor (a page that showed no turn), every event of the session: its turns all started after
+    the page was drawn, and one may have ended before the socket connected (a fast turn, a slow
+    network), so it must be replayed even though it is finished."""
     events = TurnEvent.objects.filter(turn__session_id=session_id).order_by("turn__index", "seq")
     cursor = Turn.objects.filter(pk=turn_id, session_id=session_id).values("index").first() if turn_id else None
     if cursor is None:
-        return list(events.filter(turn__finished_at__isnull=True))
+        return list(events)
     later = events.filter(turn__index__gt=cursor["index"]) | events.filter(turn_id=turn_id, seq__gt=seq)
     return list(later.order_by("turn__index", "seq"))

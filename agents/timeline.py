@@ -171,15 +171,17 @@ class LiveRenderer:
     def render(self, turn: Turn, event_type: str, payload: dict, seq: int, *, events=None) -> str:
         """Sync (templates and, for final events, the database): call through sync_to_async."""
         payload = live_payload(payload)
-        parts = [self._fragment(turn, event_type, payload, events)]
+        parts = [self._fragment(turn, event_type, payload, seq, events)]
         parts.append(f'<div id="stream-cursor" hx-swap-oob="true" data-turn="{turn.id}" data-seq="{seq}"></div>')
         return "".join(p for p in parts if p)
 
-    def _fragment(self, turn: Turn, event_type: str, payload: dict, events) -> str:
+    def _fragment(self, turn: Turn, event_type: str, payload: dict, seq: int, events) -> str:
         tid = turn.id
         if event_type == "turn.started" or event_type in FINAL_EVENT_TYPES:
             turn.refresh_from_db()
-            stored = list(turn.events.order_by("seq")) if events is None else events
+            # The turn as of this event: the run may have written later events already, and those
+            # follow on this stream as fragments of their own (drawn here too, they would show twice).
+            stored = list(turn.events.filter(seq__lte=seq).order_by("seq")) if events is None else events
             html = render_turn(turn, stored, oob=True)
             if event_type in FINAL_EVENT_TYPES:
                 self.session.refresh_from_db()

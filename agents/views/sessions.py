@@ -1,6 +1,7 @@
 """Pages of the workspace: the session list (sidebar), a new session, and the session view."""
 from __future__ import annotations
 
+from collections import defaultdict
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -16,7 +17,7 @@ from modes.catalog import active_modes, default_mode_key
 
 from ..forms import SessionCreateForm
 from ..llm import describe_provider
-from ..models import AgentSession
+from ..models import AgentSession, TurnEvent
 from ..sessions import SessionNotFoundError, session_create, session_get, session_list
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
@@ -104,10 +105,18 @@ def session_detail(request, session_id: str):
 def timeline_context(session: AgentSession, request=None) -> dict:
     """Turns and manual mode changes in the order they happened, the stream cursor (the last
     event shown) and the websocket URL that resumes from it."""
-    turns = list(session.turns.order_by("index").prefetch_related("events"))
+    # The events first, then the turns: a run writes a turn's final state and its final event in one
+    # transaction, so read in this order a turn is never behind its events. (The other way round, a
+    # turn ending between the two reads would show as running with its final event already behind
+    # the stream cursor: running on screen for ever.) A turn ahead of its events is redrawn by the
+    # stream when it replays the events after the cursor.
+    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
+    for event in TurnEvent.objects.filter(turn__session=session).order_by("seq"):
+        events_of[event.turn_id].append(event)
+    turns = list(session.turns.order_by("index"))
     entries = []
     for i, turn in enumerate(turns):
-        events = sorted(turn.events.all(), key=lambda e: e.seq)
+        events = events_of[turn.id]
         html = render_turn(turn, events, latest=i == len(turns) - 1, request=request)
         entries.append({"at": turn.created_at, "turn": turn, "html": html, "seq": events[-1].seq if events else 0})
     for change in session.mode_history.filter(turn__isnull=True).select_related("user"):

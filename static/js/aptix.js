@@ -29,9 +29,22 @@
       htmx.process(el);
       var empty = document.getElementById("empty-chat");
       if (empty) empty.remove();
+      retireOlderTurns();
       stickToBottom(true);
     }
   });
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    var target = e.detail.target;
+    if (target && (target.id === "timeline" || (target.classList && target.classList.contains("turn")))) retireOlderTurns();
+  });
+  // Only the newest turn offers answers (a proposal's choices, "Continue in a new session"), as on a
+  // reloaded page: once another turn starts, those of the turns before it are gone.
+  function retireOlderTurns() {
+    var turns = document.querySelectorAll("#timeline > .turn");
+    for (var i = 0; i < turns.length - 1; i++) {
+      turns[i].querySelectorAll(".choices, form.branch").forEach(function (el) { el.remove(); });
+    }
+  }
   // ... and the copy the send request returns yields to one the stream has already drawn.
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var first = e.detail.fragment && e.detail.fragment.firstElementChild;
@@ -42,17 +55,32 @@
 
   // Keep the newest output in view while the user is at the bottom.
   var pinned = true;
+  var ownScrollTop = null;  // where stickToBottom put the timeline
   function timelineEl() { return document.getElementById("timeline"); }
   function stickToBottom(force) {
     var t = timelineEl();
-    if (t && (pinned || force)) t.scrollTop = t.scrollHeight;
+    if (t && (pinned || force)) {
+      t.scrollTop = t.scrollHeight;
+      ownScrollTop = t.scrollTop;
+      pinned = true;
+    }
   }
   document.addEventListener("scroll", function (e) {
     var t = timelineEl();
-    if (t && e.target === t) pinned = t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+    if (!t || e.target !== t) return;
+    // The event of our own scroll arrives later, when the content may have grown again (an image
+    // loaded): that is no reason to stop following. Only the user's scrolling decides.
+    if (ownScrollTop !== null && Math.abs(t.scrollTop - ownScrollTop) < 2) return;
+    ownScrollTop = null;
+    pinned = t.scrollHeight - t.scrollTop - t.clientHeight < 80;
   }, true);
   document.addEventListener("htmx:wsAfterMessage", function () { stickToBottom(false); });
   document.addEventListener("DOMContentLoaded", function () { stickToBottom(true); });
+  // Images (charts) finish loading after the page or fragment is in place and make it taller.
+  document.addEventListener("load", function (e) {
+    var t = timelineEl();
+    if (e.target && e.target.tagName === "IMG" && t && t.contains(e.target)) stickToBottom(false);
+  }, true);
 
   // Composer: Enter sends, Shift+Enter adds a line; cleared after a successful send.
   document.addEventListener("keydown", function (e) {

@@ -1,0 +1,133 @@
+"""Browser tests: Playwright's async API driving Debian's Chromium (headless) against a live Daphne
+server (tests/browser/live.py) on loopback.
+
+- Without Playwright or Chromium the tests are skipped with the reason, unless
+  APTIX_REQUIRE_BROWSER=1, which makes that a failure. APTIX_CHROMIUM overrides /usr/bin/chromium.
+- Each test module runs in one event loop (`pytest.mark.asyncio(loop_scope="module")`) holding the
+  browser and, where a module needs one, the scripted model server; each module starts its own
+  Daphne with the configuration it needs (fixture `daphne_env`).
+- A failed test leaves a screenshot and the HTML of every page it opened, and the server's log,
+  in var/test-artifacts/.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from .live import LiveServer, artifact_name, save_artifacts
+
+REQUIRE_BROWSER = os.environ.get("APTIX_REQUIRE_BROWSER") == "1"
+CHROMIUM = Path(os.environ.get("APTIX_CHROMIUM", "/usr/bin/chromium"))
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
+DESKTOP = {"width": 1280, "height": 860}
+EXPECT_TIMEOUT_MS = 10_000  # a 2-core machine running Chromium, Daphne and pytest at once
+# Instrumentation added to every page: counts the websocket (re)connections of the htmx ws extension,
+# so a test can wait until the live stream is open instead of sleeping.
+STREAM_PROBE = """
+document.addEventListener("htmx:wsOpen", function () {
+  window.__aptixStreamOpened = (window.__aptixStreamOpened || 0) + 1;
+});
+"""
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright is not installed (pip install -e '.[test]')"
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        return f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
+    return None
+
+
+MISSING = _missing()
+if MISSING is None:
+    from playwright.async_api import async_playwright, expect
+
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+
+
+def pytest_collection_modifyitems(config, items):
+    if MISSING is None or REQUIRE_BROWSER:
+        return
+    here = Path(__file__).parent
+    skip = pytest.mark.skip(reason=f"browser tests: {MISSING}; set APTIX_REQUIRE_BROWSER=1 to fail instead")
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the item (`rep_setup`, `rep_call`), for the artefact fixture."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser():
+    if MISSING is not None:
+        pytest.fail(f"APTIX_REQUIRE_BROWSER=1 but {MISSING}")
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        await chromium.close()
+
+
+@pytest.fixture(scope="module")
+def daphne_env() -> dict[str, str]:
+    """Extra environment of the module's live server; modules override this fixture."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def daphne_server(django_db_setup, daphne_env, tmp_path_factory):
+    """Daphne on the test database, started once per module (after pytest-django created the
+    database) and stopped before the database is dropped."""
+    server = LiveServer(var_dir=tmp_path_factory.mktemp("live"), env=daphne_env).start()
+    yield server
+    server.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def open_page(browser, daphne_server, request):
+    """`await open_page()` → a page in a fresh browser context (its own cookies) on the live server.
+    After the test: artefacts of every page when it failed, and no uncaught JavaScript errors."""
+    pages, errors = [], []
+
+    async def open_(*, viewport: dict | None = None, color_scheme: str = "light"):
+        context = await browser.new_context(base_url=daphne_server.url, viewport=viewport or DESKTOP,
+                                            color_scheme=color_scheme)
+        context.set_default_timeout(EXPECT_TIMEOUT_MS)
+        await context.add_init_script(STREAM_PROBE)
+        page = await context.new_page()
+        page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
+        pages.append(page)
+        return page
+
+    yield open_
+    report = getattr(request.node, "rep_call", None)
+    if report is None or report.failed:
+        await save_artifacts(artifact_name(request.node.nodeid), pages, daphne_server)
+    for page in pages:
+        await page.context.close()
+    assert not errors, f"uncaught JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def sign_in(open_page, password):
+    """`await sign_in(user)` → a page signed in as `user` through the real login form, on the home page."""
+    async def sign_in_(user, **page_options):
+        page = await open_page(**page_options)
+        await page.goto("/login/")
+        await page.fill("#id_username", user.username)
+        await page.fill("#id_password", password)
+        await page.click("form button[type=submit]")
+        await expect(page).to_have_url(re.compile(r"/$"))
+        return page
+    return sign_in_
