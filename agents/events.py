@@ -69,6 +69,7 @@ class EventRecorder:
         self._queue: list[TurnEvent] = []
         self._writes: list[Callable[[], Any]] = []
         self._writer: asyncio.Task | None = None  # the last batch handed to the database
+        self.streamed = ""  # the text of the reply being streamed (kept if the run is stopped)
         self._error: BaseException | None = None
         self._pending_delta = ""
         self._last_flush = 0.0
@@ -86,6 +87,8 @@ class EventRecorder:
             raise ValueError(f"Unknown event type {event_type!r}.")
         if event_type != "model.delta":
             self._queue_delta()  # a buffered delta goes out with the event that follows it
+        if event_type == "model.message":
+            self.streamed = ""
         event = self._queue_event(event_type, payload or {})
         if also is not None:
             self._writes.append(also)
@@ -96,6 +99,7 @@ class EventRecorder:
     async def delta(self, text: str) -> None:
         """Buffer a token delta; emit when ~50 ms passed since the last one."""
         self._pending_delta += text
+        self.streamed += text
         now = time.monotonic()
         if now - self._last_flush >= DELTA_INTERVAL:
             await self.flush_delta()

@@ -94,8 +94,9 @@ class Reasoner:
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
+            # What was streamed before the stop stays as the (partial) answer.
             await self._finish(turn, recorder, state, Turn.Status.CANCELLED, "turn.cancelled",
-                               {"reason": "Stopped by the user."})
+                               {"reason": "Stopped by the user."}, answer=recorder.streamed)
         except ModelError as exc:
             await self._finish(turn, recorder, state, Turn.Status.FAILED, "turn.failed",
                                {"error": str(exc), "kind": exc.kind}, error=str(exc))

@@ -347,6 +347,8 @@ async def test_cancel_mid_stream_ends_the_turn_cancelled(make_session, llm, mode
     assert turn.status == "cancelled" and turn.cancel_requested
     types = await event_types(turn)
     assert types[-1] == "turn.cancelled" and "tool.called" not in types
+    streamed = "".join(p["text"] for p in await events_of(turn, "model.delta"))
+    assert turn.answer == streamed and turn.answer.startswith("slow ")  # the partial answer is kept
 
 
 async def test_rate_limit_then_success_is_retried(make_session, run_turn, model):

@@ -80,10 +80,12 @@ async def test_stop_ends_a_long_turn_as_cancelled(sign_in, alice, make_session, 
 
     await turn_ended(turn, "cancelled")
     await expect(turn.locator(".notice")).to_have_text("Stopped.")
+    await expect(turn.locator(".answer")).to_contain_text("w000 w001 w002 w003 w004 w005")  # kept
     await expect(stop).to_have_count(0)
     await asyncio.wait_for(model.stream_cancelled.wait(), 10)  # the model call was abandoned, too
     saved = await Turn.objects.aget(session_id=session.id)
     assert saved.status == Turn.Status.CANCELLED and saved.finished_at is not None
+    assert saved.answer.startswith("w000 w001") and len(saved.answer) < len(words(600))
     assert not model.stream_finished.is_set()
 
     await expect(page.locator("#message")).to_be_enabled()  # and the session takes the next message
