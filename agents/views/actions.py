@@ -65,7 +65,13 @@ async def turn_new(request, session_id: str):
 def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
     # Upsert: appended to the timeline unless the stream already drew this turn (see aptix.js).
     turn_html = render_turn(turn, [], if_absent=True)
-    first = '<div id="empty-chat" hx-swap-oob="delete"></div>' if turn.index == 1 else ""
+    first = ""
+    if turn.index == 1:  # the first message names the session: header and sidebar follow
+        session.refresh_from_db(fields=["title"])
+        title = escape(str(session))
+        first = ('<div id="empty-chat" hx-swap-oob="delete"></div>'
+                 f'<h1 id="session-title" title="{title}" hx-swap-oob="true">{title}</h1>'
+                 f'<span id="session-title-{session.id}" hx-swap-oob="true">{title}</span>')
     return (
         f'<div hx-swap-oob="beforeend:#timeline">{turn_html}</div>{first}'
         + render_to_string("agents/_composer.html", {"session": session, "busy": True, "oob": True})

@@ -86,6 +86,8 @@ async def test_sending_starts_a_turn_that_runs_after_the_response(llm, model, te
     html = response.content.decode()
     assert response.status_code == 200 and 'data-if-absent="1"' in html and "Hello" in html
     assert "<fieldset disabled>" in html  # the composer waits for the turn
+    assert '<h1 id="session-title" title="Hello" hx-swap-oob="true">Hello</h1>' in html  # named by it
+    assert f'<span id="session-title-{session.id}" hx-swap-oob="true">Hello</span>' in html
     turn = await Turn.objects.aget(session=session)
     turn = await wait_for_turn(turn.id)
     assert turn.status == "completed" and turn.answer == "Hi there."
