@@ -168,20 +168,19 @@ class LiveRenderer:
         self._calls: dict[str, dict] = {}
         self._max_steps: dict[str, int | None] = {}
 
-    def render(self, turn: Turn, event_type: str, payload: dict, seq: int, *, events=None) -> str:
+    def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
         """Sync (templates and, for final events, the database): call through sync_to_async."""
         payload = live_payload(payload)
-        parts = [self._fragment(turn, event_type, payload, seq, events)]
+        parts = [self._fragment(turn, event_type, payload, seq)]
         parts.append(f'<div id="stream-cursor" hx-swap-oob="true" data-turn="{turn.id}" data-seq="{seq}"></div>')
         return "".join(p for p in parts if p)
 
-    def _fragment(self, turn: Turn, event_type: str, payload: dict, seq: int, events) -> str:
-        tid = turn.id
+    def _fragment(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
         if event_type == "turn.started" or event_type in FINAL_EVENT_TYPES:
             turn.refresh_from_db()
             # The turn as of this event: the run may have written later events already, and those
             # follow on this stream as fragments of their own (drawn here too, they would show twice).
-            stored = list(turn.events.filter(seq__lte=seq).order_by("seq")) if events is None else events
+            stored = list(turn.events.filter(seq__lte=seq).order_by("seq"))
             html = render_turn(turn, stored, oob=True)
             if event_type in FINAL_EVENT_TYPES:
                 self.session.refresh_from_db()
@@ -190,7 +189,7 @@ class LiveRenderer:
                 html += render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True})
             return html
         if event_type == "step.started":
-            self._max_steps[tid] = payload.get("max_steps")
+            self._max_steps[turn.id] = payload.get("max_steps")
             return self._status(turn, payload.get("step"), None)
         if event_type == "model.delta":
             return render_to_string("agents/_event.html", {"delta": payload.get("text", ""), "turn": turn})

@@ -1,6 +1,6 @@
 """The tool selector of a session (spec 004 §5): internal tools and MCP tools grouped by server,
 each with whether the next turn will offer it and, if not, why. It reads the same rules the
-pipeline applies (policy_allows, toggle_allows), so what the panel says is what the turn does."""
+pipeline applies (policy_allows and the toggles), so what the panel says is what the turn does."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,7 +9,7 @@ from modes.models import AgentMode
 from tools.registry import internal_registry, mcp_registry
 
 from .models import AgentSession, Execution
-from .pipeline import ALWAYS_ON, MCP_SEPARATOR, policy_allows, toggle_allows
+from .pipeline import ALWAYS_ON, MCP_SEPARATOR, policy_allows
 
 
 @dataclass
@@ -74,7 +74,7 @@ def tool_panel(session: AgentSession) -> dict:
         if not blocked and not group.enabled:
             blocked = f"the {server} server is switched off"
         group.tools.append(ToolRow(name=name, label=short, description=tool.get_schema()["function"]["description"],
-                                   enabled=toggle_allows({name: toggles.get(name)}, name), blocked=blocked))
+                                   enabled=toggles.get(name) is not False, blocked=blocked))
     return {
         "internal": internal,
         "servers": sorted(groups.values(), key=lambda g: g.name),
