@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .models import TurnEvent
+from .models import Turn, TurnEvent
 
 logger = logging.getLogger("aptix.events")
 
@@ -26,6 +26,11 @@ FINAL_EVENT_TYPES = frozenset({"turn.completed", "turn.failed", "turn.cancelled"
 # for the admin's trace, not streamed to browsers (smaller messages, and prompts stay server-side).
 TRACE_ONLY_FIELDS = frozenset({"system_prompt", "messages", "tools"})
 DELTA_INTERVAL = 0.05  # seconds: token deltas are coalesced to about one event per 50 ms
+# Seconds between two event transactions of a turn: what is handed over meanwhile waits and goes in
+# the next one. A turn whose steps take longer (any real model) still writes every event as it comes;
+# a fast one writes a batch per window instead of a transaction per event (each costs the run a
+# thread hop and GIL hand-overs). The stream is therefore at most this much behind the run.
+WRITE_INTERVAL = 0.05
 
 
 class TurnEventMessage(TypedDict):
@@ -53,9 +58,11 @@ class EventRecorder:
     """Records and broadcasts the events of one turn.
 
     Writing is behind the run, in order: `emit` queues the event and hands everything queued to a
-    writer task, which writes the batch (and any `also` writes for the turn's own row) in one
-    transaction and *then* broadcasts it in `seq` order; batches are chained, so the stream never
-    sees an event before the database has it, nor out of order. The run does not wait for the
+    writer task, which writes what it was handed (and the turn row's columns given with it) in
+    one transaction and *then* broadcasts it in `seq` order; one transaction is in flight at a time
+    and the next takes everything handed meanwhile (group commit), so the stream never sees an
+    event before the database has it, nor out of order. Transactions start at most every
+    WRITE_INTERVAL (except when draining). The run does not wait for the
     database between steps — it waits once, in `drain()`, before it returns. `emit(..., defer=True)`
     only queues (the next emit takes it along), for an event that another follows at once.
     A cancelled run cannot lose events: the writer tasks are not the run's task.
@@ -66,9 +73,13 @@ class EventRecorder:
         self.session_id = turn.session_id
         self.seq = start_seq
         self._layer = channel_layer if channel_layer is not None else get_channel_layer()
-        self._queue: list[TurnEvent] = []
-        self._writes: list[Callable[[], Any]] = []
-        self._writer: asyncio.Task | None = None  # the last batch handed to the database
+        self._queue: list[TurnEvent] = []  # emitted, not yet handed to the writer (deferred)
+        self._handed: list[TurnEvent] = []  # handed to the writer, not yet taken by it
+        self._queue_fields: dict[str, Any] = {}  # the turn row's columns given with the queued events
+        self._handed_fields: dict[str, Any] = {}  # ... and with the handed ones
+        self._writer: asyncio.Task | None = None  # the writer, while it has work
+        self._urgent = asyncio.Event()  # set by drain(): write what is handed without waiting
+        self._last_write = 0.0  # loop time the last transaction started
         self.streamed = ""  # the text of the reply being streamed (kept if the run is stopped)
         self._error: BaseException | None = None
         self._pending_delta = ""
@@ -80,9 +91,10 @@ class EventRecorder:
         return cls(turn, start_seq=last["m"] or 0, **kwargs)
 
     async def emit(self, event_type: str, payload: dict[str, Any] | None = None, *, defer: bool = False,
-                   also: Callable[[], Any] | None = None) -> TurnEvent:
-        """Record an event. `also` is a synchronous database write (the turn's own row) done in the
-        same transaction as the events, so the turn and its events never disagree."""
+                   turn_fields: dict[str, Any] | None = None) -> TurnEvent:
+        """Record an event. `turn_fields` are columns of the turn's own row, written in the same
+        transaction as the events, so the turn and its events never disagree (a later value of a
+        column replaces one not written yet)."""
         if event_type not in EVENT_TYPES:
             raise ValueError(f"Unknown event type {event_type!r}.")
         if event_type != "model.delta":
@@ -90,8 +102,8 @@ class EventRecorder:
         if event_type == "model.message":
             self.streamed = ""
         event = self._queue_event(event_type, payload or {})
-        if also is not None:
-            self._writes.append(also)
+        if turn_fields:
+            self._queue_fields.update(turn_fields)
         if not defer:
             await self.flush()
         return event
@@ -112,30 +124,45 @@ class EventRecorder:
         """Hand the queued events to the writer (returns at once; see `drain`)."""
         if not self._queue:
             return
-        events, writes, self._queue, self._writes = self._queue, self._writes, [], []
-        self._writer = asyncio.get_running_loop().create_task(self._write_then_send(self._writer, events, writes))
+        self._handed += self._queue
+        self._handed_fields.update(self._queue_fields)
+        self._queue, self._queue_fields = [], {}
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_then_send())
 
     async def drain(self) -> None:
         """Wait until every event emitted so far is written and broadcast; raise the first write error."""
         await self.flush()
-        if self._writer is not None:
+        self._urgent.set()
+        while self._writer is not None and not self._writer.done():
             await asyncio.shield(self._writer)
         if self._error is not None:
             error, self._error = self._error, None
             raise error
 
-    async def _write_then_send(self, previous: asyncio.Task | None, events: list[TurnEvent],
-                               writes: list[Callable[[], Any]]) -> None:
-        if previous is not None:
-            await asyncio.wait({previous})
-        try:
-            await _write(events, writes)
-        except Exception as exc:  # noqa: BLE001 - surfaced by drain(); later batches still try
-            logger.exception("Writing events %s-%s of turn %s failed", events[0].seq, events[-1].seq, self.turn_id)
-            self._error = self._error or exc
-            return
-        for event in events:
-            await self._broadcast(event)
+    async def _write_then_send(self) -> None:
+        """Group commit: one transaction at a time, each taking everything handed over meanwhile, so
+        a fast run writes a few larger batches instead of one transaction per event."""
+        loop = asyncio.get_running_loop()
+        while self._handed:
+            wait = self._last_write + WRITE_INTERVAL - loop.time()
+            if wait > 0 and not self._urgent.is_set():
+                try:
+                    await asyncio.wait_for(self._urgent.wait(), wait)
+                except TimeoutError:
+                    pass
+            self._last_write = loop.time()
+            events, fields = self._handed, self._handed_fields
+            self._handed, self._handed_fields = [], {}
+            try:
+                await _write(self.turn_id, events, fields)
+            except Exception as exc:  # noqa: BLE001 - surfaced by drain(); later batches still try
+                logger.exception("Writing events %s-%s of turn %s failed",
+                                 events[0].seq, events[-1].seq, self.turn_id)
+                self._error = self._error or exc
+                continue
+            for event in events:
+                await self._broadcast(event)
 
     def _queue_delta(self) -> bool:
         if not self._pending_delta:
@@ -171,10 +198,10 @@ class EventRecorder:
 
 
 @sync_to_async
-def _write(events: list[TurnEvent], writes: list[Callable[[], Any]]) -> None:
+def _write(turn_id: str, events: list[TurnEvent], turn_fields: dict[str, Any]) -> None:
     with transaction.atomic():
-        for write in writes:
-            write()
+        if turn_fields:
+            Turn.objects.filter(pk=turn_id).update(**turn_fields)
         if len(events) == 1:
             events[0].save(force_insert=True)
         elif events:

@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 
 from aptix.logging import admin_logger
@@ -80,14 +82,15 @@ class Reasoner:
     async def run(self, turn_id: str, *, client_tools: list[dict] | None = None,
                   tool_results: list[dict] | None = None) -> Turn:
         """Run (or continue) a turn to its end state. Never raises for model or tool failures."""
-        turn = await Turn.objects.select_related("session__team", "session__user").aget(pk=turn_id)
-        recorder = await EventRecorder.for_turn(turn)
+        loaded = await _load_run(turn_id)
+        turn = loaded.turn
+        recorder = EventRecorder(turn, start_seq=loaded.last_seq)
         state: RunState | None = None
         try:
             if turn.status == Turn.Status.REQUIRES_ACTION:
                 state = self._continue_state(turn, tool_results or [])
             else:
-                state = await self._start(turn, recorder, client_tools)
+                state = await self._start(turn, recorder, loaded, client_tools)
             await self._loop(turn, recorder, state)
             await recorder.drain()
         except asyncio.CancelledError:
@@ -108,9 +111,10 @@ class Reasoner:
 
     # --- set-up -----------------------------------------------------------------------------
 
-    async def _start(self, turn: Turn, recorder: EventRecorder, client_tools: list[dict] | None) -> RunState:
+    async def _start(self, turn: Turn, recorder: EventRecorder, loaded: "LoadedRun",
+                     client_tools: list[dict] | None) -> RunState:
         session = turn.session
-        mode = await AgentMode.objects.filter(key=turn.mode).afirst()
+        mode = loaded.mode
         if mode is None:  # deleted from the catalog since: run with an empty prompt layer
             mode = AgentMode(key=turn.mode, display_name=turn.mode, description="", tool_policy=[])
         selection: ToolSelection = select_tools(
@@ -118,32 +122,21 @@ class Reasoner:
             client_tools=client_tools,
         )
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
-        messages = [{"role": "system", "content": system_prompt}]
-        messages += await self._history(turn)
-        messages.append({"role": "user", "content": turn.user_message})
+        messages = [{"role": "system", "content": system_prompt}, *loaded.history,
+                    {"role": "user", "content": turn.user_message}]
 
         turn.status = Turn.Status.RUNNING
         turn.started_at = timezone.now()
         turn.model_label = self.llm.label
-        await turn.asave(update_fields=["status", "started_at", "model_label"])
-        await recorder.emit("turn.started", defer=True, payload={
+        # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
+        # but the orphan check, which knows the run's task).
+        running = {"status": turn.status, "started_at": turn.started_at, "model_label": turn.model_label}
+        await recorder.emit("turn.started", defer=True, turn_fields=running, payload={
             "mode": turn.mode, "execution": turn.execution, "model": self.llm.label,
             "max_steps": self.max_steps if turn.execution == "agent" else 1,
             "system_prompt": system_prompt, "tools": selection.schemas, "tool_kinds": selection.kinds,
         })
         return RunState(messages=messages, tools=selection.schemas, kinds=selection.kinds, mode=turn.mode)
-
-    async def _history(self, turn: Turn) -> list[dict]:
-        previous = Turn.objects.filter(
-            session_id=turn.session_id, index__lt=turn.index,
-            status__in=[Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED],
-        ).order_by("-index")[:HISTORY_TURNS]
-        rows = [t async for t in previous]
-        messages: list[dict] = []
-        for past in reversed(rows):
-            messages.append({"role": "user", "content": past.user_message})
-            messages.append({"role": "assistant", "content": past.answer or "(no answer)"})
-        return messages
 
     def _continue_state(self, turn: Turn, tool_results: list[dict]) -> RunState:
         state = RunState.from_json(turn.state)
@@ -214,8 +207,7 @@ class Reasoner:
         # Written with the turn's counters; deferred when tool calls follow (tool.called writes both).
         counters = dict(step_count=turn.step_count, prompt_tokens=turn.prompt_tokens,
                         completion_tokens=turn.completion_tokens)
-        await recorder.emit("model.message", defer=bool(calls),
-                            also=lambda: Turn.objects.filter(pk=turn.pk).update(**counters), payload={
+        await recorder.emit("model.message", defer=bool(calls), turn_fields=counters, payload={
             "step": turn.step_count, "content": reply.content, "tool_calls": calls,
             "finish_reason": reply.finish_reason,
             "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
@@ -322,10 +314,11 @@ class Reasoner:
         turn.response_mode = state.mode if state else turn.mode
         turn.finished_at = timezone.now()
         turn.state = {"mode_changes": changes}
-        fields = ["status", "answer", "error", "response_mode", "finished_at", "state",
-                  "step_count", "prompt_tokens", "completion_tokens"]
+        fields = {name: getattr(turn, name) for name in (
+            "status", "answer", "error", "response_mode", "finished_at", "state",
+            "step_count", "prompt_tokens", "completion_tokens")}
         branch = next((c for c in reversed(changes) if c["branch"]), None)
-        await recorder.emit(event_type, also=lambda: turn.save(update_fields=fields), payload={
+        await recorder.emit(event_type, turn_fields=fields, payload={
             **payload, "status": status, "answer": answer, "mode": turn.response_mode,
             "mode_changes": changes,
             "branch": {"mode": branch["newMode"], "reason": branch["reason"]} if branch else None,
@@ -333,6 +326,35 @@ class Reasoner:
             "steps": turn.step_count,
         })
         await recorder.drain()
+
+
+@dataclass
+class LoadedRun:
+    turn: Turn
+    mode: AgentMode | None  # the turn's mode in the catalog (None if deleted since)
+    history: list[dict]  # earlier turns of the session as chat messages
+    last_seq: int  # the turn's last event so far (a continued turn carries on from it)
+
+
+@sync_to_async
+def _load_run(turn_id: str) -> LoadedRun:
+    """Everything a run reads before its first model call, in one trip to the database thread."""
+    turn = Turn.objects.select_related("session__team", "session__user").get(pk=turn_id)
+    last_seq = 0
+    if turn.status != Turn.Status.QUEUED:  # a queued turn has no events yet
+        last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
+    if turn.status == Turn.Status.REQUIRES_ACTION:
+        return LoadedRun(turn=turn, mode=None, history=[], last_seq=last_seq)
+    previous = Turn.objects.filter(
+        session_id=turn.session_id, index__lt=turn.index,
+        status__in=[Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED],
+    ).order_by("-index").only("user_message", "answer")[:HISTORY_TURNS] if turn.index > 1 else []
+    history: list[dict] = []
+    for past in reversed(list(previous)):
+        history.append({"role": "user", "content": past.user_message})
+        history.append({"role": "assistant", "content": past.answer or "(no answer)"})
+    return LoadedRun(turn=turn, mode=AgentMode.objects.filter(key=turn.mode).first(), history=history,
+                     last_seq=last_seq)
 
 
 def summarize_tool_output(output: dict) -> str:

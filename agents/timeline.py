@@ -181,6 +181,9 @@ class LiveRenderer:
             # The turn as of this event: the run may have written later events already, and those
             # follow on this stream as fragments of their own (drawn here too, they would show twice).
             stored = list(turn.events.filter(seq__lte=seq).order_by("seq"))
+            if event_type == "turn.started" and turn.is_finished:
+                # ...and may even have ended: its end follows too, so draw it running until then.
+                turn.status, turn.answer, turn.error = Turn.Status.RUNNING, "", ""
             html = render_turn(turn, stored, oob=True)
             if event_type in FINAL_EVENT_TYPES:
                 self.session.refresh_from_db()
