@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from .events import session_group
+from .events import message_events, session_group
 from .models import AgentSession, Turn, TurnEvent
 from .sessions import SessionNotFoundError, session_get
 from .timeline import LiveRenderer
@@ -53,11 +53,12 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None) -> None:
         """The stream is one-way; messages from the client are ignored."""
 
-    async def turn_event(self, message: dict) -> None:
-        """A live event from the session's group (agents/events.py)."""
+    async def turn_events(self, message: dict) -> None:
+        """A batch of live events from the session's group (agents/events.py)."""
         if message.get("session_id") != self.session.id:
             return
-        await self._send_event(message["turn_id"], message["event"], message["payload"], message["seq"])
+        for event in message_events(message):
+            await self._send_event(event["turn_id"], event["event"], event["payload"], event["seq"])
 
     # --- internals ---------------------------------------------------------------------------
 

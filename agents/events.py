@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypedDict
 
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import Max
+from django.db import connections, transaction
+from django.db.models import Max, Q
+from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from .models import Turn, TurnEvent
@@ -33,14 +34,29 @@ DELTA_INTERVAL = 0.05  # seconds: token deltas are coalesced to about one event 
 WRITE_INTERVAL = 0.05
 
 
-class TurnEventMessage(TypedDict):
-    type: str  # "turn.event" → consumer method turn_event
+class LiveEvent(TypedDict):
+    seq: int
+    event: str  # one of EVENT_TYPES
+    payload: dict[str, Any]  # live_payload(): without the trace-only fields
+    created_at: str
+
+
+class TurnEventsMessage(TypedDict):
+    """What goes to a session's group: the events of one written batch, in `seq` order (one message
+    per batch, not per event: one channel-layer round trip, to Redis too, instead of dozens)."""
+
+    type: str  # "turn.events" → consumer method turn_events
     session_id: str
     turn_id: str
-    seq: int
-    event: str
-    payload: dict[str, Any]
-    created_at: str
+    events: list[LiveEvent]
+
+
+def message_events(message: dict) -> list[dict]:
+    """The events of a group message, each with its turn and session (for listeners)."""
+    if message.get("type") != "turn.events":
+        return []
+    return [{"session_id": message["session_id"], "turn_id": message["turn_id"], **event}
+            for event in message.get("events", [])]
 
 
 def live_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +75,7 @@ class EventRecorder:
 
     Writing is behind the run, in order: `emit` queues the event and hands everything queued to a
     writer task, which writes what it was handed (and the turn row's columns given with it) in
-    one transaction and *then* broadcasts it in `seq` order; one transaction is in flight at a time
+    one transaction and *then* broadcasts it, in `seq` order, as one group message; one transaction is in flight at a time
     and the next takes everything handed meanwhile (group commit), so the stream never sees an
     event before the database has it, nor out of order. Transactions start at most every
     WRITE_INTERVAL (except when draining). The run does not wait for the
@@ -161,8 +177,7 @@ class EventRecorder:
                                  events[0].seq, events[-1].seq, self.turn_id)
                 self._error = self._error or exc
                 continue
-            for event in events:
-                await self._broadcast(event)
+            await self._broadcast(events)
 
     def _queue_delta(self) -> bool:
         if not self._pending_delta:
@@ -179,30 +194,93 @@ class EventRecorder:
         self._queue.append(event)
         return event
 
-    async def _broadcast(self, event: TurnEvent) -> None:
+    async def _broadcast(self, events: list[TurnEvent]) -> None:
         if self._layer is None:
             return
-        message: TurnEventMessage = {
-            "type": "turn.event",
+        message: TurnEventsMessage = {
+            "type": "turn.events",
             "session_id": self.session_id,
             "turn_id": self.turn_id,
-            "seq": event.seq,
-            "event": event.type,
-            "payload": live_payload(event.payload),
-            "created_at": event.created_at.isoformat(),
+            "events": [{"seq": event.seq, "event": event.type, "payload": live_payload(event.payload),
+                        "created_at": event.created_at.isoformat()} for event in events],
         }
         try:
             await self._layer.group_send(session_group(self.session_id), message)
-        except Exception:  # noqa: BLE001 - the event is persisted; a live-stream hiccup must not kill the run
-            logger.exception("Broadcasting event %s of turn %s failed", event.seq, self.turn_id)
+        except Exception:  # noqa: BLE001 - the events are persisted; a live-stream hiccup must not kill the run
+            logger.exception("Broadcasting events %s-%s of turn %s failed", events[0].seq, events[-1].seq,
+                             self.turn_id)
 
 
-@sync_to_async
-def _write(turn_id: str, events: list[TurnEvent], turn_fields: dict[str, Any]) -> None:
-    with transaction.atomic():
-        if turn_fields:
-            Turn.objects.filter(pk=turn_id).update(**turn_fields)
-        if len(events) == 1:
-            events[0].save(force_insert=True)
-        elif events:
-            TurnEvent.objects.bulk_create(events)
+# Event writes run on a thread of their own, not on asgiref's shared sync thread, which every async
+# view's ORM call and every tool's database read in this process queue on: a turn's writes hold up
+# neither other requests nor its own tool calls. One thread (so one database connection, kept open
+# like the sync thread's) serves all turns of the process; each turn's writer has one batch in flight.
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-events")
+
+
+async def _write(turn_id: str, events: list[TurnEvent], turn_fields: dict[str, Any]) -> None:
+    await asyncio.get_running_loop().run_in_executor(_executor, _write_sync, turn_id, events, turn_fields)
+
+
+def close_writer_connection() -> None:
+    """Close the event thread's database connection (test teardown; it reopens when needed)."""
+    _executor.submit(connections.close_all).result(timeout=10)
+
+
+def _write_sync(turn_id: str, events: list[TurnEvent], turn_fields: dict[str, Any]) -> None:
+    try:
+        _write_batch(turn_id, events, turn_fields)
+    except Exception:
+        # A broken connection (the server restarted) must not fail every later batch: drop it, the
+        # next batch connects afresh.
+        connections.close_all()
+        raise
+
+
+_INSERT_COLUMNS = ("turn_id", "seq", "type", "payload", "created_at")
+_ROWS_PER_STATEMENT = 200  # 5 parameters a row: far below every backend's parameter limit
+
+
+def _write_batch(turn_id: str, events: list[TurnEvent], turn_fields: dict[str, Any]) -> None:
+    """The turn's columns and the events, atomically, in as few round trips as the backend allows:
+    on PostgreSQL one statement (`WITH turn AS (UPDATE …) INSERT … VALUES (…), (…)`, atomic by
+    itself), elsewhere one transaction of an UPDATE and a multi-row INSERT.
+
+    A fast run's writes compete with it for the GIL at every round trip, hence one statement. And
+    not `bulk_create`: on PostgreSQL it sends the rows as typed arrays (`UNNEST`), which psycopg
+    builds by escaping each JSON payload character by character, costing more CPU than the rest of
+    the run's bookkeeping together. Values still go through each field's own database preparation
+    (JSON adaptation, time zones), and the UPDATE is compiled by the ORM."""
+    connection = connections[TurnEvent.objects.db]
+    statements = _insert_statements(connection, events)
+    update = _update_statement(connection, turn_id, turn_fields) if turn_fields else None
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and update is not None and len(statements) == 1:
+            (sql, params), (update_sql, update_params) = statements[0], update
+            cursor.execute(f"WITH turn_update AS ({update_sql}) {sql}", (*update_params, *params))
+            return
+        with transaction.atomic(using=connection.alias):
+            for sql, params in ([update] if update else []) + statements:
+                cursor.execute(sql, params)
+
+
+def _insert_statements(connection, events: list[TurnEvent]) -> list[tuple[str, list]]:
+    fields = [TurnEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+    quote = connection.ops.quote_name
+    head = (f"INSERT INTO {quote(TurnEvent._meta.db_table)} "
+            f"({', '.join(quote(field.column) for field in fields)}) VALUES ")
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    statements = []
+    for start in range(0, len(events), _ROWS_PER_STATEMENT):
+        chunk = events[start:start + _ROWS_PER_STATEMENT]
+        params = [field.get_db_prep_save(getattr(event, field.attname), connection)
+                  for event in chunk for field in fields]
+        statements.append((head + ", ".join([row] * len(chunk)), params))
+    return statements
+
+
+def _update_statement(connection, turn_id: str, turn_fields: dict[str, Any]) -> tuple[str, tuple]:
+    query = UpdateQuery(Turn)
+    query.add_q(Q(pk=turn_id))
+    query.add_update_values(turn_fields)
+    return query.get_compiler(connection=connection).as_sql()

@@ -173,6 +173,7 @@ class Reasoner:
                 turn.status = Turn.Status.REQUIRES_ACTION
                 turn.state = state.to_json()
                 turn.response_mode = state.mode
+                await recorder.drain()  # the columns written with the events so far go first
                 await turn.asave(update_fields=["status", "state", "response_mode"])
                 return None
             if not agent and not self.ask_followup:

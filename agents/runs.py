@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .events import FINAL_EVENT_TYPES, session_group
+from .events import FINAL_EVENT_TYPES, message_events, session_group
 from .models import AgentSession, Execution, Turn
 
 logger = logging.getLogger("aptix.runs")
@@ -179,7 +179,8 @@ async def wait_for_turn(turn_id: str, task: asyncio.Task | None = None) -> Turn:
                     message = await asyncio.wait_for(layer.receive(channel), timeout=5)
                 except asyncio.TimeoutError:
                     continue
-                if message.get("turn_id") == turn_id and message.get("event") in FINAL_EVENT_TYPES:
+                if any(e["turn_id"] == turn_id and e["event"] in FINAL_EVENT_TYPES
+                       for e in message_events(message)):
                     break
         finally:
             await layer.group_discard(group, channel)

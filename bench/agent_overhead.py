@@ -40,7 +40,7 @@ from django.core.management import call_command  # noqa: E402
 
 from agents.asgi_transport import StreamingASGITransport  # noqa: E402
 from agents.chat_protocol import PlannedReply, PlannedToolCall, prompt_token_estimate, sse_chunks  # noqa: E402
-from agents.events import session_group  # noqa: E402
+from agents.events import message_events, session_group  # noqa: E402
 from agents.llm import LLMClient  # noqa: E402
 from agents.reasoner import Reasoner  # noqa: E402
 from agents.runs import turn_start  # noqa: E402
@@ -112,13 +112,13 @@ async def main(runs: int) -> None:
     reasoner = Reasoner(llm=llm, max_steps=STEPS)
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    received = 0
+    received = messages = 0
 
     async def drain():
-        nonlocal received
+        nonlocal received, messages
         while True:
-            await layer.receive(channel)
-            received += 1
+            received += len(message_events(await layer.receive(channel)))
+            messages += 1
 
     drainer = asyncio.create_task(drain())
     tool = AgentListModesTool(catalog_service, admin_logger)
@@ -151,7 +151,7 @@ async def main(runs: int) -> None:
     print(f"  full pipeline  median {f * 1000:8.1f} ms   (p90 {sorted(full)[int(len(full) * .9) - 1] * 1000:.1f} ms)")
     print(f"  bare loop      median {b * 1000:8.1f} ms   (p90 {sorted(bare)[int(len(bare) * .9) - 1] * 1000:.1f} ms)")
     print(f"  ratio full/bare       {f / b:8.2f}x   (target <= 1.3x)")
-    print(f"  events broadcast      {received} to a subscribed channel")
+    print(f"  events broadcast      {received} to a subscribed channel, in {messages} group messages")
 
 
 if __name__ == "__main__":

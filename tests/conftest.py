@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import connections
 
+from agents.events import close_writer_connection
 from aptix.models import Membership, Team
 
 # Importing aptix.asgi must not spawn MCP servers: tests start a host themselves when they need one
@@ -29,6 +30,7 @@ def _close_async_thread_connections():
             executor.submit(connections.close_all).result(timeout=10)
         except Exception:  # noqa: BLE001 - best effort clean-up
             pass
+    close_writer_connection()  # the event writer's thread, likewise
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,13 @@
 """Reasoner fixtures: a scripted model over the real SDK and helpers to run turns."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from agents.events import session_group
+from agents.events import message_events, session_group
 from agents.llm import LLMClient, use_llm_client
 from agents.models import Turn
 from agents.reasoner import Reasoner
@@ -96,13 +98,15 @@ async def listener():
         subscriptions.append((session_group(session_id), channel))
 
         async def drain():
-            messages = []
+            """Every event broadcast so far, one dict each (group messages carry batches)."""
+            events = []
             while True:
                 try:
-                    import asyncio
-                    messages.append(await asyncio.wait_for(layer.receive(channel), timeout=0.05))
-                except Exception:  # noqa: BLE001 - nothing more queued
-                    return messages
+                    message = await asyncio.wait_for(layer.receive(channel), timeout=0.05)
+                except asyncio.TimeoutError:  # nothing more queued
+                    return events
+                assert message["type"] == "turn.events" and message["session_id"] == session_id
+                events += message_events(message)
         return drain
 
     yield subscribe

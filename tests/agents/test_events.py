@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 
-from agents.events import EventRecorder, session_group
+from agents.events import EventRecorder, message_events, session_group
 from agents.models import Turn, TurnEvent
 from agents.runs import turn_start
 from tests.helpers import async_db
@@ -22,13 +22,15 @@ class RecordingLayer:
         self.step_count_at_send: list[int] = []
 
     async def group_send(self, group, message) -> None:
-        self.sent.append({"group": group, **message})
-        stored = await TurnEvent.objects.filter(turn_id=message["turn_id"], seq=message["seq"]).aexists()
-        self.stored_at_send.append(stored)
+        assert message["type"] == "turn.events" and message["events"]
         turn = await Turn.objects.aget(pk=message["turn_id"])
         steps = [e.payload["step"] async for e in TurnEvent.objects.filter(
             turn_id=message["turn_id"], type="model.message")]
-        self.step_count_at_send.append((turn.step_count, max(steps, default=0)))
+        for event in message_events(message):
+            self.sent.append({"group": group, **event})
+            stored = await TurnEvent.objects.filter(turn_id=event["turn_id"], seq=event["seq"]).aexists()
+            self.stored_at_send.append(stored)
+            self.step_count_at_send.append((turn.step_count, max(steps, default=0)))
 
 
 async def test_every_event_is_stored_before_it_is_broadcast_in_order(make_session):

@@ -20,7 +20,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 from django.test import override_settings
 
-from agents.events import session_group
+from agents.events import message_events, session_group
 from agents.models import Turn
 from agents.runs import dispatch, turn_cancel, turn_start, wait_for_turn
 from aptix.tokens import api_token_create
@@ -99,7 +99,7 @@ async def test_cancel_from_the_web_process_stops_the_worker_run(worker, redis_la
     await redis_layer.group_add(session_group(session.id), channel)
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
     await dispatch(turn.id)
-    while (await redis_layer.receive(channel))["event"] != "model.delta":
+    while not any(e["event"] == "model.delta" for e in message_events(await redis_layer.receive(channel))):
         pass  # the worker is streaming the reply
     await turn_cancel(turn=turn)
     ended = await asyncio.wait_for(wait_for_turn(turn.id), timeout=10)
