@@ -6,7 +6,9 @@ import json
 import logging
 
 import pytest
+from channels.layers import get_channel_layer
 
+from agents.events import message_events, session_group
 from agents.models import AgentSession, Turn
 from agents.reasoner import Reasoner
 from modes.models import AgentMode, ModeHistory
@@ -335,11 +337,16 @@ async def test_cancel_mid_stream_ends_the_turn_cancelled(make_session, llm, mode
     from agents.runs import dispatch, turn_cancel, turn_start
 
     session = await make_session(execution="agent")
-    model.reply("slow " * 400, chunk_delay=0.01, tool_calls=[("agent_list_modes", {})])
+    model.reply("slow " * 2000, chunk_delay=0.01, tool_calls=[("agent_list_modes", {})])  # ~20 s
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(session_group(session.id), channel)
     turn = await sync_to_async(turn_start)(session=session, text="go")
     task = dispatch(turn.id)
-    while not await turn.events.filter(type="model.delta").aexists():
-        await asyncio.sleep(0.01)
+    while not any(e["event"] == "model.delta" for e in message_events(
+            await asyncio.wait_for(layer.receive(channel), timeout=10))):
+        pass  # the reply is streaming
+    await layer.group_discard(session_group(session.id), channel)
     assert await turn_cancel(turn=await Turn.objects.aget(pk=turn.id)) is True
     await task
     await asyncio.wait_for(model.stream_cancelled.wait(), 2)
