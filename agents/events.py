@@ -8,6 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypedDict
 
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import connections, transaction
 from django.db.models import Max, Q
@@ -150,8 +151,11 @@ class EventRecorder:
         """Wait until every event emitted so far is written and broadcast; raise the first write error."""
         await self.flush()
         self._urgent.set()
-        while self._writer is not None and not self._writer.done():
-            await asyncio.shield(self._writer)
+        try:
+            while self._writer is not None and not self._writer.done():
+                await asyncio.shield(self._writer)
+        finally:
+            self._urgent.clear()
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -197,18 +201,34 @@ class EventRecorder:
     async def _broadcast(self, events: list[TurnEvent]) -> None:
         if self._layer is None:
             return
-        message: TurnEventsMessage = {
-            "type": "turn.events",
-            "session_id": self.session_id,
-            "turn_id": self.turn_id,
-            "events": [{"seq": event.seq, "event": event.type, "payload": live_payload(event.payload),
-                        "created_at": event.created_at.isoformat()} for event in events],
-        }
         try:
-            await self._layer.group_send(session_group(self.session_id), message)
+            await self._layer.group_send(session_group(self.session_id),
+                                         events_message(self.session_id, self.turn_id, events))
         except Exception:  # noqa: BLE001 - the events are persisted; a live-stream hiccup must not kill the run
             logger.exception("Broadcasting events %s-%s of turn %s failed", events[0].seq, events[-1].seq,
                              self.turn_id)
+
+
+def events_message(session_id: str, turn_id: str, events: list[TurnEvent]) -> TurnEventsMessage:
+    return {
+        "type": "turn.events",
+        "session_id": session_id,
+        "turn_id": turn_id,
+        "events": [{"seq": event.seq, "event": event.type, "payload": live_payload(event.payload),
+                    "created_at": event.created_at.isoformat()} for event in events],
+    }
+
+
+def broadcast_written(session_id: str, turn_id: str, events: list[TurnEvent]) -> None:
+    """From synchronous code: send events already written (outside a run, e.g. an orphaned turn
+    ended by a sweep) to the session's group."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(session_group(session_id), events_message(session_id, turn_id, events))
+    except Exception:  # noqa: BLE001 - the events are persisted; the page shows them on reload
+        logger.exception("Broadcasting events of turn %s failed", turn_id)
 
 
 # Event writes run on a thread of their own, not on asgiref's shared sync thread, which every async

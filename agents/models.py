@@ -80,6 +80,9 @@ class Turn(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Written every APTIX_RUN_HEARTBEAT seconds while the turn runs: a running turn whose heartbeat
+    # is older than a few intervals lost its process (a worker killed) and is ended as interrupted.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "index"]

@@ -84,6 +84,8 @@ class Reasoner:
         """Run (or continue) a turn to its end state. Never raises for model or tool failures."""
         loaded = await _load_run(turn_id)
         turn = loaded.turn
+        if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
+            return turn
         recorder = EventRecorder(turn, start_seq=loaded.last_seq)
         state: RunState | None = None
         try:
@@ -130,7 +132,8 @@ class Reasoner:
         turn.model_label = self.llm.label
         # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
         # but the orphan check, which knows the run's task).
-        running = {"status": turn.status, "started_at": turn.started_at, "model_label": turn.model_label}
+        running = {"status": turn.status, "started_at": turn.started_at, "model_label": turn.model_label,
+                   "heartbeat_at": turn.started_at}
         await recorder.emit("turn.started", defer=True, turn_fields=running, payload={
             "mode": turn.mode, "execution": turn.execution, "model": self.llm.label,
             "max_steps": self.max_steps if turn.execution == "agent" else 1,

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .events import FINAL_EVENT_TYPES, message_events, session_group
-from .models import AgentSession, Execution, Turn
+from .events import FINAL_EVENT_TYPES, broadcast_written, message_events, session_group
+from .models import AgentSession, Execution, Turn, TurnEvent
 
 logger = logging.getLogger("aptix.runs")
 
@@ -48,7 +48,7 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
         raise ValidationError({"execution": "Execution must be 'ask' or 'agent'."})
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
-        _end_orphans(locked)
+        end_orphans(locked)
         busy = locked.turns.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]).exists()
         if busy:
             raise ValidationError(ERROR_TURN_RUNNING)
@@ -63,43 +63,78 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
 
 
 ERROR_INTERRUPTED = "This turn was interrupted because the server stopped while it ran."
+ERROR_NO_WORKER = ("No worker picked this turn up. Start one with `manage.py runworker aptix-runs` "
+                   "(REDIS_URL is set, so turns run in worker processes).")
 ORPHAN_QUEUED_AFTER = timedelta(minutes=1)
+LEASE_HEARTBEATS = 6  # a running turn silent for this many heartbeat intervals lost its process
 
 
-def _end_orphans(session: AgentSession) -> None:
-    """One process runs every turn as a task of its own; a turn still open here with no task is
-    left over from a stopped server, and would block the session forever. (With workers the run
-    may live elsewhere, so this only applies to the embedded single-process setup.)"""
-    if settings.REDIS_URL:
-        return
+def lease() -> timedelta:
+    return timedelta(seconds=settings.APTIX_RUN_HEARTBEAT * LEASE_HEARTBEATS)
+
+
+def end_orphans(session: AgentSession) -> list[str]:
+    """End the turns of `session` that nothing runs any more, so they do not block it for ever;
+    returns their ids. One process: a turn open with no task here is left over from a stopped
+    server. With workers: a running turn whose heartbeat stopped (its worker died), or one queued
+    for longer than a minute (no worker took it; the channel layer drops undelivered runs then).
+    Each ends `failed` with a `turn.failed` event saying why."""
     now = timezone.now()
-    stale = [
-        t.pk for t in session.turns.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING])
-        if t.pk not in _tasks and (t.status == Turn.Status.RUNNING or now - t.created_at > ORPHAN_QUEUED_AFTER)
-    ]
+    stale: dict[str, str] = {}
+    for turn in session.turns.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]):
+        queued_too_long = turn.status == Turn.Status.QUEUED and now - turn.created_at > ORPHAN_QUEUED_AFTER
+        if not settings.REDIS_URL:
+            if turn.pk not in _tasks and (turn.status == Turn.Status.RUNNING or queued_too_long):
+                stale[turn.pk] = ERROR_INTERRUPTED
+        elif turn.status == Turn.Status.RUNNING:
+            if now - (turn.heartbeat_at or turn.started_at or turn.created_at) > lease():
+                stale[turn.pk] = ERROR_INTERRUPTED
+        elif queued_too_long:
+            stale[turn.pk] = ERROR_NO_WORKER
+    for turn_id, error in stale.items():
+        _end_interrupted(session, turn_id, error, now)
     if stale:
-        Turn.objects.filter(pk__in=stale).update(
-            status=Turn.Status.FAILED, error=ERROR_INTERRUPTED, finished_at=now, response_mode=session.mode
-        )
-        logger.warning("Ended %d interrupted turn(s) of session %s", len(stale), session.pk)
+        logger.warning("Ended %d interrupted turn(s) of session %s", len(stale), session.pk,
+                       extra={"event": "runs.orphans_ended", "session_id": session.pk, "turn_ids": list(stale)})
+    return list(stale)
+
+
+def _end_interrupted(session: AgentSession, turn_id: str, error: str, now) -> None:
+    with transaction.atomic():
+        updated = Turn.objects.filter(
+            pk=turn_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
+        ).update(status=Turn.Status.FAILED, error=error, finished_at=now, response_mode=session.mode)
+        if not updated:
+            return  # it ended meanwhile
+        seq = (TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+        payload = {"error": error, "kind": "interrupted", "status": Turn.Status.FAILED, "answer": "",
+                   "mode": session.mode, "mode_changes": [], "branch": None}
+        event = TurnEvent.objects.create(turn_id=turn_id, seq=seq, type="turn.failed", payload=payload)
+        transaction.on_commit(lambda: broadcast_written(session.pk, turn_id, [event]))
 
 
 async def run_turn(turn_id: str, **kwargs: Any) -> Turn:
     from .reasoner import Reasoner
 
-    watcher = asyncio.create_task(_watch_cancel(turn_id, asyncio.current_task())) if settings.REDIS_URL else None
+    keeper = asyncio.create_task(_keep_alive(turn_id, asyncio.current_task()))
     try:
         return await Reasoner().run(turn_id, **kwargs)
     finally:
-        if watcher is not None:
-            watcher.cancel()
+        keeper.cancel()
 
 
-async def _watch_cancel(turn_id: str, run_task: asyncio.Task | None) -> None:
-    """Multi-process cancel: the HTTP request that asks for it may be served by another process."""
+async def _keep_alive(turn_id: str, run_task: asyncio.Task | None) -> None:
+    """While the run lives: its heartbeat (the run writes the first with turn.started), and with
+    workers the cancel flag, since the HTTP request that asks for it may be served by another process."""
+    loop = asyncio.get_running_loop()
+    beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
     while True:
-        await asyncio.sleep(CANCEL_POLL_INTERVAL)
-        if await Turn.objects.filter(pk=turn_id, cancel_requested=True).aexists():
+        wait = max(0.0, beat_at - loop.time())
+        await asyncio.sleep(min(wait, CANCEL_POLL_INTERVAL) if settings.REDIS_URL else wait)
+        if loop.time() >= beat_at:
+            beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
+            await Turn.objects.filter(pk=turn_id, finished_at__isnull=True).aupdate(heartbeat_at=timezone.now())
+        if settings.REDIS_URL and await Turn.objects.filter(pk=turn_id, cancel_requested=True).aexists():
             if run_task is not None:
                 run_task.cancel()
             return

@@ -45,6 +45,19 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return number
 
 
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    value = env_str(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {value!r}.") from None
+    if not number >= minimum:  # also refuses NaN
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
+    return number
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = env_str(name)
     if value is None:
@@ -197,6 +210,8 @@ APTIX_MCP_AUTOSTART = env_bool("APTIX_MCP_AUTOSTART", True)
 APTIX_MAX_STEPS = env_int("APTIX_MAX_STEPS", 10, minimum=1)
 APTIX_TOKEN_BUDGET = env_int("APTIX_TOKEN_BUDGET", 200_000, minimum=1)
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)
+# Seconds between a running turn's heartbeats; one silent for 6 of them is ended as interrupted.
+APTIX_RUN_HEARTBEAT = env_float("APTIX_RUN_HEARTBEAT", 10.0, minimum=0.01)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

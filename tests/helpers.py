@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.db import connections
 from django.test import AsyncClient
 
 # Async tests need real transactions (the ORM runs on another thread). The flush after such a test
@@ -18,4 +19,10 @@ class ServerLikeAsyncClient(AsyncClient):
 
     async def request(self, **request):
         async with ThreadSensitiveContext():
-            return await super().request(**request)
+            try:
+                return await super().request(**request)
+            finally:
+                # The test client keeps Django from closing connections at the end of a request, and
+                # this context's thread ends with it: close its connection, or PostgreSQL's test
+                # database cannot be dropped ("being accessed by other users").
+                await sync_to_async(connections.close_all)()

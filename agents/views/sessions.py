@@ -18,6 +18,7 @@ from modes.catalog import active_modes, default_mode_key
 from ..forms import SessionCreateForm
 from ..llm import describe_provider
 from ..models import AgentSession, TurnEvent
+from ..runs import end_orphans
 from ..sessions import SessionNotFoundError, session_create, session_get, session_list
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
@@ -88,6 +89,7 @@ def session_new(request):
 @login_required
 def session_detail(request, session_id: str):
     session = get_session_or_404(request, session_id)
+    end_orphans(session)  # a turn whose process died must not leave the session locked for ever
     context = {
         **_sidebar(request, current=session),
         "session": session,

@@ -22,7 +22,7 @@ from django.test import override_settings
 
 from agents.events import message_events, session_group
 from agents.models import Turn
-from agents.runs import dispatch, turn_cancel, turn_start, wait_for_turn
+from agents.runs import ERROR_INTERRUPTED, dispatch, lease, turn_cancel, turn_start, wait_for_turn
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 
@@ -50,30 +50,57 @@ def _database_url() -> str:
     return f"postgresql://{s['USER']}:{s['PASSWORD'] or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
+HEARTBEAT = 0.5  # seconds, in the worker and here: a turn silent for 3 s lost its worker
+
+
+class Worker:
+    """The `runworker` process and the scripted model it talks to (attributes of the model pass through)."""
+
+    def __init__(self, model: ScriptedModel, process: subprocess.Popen) -> None:
+        self.model, self.process = model, process
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
 @pytest.fixture
-async def worker(redis_layer, tmp_path):
+async def worker(redis_layer, tmp_path, settings):
     """A scripted model on loopback and a `runworker` process that talks to it."""
+    settings.APTIX_RUN_HEARTBEAT = HEARTBEAT
     model = ScriptedModel()
     async with loopback_server(model) as url:
         env = {
             **os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": REDIS_URL,
             "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "test", "APTIX_LLM_MAX_RETRIES": "0",
             "APTIX_MCP_AUTOSTART": "false", "DEBUG": "false", "SECRET_KEY": "test-only",
+            "APTIX_RUN_HEARTBEAT": str(HEARTBEAT),
         }
         log = tmp_path / "worker.log"
         with log.open("w") as out:
             process = subprocess.Popen([sys.executable, "manage.py", "runworker", "aptix-runs"], cwd=ROOT,
                                        env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            yield model
+            yield Worker(model, process)
         finally:
-            process.terminate()
+            if process.poll() is None:
+                process.terminate()
             try:
                 await asyncio.to_thread(process.wait, 10)
             except subprocess.TimeoutExpired:
                 process.kill()
-            if process.returncode not in (0, -15):
+            if process.returncode not in (0, -15, -9):
                 print(log.read_text())
+
+
+async def _until_streaming(layer, session_id: str) -> None:
+    channel = await layer.new_channel()
+    await layer.group_add(session_group(session_id), channel)
+    try:
+        while not any(e["event"] == "model.delta" for e in message_events(
+                await asyncio.wait_for(layer.receive(channel), timeout=20))):
+            pass  # the worker is streaming the reply
+    finally:
+        await layer.group_discard(session_group(session_id), channel)
 
 
 async def test_api_turn_runs_in_a_worker_process(worker, alice):
@@ -95,15 +122,43 @@ async def test_api_turn_runs_in_a_worker_process(worker, alice):
 async def test_cancel_from_the_web_process_stops_the_worker_run(worker, redis_layer, make_session):
     worker.reply("word " * 400, chunk_delay=0.05)  # ~20 s of streaming unless stopped
     session = await make_session()
-    channel = await redis_layer.new_channel()
-    await redis_layer.group_add(session_group(session.id), channel)
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
     await dispatch(turn.id)
-    while not any(e["event"] == "model.delta" for e in message_events(await redis_layer.receive(channel))):
-        pass  # the worker is streaming the reply
+    await _until_streaming(redis_layer, session.id)
     await turn_cancel(turn=turn)
     ended = await asyncio.wait_for(wait_for_turn(turn.id), timeout=10)
     assert ended.status == Turn.Status.CANCELLED
     await asyncio.wait_for(worker.stream_cancelled.wait(), timeout=5)  # the model stream was abandoned
     final = await ended.events.order_by("-seq").afirst()
     assert final.type == "turn.cancelled"
+
+
+async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, redis_layer, make_session, alice):
+    worker.reply("word " * 400, chunk_delay=0.05)  # ~20 s of streaming
+    session = await make_session()
+    turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
+    await dispatch(turn.id)
+    await _until_streaming(redis_layer, session.id)
+    # While the worker lives, its heartbeat keeps the turn: the session page leaves it running.
+    first = (await Turn.objects.aget(pk=turn.id)).heartbeat_at
+    assert first is not None
+    while (await Turn.objects.aget(pk=turn.id)).heartbeat_at == first:
+        await asyncio.sleep(HEARTBEAT / 5)  # the next heartbeat is a matter of time, not of an event
+    client = ServerLikeAsyncClient()
+    await client.aforce_login(alice)
+    assert (await client.get(f"/sessions/{session.id}/")).status_code == 200
+    assert (await Turn.objects.aget(pk=turn.id)).status == Turn.Status.RUNNING
+
+    worker.process.kill()  # SIGKILL: no clean-up of any kind
+    await asyncio.to_thread(worker.process.wait, 10)
+    # Its heartbeat stops; once it is older than the lease the next look at the session ends it.
+    beat = (await Turn.objects.aget(pk=turn.id)).heartbeat_at
+    await Turn.objects.filter(pk=turn.id).aupdate(heartbeat_at=beat - lease())  # the lease runs out
+    response = await client.get(f"/sessions/{session.id}/")
+    turn = await Turn.objects.aget(pk=turn.id)
+    assert turn.status == Turn.Status.FAILED and turn.error == ERROR_INTERRUPTED and turn.finished_at
+    last = await turn.events.order_by("-seq").afirst()
+    assert last.type == "turn.failed" and last.payload["kind"] == "interrupted"
+    assert ERROR_INTERRUPTED.split(" because")[0] in response.content.decode()
+    # The session is usable again.
+    await sync_to_async(turn_start)(session=session, text="Again")

@@ -1,0 +1,72 @@
+"""Turns nothing runs any more are ended, so they never lock a session: in one process a turn open
+without a task; with workers (REDIS_URL) a running turn whose heartbeat stopped, or a queued one no
+worker took. Each ends `failed` with a `turn.failed` event that says why."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents.models import Turn
+from agents.runs import ERROR_INTERRUPTED, ERROR_NO_WORKER, end_orphans, lease, turn_start
+from agents.sessions import session_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(team_a, alice):
+    return session_create(team=team_a, user=alice)
+
+
+def _turn(session, index, status, **fields):
+    return Turn.objects.create(session=session, index=index, user_message=f"turn {index}", mode=session.mode,
+                               status=status, **fields)
+
+
+def test_with_workers_a_running_turn_lives_while_its_heartbeat_does(session, settings):
+    settings.REDIS_URL = "redis://workers.invalid:6379/0"  # only read, never connected to here
+    now = timezone.now()
+    alive = _turn(session, 1, Turn.Status.RUNNING, started_at=now - timedelta(hours=1),
+                  heartbeat_at=now - lease() + timedelta(seconds=5))
+    assert end_orphans(session) == []
+    alive.refresh_from_db()
+    assert alive.status == Turn.Status.RUNNING
+
+    Turn.objects.filter(pk=alive.pk).update(heartbeat_at=now - lease() - timedelta(seconds=1))
+    assert end_orphans(session) == [alive.pk]
+    alive.refresh_from_db()
+    assert (alive.status, alive.error) == (Turn.Status.FAILED, ERROR_INTERRUPTED)
+    assert alive.finished_at is not None and alive.response_mode == session.mode
+    event = alive.events.get()
+    assert event.type == "turn.failed" and event.seq == 1 and event.payload["error"] == ERROR_INTERRUPTED
+
+
+def test_with_workers_a_turn_queued_for_a_minute_says_no_worker_took_it(session, settings):
+    settings.REDIS_URL = "redis://workers.invalid:6379/0"
+    fresh = _turn(session, 1, Turn.Status.QUEUED)
+    assert end_orphans(session) == []  # just dispatched: a worker may be taking it right now
+    Turn.objects.filter(pk=fresh.pk).update(created_at=timezone.now() - timedelta(minutes=2))
+    assert end_orphans(session) == [fresh.pk]
+    fresh.refresh_from_db()
+    assert fresh.status == Turn.Status.FAILED and fresh.error == ERROR_NO_WORKER
+
+
+def test_in_one_process_a_running_turn_without_a_task_is_ended_at_once(session, settings):
+    settings.REDIS_URL = None
+    orphan = _turn(session, 1, Turn.Status.RUNNING, heartbeat_at=timezone.now())  # fresh, but no task here
+    assert end_orphans(session) == [orphan.pk]
+    orphan.refresh_from_db()
+    assert orphan.status == Turn.Status.FAILED and orphan.error == ERROR_INTERRUPTED
+    # ...and the next message starts a turn instead of "a turn is still running".
+    assert turn_start(session=session, text="again").index == 2
+
+
+def test_finished_and_waiting_turns_are_left_alone(session, settings):
+    settings.REDIS_URL = "redis://workers.invalid:6379/0"
+    old = timezone.now() - timedelta(days=1)
+    done = _turn(session, 1, Turn.Status.COMPLETED, finished_at=old)
+    waiting = _turn(session, 2, Turn.Status.REQUIRES_ACTION, started_at=old, heartbeat_at=old)
+    assert end_orphans(session) == []
+    assert {t.status for t in Turn.objects.filter(pk__in=[done.pk, waiting.pk])} == {"completed", "requires_action"}
