@@ -74,15 +74,15 @@ def session_group(session_id: str) -> str:
 class EventRecorder:
     """Records and broadcasts the events of one turn.
 
-    Writing is behind the run, in order: `emit` queues the event and hands everything queued to a
-    writer task, which writes what it was handed (and the turn row's columns given with it) in
-    one transaction and *then* broadcasts it, in `seq` order, as one group message; one transaction is in flight at a time
-    and the next takes everything handed meanwhile (group commit), so the stream never sees an
-    event before the database has it, nor out of order. Transactions start at most every
-    WRITE_INTERVAL (except when draining). The run does not wait for the
-    database between steps — it waits once, in `drain()`, before it returns. `emit(..., defer=True)`
-    only queues (the next emit takes it along), for an event that another follows at once.
-    A cancelled run cannot lose events: the writer tasks are not the run's task.
+    Writing is behind the run, in order: `emit` queues the event and hands everything queued to
+    the turn's writer task. The writer has one transaction in flight at a time; each takes all that
+    was handed over meanwhile (group commit) together with the turn row's columns given with it,
+    and starts at most every WRITE_INTERVAL unless the run is draining. Once written, the batch is
+    broadcast as one group message, so the stream never sees an event before the database has it,
+    nor out of order. The run does not wait for the database between steps: it waits once, in
+    `drain()`, before it returns. `emit(..., defer=True)` only queues (the next emit takes it
+    along), for an event that another follows at once. A cancelled run cannot lose events: the
+    writer is not the run's task.
     """
 
     def __init__(self, turn, *, start_seq: int = 0, channel_layer=None) -> None:
@@ -103,7 +103,7 @@ class EventRecorder:
         self._last_flush = 0.0
 
     @classmethod
-    async def for_turn(cls, turn, **kwargs) -> "EventRecorder":
+    async def for_turn(cls, turn, **kwargs) -> EventRecorder:
         last = await TurnEvent.objects.filter(turn_id=turn.id).aaggregate(m=Max("seq"))
         return cls(turn, start_seq=last["m"] or 0, **kwargs)
 

@@ -59,7 +59,7 @@ class RunState:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "RunState":
+    def from_json(cls, data: dict) -> RunState:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
@@ -113,7 +113,7 @@ class Reasoner:
 
     # --- set-up -----------------------------------------------------------------------------
 
-    async def _start(self, turn: Turn, recorder: EventRecorder, loaded: "LoadedRun",
+    async def _start(self, turn: Turn, recorder: EventRecorder, loaded: LoadedRun,
                      client_tools: list[dict] | None) -> RunState:
         session = turn.session
         mode = loaded.mode

@@ -9,7 +9,13 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Turn
-from agents.runs import ERROR_INTERRUPTED, ERROR_NO_WORKER, end_orphans, lease, turn_start
+from agents.runs import (
+    ERROR_INTERRUPTED,
+    ERROR_NO_WORKER,
+    end_orphans,
+    lease,
+    turn_start,
+)
 from agents.sessions import session_create
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,14 @@ from django.test import override_settings
 
 from agents.events import message_events, session_group
 from agents.models import Turn
-from agents.runs import ERROR_INTERRUPTED, dispatch, lease, turn_cancel, turn_start, wait_for_turn
+from agents.runs import (
+    ERROR_INTERRUPTED,
+    dispatch,
+    lease,
+    turn_cancel,
+    turn_start,
+    wait_for_turn,
+)
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 
