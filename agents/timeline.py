@@ -138,7 +138,7 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
         "turn": turn,
         "items": turn_items(turn, events),
         "answer_html": render_markdown(turn.answer) if turn.is_finished else "",
-        "live_text": "" if turn.is_finished else live_text(events),
+        "live_html": "" if turn.is_finished else render_markdown(live_text(events)),
         "proposal": proposal_choices(turn.answer) if completed and latest else [],
         "tokens": turn.prompt_tokens + turn.completion_tokens,
         "seq": last_seq(events),
@@ -166,6 +166,7 @@ class LiveRenderer:
     def __init__(self, session: AgentSession) -> None:
         self.session = session
         self._calls: dict[str, dict] = {}
+        self._live: dict[str, str] = {}  # turn id → text streamed since its last model message
         self._max_steps: dict[str, int | None] = {}
 
     def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
@@ -195,8 +196,13 @@ class LiveRenderer:
             self._max_steps[turn.id] = payload.get("max_steps")
             return self._status(turn, payload.get("step"), None)
         if event_type == "model.delta":
-            return render_to_string("agents/_event.html", {"delta": payload.get("text", ""), "turn": turn})
+            # The text so far, as Markdown (re-rendered whole: a half-written table or list must
+            # look like one as it grows, not like raw asterisks until the turn ends).
+            text = self._streamed(turn, seq) + payload.get("text", "")
+            self._live[turn.id] = text
+            return render_to_string("agents/_event.html", {"streamed_html": render_markdown(text), "turn": turn})
         if event_type == "model.message":
+            self._live.pop(turn.id, None)  # the text moves into an item (tool step) or the answer
             status = self._status(turn, payload.get("step"), (payload.get("usage") or {}).get("turn_total"))
             if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
                 return status
@@ -217,6 +223,13 @@ class LiveRenderer:
                                                            "append": True}) + \
                 render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True})
         return ""
+
+    def _streamed(self, turn: Turn, seq: int) -> str:
+        """What the turn streamed before event `seq`: remembered, or (a connection that resumed
+        mid-reply, whose page already shows the start) read from the database."""
+        if turn.id not in self._live:
+            self._live[turn.id] = live_text(list(turn.events.filter(seq__lt=seq).order_by("seq")))
+        return self._live[turn.id]
 
     def _status(self, turn: Turn, step: int | None, tokens: int | None) -> str:
         return render_to_string("agents/_turn_status.html", {

@@ -81,7 +81,9 @@ async def test_owner_sees_the_turn_stream_live(llm, model, make_session, alice):
     final = messages[-1]
     assert "<strong>there</strong>" in final and "<script>" not in final and "&lt;script&gt;" in final
     assert 'id="composer"' in final and "disabled" not in final.split('id="composer"')[1].split("</fieldset>")[0]
-    assert any('hx-swap-oob="beforeend:#turn-' in m for m in messages)  # deltas streamed
+    # Streamed text arrives as Markdown while the turn runs, not only once it has ended.
+    live = [m for m in messages[:-1] if f'id="turn-{turn.id}-live" hx-swap-oob="true"' in m]
+    assert live and "<strong>there</strong>" in live[-1] and "**" not in live[-1]
 
 
 async def test_resume_after_seq_replays_exactly_the_missed_events(llm, model, make_session, alice):
@@ -114,6 +116,13 @@ async def test_resume_mid_turn_has_no_gaps_or_duplicates(llm, model, make_sessio
     await task
     stored = [e.seq async for e in turn.events.order_by("seq")]
     assert seqs(messages) == stored[seen - 1:]  # replayed + live, each once, in order
+    # The live text shown after resuming is the whole reply so far, not only what this connection
+    # saw stream (the text before the cursor is read back from the database).
+    deltas = [(e.seq, e.payload["text"]) async for e in turn.events.filter(type="model.delta").order_by("seq")]
+    live = [m for m in messages if f'id="turn-{turn.id}-live" hx-swap-oob="true"' in m and "<p>" in m]
+    last_seq = int(CURSOR.search(live[-1]).group(2))
+    shown = re.sub(r"<[^>]+>", " ", live[-1].split('id="stream-cursor"')[0].rsplit("<div", 1)[0]).split()
+    assert shown == "".join(text for seq, text in deltas if seq <= last_seq).split()
     refreshed = await Turn.objects.aget(pk=turn.id)
     assert refreshed.status == "completed" and refreshed.answer.strip() in messages[-1]
     await communicator.disconnect()

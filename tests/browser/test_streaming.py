@@ -100,7 +100,7 @@ async def streaming_snapshot(page, marker: str) -> dict:
     handle = await page.wait_for_function("""marker => {
         const turn = document.querySelector('#timeline .turn'), live = turn && turn.querySelector('.live');
         if (!live || !live.textContent.includes(marker)) return false;
-        return {running: turn.classList.contains('status-running'), live: live.textContent,
+        return {running: turn.classList.contains('status-running'), live: live.textContent.trim(),
                 cards: [...turn.querySelectorAll('.tool-card')].map(card => card.id)};
     }""", arg=marker)
     return await handle.json_value()
