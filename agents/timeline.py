@@ -191,6 +191,7 @@ class LiveRenderer:
                 html += render_to_string("agents/_composer.html", {"session": self.session, "busy": False,
                                                                    "oob": True})
                 html += render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True})
+                html += render_to_string("agents/_session_meta.html", {"s": self.session, "oob": True})
             return html
         if event_type == "step.started":
             self._max_steps[turn.id] = payload.get("max_steps")
@@ -221,7 +222,8 @@ class LiveRenderer:
             self.session.refresh_from_db()
             return render_to_string("agents/_event.html", {"turn": turn, "item": mode_item(payload),
                                                            "append": True}) + \
-                render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True})
+                render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True}) + \
+                render_to_string("agents/_session_meta.html", {"s": self.session, "oob": True})
         return ""
 
     def _streamed(self, turn: Turn, seq: int) -> str:

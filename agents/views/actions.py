@@ -106,6 +106,7 @@ def session_mode(request, session_id: str):
     change = session.mode_history.filter(turn__isnull=True).select_related("user").order_by("-created_at").first()
     html = render_to_string("agents/_mode_badge.html", {"session": session, "oob": True})
     html += render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
+    html += render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
     if change is not None and change.new_mode == session.mode:
         html += '<div hx-swap-oob="beforeend:#timeline">' + render_to_string(
             "agents/_mode_change.html", {"change": change}) + "</div>"
@@ -124,8 +125,9 @@ def session_execution(request, session_id: str):
         return HttpResponseBadRequest("Execution must be 'ask' or 'agent'.")
     session.execution = execution
     session.save(update_fields=["execution", "updated_at"])
-    return HttpResponse(render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session),
-                                                                "oob": True}))
+    return HttpResponse(
+        render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
+        + render_to_string("agents/_session_meta.html", {"s": session, "oob": True}))
 
 
 @require_POST

@@ -81,6 +81,7 @@ async def test_owner_sees_the_turn_stream_live(llm, model, make_session, alice):
     final = messages[-1]
     assert "<strong>there</strong>" in final and "<script>" not in final and "&lt;script&gt;" in final
     assert 'id="composer"' in final and "disabled" not in final.split('id="composer"')[1].split("</fieldset>")[0]
+    assert f'id="session-meta-{session.id}" hx-swap-oob="true"' in final  # the sidebar entry is current
     # Streamed text arrives as Markdown while the turn runs, not only once it has ended.
     live = [m for m in messages[:-1] if f'id="turn-{turn.id}-live" hx-swap-oob="true"' in m]
     assert live and "<strong>there</strong>" in live[-1] and "**" not in live[-1]

@@ -2,6 +2,7 @@
 branching — and that nobody but the owner reaches any of them."""
 from __future__ import annotations
 
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -53,6 +54,8 @@ def test_a_manual_mode_switch_is_recorded_with_source_user(client, session, alic
     assert response.status_code == 200
     assert 'id="mode-badge"' in html and "data-analysis" in html  # the badge, swapped out of band
     assert "<strong>general</strong> → <strong>data-analysis</strong>" in html  # the timeline entry
+    # ... and the session's entry in the sidebar
+    assert re.search(rf'id="session-meta-{session.id}" hx-swap-oob="true"><span class="badge">data-analysis<', html)
     [row] = ModeHistory.objects.filter(session=session)
     assert (row.previous_mode, row.new_mode, row.source, row.user) == ("general", "data-analysis", "user", alice)
     response = post(client, "session-mode", session, mode="no-such-mode")
@@ -63,7 +66,9 @@ def test_a_manual_mode_switch_is_recorded_with_source_user(client, session, alic
 @pytest.mark.django_db
 def test_execution_and_tool_toggles_persist_for_the_next_turn(client, session, password):
     client.login(username="alice", password=password)
-    assert post(client, "session-execution", session, execution="agent").status_code == 200
+    switched = post(client, "session-execution", session, execution="agent")
+    assert switched.status_code == 200
+    assert re.search(rf'id="session-meta-{session.id}" hx-swap-oob="true">.*Agent ·', switched.content.decode())
     assert post(client, "session-execution", session, execution="turbo").status_code == 400
     assert post(client, "session-tools", session, tool="image_gen").status_code == 200  # unticked: off
     html = post(client, "session-tools", session, tool="agent_change_mode").content.decode()
