@@ -83,17 +83,40 @@ def test_user_without_team_is_told_so(client, django_user_model, password):
     assert "not in a team yet" in client.get(reverse("home")).content.decode()
 
 
-def test_generated_images_are_served_to_signed_in_users_only(client, alice, password, settings, tmp_path):
+def test_generated_images_are_served_only_to_whoever_may_see_their_session(
+        client, team_a, alice, bob, carol, password, settings, tmp_path):
+    from agents.sessions import session_create
+    from aptix.tokens import api_token_create
+
     settings.MEDIA_ROOT = tmp_path
-    (tmp_path / "images").mkdir()
-    (tmp_path / "images" / "abc.png").write_bytes(b"\x89PNG fake")
+    session = session_create(team=team_a, user=alice)
+    folder = tmp_path / "images" / session.id
+    folder.mkdir(parents=True)
+    name = "ab" * 16
+    (folder / f"{name}.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "images" / f"{name}.png").write_bytes(b"\x89PNG flat")  # not under a session
     (tmp_path / "secret.txt").write_text("no")
-    assert client.get("/media/images/abc.png").status_code == 302
+    url = f"/media/images/{session.id}/{name}.png"
+
+    assert client.get(url).status_code == 302  # anonymous: to the login page
     client.login(username="alice", password=password)
-    response = client.get("/media/images/abc.png")
+    response = client.get(url)
     assert response.status_code == 200 and b"".join(response.streaming_content) == b"\x89PNG fake"
-    assert client.get("/media/secret.txt").status_code == 404
-    assert client.get("/media/images/../secret.txt").status_code == 404
+    assert response["Content-Type"] == "image/png" and "private" in response["Cache-Control"]
+    for other in (f"/media/images/{name}.png", "/media/secret.txt", f"/media/images/{session.id}/../../secret.txt",
+                  f"/media/images/{session.id}/{'cd' * 16}.png"):
+        assert client.get(other).status_code == 404, other
+    for user in ("bob", "carol"):  # a team mate, another team: the session is not theirs
+        client.login(username=user, password=password)
+        assert client.get(url).status_code == 404, user
+    client.logout()
+
+    _, secret = api_token_create(user=alice)  # programs fetch the images an API answer links to
+    response = client.get(url, headers={"Authorization": f"Bearer {secret}"})
+    assert response.status_code == 200
+    assert client.get(url, headers={"Authorization": "Bearer apx_wrong"}).status_code == 401
+    _, bobs = api_token_create(user=bob)
+    assert client.get(url, headers={"Authorization": f"Bearer {bobs}"}).status_code == 404
 
 
 def test_session_page_shows_the_conversation_and_the_offline_label(client, team_a, alice, password):

@@ -175,7 +175,7 @@ async def test_agent_turn_answers_a_data_question_with_a_chart(sign_in, alice, m
     await expect(turn.locator(".tool-card.tool-ok")).to_have_count(3)
     chart = turn.locator(".answer img")
     await expect(chart).to_be_visible()
-    await expect(chart).to_have_attribute("src", re.compile(r"^/media/images/[0-9a-f]+\.png$"))
+    await expect(chart).to_have_attribute("src", re.compile(rf"^/media/images/{session.id}/[0-9a-f]+\.png$"))
     await page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=await chart.element_handle())
     await expect(turn.locator(".answer table")).to_contain_text("revenue")
 

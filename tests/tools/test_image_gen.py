@@ -15,8 +15,10 @@ from tools.builtin import image_gen
 from tools.builtin.image_gen import ERROR_FAILED, LOG_TAG, ImageGenTool
 from tools.registry import ToolRegistry, build_internal_registry
 
-URL_RE = re.compile(r"^/media/images/[0-9a-f]{32}\.png$")
-CONTEXT = ToolContext(session_id="s-1", org=None, user=None)
+SESSION_ID = "5e55" * 8
+# Stored under the session it was drawn for: the media view serves it to whoever may see that session.
+URL_RE = re.compile(rf"^/media/images/{SESSION_ID}/[0-9a-f]{{32}}\.png$")
+CONTEXT = ToolContext(session_id=SESSION_ID, org=None, user=None)
 LABELS = ["Q1", "Q2", "Q3", "Q4"]
 VALUES = [120.5, 98, 143, 170]
 
@@ -51,7 +53,7 @@ class FakeRemote:
 
 
 def stored_files(tmp_path) -> list:
-    folder = tmp_path / "images"
+    folder = tmp_path / "images" / SESSION_ID
     return sorted(folder.iterdir()) if folder.exists() else []
 
 
@@ -60,7 +62,7 @@ def open_result(result, tmp_path):
     payload = json.loads(result.result)
     assert set(payload) == {"url", "alt", "kind", "width", "height", "backend"}
     assert URL_RE.match(payload["url"]), payload["url"]
-    path = tmp_path / "images" / payload["url"].rsplit("/", 1)[1]
+    path = tmp_path / "images" / SESSION_ID / payload["url"].rsplit("/", 1)[1]
     image = Image.open(path)
     image.load()
     return payload, image
@@ -126,7 +128,7 @@ async def test_charts_are_real_png_files(tool, tmp_path, recording_logger, kind)
 async def test_chart_defaults_to_bar_and_uses_the_title_as_alt(tool, tmp_path):
     args = {"prompt": "revenue by quarter", "title": "Revenue ($k, 2024)", "labels": LABELS, "values": VALUES,
             "size": "512x512"}
-    payload, image = open_result(await tool.execute(json.dumps(args), None), tmp_path)
+    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert payload["kind"] == "bar"
     assert payload["alt"] == "Revenue ($k, 2024)"  # a '$' is literal text, not mathtext
 
@@ -134,7 +136,7 @@ async def test_chart_defaults_to_bar_and_uses_the_title_as_alt(tool, tmp_path):
 async def test_chart_accepts_numeric_labels_and_many_points(tool, tmp_path):
     args = {"prompt": "Yearly", "kind": "line", "labels": list(range(2000, 2050)), "values": list(range(50)),
             "size": "512x512"}
-    payload, image = open_result(await tool.execute(json.dumps(args), None), tmp_path)
+    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert payload["kind"] == "line" and image.size == (512, 512)
 
 
@@ -152,21 +154,21 @@ async def test_card_from_a_prompt_alone_uses_the_default_size(tool, tmp_path):
 async def test_kind_card_makes_a_card_even_with_data(tool, tmp_path):
     args = {"prompt": "Team offsite", "title": "Offsite 2025", "kind": "card", "labels": ["a"], "values": [1],
             "size": "512x512"}
-    payload, image = open_result(await tool.execute(json.dumps(args), None), tmp_path)
+    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert payload["kind"] == "card" and payload["alt"] == "Offsite 2025"
     assert image.size == (512, 512)
 
 
 async def test_a_very_long_prompt_still_fits_on_a_card(tool, tmp_path):
     args = {"prompt": "supercalifragilistic " * 190, "size": "512x512"}
-    payload, image = open_result(await tool.execute(json.dumps(args), None), tmp_path)
+    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert image.size == (512, 512)
 
 
 async def test_concurrent_charts_all_succeed(tool, tmp_path):
     args = [json.dumps({"prompt": f"Chart {i}", "kind": kind, "labels": LABELS, "values": VALUES,
                         "size": "512x512"}) for i, kind in enumerate(["bar", "line", "pie", "bar"])]
-    results = await asyncio.gather(*(tool.execute(a, None) for a in args))
+    results = await asyncio.gather(*(tool.execute(a, CONTEXT) for a in args))
     assert all(r.successful for r in results)
     assert len({json.loads(r.result)["url"] for r in results}) == 4
     assert len(stored_files(tmp_path)) == 4
@@ -191,14 +193,14 @@ async def test_remote_is_called_with_prompt_and_size(recording_logger, storage, 
 async def test_remote_gets_the_default_size(recording_logger, storage, tmp_path):
     remote = FakeRemote()
     tool = ImageGenTool(recording_logger, storage=storage, remote=remote)
-    open_result(await tool.execute(json.dumps({"prompt": "A fox"}), None), tmp_path)
+    open_result(await tool.execute(json.dumps({"prompt": "A fox"}), CONTEXT), tmp_path)
     assert remote.calls == [("A fox", "1024x768")]
 
 
 async def test_remote_jpeg_is_stored_as_png(recording_logger, storage, tmp_path):
     remote = FakeRemote(png_bytes((40, 30), fmt="JPEG"))
     tool = ImageGenTool(recording_logger, storage=storage, remote=remote)
-    payload, image = open_result(await tool.execute(json.dumps({"prompt": "A fox"}), None), tmp_path)
+    payload, image = open_result(await tool.execute(json.dumps({"prompt": "A fox"}), CONTEXT), tmp_path)
     assert image.format == "PNG" and image.size == (40, 30)
 
 
@@ -207,7 +209,7 @@ async def test_remote_is_not_used_for_charts_or_cards(recording_logger, storage,
     remote = FakeRemote()
     tool = ImageGenTool(recording_logger, storage=storage, remote=remote)
     args = {"prompt": "Quarterly revenue", "size": "512x512", **extra}
-    payload, image = open_result(await tool.execute(json.dumps(args), None), tmp_path)
+    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert remote.calls == []
     assert payload["backend"] == "local"
     assert payload["kind"] == ("bar" if "labels" in extra else "card")
@@ -229,7 +231,7 @@ async def test_remote_failures_are_logged_and_generic(recording_logger, storage,
     assert "sk-secret" not in result.content_for_model()
     [(exc, tag, fields)] = recording_logger.exceptions
     assert tag == LOG_TAG == "ImageGenTool.Render"
-    assert fields["session_id"] == "s-1" and fields["backend"] == "remote"
+    assert fields["session_id"] == SESSION_ID and fields["backend"] == "remote"
     assert stored_files(tmp_path) == []
 
 
@@ -299,7 +301,7 @@ async def test_storage_failure_is_logged_and_generic(recording_logger, tmp_path)
     [(exc, tag, fields)] = recording_logger.exceptions
     assert isinstance(exc, OSError)
     assert tag == "ImageGenTool.Render"
-    assert fields == {"session_id": "s-1", "backend": "local", "kind": "bar"}
+    assert fields == {"session_id": SESSION_ID, "backend": "local", "kind": "bar"}
 
 
 async def test_renderer_failure_is_logged_and_generic(recording_logger, storage, tmp_path, monkeypatch):
@@ -308,10 +310,10 @@ async def test_renderer_failure_is_logged_and_generic(recording_logger, storage,
 
     monkeypatch.setattr(image_gen, "_render_card", explode)
     tool = ImageGenTool(recording_logger, storage=storage)
-    result = await tool.execute(json.dumps({"prompt": "A card"}), None)
+    result = await tool.execute(json.dumps({"prompt": "A card"}), CONTEXT)
     assert result.successful is False
     assert result.error_message == ERROR_FAILED
     [(exc, tag, fields)] = recording_logger.exceptions
     assert str(exc) == "font cache corrupted" and tag == LOG_TAG
-    assert fields["kind"] == "card" and fields["session_id"] is None
+    assert fields["kind"] == "card" and fields["session_id"] == SESSION_ID
     assert stored_files(tmp_path) == []

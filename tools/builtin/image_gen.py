@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import textwrap
 import threading
 import uuid
@@ -22,6 +23,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from ..base import InvokeResult, ToolContext, function_schema
+
+SAFE_ID = re.compile(r"[0-9a-f]{32}")  # a session id, as a folder name
 
 KINDS = ("bar", "line", "pie", "card")
 SIZES = ("512x512", "1024x1024", "1024x768")
@@ -169,7 +172,7 @@ class ImageGenTool:
                 data, width, height = await asyncio.to_thread(
                     _render_chart, kind, alt, request["labels"], request["values"], width, height
                 )
-            url = await asyncio.to_thread(self._store, data)
+            url = await asyncio.to_thread(self._store, data, getattr(context, "session_id", None))
         except Exception as exc:  # noqa: BLE001 - a renderer, provider or storage failure is a tool error
             self._logger.add_exception(
                 exc, LOG_TAG, session_id=getattr(context, "session_id", None), backend=backend, kind=kind
@@ -179,8 +182,11 @@ class ImageGenTool:
         payload = {"url": url, "alt": alt, "kind": kind, "width": width, "height": height, "backend": backend}
         return InvokeResult.create(json.dumps(payload))
 
-    def _store(self, data: bytes) -> str:
-        name = self._storage.save(f"images/{uuid.uuid4().hex}.png", ContentFile(data))
+    def _store(self, data: bytes, session_id: str | None) -> str:
+        """Stored under the session it was drawn for: the media view serves it to whoever may see
+        that session, and to nobody else (aptix/views.py)."""
+        folder = f"images/{session_id}" if session_id and SAFE_ID.fullmatch(str(session_id)) else "images"
+        name = self._storage.save(f"{folder}/{uuid.uuid4().hex}.png", ContentFile(data))
         return self._storage.url(name)
 
 
