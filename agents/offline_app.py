@@ -9,7 +9,8 @@ import logging
 from typing import Any
 
 from .chat_protocol import completion_body, sse_chunks
-from .offline import OFFLINE_MODEL_NAME, _json, plan_reply
+from .offline import OFFLINE_MODEL_NAME, plan_reply
+from .offline_conversation import _json
 
 logger = logging.getLogger("aptix.offline")
 

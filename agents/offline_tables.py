@@ -1,5 +1,6 @@
 """Tables in tool results, for the offline model: read a result as a table (JSON rows, a markdown
-table, CSV or MCP text content) and turn a small one into chart arguments or back into markdown."""
+table, CSV or MCP text content) and turn a small one into chart arguments or back into markdown;
+also the label/number pairs of a chart the user asks for in their message (rule e)."""
 from __future__ import annotations
 
 import csv
@@ -120,3 +121,40 @@ def humanise(name: str) -> str:
 def shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# --- charts from the user's message (rule e) ----------------------------------------------------------
+
+_PAIR = re.compile(r"\b([A-Za-z][A-Za-z0-9_\-]*)\s*[:=]?\s*(-?\d+(?:\.\d+)?)(?![\w.])")
+_PAIR_NOISE = frozenset({"in", "of", "for", "the", "and", "to", "by", "with", "from", "at", "on", "or", "a", "an",
+                         "is", "are", "was", "top", "last", "first", "next", "about", "over", "under"})
+_TITLE_PREFIX = re.compile(
+    r"^\s*(please\s+)?(can you\s+|could you\s+)?(draw|plot|chart|graph|make|create|sketch|show|illustrate)"
+    r"(\s+me)?(\s+an?)?(\s+(bar|line|pie))?(\s+(chart|graph|plot|picture|image))?(\s+(of|for|showing|with))?\s*",
+    re.I,
+)
+
+
+def parse_pairs(text: str) -> list[tuple[str, float]]:
+    """Label/number pairs such as "apples 3, pears 5" or "Q1=10 Q2=14"."""
+    pairs = []
+    for label, value in _PAIR.findall(text):
+        if label.lower() not in _PAIR_NOISE:
+            pairs.append((label, number(value)))
+    return pairs
+
+
+def _chart_kind(text: str) -> str:
+    lowered = text.lower()
+    if re.search(r"\b(line|trend)", lowered):
+        return "line"
+    return "pie" if re.search(r"\bpie\b", lowered) else "bar"
+
+
+def _chart_args(text: str, pairs: list, kind: str) -> dict:
+    first = _PAIR.search(text)
+    title = _TITLE_PREFIX.sub("", text[: first.start()] if first else "").strip(" :,-–—.")
+    title = shorten(title[:1].upper() + title[1:], 80) if title else "Chart"
+    return {"prompt": shorten(text, 4000), "kind": kind, "title": title,
+            "labels": [label for label, _ in pairs][:MAX_CHART_POINTS],
+            "values": [value for _, value in pairs][:MAX_CHART_POINTS]}

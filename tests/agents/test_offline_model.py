@@ -7,7 +7,7 @@ import httpx2
 import openai
 import pytest
 
-from agents import offline
+from agents import offline, offline_data
 from agents.offline import OFFLINE_MODEL_NAME, plan_reply, proposal_text
 from agents.offline_app import OfflineModelApp
 from modes.catalog import AgentModeSummary
@@ -156,7 +156,7 @@ async def test_a_small_table_from_mcp_is_charted_once_then_answered():
 async def test_a_same_call_twice_in_a_turn_gives_an_answer_instead():
     # The list_tables result would normally lead to a query, but that exact query already ran.
     b = body(user("revenue by month"), tools=[*SQL], execution="agent")
-    sql = offline.sql_for("revenue by month")
+    sql = offline_data.sql_for("revenue by month")
     b["messages"] += [
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "q", "type": "function", "function": {"name": "sql__query", "arguments": json.dumps({"sql": sql})}}]},
@@ -281,7 +281,7 @@ async def test_f_data_question_lists_tables_queries_charts_and_answers():
     assert only_call(step1) == ("sql__list_tables", {})
     b = with_results(b, step1, json.dumps(["customers", "orders", "products"]))
     step2 = await plan_reply(b, modes=MODES)
-    assert only_call(step2) == ("sql__query", {"sql": offline.REVENUE_BY_MONTH_SQL})
+    assert only_call(step2) == ("sql__query", {"sql": offline_data.REVENUE_BY_MONTH_SQL})
     b = with_results(b, step2, json.dumps(REVENUE_ROWS))
     step3 = await plan_reply(b, modes=MODES)
     name, args = only_call(step3)
@@ -291,7 +291,7 @@ async def test_f_data_question_lists_tables_queries_charts_and_answers():
     final = await plan_reply(b, modes=MODES)
     assert final.tool_calls == []
     assert "![Revenue by month](/media/images/r.png)" in final.content
-    assert "2024-02" in final.content and offline.REVENUE_BY_MONTH_SQL in final.content
+    assert "2024-02" in final.content and offline_data.REVENUE_BY_MONTH_SQL in final.content
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -302,7 +302,7 @@ async def test_f_data_question_lists_tables_queries_charts_and_answers():
     ("total sales", "strftime('%Y-%m', ordered_at) AS month"),
 ])
 async def test_f_keyword_sql(text, fragment):
-    sql = offline.sql_for(text)
+    sql = offline_data.sql_for(text)
     assert fragment in sql and sql.upper().startswith("SELECT")
 
 

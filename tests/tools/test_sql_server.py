@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from agents.offline import REVENUE_BY_MONTH_SQL
+from agents.offline_data import REVENUE_BY_MONTH_SQL
 from agents.offline_tables import chart_of, parse_table
 from tests.tools.sql_mcp import SqlServer, sqlite_fingerprint, text
 from tools.demo_data import build_demo_database, read_rows
