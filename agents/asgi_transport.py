@@ -41,9 +41,12 @@ class _StreamingBody(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while True:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result and drops a
+            # cancellation that arrives as a chunk does, so a stopped turn would stream on.
             try:
-                item = await asyncio.wait_for(self._chunks.get(), self._timeout)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self._timeout):
+                    item = await self._chunks.get()
+            except TimeoutError:
                 raise httpx2.ReadTimeout("ASGI app sent no body chunk within the read timeout") from None
             if item is _END:
                 return
@@ -113,10 +116,11 @@ class StreamingASGITransport(httpx2.AsyncBaseTransport):
         task = asyncio.create_task(run_app(), name=f"asgi {request.method} {url.path}")
         task.add_done_callback(on_done)
         try:
-            status, headers = await asyncio.wait_for(start, read_timeout)
+            async with asyncio.timeout(read_timeout):  # (not wait_for: see _StreamingBody)
+                status, headers = await start
         except Exception as exc:
             await _stop(task)
-            if isinstance(exc, asyncio.TimeoutError) and start.cancelled():  # wait_for gave up, not the app
+            if isinstance(exc, TimeoutError) and start.cancelled():  # the timeout gave up, not the app
                 raise httpx2.ReadTimeout("ASGI app did not start its response within the read timeout",
                                          request=request) from None
             if self.raise_app_exceptions:

@@ -168,7 +168,8 @@ class EventRecorder:
             wait = self._last_write + WRITE_INTERVAL - loop.time()
             if wait > 0 and not self._urgent.is_set():
                 try:
-                    await asyncio.wait_for(self._urgent.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._urgent.wait()
                 except TimeoutError:
                     pass
             self._last_write = loop.time()

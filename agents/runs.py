@@ -211,8 +211,9 @@ async def wait_for_turn(turn_id: str, task: asyncio.Task | None = None) -> Turn:
                 if turn.is_finished or turn.status == Turn.Status.REQUIRES_ACTION:
                     break
                 try:
-                    message = await asyncio.wait_for(layer.receive(channel), timeout=5)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(5):  # then look at the turn again
+                        message = await layer.receive(channel)
+                except TimeoutError:
                     continue
                 if any(e["turn_id"] == turn_id and e["event"] in FINAL_EVENT_TYPES
                        for e in message_events(message)):

@@ -205,3 +205,30 @@ async def test_records_the_requests(model, client):
     assert second["stream"] is True and second["temperature"] == 0.2
     assert model.last_messages == MESSAGES
     assert model.last_tools == ["get_weather"]
+
+
+async def test_a_cancel_that_arrives_with_a_chunk_is_not_lost():
+    """Stop must stop: a reader cancelled just as a chunk arrives raises CancelledError. (With
+    asyncio.wait_for on Python 3.11 the chunk won and the cancel was dropped: the run streamed on.)"""
+    release = asyncio.Event()
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"first", "more_body": True})
+        await release.wait()
+        await send({"type": "http.response.body", "body": b"second", "more_body": True})
+        await asyncio.Event().wait()  # never ends by itself
+
+    async with httpx2.AsyncClient(transport=StreamingASGITransport(app), base_url="http://app") as client:
+        async with client.stream("GET", "/", timeout=30) as response:
+            chunks = response.aiter_raw()
+            assert await anext(chunks) == b"first"
+            reader = asyncio.create_task(anext(chunks))
+            await asyncio.sleep(0)  # the reader now waits for the next chunk
+            release.set()
+            await asyncio.sleep(0)  # the app sends it: the reader's wait is resolved...
+            reader.cancel()  # ...and the cancel arrives before the reader runs again
+            with pytest.raises(asyncio.CancelledError):
+                async with asyncio.timeout(5):
+                    await reader

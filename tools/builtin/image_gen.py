@@ -149,9 +149,8 @@ class ImageGenTool:
         width, height = _parse_size(request["size"])
         try:
             if backend == "remote":
-                raw = await asyncio.wait_for(
-                    self._remote(request["prompt"], request["size"]), timeout=REMOTE_TIMEOUT_SECONDS
-                )
+                async with asyncio.timeout(REMOTE_TIMEOUT_SECONDS):  # (wait_for can drop a cancel on 3.11)
+                    raw = await self._remote(request["prompt"], request["size"])
                 data, width, height = await asyncio.to_thread(_normalise_png, raw)
             elif kind == "card":
                 data, width, height = await asyncio.to_thread(
