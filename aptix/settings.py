@@ -33,26 +33,21 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    value = env_str(name)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}.") from None
-    if number < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {number}.")
-    return number
+    return _env_number(name, default, minimum, int, "an integer")
 
 
 def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    return _env_number(name, default, minimum, float, "a number")
+
+
+def _env_number(name, default, minimum, parse, kind):
     value = env_str(name)
     if value is None:
         return default
     try:
-        number = float(value)
+        number = parse(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, not {value!r}.") from None
+        raise ImproperlyConfigured(f"{name} must be {kind}, not {value!r}.") from None
     if not number >= minimum:  # also refuses NaN
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
     return number
