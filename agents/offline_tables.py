@@ -154,7 +154,10 @@ def _chart_kind(text: str) -> str:
 def _chart_args(text: str, pairs: list, kind: str) -> dict:
     first = _PAIR.search(text)
     title = _TITLE_PREFIX.sub("", text[: first.start()] if first else "").strip(" :,-–—.")
-    title = shorten(title[:1].upper() + title[1:], 80) if title else "Chart"
+    if not title:  # "draw a bar chart: apples 3, pears 5" names no subject: its labels are the subject
+        labels = [label for label, _ in pairs]
+        title = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) in (2, 3) else "Chart"
+    title = shorten(title[:1].upper() + title[1:], 80)
     return {"prompt": shorten(text, 4000), "kind": kind, "title": title,
             "labels": [label for label, _ in pairs][:MAX_CHART_POINTS],
             "values": [value for _, value in pairs][:MAX_CHART_POINTS]}

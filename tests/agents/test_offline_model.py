@@ -253,15 +253,16 @@ async def test_d_catalog_failure_means_no_proposal(monkeypatch):
 # --- rule e: drawing --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, kind, labels, values", [
-    ("draw a bar chart: apples 3, pears 5", "bar", ["apples", "pears"], [3, 5]),
-    ("plot the trend Q1=10 Q2=14 Q3=9.5", "line", ["Q1", "Q2", "Q3"], [10, 14, 9.5]),
-    ("make a pie chart of votes: yes 7, no 2", "pie", ["yes", "no"], [7, 2]),
+@pytest.mark.parametrize("text, kind, labels, values, title", [
+    ("draw a bar chart: apples 3, pears 5", "bar", ["apples", "pears"], [3, 5], "Apples and pears"),
+    ("plot the trend Q1=10 Q2=14 Q3=9.5", "line", ["Q1", "Q2", "Q3"], [10, 14, 9.5], "The trend"),
+    ("make a pie chart of votes: yes 7, no 2", "pie", ["yes", "no"], [7, 2], "Votes"),
+    ("chart north 1 south 2 east 3 west 4", "bar", ["north", "south", "east", "west"], [1, 2, 3, 4], "Chart"),
 ])
-async def test_e_chart_from_the_message(text, kind, labels, values):
+async def test_e_chart_from_the_message(text, kind, labels, values, title):
     name, args = only_call(await plan_reply(body(user(text)), modes=MODES))
     assert name == "image_gen"
-    assert (args["kind"], args["labels"], args["values"]) == (kind, labels, values)
+    assert (args["kind"], args["labels"], args["values"], args["title"]) == (kind, labels, values, title)
     assert args["prompt"]
 
 
