@@ -1,7 +1,7 @@
 """The wire format of OpenAI Chat Completions streaming, for the model servers we run ourselves
 (the built-in offline model and the scripted model of the tests).
 
-A reply is described as a `PlannedReply` (text and/or tool calls plus usage); `sse_chunks` turns it
+`read_body` reads a request's body for them. A reply is described as a `PlannedReply` (text and/or tool calls plus usage); `sse_chunks` turns it
 into the `data: {...}\\n\\n` lines a real server streams: the text in small deltas, each tool call
 as a first delta with id and name and then its arguments in pieces, a final chunk with the
 finish reason, a usage chunk (when the client asked for `stream_options.include_usage`) and
@@ -33,6 +33,18 @@ class PlannedReply:
     @property
     def finish_reason(self) -> str:
         return "tool_calls" if self.tool_calls else "stop"
+
+
+async def read_body(receive) -> bytes | None:
+    """The whole body of an ASGI HTTP request, or None if the client left before sending it."""
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            return body
 
 
 def estimate_tokens(text: str) -> int:

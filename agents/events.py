@@ -275,14 +275,14 @@ def _write_batch(turn_id: str, events: list[TurnEvent], turn_fields: dict[str, A
     connection = connections[TurnEvent.objects.db]
     statements = _insert_statements(connection, events)
     update = _update_statement(connection, turn_id, turn_fields) if turn_fields else None
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and update is not None and len(statements) == 1:
-            (sql, params), (update_sql, update_params) = statements[0], update
+    if connection.vendor == "postgresql" and update is not None and len(statements) == 1:
+        (sql, params), (update_sql, update_params) = statements[0], update
+        with connection.cursor() as cursor:
             cursor.execute(f"WITH turn_update AS ({update_sql}) {sql}", (*update_params, *params))
-            return
-        with transaction.atomic(using=connection.alias):
-            for sql, params in ([update] if update else []) + statements:
-                cursor.execute(sql, params)
+        return
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        for sql, params in ([update] if update else []) + statements:
+            cursor.execute(sql, params)
 
 
 def _insert_statements(connection, events: list[TurnEvent]) -> list[tuple[str, list]]:

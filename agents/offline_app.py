@@ -8,7 +8,7 @@ import json
 import logging
 from typing import Any
 
-from .chat_protocol import completion_body, sse_chunks
+from .chat_protocol import completion_body, read_body, sse_chunks
 from .offline import OFFLINE_MODEL_NAME, plan_reply
 from .offline_conversation import _json
 
@@ -48,14 +48,9 @@ class OfflineModelApp:
             return await self._json(send, 404, _error_body(f"Unknown path {path}.", code="not_found"))
         if method != "POST":
             return await self._json(send, 405, _error_body("Use POST for /v1/chat/completions."))
-        raw = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
+        if raw is None:
+            return
         request = _json(raw.decode("utf-8", errors="replace"))
         if not isinstance(request, dict):
             return await self._json(send, 400, _error_body("The request body must be a JSON object."))

@@ -12,6 +12,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -92,25 +93,29 @@ def end_orphans(session: AgentSession) -> list[str]:
         elif queued_too_long:
             stale[turn.pk] = ERROR_NO_WORKER
     for turn_id, error in stale.items():
-        _end_interrupted(session, turn_id, error, now)
+        _end_unrun(session.pk, turn_id, from_statuses=[Turn.Status.QUEUED, Turn.Status.RUNNING],
+                   status=Turn.Status.FAILED, event_type="turn.failed",
+                   payload={"error": error, "kind": "interrupted"}, mode=session.mode, error=error, now=now)
     if stale:
         logger.warning("Ended %d interrupted turn(s) of session %s", len(stale), session.pk,
                        extra={"event": "runs.orphans_ended", "session_id": session.pk, "turn_ids": list(stale)})
     return list(stale)
 
 
-def _end_interrupted(session: AgentSession, turn_id: str, error: str, now) -> None:
+def _end_unrun(session_id: str, turn_id: str, *, from_statuses: list[str], status: str, event_type: str,
+               payload: dict, mode: str, error: str = "", now=None) -> bool:
+    """End a turn that no run holds (so no EventRecorder): its row and its final event in one
+    transaction, broadcast once committed. False if it had left `from_statuses` meanwhile."""
     with transaction.atomic():
-        updated = Turn.objects.filter(
-            pk=turn_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
-        ).update(status=Turn.Status.FAILED, error=error, finished_at=now, response_mode=session.mode)
+        updated = Turn.objects.filter(pk=turn_id, status__in=from_statuses).update(
+            status=status, error=error, finished_at=now or timezone.now(), response_mode=mode, state={})
         if not updated:
-            return  # it ended meanwhile
+            return False
         seq = (TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0) + 1
-        payload = {"error": error, "kind": "interrupted", "status": Turn.Status.FAILED, "answer": "",
-                   "mode": session.mode, "mode_changes": [], "branch": None}
-        event = TurnEvent.objects.create(turn_id=turn_id, seq=seq, type="turn.failed", payload=payload)
-        transaction.on_commit(lambda: broadcast_written(session.pk, turn_id, [event]))
+        event = TurnEvent.objects.create(turn_id=turn_id, seq=seq, type=event_type, payload={
+            **payload, "status": status, "answer": "", "mode": mode, "mode_changes": [], "branch": None})
+        transaction.on_commit(lambda: broadcast_written(session_id, turn_id, [event]))
+    return True
 
 
 async def run_turn(turn_id: str, **kwargs: Any) -> Turn:
@@ -180,19 +185,10 @@ async def turn_cancel(*, turn: Turn) -> bool:
 
 
 async def _end_cancelled(turn: Turn) -> None:
-    from django.utils import timezone
-
-    from .events import EventRecorder
-
-    updated = await Turn.objects.filter(
-        pk=turn.pk, status__in=[Turn.Status.QUEUED, Turn.Status.REQUIRES_ACTION]
-    ).aupdate(status=Turn.Status.CANCELLED, finished_at=timezone.now(), response_mode=turn.mode, state={})
-    if updated:
-        recorder = await EventRecorder.for_turn(turn)
-        await recorder.emit("turn.cancelled", {"reason": "Stopped by the user.", "status": "cancelled",
-                                               "answer": "", "mode": turn.mode, "mode_changes": [],
-                                               "branch": None})
-        await recorder.drain()
+    await sync_to_async(_end_unrun)(
+        turn.session_id, turn.pk, from_statuses=[Turn.Status.QUEUED, Turn.Status.REQUIRES_ACTION],
+        status=Turn.Status.CANCELLED, event_type="turn.cancelled", payload={"reason": "Stopped by the user."},
+        mode=turn.mode)
 
 
 async def wait_for_turn(turn_id: str, task: asyncio.Task | None = None) -> Turn:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -39,7 +40,13 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from agents.asgi_transport import StreamingASGITransport  # noqa: E402
-from agents.chat_protocol import PlannedReply, PlannedToolCall, prompt_token_estimate, sse_chunks  # noqa: E402
+from agents.chat_protocol import (  # noqa: E402
+    PlannedReply,
+    PlannedToolCall,
+    prompt_token_estimate,
+    read_body,
+    sse_chunks,
+)
 from agents.events import message_events, session_group  # noqa: E402
 from agents.llm import LLMClient  # noqa: E402
 from agents.reasoner import Reasoner  # noqa: E402
@@ -60,15 +67,7 @@ class ZeroLatencyModel:
     """Answers step 1..9 with a tool call and step 10 with text, keyed on the tool messages seen."""
 
     async def __call__(self, scope, receive, send):
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        import json
-
-        request = json.loads(body)
+        request = json.loads(await read_body(receive))
         done = sum(1 for m in request["messages"] if m["role"] == "tool")
         if done < STEPS - 1:
             reply = PlannedReply(content="Checking the catalog.",

@@ -44,7 +44,7 @@ import uvicorn
 
 from agents.asgi_transport import StreamingASGITransport
 from agents.chat_protocol import (
-    PlannedReply, PlannedToolCall, completion_body, prompt_token_estimate, sse_chunks,
+    PlannedReply, PlannedToolCall, completion_body, prompt_token_estimate, read_body, sse_chunks,
 )
 
 __all__ = ["ScriptedModel", "PlannedReply", "PlannedToolCall", "openai_client", "serve_on_loopback",
@@ -195,14 +195,9 @@ class ScriptedModel:
                     return
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
+        if body is None:
+            return
         path, method = scope["path"].rstrip("/"), scope["method"]
         if method == "GET" and path.endswith("/models"):
             return await self._json(send, 200, {"object": "list", "data": [

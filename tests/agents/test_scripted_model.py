@@ -37,6 +37,15 @@ async def _stream(client, **kw):
         model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **kw)
 
 
+async def _close_after_first_delta(client) -> None:
+    """Start a streamed reply and walk away after its first text delta, as a stopped turn does."""
+    stream = await _stream(client)
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            break
+    await stream.close()
+
+
 async def test_streams_text_in_several_deltas_with_usage(model, client):
     text = "Hello there, this reply arrives in several small pieces."
     model.reply(text, prompt_tokens=11, completion_tokens=7)
@@ -132,11 +141,7 @@ async def test_deltas_arrive_before_the_reply_finishes(model, client):
 
 async def test_closing_the_stream_early_cancels_the_server(model, client):
     model.reply(LONG_TEXT, chunk_delay=0.05)
-    stream = await _stream(client)
-    async for chunk in stream:
-        if chunk.choices and chunk.choices[0].delta.content:
-            break
-    await stream.close()
+    await _close_after_first_delta(client)
     assert model.stream_cancelled.is_set() and model.cancellations == 1
     assert not model.stream_finished.is_set()
 
@@ -181,11 +186,7 @@ async def test_over_real_http_on_loopback(model):
             assert (text, names) == ("Streamed over a real socket, in pieces.", ["search"])
 
             model.reply(LONG_TEXT, chunk_delay=0.05)
-            stream = await _stream(client)
-            async for chunk in stream:
-                if chunk.choices and chunk.choices[0].delta.content:
-                    break
-            await stream.close()
+            await _close_after_first_delta(client)
             await asyncio.wait_for(model.stream_cancelled.wait(), 2)  # the server saw the disconnect
             assert model.cancellations == 1
         finally:

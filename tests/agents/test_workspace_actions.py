@@ -24,6 +24,14 @@ def post(client, name, session, **data):
     return client.post(reverse(name, args=[session.id]), data)
 
 
+async def _untitled_session_signed_in(team, user, password):
+    """A new session of `user` (no title yet: the first message names it) and a client signed in as them."""
+    session = await sync_to_async(session_create)(team=team, user=user)
+    client = ServerLikeAsyncClient()
+    await sync_to_async(client.login)(username=user.username, password=password)
+    return session, client
+
+
 @pytest.mark.django_db
 def test_other_users_get_404_from_every_action(client, session, bob, carol, password):
     for username in ["bob", "carol"]:
@@ -83,9 +91,7 @@ def test_execution_and_tool_toggles_persist_for_the_next_turn(client, session, p
 
 @async_db
 async def test_sending_starts_a_turn_that_runs_after_the_response(llm, model, team_a, alice, password):
-    session = await sync_to_async(session_create)(team=team_a, user=alice)
-    client = ServerLikeAsyncClient()
-    await sync_to_async(client.login)(username="alice", password=password)
+    session, client = await _untitled_session_signed_in(team_a, alice, password)
     model.reply("Hi there.")
     response = await client.post(reverse("turn-new", args=[session.id]), {"message": "Hello"})
     html = response.content.decode()
@@ -102,9 +108,7 @@ async def test_sending_starts_a_turn_that_runs_after_the_response(llm, model, te
 
 @async_db
 async def test_branch_opens_a_linked_child_session_carrying_the_request(llm, model, team_a, alice, password):
-    session = await sync_to_async(session_create)(team=team_a, user=alice)
-    client = ServerLikeAsyncClient()
-    await sync_to_async(client.login)(username="alice", password=password)
+    session, client = await _untitled_session_signed_in(team_a, alice, password)
     model.reply("Would you like to: 1) Stay, 2) Switch, or 3) Switch to **Data Analysis** and start a new session?")
     await client.post(reverse("turn-new", args=[session.id]), {"message": "Chart revenue by month"})
     first = await Turn.objects.aget(session=session, index=1)

@@ -188,6 +188,17 @@ async def open_session(page, session_id: str) -> None:
     await stream_open(page)
 
 
+async def open_session_stream_held(page, session_id: str, until) -> None:
+    """Go to a session page whose websocket reaches the server only once `until` (an asyncio.Event)
+    is set: a slow network, for the moments a page is drawn but not yet streaming."""
+    async def connect_late(ws):
+        await until.wait()
+        ws.connect_to_server()
+
+    await page.route_web_socket("**/ws/sessions/**", connect_late)
+    await page.goto(f"/sessions/{session_id}/")
+
+
 async def stream_open(page) -> None:
     """Wait for the page's websocket (the probe in conftest counts the ws extension's opens)."""
     await page.wait_for_function("(window.__aptixStreamOpened || 0) > 0")

@@ -18,6 +18,7 @@ from .live import (
     ModelSwitchboard,
     expect,
     open_session,
+    open_session_stream_held,
     send,
     stream_open,
     turn_ended,
@@ -153,13 +154,7 @@ async def test_a_stream_that_connects_mid_turn_draws_everything_once(sign_in, al
     session = await make_session(mode="general", execution="agent")
     page = await sign_in(alice)
     run_is_streaming = asyncio.Event()
-
-    async def connect_late(ws):
-        await run_is_streaming.wait()
-        ws.connect_to_server()
-
-    await page.route_web_socket("**/ws/sessions/**", connect_late)
-    await page.goto(f"/sessions/{session.id}/")
+    await open_session_stream_held(page, session.id, until=run_is_streaming)
     await send(page, "List the modes, then talk")
 
     async def answer_streaming():  # in the server: the page cannot tell, its stream is not connected yet

@@ -20,6 +20,7 @@ from .live import (
     ROOT,
     expect,
     open_session,
+    open_session_stream_held,
     save_artifacts,
     send,
     session_id_of,
@@ -119,13 +120,7 @@ async def test_a_turn_that_ended_before_the_stream_connected_is_shown(sign_in, a
     session = await sync_to_async(make_session)(mode="general", execution="ask")
     page = await sign_in(alice)
     turn_over = asyncio.Event()
-
-    async def connect_late(ws):
-        await turn_over.wait()
-        ws.connect_to_server()
-
-    await page.route_web_socket("**/ws/sessions/**", connect_late)
-    await page.goto(f"/sessions/{session.id}/")
+    await open_session_stream_held(page, session.id, until=turn_over)
     await send(page, "Hello")
     await expect(turns(page).first).to_have_class(re.compile(r"\bstatus-queued\b"))  # drawn by the send request
 
