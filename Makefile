@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-sqlite bench clean
+.PHONY: run test test-sqlite lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Aptix needs Python >= 3.11")'
@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	@touch $@
 
 ## run: install, migrate, seed, create the first admin (password printed once, kept in var/), serve with Daphne
@@ -32,14 +32,30 @@ run: $(VENV)/.installed
 	  echo "Aptix on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)" && \
 	  exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) aptix.asgi:application
 
-## test: the whole suite, on a throwaway PostgreSQL cluster and Redis server (installed when missing)
-test: $(VENV)/.installed-test
+## test: lint and types, then the whole suite, on a throwaway PostgreSQL cluster and Redis server (installed when missing)
+test: $(VENV)/.installed-test lint
 	bin/install-test-deps
 	DEBUG=false SECRET_KEY=test-only-secret-key bin/with-postgres bin/with-redis $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 ## test-sqlite: the same suite on SQLite
 test-sqlite: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+## lint: ruff (lint + format check) and mypy with django-stubs, as configured in pyproject.toml
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	DEBUG=false SECRET_KEY=lint-only $(VENV)/bin/mypy
+
+## format: apply ruff's fixes and formatting
+format: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+## bench: the benchmarks under bench/ (they print their figures)
+bench: $(VENV)/.installed-test
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/agent_overhead.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_roundtrip.py
 
 clean:
 	rm -rf $(VENV) var/static

@@ -83,10 +83,11 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # aptix before channels: its `runworker` (MCP host started before the first message) wins.
+    "aptix",
     "channels",
     "django_htmx",
     "template_partials",
-    "aptix",
     "modes",
     "tools",
     "agents",
@@ -199,10 +200,22 @@ if env_bool("APTIX_HTTPS", False):
 
 # Agent runtime (used by the reasoner; documented in README and .env.example).
 APTIX_LLM_MODEL = env_str("APTIX_LLM_MODEL")
+# The model provider (agents/llm/client.py): any OpenAI-compatible server; with neither the key nor
+# the base URL set, the built-in offline model answers. The Images API model for image_gen, the
+# seconds before a model call times out, and the SDK's retries on 429/5xx/connection errors.
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+APTIX_IMAGE_MODEL = env_str("APTIX_IMAGE_MODEL", "gpt-image-1")
+APTIX_LLM_TIMEOUT = env_float("APTIX_LLM_TIMEOUT", 60.0)
+APTIX_LLM_MAX_RETRIES = env_int("APTIX_LLM_MAX_RETRIES", 2)
 # MCP servers (tools/mcp/config.py): the config file, relative to the repo root unless absolute, and
-# whether processes that import aptix.asgi (Daphne, runworker) start them; the tests turn it off.
+# whether processes that serve aptix.asgi (Daphne on its first scope, runworker at start) start them;
+# the tests turn it off.
 APTIX_MCP_CONFIG = BASE_DIR / env_str("APTIX_MCP_CONFIG", "mcp.json")
 APTIX_MCP_AUTOSTART = env_bool("APTIX_MCP_AUTOSTART", True)
+# Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the
+# tests turn it off and sweep when they mean to.
+APTIX_RUN_SWEEP = env_bool("APTIX_RUN_SWEEP", True)
 APTIX_MAX_STEPS = env_int("APTIX_MAX_STEPS", 10, minimum=1)
 APTIX_TOKEN_BUDGET = env_int("APTIX_TOKEN_BUDGET", 200_000, minimum=1)
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)

@@ -17,7 +17,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("agents.api_urls")),
+    path("api/v1/", include("agents.web.api_urls")),
     path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", views.media, name="media"),
-    path("", include("agents.urls")),
+    path("", include("agents.web.urls")),
 ]

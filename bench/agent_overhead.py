@@ -28,37 +28,37 @@ os.environ.setdefault("SECRET_KEY", "bench-only")
 if not os.environ.get("DATABASE_URL"):
     os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-import httpx2  # noqa: E402
-import openai  # noqa: E402
-from asgiref.sync import sync_to_async  # noqa: E402
-from channels.layers import get_channel_layer  # noqa: E402
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
+import httpx2
+import openai
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
-from agents.asgi_transport import StreamingASGITransport  # noqa: E402
-from agents.chat_protocol import (  # noqa: E402
+from agents.events import message_events, session_group
+from agents.llm import LLMClient
+from agents.llm.protocol import (
     PlannedReply,
     PlannedToolCall,
     prompt_token_estimate,
     read_body,
     sse_chunks,
 )
-from agents.events import message_events, session_group  # noqa: E402
-from agents.llm import LLMClient  # noqa: E402
-from agents.reasoner import Reasoner  # noqa: E402
-from agents.runs import turn_start  # noqa: E402
-from agents.sessions import session_create  # noqa: E402
-from aptix.logging import admin_logger  # noqa: E402
-from aptix.teams import team_ensure  # noqa: E402
-from agents.pipeline import build_system_prompt, select_tools  # noqa: E402
-from modes.catalog import catalog_service, default_mode_key  # noqa: E402
-from modes.models import AgentMode  # noqa: E402
-from tools.base import ToolContext  # noqa: E402
-from tools.builtin.list_modes import AgentListModesTool  # noqa: E402
+from agents.llm.transport import StreamingASGITransport
+from agents.run.pipeline import build_system_prompt, select_tools
+from agents.run.reasoner import Reasoner
+from agents.sessions import session_create
+from agents.turns import turn_start
+from aptix.logging import admin_logger
+from aptix.teams import team_ensure
+from modes.catalog import catalog_service, default_mode_key
+from modes.models import AgentMode
+from tools.base import ToolContext
+from tools.builtin.list_modes import AgentListModesTool
 
 STEPS = 10
 

@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.mcp.config import load_config, parse_config  # noqa: E402
-from tools.mcp.connection import connect  # noqa: E402
-from tools.mcp.host import McpHost  # noqa: E402
-from tools.registry import ToolRegistry  # noqa: E402
+from tools.mcp.config import load_config, parse_config
+from tools.mcp.connection import connect
+from tools.mcp.host import McpHost
+from tools.registry import ToolRegistry
 
 NOOP_SERVER = (
     "from mcp.server.mcpserver import MCPServer\n"

@@ -7,16 +7,21 @@ from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync
-from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import connections
+from django.test import override_settings
 
 from agents.events import close_writer_connection
 from aptix.models import Membership, Team
 
-# Importing aptix.asgi must not spawn MCP servers: tests start a host themselves when they need one
-# (tests/tools/test_mcp_host.py). Settings are loaded before this file, so set the value, not the env.
-settings.APTIX_MCP_AUTOSTART = False
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_mcp_autostart():
+    """Serving aptix.asgi.application runs its start-up hooks (aptix/startup.py), which would spawn
+    the MCP servers of mcp.json: tests start a host themselves when they need one
+    (tests/tools/mcp/test_mcp_host.py). Session-scoped: in force before any module's fixtures."""
+    with override_settings(APTIX_MCP_AUTOSTART=False, APTIX_RUN_SWEEP=False):
+        yield
 
 
 @pytest.fixture(autouse=True)

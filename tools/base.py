@@ -40,6 +40,19 @@ class ToolContext:
     tool_call_id: str | None = None
 
 
+@dataclass(frozen=True)
+class ToolDependencies:
+    """What the composition root (agents/run/toolbox.py) hands an internal tool when it builds the
+    tools of a turn. A tool that needs any of it defines `from_dependencies(deps)`; one that needs
+    nothing is built with no arguments. So a new internal tool is its module plus one line in
+    `tools.registry.INTERNAL_TOOLS`."""
+
+    logger: Any
+    session_manager: Any = None
+    catalog: Any = None
+    image_remote: Any = None
+
+
 @runtime_checkable
 class AgentTool(Protocol):
     """IAgentTool. A tool class declares its identity as class attributes and a static schema, so the

@@ -10,8 +10,8 @@ from channels.layers import get_channel_layer
 from agents.events import message_events, session_group
 from agents.llm import LLMClient, use_llm_client
 from agents.models import Turn
-from agents.reasoner import Reasoner
-from agents.runs import turn_start
+from agents.run.reasoner import Reasoner
+from agents.turns import turn_start
 from agents.sessions import session_create
 from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry

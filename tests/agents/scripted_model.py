@@ -42,10 +42,15 @@ import httpx2
 import openai
 import uvicorn
 
-from agents.asgi_transport import StreamingASGITransport
-from agents.chat_protocol import (
-    PlannedReply, PlannedToolCall, completion_body, prompt_token_estimate, read_body, sse_chunks,
+from agents.llm.protocol import (
+    PlannedReply,
+    PlannedToolCall,
+    completion_body,
+    prompt_token_estimate,
+    read_body,
+    sse_chunks,
 )
+from agents.llm.transport import StreamingASGITransport
 
 __all__ = ["ScriptedModel", "PlannedReply", "PlannedToolCall", "openai_client", "serve_on_loopback",
            "loopback_server"]

@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 from django.core.management import call_command
 
 from agents.models import AgentSession, Turn
+from agents.turns import turn_start
 from aptix.tokens import api_token_create
 from modes.models import ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
@@ -161,24 +162,20 @@ async def test_client_tool_calls_come_back_pending_and_continue_the_turn(llm, mo
 
 
 async def test_a_running_turn_blocks_a_second_one(llm, model, token, alice, team_a):
-    from agents.runs import _tasks
-    from agents.runs import turn_start
+    from agents.run.current import get_runner
     from agents.sessions import session_create
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)
     first = await sync_to_async(turn_start)(session=session, text="first")
     model.reply("slow " * 300, chunk_delay=0.01)
-    from agents.runs import dispatch
-
-    task = dispatch(first.id)
+    task = get_runner().start(first.id)
     status, body = await post({"conversationId": session.id, "message": "second"}, token)
     assert status == 409 and "still running" in body["error"]["message"]
-    assert first.id in _tasks
+    assert first.id in get_runner().tasks
     await task
 
 
 async def test_cancel_endpoint(llm, model, token, carol_token, alice, team_a):
-    from agents.runs import turn_start
     from agents.sessions import session_create
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)
@@ -203,7 +200,7 @@ async def test_create_api_token_command(alice, capsys):
 
 
 async def test_a_turn_left_running_by_a_stopped_server_does_not_block_the_session(llm, model, token, alice, team_a):
-    from agents.runs import ERROR_INTERRUPTED, turn_start
+    from agents.turns import ERROR_INTERRUPTED
     from agents.sessions import session_create
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
+from django.db.models import Max
 
 from agents.events import EventRecorder, message_events, session_group
+from agents.events.writer import TurnWrite
 from agents.models import Turn, TurnEvent
-from agents.runs import turn_start
+from agents.turns import turn_start
 from tests.helpers import async_db
 
 pytestmark = async_db
+
+
+async def recorder_for(turn, **kwargs) -> EventRecorder:
+    """A recorder that carries on after the turn's stored events."""
+    last = await TurnEvent.objects.filter(turn_id=turn.id).aaggregate(m=Max("seq"))
+    return EventRecorder(turn, start_seq=last["m"] or 0, **kwargs)
 
 
 class RecordingLayer:
@@ -37,17 +45,17 @@ async def test_every_event_is_stored_before_it_is_broadcast_in_order(make_sessio
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     layer = RecordingLayer()
-    recorder = await EventRecorder.for_turn(turn, channel_layer=layer)
+    recorder = await recorder_for(turn, channel_layer=layer)
     # A fast run: many events back to back, some deferred, some with the turn's own columns.
     await recorder.emit("turn.started", {"mode": "general"}, defer=True)
     for step in range(1, 8):
         await recorder.emit("step.started", {"step": step})
         await recorder.delta(f"part {step} ")
         await recorder.emit("model.message", {"step": step, "content": "x"}, defer=True,
-                            turn_fields={"step_count": step})
+                            turn_write=TurnWrite(fields={"step_count": step}))
         await recorder.emit("tool.called", {"id": f"c{step}", "name": "agent_list_modes"})
         await recorder.emit("tool.result", {"id": f"c{step}", "ok": True}, defer=True)
-    await recorder.emit("turn.completed", {"status": "completed"}, turn_fields={"status": "completed"})
+    await recorder.emit("turn.completed", {"status": "completed"}, turn_write=TurnWrite(fields={"status": "completed"}))
     await recorder.drain()
 
     stored = [(e.seq, e.type) async for e in TurnEvent.objects.filter(turn_id=turn.id).order_by("seq")]
@@ -65,9 +73,9 @@ async def test_every_event_is_stored_before_it_is_broadcast_in_order(make_sessio
 async def test_a_later_value_of_a_turn_column_wins(make_session):
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
-    recorder = await EventRecorder.for_turn(turn, channel_layer=RecordingLayer())
-    await recorder.emit("model.message", {"step": 1}, defer=True, turn_fields={"step_count": 1, "prompt_tokens": 5})
-    await recorder.emit("model.message", {"step": 2}, defer=True, turn_fields={"step_count": 2})
+    recorder = await recorder_for(turn, channel_layer=RecordingLayer())
+    await recorder.emit("model.message", {"step": 1}, defer=True, turn_write=TurnWrite(fields={"step_count": 1, "prompt_tokens": 5}))
+    await recorder.emit("model.message", {"step": 2}, defer=True, turn_write=TurnWrite(fields={"step_count": 2}))
     await recorder.drain()
     turn = await Turn.objects.aget(pk=turn.id)
     assert (turn.step_count, turn.prompt_tokens) == (2, 5)
@@ -77,12 +85,12 @@ async def test_a_deferred_event_is_written_by_the_next_emit_or_by_drain(make_ses
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     layer = RecordingLayer()
-    recorder = await EventRecorder.for_turn(turn, channel_layer=layer)
+    recorder = await recorder_for(turn, channel_layer=layer)
     await recorder.emit("tool.result", {"id": "c1", "ok": True}, defer=True)
     await recorder.drain()
     assert [m["event"] for m in layer.sent] == ["tool.result"]
     # A recorder for the same turn later (a continued API turn) carries on the seq.
-    again = await EventRecorder.for_turn(turn, channel_layer=layer)
+    again = await recorder_for(turn, channel_layer=layer)
     await again.emit("turn.completed", {})
     await again.drain()
     assert [e.seq async for e in TurnEvent.objects.filter(turn_id=turn.id).order_by("seq")] == [1, 2]
@@ -91,7 +99,7 @@ async def test_a_deferred_event_is_written_by_the_next_emit_or_by_drain(make_ses
 async def test_unknown_event_types_are_refused(make_session):
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
-    recorder = await EventRecorder.for_turn(turn, channel_layer=RecordingLayer())
+    recorder = await recorder_for(turn, channel_layer=RecordingLayer())
     try:
         await recorder.emit("turn.exploded", {})
     except ValueError as exc:

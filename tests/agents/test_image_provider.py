@@ -29,8 +29,8 @@ async def tool_results(turn) -> list[dict]:
     return [e.payload async for e in turn.events.filter(type="tool.result").order_by("seq")]
 
 
-async def test_a_picture_request_goes_to_the_images_api(make_session, run_turn, model, media_root, monkeypatch):
-    monkeypatch.setenv("APTIX_IMAGE_MODEL", "image-model-x")
+async def test_a_picture_request_goes_to_the_images_api(make_session, run_turn, model, media_root, settings):
+    settings.APTIX_IMAGE_MODEL = "image-model-x"
     model.reply("", tool_calls=[("image_gen", {"prompt": "A red fox in the snow", "size": "512x512"})])
     model.image(png())
     model.reply("Here is your fox.")

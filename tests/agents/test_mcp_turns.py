@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.llm import build_llm_client
-from agents.pipeline import select_tools
-from agents.reasoner import Reasoner
+from agents.run.pipeline import select_tools
+from agents.run.reasoner import Reasoner
 from modes.models import AgentMode
 from tests.helpers import async_db
 from tools.demo_data import build_demo_database

@@ -7,9 +7,9 @@ import httpx2
 import openai
 import pytest
 
-from agents import offline, offline_data
-from agents.offline import OFFLINE_MODEL_NAME, plan_reply, proposal_text
-from agents.offline_app import OfflineModelApp
+from agents.llm.offline import OFFLINE_MODEL_NAME, OfflineModelApp, plan_reply, proposal_text
+from agents.llm.offline import data as offline_data
+from agents.llm.offline import planner as offline
 from modes.catalog import AgentModeSummary
 
 MODES = [
@@ -403,6 +403,6 @@ async def test_end_to_end_through_the_openai_sdk_streaming_a_tool_call():
 
 
 def test_an_escaped_pipe_stays_inside_its_cell():
-    from agents.offline_tables import parse_table
+    from agents.llm.offline.tables import parse_table
 
     assert parse_table("| name | n |\n|---|---|\n| a \\| b | 1 |\n| c | 2 |") == (["name", "n"], [["a | b", "1"], ["c", "2"]])

@@ -9,13 +9,10 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Turn
-from agents.runs import (
-    ERROR_INTERRUPTED,
-    ERROR_NO_WORKER,
-    end_orphans,
-    lease,
-    turn_start,
-)
+from agents.run.current import use_runner
+from agents.run.runners import LocalRunner, WorkerRunner
+from agents.turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, lease, turn_start
+from agents.turns import turn_end_orphans as end_orphans
 from agents.sessions import session_create
 
 pytestmark = pytest.mark.django_db
@@ -26,13 +23,25 @@ def session(team_a, alice):
     return session_create(team=team_a, user=alice)
 
 
+@pytest.fixture
+def workers():
+    """This process hands turns to worker processes (it holds none of their runs)."""
+    with use_runner(WorkerRunner()) as runner:
+        yield runner
+
+
+@pytest.fixture
+def one_process():
+    with use_runner(LocalRunner()) as runner:
+        yield runner
+
+
 def _turn(session, index, status, **fields):
     return Turn.objects.create(session=session, index=index, user_message=f"turn {index}", mode=session.mode,
                                status=status, **fields)
 
 
-def test_with_workers_a_running_turn_lives_while_its_heartbeat_does(session, settings):
-    settings.REDIS_URL = "redis://workers.invalid:6379/0"  # only read, never connected to here
+def test_with_workers_a_running_turn_lives_while_its_heartbeat_does(session, workers):
     now = timezone.now()
     alive = _turn(session, 1, Turn.Status.RUNNING, started_at=now - timedelta(hours=1),
                   heartbeat_at=now - lease() + timedelta(seconds=5))
@@ -49,8 +58,7 @@ def test_with_workers_a_running_turn_lives_while_its_heartbeat_does(session, set
     assert event.type == "turn.failed" and event.seq == 1 and event.payload["error"] == ERROR_INTERRUPTED
 
 
-def test_with_workers_a_turn_queued_for_a_minute_says_no_worker_took_it(session, settings):
-    settings.REDIS_URL = "redis://workers.invalid:6379/0"
+def test_with_workers_a_turn_queued_for_a_minute_says_no_worker_took_it(session, workers):
     fresh = _turn(session, 1, Turn.Status.QUEUED)
     assert end_orphans(session) == []  # just dispatched: a worker may be taking it right now
     Turn.objects.filter(pk=fresh.pk).update(created_at=timezone.now() - timedelta(minutes=2))
@@ -59,8 +67,7 @@ def test_with_workers_a_turn_queued_for_a_minute_says_no_worker_took_it(session,
     assert fresh.status == Turn.Status.FAILED and fresh.error == ERROR_NO_WORKER
 
 
-def test_in_one_process_a_running_turn_without_a_task_is_ended_at_once(session, settings):
-    settings.REDIS_URL = None
+def test_in_one_process_a_running_turn_without_a_task_is_ended_at_once(session, one_process):
     orphan = _turn(session, 1, Turn.Status.RUNNING, heartbeat_at=timezone.now())  # fresh, but no task here
     assert end_orphans(session) == [orphan.pk]
     orphan.refresh_from_db()
@@ -69,8 +76,7 @@ def test_in_one_process_a_running_turn_without_a_task_is_ended_at_once(session, 
     assert turn_start(session=session, text="again").index == 2
 
 
-def test_finished_and_waiting_turns_are_left_alone(session, settings):
-    settings.REDIS_URL = "redis://workers.invalid:6379/0"
+def test_finished_and_waiting_turns_are_left_alone(session, workers):
     old = timezone.now() - timedelta(days=1)
     done = _turn(session, 1, Turn.Status.COMPLETED, finished_at=old)
     waiting = _turn(session, 2, Turn.Status.REQUIRES_ACTION, started_at=old, heartbeat_at=old)

@@ -10,7 +10,7 @@ from channels.layers import get_channel_layer
 
 from agents.events import message_events, session_group
 from agents.models import AgentSession, Turn
-from agents.reasoner import Reasoner
+from agents.run.reasoner import Reasoner
 from modes.models import AgentMode, ModeHistory
 from tests.helpers import async_db
 
@@ -334,7 +334,8 @@ async def test_deltas_are_coalesced(make_session, run_turn, model):
 async def test_cancel_mid_stream_ends_the_turn_cancelled(make_session, llm, model):
     from asgiref.sync import sync_to_async
 
-    from agents.runs import dispatch, turn_cancel, turn_start
+    from agents.run.current import get_runner
+    from agents.turns import turn_cancel, turn_start
 
     session = await make_session(execution="agent")
     model.reply("slow " * 2000, chunk_delay=0.01, tool_calls=[("agent_list_modes", {})])  # ~20 s
@@ -342,7 +343,7 @@ async def test_cancel_mid_stream_ends_the_turn_cancelled(make_session, llm, mode
     channel = await layer.new_channel()
     await layer.group_add(session_group(session.id), channel)
     turn = await sync_to_async(turn_start)(session=session, text="go")
-    task = dispatch(turn.id)
+    task = get_runner().start(turn.id)
     while not any(e["event"] == "model.delta" for e in message_events(
             await asyncio.wait_for(layer.receive(channel), timeout=10))):
         pass  # the reply is streaming
@@ -395,7 +396,7 @@ async def test_timeout_fails_the_turn(make_session, model):
     model.reply("too late")
     from asgiref.sync import sync_to_async
 
-    from agents.runs import turn_start
+    from agents.turns import turn_start
 
     turn = await sync_to_async(turn_start)(session=session, text="hi")
     await Reasoner(llm=client).run(turn.id)

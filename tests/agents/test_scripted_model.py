@@ -8,7 +8,7 @@ import httpx2
 import openai
 import pytest
 
-from agents.asgi_transport import StreamingASGITransport
+from agents.llm.transport import StreamingASGITransport
 from tests.agents.scripted_model import PlannedToolCall, ScriptedModel, loopback_server, openai_client
 
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}]

@@ -13,7 +13,8 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 
 from agents.models import Turn
-from agents.runs import dispatch, turn_start, wait_for_turn
+from agents.run.current import get_runner
+from agents.turns import turn_start
 from aptix.asgi import application
 from tests.helpers import async_db
 
@@ -73,7 +74,7 @@ async def test_owner_sees_the_turn_stream_live(llm, model, make_session, alice):
     assert connected
     model.reply("Hello **there**. <script>alert(1)</script>")
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
-    dispatch(turn.id)
+    get_runner().start(turn.id)
     messages = await collect(communicator)
     await communicator.disconnect()
     stored = [e.seq async for e in turn.events.order_by("seq")]
@@ -92,8 +93,8 @@ async def test_resume_after_seq_replays_exactly_the_missed_events(llm, model, ma
     model.reply("Checking.", tool_calls=[("agent_list_modes", "{}")])
     model.reply("Done.")
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
-    dispatch(turn.id)
-    await wait_for_turn(turn.id)
+    get_runner().start(turn.id)
+    await get_runner().wait(turn.id)
     stored = [e.seq async for e in turn.events.order_by("seq")]
     communicator, connected = await connect(session.id, alice, query=f"turn={turn.id}&seq=3")
     assert connected
@@ -107,7 +108,7 @@ async def test_resume_mid_turn_has_no_gaps_or_duplicates(llm, model, make_sessio
     session = await make_session()
     model.reply("word " * 60, chunk_delay=0.01)  # streams for ~0.6 s
     turn = await sync_to_async(turn_start)(session=session, text="Talk")
-    task = dispatch(turn.id)
+    task = get_runner().start(turn.id)
     while await turn.events.filter(type="model.delta").acount() < 2:
         await asyncio.sleep(0.01)  # the turn is mid-stream: let a few events be written
     seen = await turn.events.acount()
@@ -133,7 +134,7 @@ async def test_a_page_without_a_cursor_gets_the_running_turn_from_its_start(llm,
     session = await make_session()
     model.reply("slow answer", chunk_delay=0.05)
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
-    task = dispatch(turn.id)
+    task = get_runner().start(turn.id)
     while not await turn.events.aexists():
         await asyncio.sleep(0.01)
     communicator, connected = await connect(session.id, alice)

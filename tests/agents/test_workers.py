@@ -22,14 +22,9 @@ from django.test import override_settings
 
 from agents.events import message_events, session_group
 from agents.models import Turn
-from agents.runs import (
-    ERROR_INTERRUPTED,
-    dispatch,
-    lease,
-    turn_cancel,
-    turn_start,
-    wait_for_turn,
-)
+from agents.run.current import get_runner, use_runner
+from agents.run.runners import WorkerRunner
+from agents.turns import ERROR_INTERRUPTED, lease, turn_cancel, turn_end_orphans, turn_start
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 
@@ -48,7 +43,7 @@ def redis_layer():
     if connection.vendor != "postgresql":
         pytest.skip("the worker process shares the test database, which needs PostgreSQL")
     layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
-    with override_settings(REDIS_URL=REDIS_URL, CHANNEL_LAYERS=layers):
+    with override_settings(REDIS_URL=REDIS_URL, CHANNEL_LAYERS=layers), use_runner(WorkerRunner()):
         yield get_channel_layer()
 
 
@@ -130,10 +125,10 @@ async def test_cancel_from_the_web_process_stops_the_worker_run(worker, redis_la
     worker.reply("word " * 400, chunk_delay=0.05)  # ~20 s of streaming unless stopped
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
-    await dispatch(turn.id)
+    await get_runner().start(turn.id)
     await _until_streaming(redis_layer, session.id)
     await turn_cancel(turn=turn)
-    ended = await asyncio.wait_for(wait_for_turn(turn.id), timeout=10)
+    ended = await asyncio.wait_for(get_runner().wait(turn.id), timeout=10)
     assert ended.status == Turn.Status.CANCELLED
     await asyncio.wait_for(worker.stream_cancelled.wait(), timeout=5)  # the model stream was abandoned
     final = await ended.events.order_by("-seq").afirst()
@@ -144,7 +139,7 @@ async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, 
     worker.reply("word " * 400, chunk_delay=0.05)  # ~20 s of streaming
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
-    await dispatch(turn.id)
+    await get_runner().start(turn.id)
     await _until_streaming(redis_layer, session.id)
     # While the worker lives, its heartbeat keeps the turn: the session page leaves it running.
     first = (await Turn.objects.aget(pk=turn.id)).heartbeat_at
@@ -158,9 +153,11 @@ async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, 
 
     worker.process.kill()  # SIGKILL: no clean-up of any kind
     await asyncio.to_thread(worker.process.wait, 10)
-    # Its heartbeat stops; once it is older than the lease the next look at the session ends it.
+    # Its heartbeat stops; once it is older than the lease the runner's next sweep (a timer in the
+    # serving process; pages never write) ends it, and the session page shows why.
     beat = (await Turn.objects.aget(pk=turn.id)).heartbeat_at
     await Turn.objects.filter(pk=turn.id).aupdate(heartbeat_at=beat - lease())  # the lease runs out
+    await sync_to_async(turn_end_orphans)()  # the sweep's tick
     response = await client.get(f"/sessions/{session.id}/")
     turn = await Turn.objects.aget(pk=turn.id)
     assert turn.status == Turn.Status.FAILED and turn.error == ERROR_INTERRUPTED and turn.finished_at

@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from agents.models import AgentSession, Turn
-from agents.runs import wait_for_turn
+from agents.run.current import get_runner
 from agents.sessions import session_create
 from modes.models import ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
@@ -100,7 +100,7 @@ async def test_sending_starts_a_turn_that_runs_after_the_response(llm, model, te
     assert '<h1 id="session-title" title="Hello" hx-swap-oob="true">Hello</h1>' in html  # named by it
     assert f'<span id="session-title-{session.id}" hx-swap-oob="true">Hello</span>' in html
     turn = await Turn.objects.aget(session=session)
-    turn = await wait_for_turn(turn.id)
+    turn = await get_runner().wait(turn.id)
     assert turn.status == "completed" and turn.answer == "Hi there."
     response = await client.post(reverse("turn-new", args=[session.id]), {"message": "   "})
     assert response.status_code == 422 and "The message is empty." in response.content.decode()
@@ -112,12 +112,12 @@ async def test_branch_opens_a_linked_child_session_carrying_the_request(llm, mod
     model.reply("Would you like to: 1) Stay, 2) Switch, or 3) Switch to **Data Analysis** and start a new session?")
     await client.post(reverse("turn-new", args=[session.id]), {"message": "Chart revenue by month"})
     first = await Turn.objects.aget(session=session, index=1)
-    await wait_for_turn(first.id)
+    await get_runner().wait(first.id)
     model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True,
                                                        "reason": "Data questions"})])
     model.reply("Switched; continue in a new session.")
     await client.post(reverse("turn-new", args=[session.id]), {"message": "3"})
-    second = await wait_for_turn((await Turn.objects.aget(session=session, index=2)).id)
+    second = await get_runner().wait((await Turn.objects.aget(session=session, index=2)).id)
     assert second.status == "completed"
     response = await client.post(reverse("session-branch", args=[session.id]), {"turn": first.id})
     assert response.status_code == 422  # that turn asked for no new session
@@ -129,7 +129,7 @@ async def test_branch_opens_a_linked_child_session_carrying_the_request(llm, mod
     assert child.mode == "data-analysis" and child.user_id == alice.id and child.team_id == team_a.id
     carried = await Turn.objects.aget(session=child)
     assert carried.user_message == "Chart revenue by month"  # the request, not the "3"
-    carried = await wait_for_turn(carried.id)
+    carried = await get_runner().wait(carried.id)
     assert carried.status == "completed"
     page = await client.get(reverse("session-detail", args=[child.id]))
     assert f'href="/sessions/{session.id}/"' in page.content.decode()  # links back to its parent

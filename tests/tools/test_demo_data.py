@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from django.core.management import call_command
 
-from agents.offline_data import REVENUE_BY_MONTH_SQL, sql_for
+from agents.llm.offline.data import REVENUE_BY_MONTH_SQL, sql_for
 from tools import demo_data
 from tools.demo_data import build_demo_database, default_path, is_current
 

@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable, ClassVar
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
-from ..base import InvokeResult, ToolContext, function_schema
+from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
 from .image_render import _normalise_png, _render_card, _render_chart
 
 SAFE_ID = re.compile(r"[0-9a-f]{32}")  # a session id, as a folder name
@@ -76,6 +76,10 @@ class ImageGenTool:
         "or an illustration/title card from 'prompt'. Call only when the user wants a visual."
     )
     is_tool_fully_executed_on_server = True
+
+    @classmethod
+    def from_dependencies(cls, deps: ToolDependencies) -> ImageGenTool:
+        return cls(deps.logger, remote=deps.image_remote)
 
     def __init__(self, logger: Any, *, storage: Any = None, remote: RemoteRenderer | None = None) -> None:
         if logger is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from ..base import InvokeResult, ToolContext, function_schema
+from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
 
 ERROR_CATALOG_UNAVAILABLE = "AgentListModesTool could not load the mode catalog. Try again later."
 ERROR_INVALID_JSON = "AgentListModesTool requires the arguments to be a JSON object, e.g. {\"includeExamples\": true}."
@@ -29,6 +29,10 @@ class AgentListModesTool:
         "compare modes, or before proposing a mode change; it never changes the session's mode."
     )
     is_tool_fully_executed_on_server = True
+
+    @classmethod
+    def from_dependencies(cls, deps: ToolDependencies) -> AgentListModesTool:
+        return cls(deps.catalog, deps.logger)
 
     def __init__(self, catalog_service: Any, logger: Any) -> None:
         if catalog_service is None:

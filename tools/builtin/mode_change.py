@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from modes.catalog import ModeValidationError
 
-from ..base import InvokeResult, ToolContext, function_schema
+from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
 
 ERROR_EMPTY_ARGUMENTS = "ModeChangeTool requires a non-empty arguments object."
 ERROR_NO_CONTEXT = "ModeChangeTool requires a valid execution context."
@@ -52,6 +52,10 @@ class ModeChangeTool:
         "current request. Set branch=true when the user wants the new work to start as a separate session."
     )
     is_tool_fully_executed_on_server = True
+
+    @classmethod
+    def from_dependencies(cls, deps: ToolDependencies) -> ModeChangeTool:
+        return cls(deps.session_manager, deps.logger)
 
     def __init__(self, session_manager: Any, logger: Any) -> None:
         if session_manager is None:

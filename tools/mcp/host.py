@@ -1,10 +1,11 @@
 """The MCP host: runs the servers of mcp.json for this process and serves their tools.
 
 Design
-- Start-up. `start_mcp_host()` is called by aptix/asgi.py at import, i.e. in every process that
-  serves the app: Daphne (which has no ASGI lifespan to hook) and `manage.py runworker` (which
-  imports the application through ASGI_APPLICATION); not by migrate, shell or the tests. It is
-  idempotent and returns at once; `APTIX_MCP_AUTOSTART=false` turns it off.
+- Start-up. `start_mcp_host()` is the start-up hook of aptix/asgi.py's application: it runs once,
+  when the process serves its first scope (aptix/startup.py), i.e. only in processes that serve
+  the app: Daphne (which has no ASGI lifespan to hook) and `manage.py runworker`; never on import,
+  so not in migrate, shell or the tests. It is idempotent and returns at once;
+  `APTIX_MCP_AUTOSTART=false` turns it off.
 - Threading. The host owns one daemon thread, "aptix-mcp", running its own asyncio event loop.
   Every server's session lives on that loop, so sessions outlive any request and do not depend on
   which loop a caller runs on (Daphne's reactor loop, a runworker loop, a test's loop). A registry
@@ -240,7 +241,7 @@ _host_lock = threading.Lock()
 def start_mcp_host() -> McpHost | None:
     """Start this process's MCP host, unless APTIX_MCP_AUTOSTART is off. Idempotent; returns at
     once (servers come up in the background). Stopped by an atexit hook."""
-    global _host
+    global _host  # noqa: PLW0603 - the one host of this process, created under _host_lock
     if not settings.APTIX_MCP_AUTOSTART:
         return None
     with _host_lock:

@@ -1,171 +1,17 @@
-"""A read-only SQL MCP server over stdio: `python -m tools.mcp.sql_server <database-url>`.
+"""`python -m tools.mcp.sql_server <database-url>`: the command that runs our read-only SQL MCP
+server, as written in mcp.json files (ours and users'). Kept as a stable entry point; the server
+itself lives in tools/sql_mcp/ (`python -m tools.sql_mcp <database-url>` runs the same thing).
 
-    sqlite:///var/demo.sqlite3                 a file relative to the working directory
-    sqlite:////srv/data/shop.sqlite3           an absolute path (four slashes)
-    postgresql://reader@db.example.com/shop    a password comes from PGPASSWORD or ~/.pgpass
-
-Tools, all annotated readOnlyHint: list_tables, describe_table, query, explain. Results are a
-markdown table (`| a | b |`, `|---|---|`, rows) and one closing line such as "12 rows": the offline
-model parses exactly that shape. Refused writes, timeouts and SQL errors are tool errors
-(is_error) carrying the database's own message. How writes are refused: sql_backends.py (SQLite)
-and sql_postgres.py (PostgreSQL).
-
-Environment: APTIX_SQL_MAX_ROWS, the row cap (default 200); APTIX_SQL_TIMEOUT_MS, the time limit
-per call (default 5000).
-
-No Django here: this runs as its own process and must start fast.
+This module only forwards to tools.sql_mcp.server.main; the MCP host (the rest of tools/mcp/)
+never imports it.
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypeVar
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import Field
+from tools.sql_mcp.server import main
 
-from tools.mcp.sql_backends import Backend, Column, ConfigError, QueryError, Result, Table, open_backend
-
-USAGE = "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 | postgresql://user@host/db>"
-DEFAULT_MAX_ROWS = 200
-DEFAULT_TIMEOUT_MS = 5000
-MAX_CELL_CHARS = 200
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
-
-T = TypeVar("T")
-# Argument types live at module level: MCPServer evaluates the (string) annotations in this module.
-TableArg = Annotated[str, Field(description="A table name as list_tables shows it.")]
-SqlArg = Annotated[str, Field(description="One SQL statement in the database's dialect.")]
-LimitArg = Annotated[int | None, Field(ge=1, description="Return at most this many rows (the server caps it).")]
-
-
-# --- text for the model ------------------------------------------------------------------------
-
-
-def cell(value: Any) -> str:
-    """One value as a markdown table cell: one line, pipes escaped, at most MAX_CELL_CHARS."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        text = "\\x" + bytes(value[:MAX_CELL_CHARS]).hex()
-    elif isinstance(value, (dict, list)):
-        text = json.dumps(value, default=str, ensure_ascii=False)
-    else:
-        text = str(value)
-    if len(text) > MAX_CELL_CHARS:
-        text = text[: MAX_CELL_CHARS - 1] + "…"
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n").replace("|", "\\|")
-
-
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def tables_text(tables: list[Table], exact: bool) -> str:
-    header = "rows" if exact else "approx_rows"
-    rows = [(t.name, "?" if t.rows is None else t.rows) for t in tables]
-    note = "" if exact else " (row counts are planner estimates)"
-    return markdown_table(["table", header], rows) + "\n\n" + _count(len(tables), "table") + note
-
-
-def columns_text(columns: list[Column]) -> str:
-    rows = [(c.name, c.type, "yes" if c.nullable else "no", "yes" if c.primary_key else "no") for c in columns]
-    return markdown_table(["column", "type", "nullable", "pk"], rows) + "\n\n" + _count(len(columns), "column")
-
-
-def result_text(result: Result) -> str:
-    n = len(result.rows)
-    if result.more:
-        footer = f"showing the first {n} rows only (row cap {n}); the query has more rows"
-    else:
-        footer = _count(n, "row")
-    return markdown_table(result.columns, result.rows) + "\n\n" + footer
-
-
-# --- the server --------------------------------------------------------------------------------
-
-
-def build_server(backend: Backend, *, max_rows: int) -> MCPServer:
-    """The MCP server over one backend. Calls run on a worker thread, one at a time, so a long
-    query never blocks the stdio session and the connection is never shared."""
-    server = MCPServer("aptix-sql", log_level="WARNING", instructions=(
-        f"Read-only access to a {backend.dialect} database. Start with list_tables and describe_table; "
-        f"query returns at most {max_rows} rows, so aggregate in SQL."))
-    lock = anyio.Lock()
-
-    async def call(fn: Callable[..., T], *args: Any) -> T:
-        async with lock:
-            try:
-                return await anyio.to_thread.run_sync(fn, *args)
-            except QueryError as exc:
-                raise ToolError(str(exc)) from None
-
-    @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def list_tables() -> str:
-        """List the tables and views you can query, with their row counts."""
-        return tables_text(await call(backend.tables), backend.exact_counts)
-
-    @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def describe_table(table: TableArg) -> str:
-        """The columns of one table: name, type, whether it may be NULL, whether it is in the primary key."""
-        return columns_text(await call(backend.columns, table))
-
-    @server.tool(annotations=READ_ONLY, structured_output=False, description=(
-        f"Run one read-only {backend.dialect} statement (SELECT, WITH, VALUES, …) and return the rows "
-        f"as a markdown table. At most {max_rows} rows are returned; aggregate in SQL rather than "
-        "fetching raw rows. Writes are refused."))
-    async def query(sql: SqlArg, limit: LimitArg = None) -> str:
-        return result_text(await call(backend.query, sql, min(limit or max_rows, max_rows)))
-
-    @server.tool(annotations=READ_ONLY, structured_output=False, description=(
-        f"Show the {backend.dialect} query plan of one statement without running it."))
-    async def explain(sql: SqlArg) -> str:
-        return await call(backend.explain, sql)
-
-    return server
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"{name} must be a positive integer, not {raw!r}")
-    return value
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
-    if len(args) != 1:
-        print(USAGE, file=sys.stderr)
-        return 2
-    try:
-        max_rows = _env_int("APTIX_SQL_MAX_ROWS", DEFAULT_MAX_ROWS)
-        backend = open_backend(args[0], _env_int("APTIX_SQL_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
-    except ConfigError as exc:
-        print(f"sql_server: {exc}", file=sys.stderr)
-        return 1
-    build_server(backend, max_rows=max_rows).run()
-    return 0
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
     sys.exit(main())

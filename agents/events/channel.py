@@ -1,0 +1,76 @@
+"""The channel layer side of turn events: a session's group, the message one written batch makes,
+and reading it back. The only code that sends turn events to the channel layer."""
+from __future__ import annotations
+
+import logging
+from typing import Any, TypedDict
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from ..models import TurnEvent
+from .payloads import live_payload
+
+logger = logging.getLogger("aptix.events")
+
+
+class LiveEvent(TypedDict):
+    seq: int
+    event: str  # one of EVENT_TYPES
+    payload: dict[str, Any]  # live_payload(): without the trace-only fields
+    created_at: str
+
+
+class TurnEventsMessage(TypedDict):
+    """What goes to a session's group: the events of one written batch, in `seq` order (one message
+    per batch, not per event: one channel-layer round trip, to Redis too, instead of dozens)."""
+
+    type: str  # "turn.events" → consumer method turn_events
+    session_id: str
+    turn_id: str
+    events: list[LiveEvent]
+
+
+def message_events(message: dict) -> list[dict]:
+    """The events of a group message, each with its turn and session (for listeners)."""
+    if message.get("type") != "turn.events":
+        return []
+    return [{"session_id": message["session_id"], "turn_id": message["turn_id"], **event}
+            for event in message.get("events", [])]
+
+
+def session_group(session_id: str) -> str:
+    return f"session_{session_id}"
+
+
+def events_message(session_id: str, turn_id: str, events: list[TurnEvent]) -> TurnEventsMessage:
+    return {
+        "type": "turn.events",
+        "session_id": session_id,
+        "turn_id": turn_id,
+        "events": [{"seq": event.seq, "event": event.type, "payload": live_payload(event.payload),
+                    "created_at": event.created_at.isoformat()} for event in events],
+    }
+
+
+def broadcast_written(session_id: str, turn_id: str, events: list[TurnEvent]) -> None:
+    """From synchronous code: send events already written (outside a run, e.g. an orphaned turn
+    ended by a sweep) to the session's group."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(session_group(session_id), events_message(session_id, turn_id, events))
+    except Exception:  # noqa: BLE001 - the events are persisted; the page shows them on reload
+        logger.exception("Broadcasting events of turn %s failed", turn_id)
+
+
+async def send_events(layer: Any, session_id: str, turn_id: str, events: list[TurnEvent]) -> None:
+    """From a run: send a written batch to the session's group. A failure is logged, not raised:
+    the events are persisted, and a live-stream hiccup must not kill the run."""
+    if layer is None:
+        return
+    try:
+        await layer.group_send(session_group(session_id), events_message(session_id, turn_id, events))
+    except Exception:  # noqa: BLE001 - see the docstring
+        logger.exception("Broadcasting events %s-%s of turn %s failed", events[0].seq, events[-1].seq, turn_id)

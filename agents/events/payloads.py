@@ -1,0 +1,141 @@
+"""The payload of every event type, typed, and the registry of event types.
+
+A new event type is one entry in `EVENT_PAYLOADS` (plus its TypedDict here); producers build the
+TypedDict, readers (timeline, API, consumer) use the same keys. Trace-only fields (the prompt and
+messages sent, the tool schemas) stay in the stored event and out of the live stream.
+"""
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from ..state import ModeChange
+
+
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class StepUsage(Usage):
+    turn_total: int
+
+
+class TurnStarted(TypedDict):
+    mode: str
+    execution: str
+    model: str
+    max_steps: int
+    system_prompt: str  # trace only
+    tools: list[dict[str, Any]]  # trace only
+    tool_kinds: dict[str, str]
+
+
+class StepStarted(TypedDict):
+    step: int
+    max_steps: int | None
+    mode: str
+    messages_from: int
+    messages: list[dict[str, Any]]  # trace only
+    tools: list[str]  # trace only
+
+
+class ModelDelta(TypedDict):
+    text: str
+
+
+class ToolCall(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class ModelMessage(TypedDict):
+    step: int
+    content: str
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    usage: StepUsage
+
+
+class ToolCalled(ToolCall):
+    kind: str  # "internal", "mcp", "client" or "unknown"
+
+
+class ToolResult(TypedDict):
+    id: str
+    name: str
+    ok: bool
+    duration_ms: float
+    result: NotRequired[str]
+    error: NotRequired[str | None]
+
+
+class Branch(TypedDict):
+    mode: str
+    reason: str
+
+
+class TurnEnded(TypedDict):
+    """The final event of a turn (turn.completed, turn.failed, turn.cancelled, limit.reached)."""
+
+    status: str
+    answer: str
+    mode: str
+    mode_changes: list[ModeChange]
+    branch: Branch | None
+    usage: NotRequired[Usage]
+    steps: NotRequired[int]
+    # turn.failed
+    error: NotRequired[str]
+    kind: NotRequired[str]
+    # turn.cancelled
+    reason: NotRequired[str]
+    # limit.reached
+    limit: NotRequired[str]
+    message: NotRequired[str]
+    max_steps: NotRequired[int]
+    token_budget: NotRequired[int]
+    used: NotRequired[int]
+
+
+EVENT_PAYLOADS: dict[str, type] = {
+    "turn.started": TurnStarted,
+    "step.started": StepStarted,
+    "model.delta": ModelDelta,
+    "model.message": ModelMessage,
+    "tool.called": ToolCalled,
+    "tool.result": ToolResult,
+    "mode.changed": ModeChange,
+    "limit.reached": TurnEnded,
+    "turn.completed": TurnEnded,
+    "turn.failed": TurnEnded,
+    "turn.cancelled": TurnEnded,
+}
+EVENT_TYPES = tuple(EVENT_PAYLOADS)
+FINAL_EVENT_TYPES = frozenset(t for t, payload in EVENT_PAYLOADS.items() if payload is TurnEnded)
+TRACE_ONLY_FIELDS = frozenset({"system_prompt", "messages", "tools"})
+
+
+def live_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """What of an event's payload goes to the live stream (and to replays)."""
+    if TRACE_ONLY_FIELDS.isdisjoint(payload):
+        return payload
+    return {k: v for k, v in payload.items() if k not in TRACE_ONLY_FIELDS}
+
+
+def branch_of(mode_changes: list[ModeChange]) -> Branch | None:
+    """The new session a turn asks for: its last change with `branch`."""
+    change = next((c for c in reversed(mode_changes) if c["branch"]), None)
+    return {"mode": change["newMode"], "reason": change["reason"]} if change else None
+
+
+def final_payload(extra: dict[str, Any], *, status: str, answer: str, mode: str,
+                  mode_changes: list[ModeChange], usage: Usage | None = None, steps: int | None = None) -> TurnEnded:
+    """A final event's payload: what ended the turn (`extra`) and the turn's outcome."""
+    payload: dict[str, Any] = {**extra, "status": status, "answer": answer, "mode": mode,
+                               "mode_changes": mode_changes, "branch": branch_of(mode_changes)}
+    if usage is not None:
+        payload["usage"] = usage
+    if steps is not None:
+        payload["steps"] = steps
+    return payload  # type: ignore[return-value]  # TypedDict built from a dict: keys as declared above

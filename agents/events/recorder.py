@@ -1,0 +1,150 @@
+"""The EventRecorder: a run's events, written as TurnEvent rows (with a per-turn `seq`), *then*
+sent to the session's channel-layer group."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.utils import timezone
+
+from ..models import Turn, TurnEvent
+from .channel import send_events
+from .payloads import EVENT_TYPES
+from .writer import TurnWrite, write_events
+
+logger = logging.getLogger("aptix.events")
+
+DELTA_INTERVAL = 0.05  # seconds: token deltas are coalesced to about one event per 50 ms
+# Seconds between two event transactions of a turn: what is handed over meanwhile waits and goes in
+# the next one. A turn whose steps take longer (any real model) still writes every event as it comes;
+# a fast one writes a batch per window instead of a transaction per event (each costs the run a
+# thread hop and GIL hand-overs). The stream is therefore at most this much behind the run.
+WRITE_INTERVAL = 0.05
+
+
+class EventRecorder:
+    """Records and broadcasts the events of one turn.
+
+    Writing is behind the run, in order: `emit` queues the event and hands everything queued to
+    the turn's writer task. The writer has one transaction in flight at a time; each takes all that
+    was handed over meanwhile (group commit) together with the turn row's columns given with it,
+    and starts at most every WRITE_INTERVAL unless the run is draining. Once written, the batch is
+    broadcast as one group message, so the stream never sees an event before the database has it,
+    nor out of order. The run does not wait for the database between steps: it waits once, in
+    `drain()`, before it returns. `emit(..., defer=True)` only queues (the next emit takes it
+    along), for an event that another follows at once. A cancelled run cannot lose events: the
+    writer is not the run's task.
+    """
+
+    def __init__(self, turn: Turn, *, start_seq: int = 0, channel_layer: Any = None) -> None:
+        self.turn_id = turn.id
+        self.session_id = turn.session_id
+        self.seq = start_seq
+        self._layer = channel_layer if channel_layer is not None else get_channel_layer()
+        self._queue: list[TurnEvent] = []  # emitted, not yet handed to the writer (deferred)
+        self._handed: list[TurnEvent] = []  # handed to the writer, not yet taken by it
+        self._queue_write = TurnWrite()  # the turn row's columns given with the queued events
+        self._handed_write = TurnWrite()  # ... and with the handed ones
+        self._writer: asyncio.Task | None = None  # the writer, while it has work
+        self._urgent = asyncio.Event()  # set by drain(): write what is handed without waiting
+        self._last_write = 0.0  # loop time the last transaction started
+        self.streamed = ""  # the text of the reply being streamed (kept if the run is stopped)
+        self._error: BaseException | None = None
+        self._pending_delta = ""
+        self._last_flush = 0.0
+
+    async def emit(self, event_type: str, payload: Mapping[str, Any] | None = None, *, defer: bool = False,
+                   turn_write: TurnWrite | None = None) -> TurnEvent:
+        """Record an event. `turn_write` holds columns of the turn's own row (built by
+        agents/turns.py), written in the same transaction as the events, so the turn and its events
+        never disagree (a later value of a column replaces one not written yet)."""
+        if event_type not in EVENT_TYPES:
+            raise ValueError(f"Unknown event type {event_type!r}.")
+        if event_type != "model.delta":
+            self._queue_delta()  # a buffered delta goes out with the event that follows it
+        if event_type == "model.message":
+            self.streamed = ""
+        event = self._queue_event(event_type, dict(payload or {}))
+        if turn_write is not None:
+            self._queue_write.merge(turn_write)
+        if not defer:
+            await self.flush()
+        return event
+
+    async def delta(self, text: str) -> None:
+        """Buffer a token delta; emit when ~50 ms passed since the last one."""
+        self._pending_delta += text
+        self.streamed += text
+        now = time.monotonic()
+        if now - self._last_flush >= DELTA_INTERVAL:
+            await self.flush_delta()
+
+    async def flush_delta(self) -> None:
+        if self._queue_delta():
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Hand the queued events to the writer (returns at once; see `drain`)."""
+        if not self._queue:
+            return
+        self._handed += self._queue
+        self._handed_write.merge(self._queue_write)
+        self._queue, self._queue_write = [], TurnWrite()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_then_send())
+
+    async def drain(self) -> None:
+        """Wait until every event emitted so far is written and broadcast; raise the first write error."""
+        await self.flush()
+        self._urgent.set()
+        try:
+            while self._writer is not None and not self._writer.done():
+                await asyncio.shield(self._writer)
+        finally:
+            self._urgent.clear()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    async def _write_then_send(self) -> None:
+        """Group commit: one transaction at a time, each taking everything handed over meanwhile, so
+        a fast run writes a few larger batches instead of one transaction per event."""
+        loop = asyncio.get_running_loop()
+        while self._handed:
+            wait = self._last_write + WRITE_INTERVAL - loop.time()
+            if wait > 0 and not self._urgent.is_set():
+                try:
+                    async with asyncio.timeout(wait):
+                        await self._urgent.wait()
+                except TimeoutError:
+                    pass
+            self._last_write = loop.time()
+            events, write = self._handed, self._handed_write
+            self._handed, self._handed_write = [], TurnWrite()
+            try:
+                await write_events(self.turn_id, events, write)
+            except Exception as exc:  # noqa: BLE001 - surfaced by drain(); later batches still try
+                logger.exception("Writing events %s-%s of turn %s failed",
+                                 events[0].seq, events[-1].seq, self.turn_id)
+                self._error = self._error or exc
+                continue
+            await send_events(self._layer, self.session_id, self.turn_id, events)
+
+    def _queue_delta(self) -> bool:
+        if not self._pending_delta:
+            return False
+        text, self._pending_delta = self._pending_delta, ""
+        self._last_flush = time.monotonic()
+        self._queue_event("model.delta", {"text": text})
+        return True
+
+    def _queue_event(self, event_type: str, payload: dict[str, Any]) -> TurnEvent:
+        self.seq += 1
+        event = TurnEvent(turn_id=self.turn_id, seq=self.seq, type=event_type, payload=payload,
+                          created_at=timezone.now())
+        self._queue.append(event)
+        return event

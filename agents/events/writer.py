@@ -1,0 +1,107 @@
+"""Writing a batch of a turn's events, and the turn row's columns given with them, in one
+transaction (one statement on PostgreSQL), on a thread of its own."""
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models import Q
+from django.db.models.sql import UpdateQuery
+
+from ..models import Turn, TurnEvent
+
+
+@dataclass
+class TurnWrite:
+    """Columns of a turn's row to write with a batch of events, and — when they change its status —
+    the statuses the row may hold for them to apply (agents/turns.py builds these: it owns the
+    transition table). A status change the row no longer allows is not applied; the events are."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    from_statuses: frozenset[str] | None = None
+
+    def merge(self, later: TurnWrite) -> None:
+        """Fold a later write into this one (one batch). The guard stays the earliest status
+        change's: that is what the row holds when the batch is written."""
+        if self.from_statuses is None:
+            self.from_statuses = later.from_statuses
+        self.fields.update(later.fields)
+
+# Event writes run on a thread of their own, not on asgiref's shared sync thread, which every async
+# view's ORM call and every tool's database read in this process queue on: a turn's writes hold up
+# neither other requests nor its own tool calls. One thread (so one database connection, kept open
+# like the sync thread's) serves all turns of the process; each turn's writer has one batch in flight.
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-events")
+
+
+async def write_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
+    await asyncio.get_running_loop().run_in_executor(_executor, _write_sync, turn_id, events, write)
+
+
+def close_writer_connection() -> None:
+    """Close the event thread's database connection (test teardown; it reopens when needed)."""
+    _executor.submit(connections.close_all).result(timeout=10)
+
+
+def _write_sync(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
+    try:
+        _write_batch(turn_id, events, write)
+    except Exception:
+        # A broken connection (the server restarted) must not fail every later batch: drop it, the
+        # next batch connects afresh.
+        connections.close_all()
+        raise
+
+
+_INSERT_COLUMNS = ("turn_id", "seq", "type", "payload", "created_at")
+_ROWS_PER_STATEMENT = 200  # 5 parameters a row: far below every backend's parameter limit
+
+
+def _write_batch(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
+    """The turn's columns and the events, atomically, in as few round trips as the backend allows:
+    on PostgreSQL one statement (`WITH turn AS (UPDATE …) INSERT … VALUES (…), (…)`, atomic by
+    itself), elsewhere one transaction of an UPDATE and a multi-row INSERT.
+
+    A fast run's writes compete with it for the GIL at every round trip, hence one statement. And
+    not `bulk_create`: on PostgreSQL it sends the rows as typed arrays (`UNNEST`), which psycopg
+    builds by escaping each JSON payload character by character, costing more CPU than the rest of
+    the run's bookkeeping together. Values still go through each field's own database preparation
+    (JSON adaptation, time zones), and the UPDATE is compiled by the ORM."""
+    connection = connections[TurnEvent.objects.db]
+    statements = _insert_statements(connection, events)
+    update = _update_statement(connection, turn_id, write) if write and write.fields else None
+    if connection.vendor == "postgresql" and update is not None and len(statements) == 1:
+        (sql, params), (update_sql, update_params) = statements[0], update
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH turn_update AS ({update_sql}) {sql}", (*update_params, *params))
+        return
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        for sql, params in ([update] if update else []) + statements:
+            cursor.execute(sql, params)
+
+
+def _insert_statements(connection: Any, events: list[TurnEvent]) -> list[tuple[str, list]]:
+    fields = [TurnEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+    quote = connection.ops.quote_name
+    head = (f"INSERT INTO {quote(TurnEvent._meta.db_table)} "
+            f"({', '.join(quote(field.column) for field in fields)}) VALUES ")
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    statements = []
+    for start in range(0, len(events), _ROWS_PER_STATEMENT):
+        chunk = events[start:start + _ROWS_PER_STATEMENT]
+        params = [field.get_db_prep_save(getattr(event, field.attname), connection)
+                  for event in chunk for field in fields]
+        statements.append((head + ", ".join([row] * len(chunk)), params))
+    return statements
+
+
+def _update_statement(connection: Any, turn_id: str, write: TurnWrite) -> tuple[str, tuple]:
+    query = UpdateQuery(Turn)
+    query.add_q(Q(pk=turn_id))
+    if write.from_statuses is not None:  # the transition guard: an ended turn never flips back
+        query.add_q(Q(status__in=sorted(write.from_statuses)))
+    query.add_update_values(write.fields)
+    return query.get_compiler(connection=connection).as_sql()

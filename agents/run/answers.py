@@ -1,0 +1,43 @@
+"""How an Ask answer shows tool results when there is no follow-up model call."""
+from __future__ import annotations
+
+import json
+
+from tools.builtin.mode_change import ModeChangeTool
+
+from ..state import PausedState, ToolOutput
+
+
+def ask_answer(state: PausedState, content: str = "") -> str:
+    """The model's text (if any) followed by each tool result of the step, summarised."""
+    parts = [content.strip()] if content and content.strip() else []
+    for output in state.tool_outputs:
+        parts.append(summarize_tool_output(output))
+    return "\n\n".join(p for p in parts if p)
+
+
+def summarize_tool_output(output: ToolOutput) -> str:
+    """How an Ask answer shows a tool result when there is no follow-up model call."""
+    name, content = output["name"], output["content"]
+    if not output["ok"]:
+        try:
+            message = json.loads(content).get("error", content)
+        except (ValueError, AttributeError):
+            message = content
+        return f"**{name}** failed: {message}"
+    try:
+        data = json.loads(content)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        if "url" in data and name == "image_gen":
+            return f"![{data.get('alt', 'image')}]({data['url']})"
+        if name == ModeChangeTool.TOOL_NAME:
+            line = f"Mode changed: {data.get('previousMode')} → {data.get('newMode')}."
+            return line + (" Continue in a new session in that mode." if data.get("branch") else "")
+        if "modes" in data:
+            return "\n".join(
+                f"- **{m.get('displayName')}** (`{m.get('key')}`) — {m.get('description')}" for m in data["modes"]
+            )
+    text = content if len(content) < 2000 else content[:2000] + "…"
+    return f"```\n{text}\n```"

@@ -1,0 +1,319 @@
+"""Ask and Agent loops (spec 004 §3, §6) with AGN-011's mode handling (§5).
+
+Ask: one model call; internal tool calls in that reply run; no second call unless
+APTIX_ASK_FOLLOWUP. Agent: model → tools → results → model until a reply has no tool calls, the
+step limit, the token budget, or a cancel. Every step is recorded as events (agents/events). Each
+step returns a typed outcome (agents/run/outcomes.py); the run's ending is turned into the turn's
+end status by agents/turns.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from aptix.logging import admin_logger
+from modes.models import AgentMode
+from tools.base import InvokeResult, ToolContext
+from tools.builtin.mode_change import ModeChangeTool
+from tools.registry import ToolRegistry, mcp_registry
+
+from .. import turns
+from ..events import EventRecorder
+from ..events.payloads import ModelMessage, ToolResult, final_payload
+from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
+from ..models import Turn
+from ..state import ModeChange, PausedState
+from .answers import ask_answer
+from .loading import LoadedRun, load_run
+from .outcomes import (
+    Ending,
+    Failed,
+    FinalAnswer,
+    LimitReached,
+    PausedForClientTools,
+    RunAgain,
+    RunOutcome,
+    StepOutcome,
+    Stopped,
+)
+from .pipeline import build_system_prompt, select_tools, with_current_mode
+from .toolbox import build_internal_tools
+
+logger = logging.getLogger("aptix.reasoner")
+
+RESULT_TRACE_LIMIT = 20_000  # characters of a tool result kept in its event
+ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
+
+
+@dataclass
+class Run:
+    """One run of one turn: what the loop's steps share."""
+
+    turn: Turn
+    recorder: EventRecorder
+    state: PausedState | None = None
+    last_content: str = ""  # the last step's text (the answer if a limit stops the run)
+
+    @property
+    def agent(self) -> bool:
+        return self.turn.execution == "agent"
+
+
+class Reasoner:
+    def __init__(self, *, llm: LLMClient | None = None, session_manager: Any = None, logger: Any = None,
+                 max_steps: int | None = None, token_budget: int | None = None,
+                 ask_followup: bool | None = None, image_remote: Any = None, mcp: ToolRegistry | None = None) -> None:
+        self.llm = llm or get_llm_client()
+        self.max_steps = max_steps or settings.APTIX_MAX_STEPS
+        self.token_budget = token_budget or settings.APTIX_TOKEN_BUDGET
+        self.ask_followup = settings.APTIX_ASK_FOLLOWUP if ask_followup is None else ask_followup
+        self.admin_logger = logger or admin_logger
+        self.mcp = mcp if mcp is not None else mcp_registry  # handed in by the runner
+        if image_remote is None and not self.llm.is_offline:
+            image_remote = self.llm.generate_image  # a real provider draws with its Images API
+        self.tools = build_internal_tools(session_manager=session_manager, logger=self.admin_logger,
+                                          image_remote=image_remote)
+
+    # --- entry point ------------------------------------------------------------------------
+
+    async def run(self, turn_id: str, *, client_tools: list[dict] | None = None,
+                  tool_results: list[dict] | None = None) -> Turn:
+        """Run (or continue) a turn to its end state. Never raises for model or tool failures."""
+        loaded = await load_run(turn_id)
+        turn = loaded.turn
+        if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
+            return turn
+        run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
+        try:
+            if turn.status == Turn.Status.REQUIRES_ACTION:
+                run.state = self._continue_state(turn, tool_results or [])
+            else:
+                run.state = await self._start(run, loaded, client_tools)
+            await self._end(run, await self._loop(run))
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            await self._end(run, Stopped(answer=run.recorder.streamed))
+        except ModelError as exc:
+            await self._end(run, Failed(message=str(exc), kind=exc.kind))
+        except Exception as exc:  # noqa: BLE001 - a turn never stays running
+            self.admin_logger.add_exception(exc, "Reasoner.Run", turn_id=turn.id, session_id=turn.session_id)
+            await self._end(run, Failed(message=ERROR_INTERNAL, kind="internal"))
+        return turn
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    async def _start(self, run: Run, loaded: LoadedRun, client_tools: list[dict] | None) -> PausedState:
+        turn = run.turn
+        mode = loaded.mode
+        if mode is None:  # deleted from the catalog since: run with an empty prompt layer
+            mode = AgentMode(key=turn.mode, display_name=turn.mode, description="", tool_policy=[])
+        selection = select_tools(policy=mode.tool_policy, toggles=turn.session.tool_toggles,
+                                 execution=turn.execution, client_tools=client_tools, mcp=self.mcp)
+        system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
+        messages = [{"role": "system", "content": system_prompt}, *loaded.history,
+                    {"role": "user", "content": turn.user_message}]
+        # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
+        # but the orphan check, which knows the run's task).
+        write = turns.started(model_label=self.llm.label)
+        turns.apply_locally(turn, write)
+        await run.recorder.emit("turn.started", defer=True, turn_write=write, payload={
+            "mode": turn.mode, "execution": turn.execution, "model": self.llm.label,
+            "max_steps": self.max_steps if turn.execution == "agent" else 1,
+            "system_prompt": system_prompt, "tools": selection.schemas, "tool_kinds": selection.kinds,
+        })
+        return PausedState(messages=messages, tools=selection.schemas, kinds=selection.kinds, mode=turn.mode)
+
+    def _continue_state(self, turn: Turn, tool_results: list[dict]) -> PausedState:
+        state = PausedState.from_json(turn.state)
+        given = {r["toolCallId"]: r["content"] for r in tool_results}
+        for call in state.pending:
+            state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": given[call["id"]]})
+            state.tool_outputs.append({"name": call["name"], "ok": True, "content": given[call["id"]]})
+        state.pending = []
+        return state
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    async def _loop(self, run: Run) -> RunOutcome:
+        if run.turn.status == Turn.Status.REQUIRES_ACTION:
+            await turns.turn_resume(run.turn)
+            if not run.agent and not self.ask_followup:
+                return FinalAnswer(answer=ask_answer(self._state(run)))
+        while True:
+            outcome = await self._step_once(run)
+            if not isinstance(outcome, RunAgain):
+                return outcome
+
+    async def _step_once(self, run: Run) -> StepOutcome:
+        state = self._state(run)
+        limit = self._limit_hit(run)
+        if limit:
+            return LimitReached(answer=run.last_content, limit=limit)
+        followup = not run.agent and run.turn.step_count >= 1  # Ask's optional second call: no tools
+        reply = await self._step(run, tools=None if followup else state.tools)
+        run.last_content = reply.content
+        if not reply.tool_calls or followup:
+            return FinalAnswer(answer=reply.content)
+        state.tool_outputs = []
+        await self._run_tool_calls(run, reply)
+        if state.pending:
+            return PausedForClientTools()
+        if not run.agent and not self.ask_followup:
+            return FinalAnswer(answer=ask_answer(state, reply.content))
+        return RunAgain()
+
+    def _limit_hit(self, run: Run) -> dict[str, Any] | None:
+        turn = run.turn
+        if run.agent and turn.step_count >= self.max_steps:
+            return {"limit": "steps", "max_steps": self.max_steps,
+                    "message": f"Stopped after {self.max_steps} steps (APTIX_MAX_STEPS)."}
+        used = turn.prompt_tokens + turn.completion_tokens
+        if turn.step_count and used >= self.token_budget:
+            return {"limit": "tokens", "token_budget": self.token_budget, "used": used,
+                    "message": f"Stopped after using {used} tokens of the {self.token_budget} budget "
+                               "(APTIX_TOKEN_BUDGET)."}
+        return None
+
+    async def _step(self, run: Run, *, tools: list[dict] | None) -> ModelReply:
+        turn, state = run.turn, self._state(run)
+        turn.step_count += 1
+        # The trace keeps each message once: the first step carries the whole prompt, later steps
+        # what was appended since (tool results), so a long turn does not store n² messages.
+        sent_before = state.traced
+        state.traced = len(state.messages)
+        await run.recorder.emit("step.started", {
+            "step": turn.step_count, "max_steps": self.max_steps if run.agent else None,
+            "mode": state.mode, "messages_from": sent_before, "messages": state.messages[sent_before:],
+            "tools": [t["function"]["name"] for t in tools or []],
+        })
+        reply = await self.llm.stream_chat(messages=state.messages, tools=tools, on_delta=run.recorder.delta)
+        turn.prompt_tokens += reply.prompt_tokens
+        turn.completion_tokens += reply.completion_tokens
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
+        message: ModelMessage = {
+            "step": turn.step_count, "content": reply.content, "tool_calls": calls,  # type: ignore[typeddict-item]
+            "finish_reason": reply.finish_reason,
+            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                      "turn_total": turn.prompt_tokens + turn.completion_tokens},
+        }
+        # Written with the turn's counters; deferred when tool calls follow (tool.called writes both).
+        await run.recorder.emit("model.message", message, defer=bool(calls), turn_write=turns.counters(turn))
+        assistant: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if calls:
+            assistant["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in calls
+            ]
+        state.messages.append(assistant)
+        return reply
+
+    # --- tools ------------------------------------------------------------------------------
+
+    async def _run_tool_calls(self, run: Run, reply: ModelReply) -> None:
+        turn, state, session = run.turn, self._state(run), run.turn.session
+        for call in reply.tool_calls:
+            kind = state.kinds.get(call.name)
+            await run.recorder.emit("tool.called", {
+                "id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown",
+            })
+            if kind == "client":
+                state.pending.append({"id": call.id, "name": call.name, "arguments": call.arguments})
+                continue
+            context = ToolContext(session_id=session.id, org=session.team, user=session.user,
+                                  turn_id=turn.id, tool_call_id=call.id)
+            started = time.monotonic()
+            result = await self._execute(call.name, kind, call.arguments, context, state)
+            duration_ms = round((time.monotonic() - started) * 1000, 1)
+            content = result.content_for_model()
+            state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
+            payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful,
+                                   "duration_ms": duration_ms}
+            if result.successful:
+                payload["result"] = (result.result or "")[:RESULT_TRACE_LIMIT]
+            else:
+                payload["error"] = result.error_message
+            await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
+            if call.name == ModeChangeTool.TOOL_NAME and result.successful:
+                await self._mode_changed(run, result)
+
+    async def _execute(self, name: str, kind: str | None, arguments: str, context: ToolContext,
+                       state: PausedState) -> InvokeResult:
+        if kind is None:
+            offered = ", ".join(n for n in state.kinds) or "none"
+            return InvokeResult.from_error(f"Unknown tool '{name}'. Tools available in this turn: {offered}.")
+        if arguments and arguments.strip():
+            try:
+                json.loads(arguments)
+            except ValueError as exc:
+                return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
+        tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
+        if tool is None:
+            return InvokeResult.from_error(f"Tool '{name}' is unavailable right now (its server is down).")
+        try:
+            result = await tool.execute(arguments or "{}", context)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one failing tool does not lose the others
+            self.admin_logger.add_exception(exc, "Reasoner.ToolFailed", tool=name, turn_id=context.turn_id)
+            return InvokeResult.from_error(f"Tool '{name}' failed unexpectedly.")
+        if not isinstance(result, InvokeResult):
+            return InvokeResult.from_error(f"Tool '{name}' returned no result.")
+        return result
+
+    async def _mode_changed(self, run: Run, result: InvokeResult) -> None:
+        """AGN-011 §5: the tool already persisted the change (one ModeHistory row); here the in-flight
+        mode follows it and the change is surfaced. The tool list stays as it is until next turn."""
+        state = self._state(run)
+        data = json.loads(result.result or "{}")
+        change: ModeChange = {
+            "previousMode": data.get("previousMode"), "newMode": data.get("newMode") or data.get("mode"),
+            "reason": data.get("reason", ""), "branch": bool(data.get("branch")),
+        }
+        state.mode_changes.append(change)
+        state.mode = change["newMode"]
+        system = state.messages[0]
+        if system.get("role") == "system":
+            system["content"] = with_current_mode(system["content"], state.mode)
+        await run.recorder.emit("mode.changed", change, defer=True)
+
+    # --- endings ----------------------------------------------------------------------------
+
+    async def _end(self, run: Run, outcome: RunOutcome) -> None:
+        if isinstance(outcome, PausedForClientTools):
+            await run.recorder.drain()  # the columns written with the events so far go first
+            await turns.turn_pause(run.turn, self._state(run))
+        else:
+            await self._finish(run, outcome)
+        await run.recorder.drain()
+
+    async def _finish(self, run: Run, ending: Ending) -> None:
+        turn, state = run.turn, run.state
+        changes = state.mode_changes if state else []
+        if len(changes) > 1:
+            logger.warning("Turn %s changed mode %d times; the last successful change wins (%s).",
+                           turn.id, len(changes), changes[-1]["newMode"],
+                           extra={"event": "reasoner.multiple_mode_changes", "turn_id": turn.id})
+        mode = state.mode if state else turn.mode
+        write = turns.finished(status=ending.status, answer=ending.answer, error=ending.error, mode=mode,
+                               mode_changes=changes, counters=turns.counters(turn).fields)
+        turns.apply_locally(turn, write)
+        await run.recorder.emit(ending.event_type, turn_write=write, payload=final_payload(
+            ending.extra(), status=ending.status, answer=ending.answer, mode=mode, mode_changes=changes,
+            usage={"prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens},
+            steps=turn.step_count))
+        await run.recorder.drain()
+
+    @staticmethod
+    def _state(run: Run) -> PausedState:
+        if run.state is None:
+            raise RuntimeError("The run has no state before it started.")
+        return run.state

@@ -1,0 +1,207 @@
+"""Where runs execute. A run does not depend on the request that started it.
+
+- `LocalRunner` (the embedded default): runs are asyncio tasks on this process's event loop.
+- `WorkerRunner` (`REDIS_URL` set): runs are sent over the channel layer to
+  `manage.py runworker aptix-runs` processes (`RunWorkerConsumer`), which run them as tasks; a cancel
+  is a flag in the database that the worker's watcher sees within half a second.
+
+Both have one interface; `agents.run.current.get_runner()` picks one from settings, once.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+from asgiref.sync import sync_to_async
+from channels.consumer import AsyncConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.utils import timezone
+
+from tools.registry import ToolRegistry, mcp_registry
+
+from ..events import FINAL_EVENT_TYPES, message_events, session_group
+from ..models import Turn
+from ..turns import (
+    ERROR_INTERRUPTED,
+    ERROR_NO_WORKER,
+    OPEN,
+    lease_expired,
+    orphan_queued_too_long,
+    turn_end_orphans,
+)
+from .current import get_runner
+
+RUN_CHANNEL = "aptix-runs"
+CANCEL_POLL_INTERVAL = 0.5
+RUN_ARGUMENTS = ("client_tools", "tool_results")  # what a run takes besides its turn
+
+
+class Runner:
+    """Starts, stops and awaits runs. The tasks of the runs this process holds are in `tasks`."""
+
+    kind: ClassVar[str]
+    polls_cancel: ClassVar[bool]  # the cancel may be asked for in another process
+    ends_unheld_turns: ClassVar[bool]  # a turn no task here holds is nobody's: cancel ends it here
+
+    def __init__(self, *, mcp: ToolRegistry | None = None) -> None:
+        self.mcp = mcp if mcp is not None else mcp_registry  # the MCP tools runs may offer
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._sweeper: asyncio.Task | None = None
+
+    @property
+    def tasks(self) -> Mapping[str, asyncio.Task]:
+        return self._tasks
+
+    def start(self, turn_id: str, *, client_tools: list[dict] | None = None,
+              tool_results: list[dict] | None = None) -> asyncio.Task:
+        raise NotImplementedError
+
+    async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
+        """Wait until the turn ends (or needs client tool results) and return it fresh."""
+        raise NotImplementedError
+
+    def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
+        """Why nothing runs this open turn any more (it is then ended), or None."""
+        raise NotImplementedError
+
+    def run_here(self, turn_id: str, **arguments: Any) -> asyncio.Task:
+        """Run the turn as a task of this process. It gets an empty context: a copy of the
+        request's would tie its sync_to_async calls to the request's thread executor, which ends
+        with the request ("CurrentThreadExecutor already quit")."""
+        coro = self._run(turn_id, **{k: arguments.get(k) for k in RUN_ARGUMENTS})
+        task = asyncio.get_running_loop().create_task(coro, name=f"turn-{turn_id}", context=contextvars.Context())
+        self._tasks[turn_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(turn_id, None))
+        return task
+
+    def stop(self, turn_id: str) -> bool:
+        """Cancel the run if this process holds it."""
+        task = self._tasks.get(turn_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+    def start_sweeping(self, interval: float | None = None) -> None:
+        """End orphaned turns every `interval` seconds on this loop (the server's start-up hook)."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(
+                self._sweep_forever(interval or settings.APTIX_RUN_HEARTBEAT), name="turn-sweeper",
+                context=contextvars.Context())
+
+    async def _sweep_forever(self, interval: float) -> None:
+        while True:
+            await sync_to_async(turn_end_orphans)(runner=self)
+            await asyncio.sleep(interval)
+
+    async def _run(self, turn_id: str, **arguments: Any) -> Turn:
+        from .reasoner import Reasoner
+
+        keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task()))
+        try:
+            return await Reasoner(mcp=self.mcp).run(turn_id, **arguments)
+        finally:
+            keeper.cancel()
+
+    async def _keep_alive(self, turn_id: str, run_task: asyncio.Task | None) -> None:
+        """While the run lives: its heartbeat (the run writes the first with turn.started), and, when
+        the cancel may be asked for in another process, the cancel flag."""
+        loop = asyncio.get_running_loop()
+        beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
+        while True:
+            wait = max(0.0, beat_at - loop.time())
+            await asyncio.sleep(min(wait, CANCEL_POLL_INTERVAL) if self.polls_cancel else wait)
+            if loop.time() >= beat_at:
+                beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
+                await Turn.objects.filter(pk=turn_id, finished_at__isnull=True).aupdate(heartbeat_at=timezone.now())
+            if self.polls_cancel and await Turn.objects.filter(pk=turn_id, cancel_requested=True).aexists():
+                if run_task is not None:
+                    run_task.cancel()
+                return
+
+
+class LocalRunner(Runner):
+    kind = "local"
+    polls_cancel = False
+    ends_unheld_turns = True
+
+    def start(self, turn_id: str, *, client_tools: list[dict] | None = None,
+              tool_results: list[dict] | None = None) -> asyncio.Task:
+        return self.run_here(turn_id, client_tools=client_tools, tool_results=tool_results)
+
+    async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
+        task = started if started is not None else self._tasks.get(turn_id)
+        if task is not None:
+            await asyncio.shield(task)
+        return await Turn.objects.select_related("session").aget(pk=turn_id)
+
+    def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
+        # One process: an open turn with no task here is left over from a stopped server.
+        if turn.pk not in self._tasks and (turn.status == Turn.Status.RUNNING or orphan_queued_too_long(turn, now)):
+            return ERROR_INTERRUPTED
+        return None
+
+
+class WorkerRunner(Runner):
+    kind = "worker"
+    polls_cancel = True
+    ends_unheld_turns = False
+
+    def start(self, turn_id: str, *, client_tools: list[dict] | None = None,
+              tool_results: list[dict] | None = None) -> asyncio.Task:
+        message = {"type": "run.turn", "turn_id": turn_id, "client_tools": client_tools, "tool_results": tool_results}
+        return asyncio.get_running_loop().create_task(get_channel_layer().send(RUN_CHANNEL, message))
+
+    async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
+        """Follow the session's events until the turn's final one (looking at the row now and then)."""
+        layer = get_channel_layer()
+        turn = await Turn.objects.aget(pk=turn_id)
+        channel = await layer.new_channel()
+        group = session_group(turn.session_id)
+        await layer.group_add(group, channel)
+        try:
+            while True:
+                turn = await Turn.objects.aget(pk=turn_id)
+                if turn.is_finished or turn.status == Turn.Status.REQUIRES_ACTION:
+                    break
+                try:
+                    async with asyncio.timeout(5):  # then look at the turn again
+                        message = await layer.receive(channel)
+                except TimeoutError:
+                    continue
+                if any(e["turn_id"] == turn_id and e["event"] in FINAL_EVENT_TYPES for e in message_events(message)):
+                    break
+        finally:
+            await layer.group_discard(group, channel)
+        return await Turn.objects.select_related("session").aget(pk=turn_id)
+
+    def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
+        # A running turn whose heartbeat stopped (its worker died), or one queued for longer than a
+        # minute (no worker took it; the channel layer drops undelivered runs then).
+        if turn.status == Turn.Status.RUNNING:
+            return ERROR_INTERRUPTED if lease_expired(turn, now) else None
+        if turn.status in OPEN and orphan_queued_too_long(turn, now):
+            return ERROR_NO_WORKER
+        return None
+
+
+class RunWorkerConsumer(AsyncConsumer):
+    """`manage.py runworker aptix-runs`: runs turns dispatched over the channel layer.
+
+    Channels hands every message of the channel to this one consumer in turn, so a handler that
+    awaited the whole run would make a worker run one turn at a time: each run is a task instead.
+    """
+
+    async def run_turn(self, message: dict) -> None:
+        get_runner().run_here(message["turn_id"], **{k: message.get(k) for k in RUN_ARGUMENTS})
+
+
+def start_runs() -> None:
+    """Start-up hook of a serving process (Daphne, runworker): sweep orphaned turns now and on a
+    timer. Must be called on the serving event loop."""
+    if settings.APTIX_RUN_SWEEP:
+        get_runner().start_sweeping()

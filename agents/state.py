@@ -1,0 +1,84 @@
+"""`Turn.state`: one documented shape per status, round-tripped through JSON.
+
+- `queued`, `running`: empty (`{}`) — the run holds what it needs in memory.
+- `requires_action`: a `PausedState`: the conversation so far, the tools offered, the pending
+  client tool calls; the turn continues exactly where it stopped when the client posts results.
+- an ended status: an `EndedState`: the mode changes the turn made (the API's `modeChanges`).
+
+`turn_state(turn)` reads whichever shape the turn's status says it holds.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypedDict
+
+from .models import Turn
+
+
+class ModeChange(TypedDict):
+    """A mode change made by `agent_change_mode` in a turn (keys as the API shows them)."""
+
+    previousMode: str | None
+    newMode: str
+    reason: str
+    branch: bool
+
+
+class PendingCall(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class ToolOutput(TypedDict):
+    name: str
+    ok: bool
+    content: str
+
+
+@dataclass
+class PausedState:
+    """What the loop carries between steps and, for client tools, between HTTP requests."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    kinds: dict[str, str]
+    mode: str
+    mode_changes: list[ModeChange] = field(default_factory=list)
+    pending: list[PendingCall] = field(default_factory=list)
+    tool_outputs: list[ToolOutput] = field(default_factory=list)  # this step's results, for Ask answers
+    traced: int = 0  # how many messages the trace (step.started events) already holds
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PausedState:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class EndedState:
+    mode_changes: list[ModeChange] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode_changes": list(self.mode_changes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EndedState:
+        return cls(mode_changes=list(data.get("mode_changes", [])))
+
+    @property
+    def branch(self) -> ModeChange | None:
+        """The last change that asked for a new session, if any."""
+        return next((c for c in reversed(self.mode_changes) if c.get("branch")), None)
+
+
+def turn_state(turn: Turn) -> PausedState | EndedState | None:
+    """The state the turn's status says it holds (None while queued or running)."""
+    if turn.status == Turn.Status.REQUIRES_ACTION:
+        return PausedState.from_json(turn.state or {})
+    if turn.is_finished:
+        return EndedState.from_json(turn.state or {})
+    return None

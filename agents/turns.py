@@ -1,0 +1,242 @@
+"""Turn services: the only code that decides `Turn.status`.
+
+Every status a turn takes is produced here and checked against `ALLOWED_FROM`, in the database
+write itself (`UPDATE … WHERE status IN (allowed)`): an ended turn never flips back, whoever writes
+late. A run writes its status changes together with its events (agents/events, group commit), so
+what it writes is a `TurnWrite` built here: the columns plus the statuses they may replace.
+
+    queued ──► running ──► completed | limit_reached
+      │          │  ▲
+      │          ▼  │
+      │     requires_action
+      └──────────┴────────► failed | cancelled   (from any open status)
+
+Orphans — turns that nothing runs any more (their process died) — are ended `failed` by
+`turn_end_orphans`, called when a turn is started and on the runner's timer (never on a GET).
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from .events import broadcast_written
+from .events.writer import TurnWrite
+from .events.payloads import final_payload
+from .models import AgentSession, Execution, Turn, TurnEvent
+from .run.current import get_runner
+from .sessions import ERROR_BAD_EXECUTION
+from .state import EndedState, ModeChange, PausedState
+
+if TYPE_CHECKING:
+    from .run.runners import Runner
+
+logger = logging.getLogger("aptix.runs")
+
+Status = Turn.Status
+OPEN = frozenset({Status.QUEUED, Status.RUNNING, Status.REQUIRES_ACTION})
+# The statuses a turn may move to each status from. A new turn is created queued.
+ALLOWED_FROM: dict[str, frozenset[str]] = {
+    Status.QUEUED: frozenset(),
+    Status.RUNNING: frozenset({Status.QUEUED, Status.REQUIRES_ACTION}),
+    Status.REQUIRES_ACTION: frozenset({Status.RUNNING}),
+    Status.COMPLETED: frozenset({Status.RUNNING}),
+    Status.LIMIT_REACHED: frozenset({Status.RUNNING}),
+    Status.FAILED: OPEN,
+    Status.CANCELLED: OPEN,
+}
+
+MAX_MESSAGE_LENGTH = 100_000
+ERROR_EMPTY_MESSAGE = "The message is empty."
+ERROR_MESSAGE_TOO_LONG = f"The message is longer than {MAX_MESSAGE_LENGTH} characters."
+ERROR_TURN_RUNNING = "A turn is still running in this session. Wait for it to finish or stop it."
+ERROR_INTERRUPTED = "This turn was interrupted because the server stopped while it ran."
+ERROR_NO_WORKER = ("No worker picked this turn up. Start one with `manage.py runworker aptix-runs` "
+                   "(REDIS_URL is set, so turns run in worker processes).")
+STOPPED_BY_USER = "Stopped by the user."
+# Codes on the ValidationErrors raised here; the API maps them to HTTP statuses.
+CODE_TURN_RUNNING = "turn_running"
+CODE_INVALID = "invalid"
+
+
+class TransitionError(ValueError):
+    """A status change the table does not allow (a bug in the caller, not a user error)."""
+
+
+def transition(status: str, **columns: Any) -> TurnWrite:
+    """A status change plus the columns written with it."""
+    if status not in ALLOWED_FROM or not ALLOWED_FROM[status]:
+        raise TransitionError(f"No turn moves to {status!r}.")
+    return TurnWrite(fields={"status": status, **columns}, from_statuses=ALLOWED_FROM[status])
+
+
+def can_move(current: str, status: str) -> bool:
+    return current in ALLOWED_FROM.get(status, frozenset())
+
+
+# --- starting ---------------------------------------------------------------------------------
+
+
+def turn_start(*, session: AgentSession, text: str, execution: str | None = None) -> Turn:
+    """Create the next turn of `session` (status queued) in the session's persisted mode."""
+    text = (text or "").strip()
+    if not text:
+        raise ValidationError({"message": ValidationError(ERROR_EMPTY_MESSAGE, code=CODE_INVALID)})
+    if len(text) > MAX_MESSAGE_LENGTH:
+        raise ValidationError({"message": ValidationError(ERROR_MESSAGE_TOO_LONG, code=CODE_INVALID)})
+    execution = execution or session.execution
+    if execution not in Execution.values:
+        raise ValidationError({"execution": ValidationError(ERROR_BAD_EXECUTION, code=CODE_INVALID)})
+    with transaction.atomic():
+        locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+        turn_end_orphans(locked)
+        if locked.turns.filter(status__in=[Status.QUEUED, Status.RUNNING]).exists():
+            raise ValidationError(ERROR_TURN_RUNNING, code=CODE_TURN_RUNNING)
+        index = (locked.turns.aggregate(m=Max("index"))["m"] or 0) + 1
+        turn = Turn.objects.create(
+            session=locked, index=index, user_message=text, mode=locked.mode, execution=execution,
+        )
+        if not locked.title:
+            locked.title = text[:80]
+        locked.save(update_fields=["title", "updated_at"])
+    return turn
+
+
+def error_code(exc: ValidationError) -> str | None:
+    """The code of the first error in `exc` (a plain or a per-field ValidationError)."""
+    errors = [e for errs in exc.error_dict.values() for e in errs] if hasattr(exc, "error_dict") else exc.error_list
+    return errors[0].code if errors else None
+
+
+# --- the run's own writes (applied by the event writer, with the events) -----------------------
+
+
+def started(*, model_label: str, now: datetime | None = None) -> TurnWrite:
+    now = now or timezone.now()
+    return transition(Status.RUNNING, started_at=now, model_label=model_label, heartbeat_at=now)
+
+
+def finished(*, status: str, answer: str, error: str, mode: str, mode_changes: list[ModeChange],
+             counters: dict[str, int], now: datetime | None = None) -> TurnWrite:
+    if status not in (Status.COMPLETED, Status.LIMIT_REACHED, Status.FAILED, Status.CANCELLED):
+        raise TransitionError(f"{status!r} is not an end status.")
+    return transition(status, answer=answer, error=error, response_mode=mode, finished_at=now or timezone.now(),
+                      state=EndedState(mode_changes=mode_changes).to_json(), **counters)
+
+
+def counters(turn: Turn) -> TurnWrite:
+    """The run's counters, written with the step's events (no status change)."""
+    return TurnWrite(fields={"step_count": turn.step_count, "prompt_tokens": turn.prompt_tokens,
+                             "completion_tokens": turn.completion_tokens})
+
+
+def apply_locally(turn: Turn, write: TurnWrite) -> None:
+    """Give the run's in-memory turn the columns it hands to the event writer."""
+    for name, value in write.fields.items():
+        setattr(turn, name, value)
+
+
+async def turn_pause(turn: Turn, state: PausedState) -> bool:
+    """running → requires_action: the run stops here until the client posts its tool results."""
+    write = transition(Status.REQUIRES_ACTION, state=state.to_json(), response_mode=state.mode)
+    return await _apply(turn, write)
+
+
+async def turn_resume(turn: Turn) -> bool:
+    """requires_action → running: the client's tool results arrived."""
+    return await _apply(turn, transition(Status.RUNNING))
+
+
+async def _apply(turn: Turn, write: TurnWrite) -> bool:
+    updated = await Turn.objects.filter(pk=turn.pk, status__in=write.from_statuses or ()).aupdate(**write.fields)
+    if updated:
+        apply_locally(turn, write)
+    return bool(updated)
+
+
+# --- ending a turn no run holds ----------------------------------------------------------------
+
+
+def turn_end_unrun(turn: Turn | str, *, session_id: str, status: str, event_type: str,
+                   payload: dict[str, Any], mode: str, error: str = "", now: datetime | None = None) -> bool:
+    """End a turn that no run holds (so no EventRecorder): its row and its final event in one
+    transaction, broadcast once committed. False if it had ended meanwhile."""
+    turn_id = turn if isinstance(turn, str) else turn.pk
+    write = transition(status, error=error, finished_at=now or timezone.now(), response_mode=mode, state={})
+    with transaction.atomic():
+        updated = Turn.objects.filter(pk=turn_id, status__in=write.from_statuses or ()).update(**write.fields)
+        if not updated:
+            return False
+        seq = (TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+        event = TurnEvent.objects.create(turn_id=turn_id, seq=seq, type=event_type, payload=final_payload(
+            payload, status=status, answer="", mode=mode, mode_changes=[]))
+        transaction.on_commit(lambda: broadcast_written(session_id, turn_id, [event]))
+    return True
+
+
+def turn_cancel_unrun(turn: Turn) -> bool:
+    """Cancel a turn no run holds here (queued, or waiting for client tool results)."""
+    return turn_end_unrun(turn, session_id=turn.session_id, status=Status.CANCELLED, event_type="turn.cancelled",
+                          payload={"reason": STOPPED_BY_USER}, mode=turn.mode)
+
+
+ORPHAN_QUEUED_AFTER = timedelta(minutes=1)
+LEASE_HEARTBEATS = 6  # a running turn silent for this many heartbeat intervals lost its process
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.APTIX_RUN_HEARTBEAT * LEASE_HEARTBEATS)
+
+
+def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | None = None) -> list[str]:
+    """End the turns (of `session`, or of every session) that nothing runs any more, so they do not
+    block a session for ever; returns their ids. Which turns are orphans is the runner's call (one
+    process: open with no task here; workers: a stopped heartbeat, or queued with no taker). Each
+    ends `failed` with a `turn.failed` event saying why."""
+    runner = runner or get_runner()
+    now = timezone.now()
+    turns = Turn.objects.filter(status__in=[Status.QUEUED, Status.RUNNING])
+    if session is not None:
+        turns = turns.filter(session=session)
+    stale: dict[str, tuple[Turn, str]] = {}
+    for turn in turns.select_related("session"):
+        reason = runner.orphan_reason(turn, now)
+        if reason:
+            stale[turn.pk] = (turn, reason)
+    for turn, error in stale.values():
+        turn_end_unrun(turn, session_id=turn.session_id, status=Status.FAILED, event_type="turn.failed",
+                       payload={"error": error, "kind": "interrupted"}, mode=turn.session.mode, error=error,
+                       now=now)
+    if stale:
+        logger.warning("Ended %d interrupted turn(s)%s", len(stale), f" of session {session.pk}" if session else "",
+                       extra={"event": "runs.orphans_ended", "session_id": session.pk if session else None,
+                              "turn_ids": list(stale)})
+    return list(stale)
+
+
+def orphan_queued_too_long(turn: Turn, now: datetime) -> bool:
+    return turn.status == Status.QUEUED and now - turn.created_at > ORPHAN_QUEUED_AFTER
+
+
+def lease_expired(turn: Turn, now: datetime) -> bool:
+    return now - (turn.heartbeat_at or turn.started_at or turn.created_at) > lease()
+
+
+async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:
+    """Ask a turn to stop. Returns False when it had already finished. A run this process holds is
+    cancelled at once; a worker's sees the flag; a turn nothing runs (queued, waiting for client
+    tool results) is ended here when the runner says nothing else would."""
+    if turn.is_finished:
+        return False
+    await Turn.objects.filter(pk=turn.pk).aupdate(cancel_requested=True)
+    runner = runner or get_runner()
+    if not runner.stop(turn.pk) and runner.ends_unheld_turns:
+        await sync_to_async(turn_cancel_unrun)(turn)
+    return True

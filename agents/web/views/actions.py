@@ -1,0 +1,199 @@
+"""HTMX actions of the session view: send a message, stop a turn, switch mode or execution, toggle a
+tool, continue in a branched session. Each answers with out-of-band fragments (hx-swap="none" on
+the caller) or, for a new page, an HX-Redirect. Auth runs first; other users' sessions are 404."""
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import escape
+from django.views.decorators.http import require_POST
+
+from modes.catalog import ModeValidationError
+from modes.models import ModeHistory
+
+from agents.models import AgentSession, Execution, Turn
+from agents.run.current import get_runner
+from agents.turns import turn_cancel, turn_start
+from agents.sessions import session_create, session_manager
+from ..timeline import render_turn
+from ..toolpanel import tool_panel
+from .sessions import get_session_or_404
+
+
+def _error(message: str, status: int = 422) -> HttpResponse:
+    """Shown under the composer (the `#composer-error` region); htmx swaps 422 answers (see the
+    htmx-config meta tag in workspace.html)."""
+    html = f'<div class="composer-error" id="composer-error" role="alert" hx-swap-oob="true">{escape(message)}</div>'
+    return HttpResponse(html, status=status)
+
+
+def _first_error(exc: ValidationError) -> str:
+    if hasattr(exc, "message_dict"):
+        return " ".join(m for messages in exc.message_dict.values() for m in messages)
+    return " ".join(exc.messages)
+
+
+async def _session(request, session_id: str) -> AgentSession | None:
+    """The signed-in user's session (404 for anyone else's), or None when nobody is signed in.
+    Async views cannot use login_required, so they call this first."""
+    user = await request.auser()
+    if not user.is_authenticated:
+        return None
+    request.user = user
+    return await sync_to_async(get_session_or_404)(request, session_id)
+
+
+@require_POST
+async def turn_new(request, session_id: str):
+    """Start a turn with the composer's message; the reply streams over the websocket."""
+    session = await _session(request, session_id)
+    if session is None:
+        return HttpResponse(status=401)
+    try:
+        turn = await sync_to_async(turn_start)(session=session, text=request.POST.get("message", ""))
+    except ValidationError as exc:
+        return _error(_first_error(exc))
+    get_runner().start(turn.id)
+    html = await sync_to_async(_turn_started_fragments)(session, turn)
+    return HttpResponse(html)
+
+
+def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
+    # Upsert: appended to the timeline unless the stream already drew this turn (see aptix.js).
+    turn_html = render_turn(turn, [], if_absent=True)
+    first = ""
+    if turn.index == 1:  # the first message names the session: header and sidebar follow
+        session.refresh_from_db(fields=["title"])
+        title = escape(str(session))
+        first = ('<div id="empty-chat" hx-swap-oob="delete"></div>'
+                 f'<h1 id="session-title" title="{title}" hx-swap-oob="true">{title}</h1>'
+                 f'<span id="session-title-{session.id}" hx-swap-oob="true">{title}</span>')
+    return (
+        f'<div hx-swap-oob="beforeend:#timeline">{turn_html}</div>{first}'
+        + render_to_string("agents/_composer.html", {"session": session, "busy": True, "oob": True})
+    )
+
+
+@require_POST
+async def turn_stop(request, session_id: str, turn_id: str):
+    session = await _session(request, session_id)
+    if session is None:
+        return HttpResponse(status=401)
+    turn = await Turn.objects.filter(pk=turn_id, session=session).afirst()
+    if turn is None:
+        raise Http404("No such turn.")
+    await turn_cancel(turn=turn)
+    return HttpResponse(status=204)
+
+
+@require_POST
+@login_required
+def session_mode(request, session_id: str):
+    """A manual mode switch by the user: through set_session_mode, recorded with source "user"."""
+    session = get_session_or_404(request, session_id)
+    try:
+        session_manager.set_session_mode_sync(
+            session.id, request.POST.get("mode", ""), "Switched by the user", session.team, request.user,
+            source=ModeHistory.Source.USER,
+        )
+    except ModeValidationError as exc:
+        return _error(str(exc))
+    session.refresh_from_db()
+    change = session.mode_history.filter(turn__isnull=True).select_related("user").order_by("-created_at").first()
+    html = render_to_string("agents/_mode_badge.html", {"session": session, "oob": True})
+    html += render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
+    html += render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
+    if change is not None and change.new_mode == session.mode:
+        html += '<div hx-swap-oob="beforeend:#timeline">' + render_to_string(
+            "agents/_mode_change.html", {"change": change}) + "</div>"
+    response = HttpResponse(html)
+    response["HX-Trigger"] = "aptix:modeChanged"
+    return response
+
+
+@require_POST
+@login_required
+def session_execution(request, session_id: str):
+    """Ask / Agent, persisted on the session; the next turn selects its tools afresh (spec 004 §5.2)."""
+    session = get_session_or_404(request, session_id)
+    execution = request.POST.get("execution", "")
+    if execution not in Execution.values:
+        return HttpResponseBadRequest("Execution must be 'ask' or 'agent'.")
+    session.execution = execution
+    session.save(update_fields=["execution", "updated_at"])
+    return HttpResponse(
+        render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
+        + render_to_string("agents/_session_meta.html", {"s": session, "oob": True}))
+
+
+@require_POST
+@login_required
+def session_tools(request, session_id: str):
+    """Switch one tool (or a whole MCP server) on or off for this session's next turns."""
+    session = get_session_or_404(request, session_id)
+    name = request.POST.get("tool", "").strip()
+    panel = tool_panel(session)
+    known = {t.name for t in panel["internal"]} | {g.name for g in panel["servers"]} | {
+        t.name for g in panel["servers"] for t in g.tools}
+    if name not in known:
+        return HttpResponseBadRequest(f"Unknown tool {name!r}.")
+    toggles = dict(session.tool_toggles or {})
+    if request.POST.get("enabled") == "on":
+        toggles.pop(name, None)
+    else:
+        toggles[name] = False
+    session.tool_toggles = toggles
+    session.save(update_fields=["tool_toggles", "updated_at"])
+    return HttpResponse(render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session),
+                                                                "oob": True}))
+
+
+@require_POST
+async def session_branch(request, session_id: str):
+    """"Continue in a new <mode> session": a child session in the branched-to mode, linked to this
+    one, whose first turn carries the request that led to the proposal (started at once)."""
+    session = await _session(request, session_id)
+    if session is None:
+        return HttpResponse(status=401)
+    try:
+        child, turn = await sync_to_async(_branch)(session, request.POST.get("turn", ""), request.user)
+    except ValidationError as exc:
+        return _error(_first_error(exc))
+    if turn is not None:
+        get_runner().start(turn.id)
+    response = HttpResponse(status=204)
+    response["HX-Redirect"] = reverse("session-detail", args=[child.id])
+    return response
+
+
+def _branch(session: AgentSession, turn_id: str, user) -> tuple[AgentSession, Turn | None]:
+    turn = session.turns.filter(pk=turn_id).first()
+    branch = _branch_of(turn)
+    if branch is None:
+        raise ValidationError("This turn did not ask for a new session.")
+    text = _request_before(turn)
+    with transaction.atomic():
+        child = session_create(team=session.team, user=user, mode=branch["mode"], execution=session.execution,
+                               title=(text or session.title)[:80])
+        child.parent = session
+        child.save(update_fields=["parent"])
+    first = turn_start(session=child, text=text) if text else None
+    return child, first
+
+
+def _branch_of(turn: Turn | None) -> dict | None:
+    if turn is None or turn.status != Turn.Status.COMPLETED:
+        return None
+    final = turn.events.filter(type="turn.completed").order_by("-seq").first()
+    return (final.payload.get("branch") if final else None) or None
+
+
+def _request_before(turn: Turn) -> str:
+    """The user's request that the proposal answered: the message before the choice."""
+    previous = turn.session.turns.filter(index__lt=turn.index).order_by("-index").first()
+    return previous.user_message if previous else turn.user_message

@@ -1,0 +1,129 @@
+"""Pages of the workspace: the session list (sidebar), a new session, and the session view."""
+from __future__ import annotations
+
+from collections import defaultdict
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from aptix.teams import team_list_for_user
+from modes.catalog import active_modes, default_mode_key
+
+from ..forms import SessionCreateForm
+from agents.llm import describe_provider
+from agents.models import AgentSession, TurnEvent
+from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
+from ..timeline import render_turn
+from ..toolpanel import tool_panel
+
+SIDEBAR_LIMIT = 100
+
+
+def _create_form(user, data=None) -> SessionCreateForm:
+    return SessionCreateForm(
+        data, teams=team_list_for_user(user=user), modes=active_modes(), default_mode=default_mode_key()
+    )
+
+
+def _sidebar(request, current: AgentSession | None = None) -> dict:
+    q = request.GET.get("q", "").strip()[:200]
+    mode = request.GET.get("mode", "").strip()[:64]
+    sessions = session_list(user=request.user)
+    if q:
+        sessions = sessions.filter(Q(title__icontains=q) | Q(turns__user_message__icontains=q)).distinct()
+    if mode:
+        sessions = sessions.filter(mode=mode)
+    return {"sessions": sessions[:SIDEBAR_LIMIT], "filter_q": q, "filter_mode": mode, "current": current,
+            "catalog": active_modes()}
+
+
+def get_session_or_404(request, session_id: str) -> AgentSession:
+    """The user's own session in one of their teams; anything else is a 404 that says nothing."""
+    try:
+        return session_get(user=request.user, session_id=session_id)
+    except SessionNotFoundError:
+        raise Http404("No such session.") from None
+
+
+@require_GET
+@login_required
+def home(request):
+    teams = team_list_for_user(user=request.user)
+    context = {**_sidebar(request), "form": _create_form(request.user), "has_team": teams.exists(),
+               "teams_count": teams.count(), "model": describe_provider()}
+    return render(request, "agents/home.html", context)
+
+
+@require_GET
+@login_required
+def session_list_view(request):
+    return render(request, "agents/_session_list.html", _sidebar(request))
+
+
+@require_POST
+@login_required
+def session_new(request):
+    form = _create_form(request.user, request.POST)
+    if form.is_valid():
+        try:
+            session = session_create(user=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return redirect("session-detail", session_id=session.id)
+    messages.error(request, "The session could not be created. See the form for details.")
+    teams = team_list_for_user(user=request.user)
+    context = {**_sidebar(request), "form": form, "has_team": True, "teams_count": teams.count(),
+               "model": describe_provider()}
+    return render(request, "agents/home.html", context, status=400)
+
+
+@require_GET
+@login_required
+def session_detail(request, session_id: str):
+    session = get_session_or_404(request, session_id)
+    context = {
+        **_sidebar(request, current=session),
+        "session": session,
+        "children": session.children.filter(user=request.user).order_by("created_at"),
+        "model": describe_provider(),
+        "tools": tool_panel(session),
+        "busy": session.turns.filter(finished_at__isnull=True).exclude(status="requires_action").exists(),
+        **timeline_context(session, request),
+    }
+    mode = next((m for m in context["catalog"] if m.key == session.mode), None)
+    context["suggestions"] = list(mode.example_utterances[:3]) if mode else []
+    return render(request, "agents/session_detail.html", context)
+
+
+def timeline_context(session: AgentSession, request=None) -> dict:
+    """Turns and manual mode changes in the order they happened, the stream cursor (the last
+    event shown) and the websocket URL that resumes from it."""
+    # The events first, then the turns: a run writes a turn's final state and its final event in one
+    # transaction, so read in this order a turn is never behind its events. (The other way round, a
+    # turn ending between the two reads would show as running with its final event already behind
+    # the stream cursor: running on screen for ever.) A turn ahead of its events is redrawn by the
+    # stream when it replays the events after the cursor.
+    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
+    for event in TurnEvent.objects.filter(turn__session=session).order_by("seq"):
+        events_of[event.turn_id].append(event)
+    turns = list(session.turns.order_by("index"))
+    entries = []
+    for i, turn in enumerate(turns):
+        events = events_of[turn.id]
+        html = render_turn(turn, events, latest=i == len(turns) - 1, request=request)
+        entries.append({"at": turn.created_at, "turn": turn, "html": html, "seq": events[-1].seq if events else 0})
+    for change in session.mode_history.filter(turn__isnull=True).select_related("user"):
+        entries.append({"at": change.created_at, "turn": None, "change": change})
+    entries.sort(key=lambda e: e["at"])
+    last = next((e for e in reversed(entries) if e["turn"]), None)
+    cursor_turn, cursor_seq = (last["turn"].id, last["seq"]) if last else ("", 0)
+    query = urlencode({"turn": cursor_turn, "seq": cursor_seq}) if cursor_turn else ""
+    return {"timeline": entries, "cursor_turn": cursor_turn, "cursor_seq": cursor_seq,
+            "ws_url": f"/ws/sessions/{session.id}/" + (f"?{query}" if query else "")}

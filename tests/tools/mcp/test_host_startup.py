@@ -1,0 +1,102 @@
+"""When the MCP host starts: once, when a process serves its first scope (aptix/startup.py wraps the
+ASGI application), never because aptix.asgi was imported, and not at all with APTIX_MCP_AUTOSTART
+off. The process-level checks run in a subprocess, so this test process keeps no host."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from aptix.asgi import application, router
+from aptix.startup import RunOnFirstScope
+from tools.mcp.host import start_mcp_host
+
+ROOT = Path(settings.BASE_DIR)
+# Imports the application, then serves two lifespan scopes (the router refuses them, after the hooks
+# ran), printing the host's status and whether its thread runs after each step.
+SERVE_TWICE = """
+import asyncio, threading
+import aptix.asgi
+from tools.mcp.host import mcp_status
+
+def report():
+    threads = [t.name for t in threading.enumerate()].count("aptix-mcp")
+    print([f"{s.name}:{s.state}" for s in mcp_status()], threads, flush=True)
+
+async def serve():
+    try:
+        await aptix.asgi.application({"type": "lifespan"}, None, None)
+    except ValueError:
+        pass
+
+report()
+asyncio.run(serve())
+report()
+asyncio.run(serve())
+report()
+"""
+
+
+def serve_twice(tmp_path: Path, autostart: str) -> list[str]:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"archive": {"command": "archive-server", "disabled": True}}}))
+    env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "aptix.settings", "SECRET_KEY": "test-only",
+           "DEBUG": "false", "APTIX_VAR_DIR": str(tmp_path / "var"), "APTIX_MCP_CONFIG": str(config),
+           "APTIX_MCP_AUTOSTART": autostart}
+    done = subprocess.run([sys.executable, "-c", SERVE_TWICE], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_host_starts_on_the_first_scope_served_not_on_import(tmp_path):
+    assert serve_twice(tmp_path, "true") == ["[] 0", "['archive:disabled'] 1", "['archive:disabled'] 1"]
+
+
+def test_autostart_off_starts_nothing_even_when_serving(tmp_path):
+    assert serve_twice(tmp_path, "false") == ["[] 0", "[] 0", "[] 0"]
+
+
+def test_the_application_wraps_the_router_with_the_mcp_host_as_its_hook():
+    assert isinstance(application, RunOnFirstScope)
+    assert application.app is router
+    assert application.hooks == (start_mcp_host,)
+
+
+async def test_hooks_run_once_before_the_first_scope_is_handed_on():
+    calls = []
+
+    async def app(scope, receive, send):
+        calls.append(scope["type"])
+
+    wrapped = RunOnFirstScope(app, hooks=[lambda: calls.append("hook 1"), lambda: calls.append("hook 2")])
+    assert not wrapped.started
+
+    await wrapped({"type": "http"}, None, None)
+    await wrapped({"type": "websocket"}, None, None)
+
+    assert wrapped.started
+    assert calls == ["hook 1", "hook 2", "http", "websocket"]
+
+
+async def test_a_failing_hook_fails_the_first_scope_and_is_not_run_again():
+    calls = []
+
+    def hook():
+        calls.append("hook")
+        raise RuntimeError("no MCP today")
+
+    async def app(scope, receive, send):
+        calls.append(scope["type"])
+
+    wrapped = RunOnFirstScope(app, hooks=[hook])
+    with pytest.raises(RuntimeError, match="no MCP today"):
+        await wrapped({"type": "http"}, None, None)
+    await wrapped({"type": "http"}, None, None)
+
+    assert calls == ["hook", "http"]
