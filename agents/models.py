@@ -29,9 +29,7 @@ class AgentSession(models.Model):
     execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)
     # Per-session tool switches: {"image_gen": false, "sql__query": false}. A missing name means on.
     tool_toggles = models.JSONField(default=dict, blank=True)
-    parent = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
-    )
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -72,7 +70,9 @@ class Turn(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     step_count = models.PositiveIntegerField(default=0)
-    model_label = models.CharField(max_length=120, blank=True, help_text="Model that answered; 'offline' for the built-in one.")
+    model_label = models.CharField(
+        max_length=120, blank=True, help_text="Model that answered; 'offline' for the built-in one."
+    )
     cancel_requested = models.BooleanField(default=False)
     # While `requires_action`: the conversation so far, the tool list and the pending client tool
     # calls, so the turn continues exactly where it stopped when the client posts tool results.
@@ -92,12 +92,12 @@ class Turn(models.Model):
 
     FINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "limit_reached"})
 
+    def __str__(self) -> str:
+        return f"Turn {self.index} of {self.session_id}"
+
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINAL_STATUSES
-
-    def __str__(self) -> str:
-        return f"Turn {self.index} of {self.session_id}"
 
 
 class TurnEvent(models.Model):

@@ -1,5 +1,6 @@
 """The session manager (IAgentSessionManager): creating sessions and the single write path of
 `AgentSession.mode` (TUL-009 §2, AGN-011 §3.2)."""
+
 from __future__ import annotations
 
 import logging
@@ -87,8 +88,15 @@ class SessionManager:
         session (SessionNotFoundError otherwise: nothing is written).
         """
         return await sync_to_async(self.set_session_mode_sync)(
-            session_id, mode, reason, org, user,
-            branch=branch, turn=turn, tool_call_id=tool_call_id, source=source,
+            session_id,
+            mode,
+            reason,
+            org,
+            user,
+            branch=branch,
+            turn=turn,
+            tool_call_id=tool_call_id,
+            source=source,
         )
 
     def set_session_mode_sync(

@@ -7,6 +7,7 @@
 
 `turn_state(turn)` reads whichever shape the turn's status says it holds.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields

@@ -14,6 +14,7 @@ what it writes is a `TurnWrite` built here: the columns plus the statuses they m
 Orphans — turns that nothing runs any more (their process died) — are ended `failed` by
 `turn_end_orphans`, called when a turn is started and on the runner's timer (never on a GET).
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from .events import broadcast_written
-from .events.writer import TurnWrite
 from .events.payloads import final_payload
+from .events.writer import TurnWrite
 from .models import AgentSession, Execution, Turn, TurnEvent
 from .run.current import get_runner
 from .sessions import ERROR_BAD_EXECUTION
@@ -58,8 +59,10 @@ ERROR_EMPTY_MESSAGE = "The message is empty."
 ERROR_MESSAGE_TOO_LONG = f"The message is longer than {MAX_MESSAGE_LENGTH} characters."
 ERROR_TURN_RUNNING = "A turn is still running in this session. Wait for it to finish or stop it."
 ERROR_INTERRUPTED = "This turn was interrupted because the server stopped while it ran."
-ERROR_NO_WORKER = ("No worker picked this turn up. Start one with `manage.py runworker aptix-runs` "
-                   "(REDIS_URL is set, so turns run in worker processes).")
+ERROR_NO_WORKER = (
+    "No worker picked this turn up. Start one with `manage.py runworker aptix-runs` "
+    "(REDIS_URL is set, so turns run in worker processes)."
+)
 STOPPED_BY_USER = "Stopped by the user."
 # Codes on the ValidationErrors raised here; the API maps them to HTTP statuses.
 CODE_TURN_RUNNING = "turn_running"
@@ -101,7 +104,11 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
             raise ValidationError(ERROR_TURN_RUNNING, code=CODE_TURN_RUNNING)
         index = (locked.turns.aggregate(m=Max("index"))["m"] or 0) + 1
         turn = Turn.objects.create(
-            session=locked, index=index, user_message=text, mode=locked.mode, execution=execution,
+            session=locked,
+            index=index,
+            user_message=text,
+            mode=locked.mode,
+            execution=execution,
         )
         if not locked.title:
             locked.title = text[:80]
@@ -123,18 +130,38 @@ def started(*, model_label: str, now: datetime | None = None) -> TurnWrite:
     return transition(Status.RUNNING, started_at=now, model_label=model_label, heartbeat_at=now)
 
 
-def finished(*, status: str, answer: str, error: str, mode: str, mode_changes: list[ModeChange],
-             counters: dict[str, int], now: datetime | None = None) -> TurnWrite:
+def finished(
+    *,
+    status: str,
+    answer: str,
+    error: str,
+    mode: str,
+    mode_changes: list[ModeChange],
+    counters: dict[str, int],
+    now: datetime | None = None,
+) -> TurnWrite:
     if status not in (Status.COMPLETED, Status.LIMIT_REACHED, Status.FAILED, Status.CANCELLED):
         raise TransitionError(f"{status!r} is not an end status.")
-    return transition(status, answer=answer, error=error, response_mode=mode, finished_at=now or timezone.now(),
-                      state=EndedState(mode_changes=mode_changes).to_json(), **counters)
+    return transition(
+        status,
+        answer=answer,
+        error=error,
+        response_mode=mode,
+        finished_at=now or timezone.now(),
+        state=EndedState(mode_changes=mode_changes).to_json(),
+        **counters,
+    )
 
 
 def counters(turn: Turn) -> TurnWrite:
     """The run's counters, written with the step's events (no status change)."""
-    return TurnWrite(fields={"step_count": turn.step_count, "prompt_tokens": turn.prompt_tokens,
-                             "completion_tokens": turn.completion_tokens})
+    return TurnWrite(
+        fields={
+            "step_count": turn.step_count,
+            "prompt_tokens": turn.prompt_tokens,
+            "completion_tokens": turn.completion_tokens,
+        }
+    )
 
 
 def apply_locally(turn: Turn, write: TurnWrite) -> None:
@@ -164,8 +191,17 @@ async def _apply(turn: Turn, write: TurnWrite) -> bool:
 # --- ending a turn no run holds ----------------------------------------------------------------
 
 
-def turn_end_unrun(turn: Turn | str, *, session_id: str, status: str, event_type: str,
-                   payload: dict[str, Any], mode: str, error: str = "", now: datetime | None = None) -> bool:
+def turn_end_unrun(
+    turn: Turn | str,
+    *,
+    session_id: str,
+    status: str,
+    event_type: str,
+    payload: dict[str, Any],
+    mode: str,
+    error: str = "",
+    now: datetime | None = None,
+) -> bool:
     """End a turn that no run holds (so no EventRecorder): its row and its final event in one
     transaction, broadcast once committed. False if it had ended meanwhile."""
     turn_id = turn if isinstance(turn, str) else turn.pk
@@ -175,16 +211,26 @@ def turn_end_unrun(turn: Turn | str, *, session_id: str, status: str, event_type
         if not updated:
             return False
         seq = (TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0) + 1
-        event = TurnEvent.objects.create(turn_id=turn_id, seq=seq, type=event_type, payload=final_payload(
-            payload, status=status, answer="", mode=mode, mode_changes=[]))
+        event = TurnEvent.objects.create(
+            turn_id=turn_id,
+            seq=seq,
+            type=event_type,
+            payload=final_payload(payload, status=status, answer="", mode=mode, mode_changes=[]),
+        )
         transaction.on_commit(lambda: broadcast_written(session_id, turn_id, [event]))
     return True
 
 
 def turn_cancel_unrun(turn: Turn) -> bool:
     """Cancel a turn no run holds here (queued, or waiting for client tool results)."""
-    return turn_end_unrun(turn, session_id=turn.session_id, status=Status.CANCELLED, event_type="turn.cancelled",
-                          payload={"reason": STOPPED_BY_USER}, mode=turn.mode)
+    return turn_end_unrun(
+        turn,
+        session_id=turn.session_id,
+        status=Status.CANCELLED,
+        event_type="turn.cancelled",
+        payload={"reason": STOPPED_BY_USER},
+        mode=turn.mode,
+    )
 
 
 ORPHAN_QUEUED_AFTER = timedelta(minutes=1)
@@ -211,13 +257,27 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
         if reason:
             stale[turn.pk] = (turn, reason)
     for turn, error in stale.values():
-        turn_end_unrun(turn, session_id=turn.session_id, status=Status.FAILED, event_type="turn.failed",
-                       payload={"error": error, "kind": "interrupted"}, mode=turn.session.mode, error=error,
-                       now=now)
+        turn_end_unrun(
+            turn,
+            session_id=turn.session_id,
+            status=Status.FAILED,
+            event_type="turn.failed",
+            payload={"error": error, "kind": "interrupted"},
+            mode=turn.session.mode,
+            error=error,
+            now=now,
+        )
     if stale:
-        logger.warning("Ended %d interrupted turn(s)%s", len(stale), f" of session {session.pk}" if session else "",
-                       extra={"event": "runs.orphans_ended", "session_id": session.pk if session else None,
-                              "turn_ids": list(stale)})
+        logger.warning(
+            "Ended %d interrupted turn(s)%s",
+            len(stale),
+            f" of session {session.pk}" if session else "",
+            extra={
+                "event": "runs.orphans_ended",
+                "session_id": session.pk if session else None,
+                "turn_ids": list(stale),
+            },
+        )
     return list(stale)
 
 

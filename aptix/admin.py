@@ -36,6 +36,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         obj.pk = token.pk
         obj.key_prefix, obj.key_hash = token.key_prefix, token.key_hash
         self.message_user(
-            request, f"API token for {obj.user}: {secret} — copy it now, it will not be shown again.",
+            request,
+            f"API token for {obj.user}: {secret} — copy it now, it will not be shown again.",
             messages.WARNING,
         )

@@ -8,6 +8,7 @@ channel message). The one hook starts the MCP host (tools/mcp/host.py), whose se
 the background on its own thread; APTIX_MCP_AUTOSTART=false turns it off. migrate, shell and the
 tests import this module without starting anything.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,8 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from agents.run.runners import RUN_CHANNEL, RunWorkerConsumer, start_runs  # noqa: E402
+from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
 from tools.mcp.host import start_mcp_host  # noqa: E402
 

@@ -1,4 +1,5 @@
 """Structured logging: the admin logger (IAdminLogger of the records) and a JSON line formatter."""
+
 from __future__ import annotations
 
 import json

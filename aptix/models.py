@@ -9,9 +9,7 @@ class Team(models.Model):
 
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=64, unique=True)
-    members = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True
-    )
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -27,9 +25,7 @@ class Membership(models.Model):
         MEMBER = "member", "Member"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -3,6 +3,7 @@
 The embedded default needs nothing set: SQLite under var/, the in-memory channel layer and the
 built-in offline model. Secrets never have a default outside DEBUG.
 """
+
 from __future__ import annotations
 
 import os
@@ -138,11 +139,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # session manager's) waits for another writer instead of failing with "database is locked".
     # WAL lets readers (the live stream, the admin) work while a run writes its events, and
     # synchronous=NORMAL makes each small event commit cheap; both are safe in WAL mode.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({
-        "timeout": 20,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    })
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 else:
     DATABASES["default"]["TEST"] = {"NAME": "test_aptix"}

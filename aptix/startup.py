@@ -11,6 +11,7 @@ A hook is a callable without arguments that returns quickly (start background wo
 for it). Hooks run in order on the serving thread; an exception propagates to the server, which
 logs it and fails that first scope; the hooks are not run again.
 """
+
 from __future__ import annotations
 
 import threading

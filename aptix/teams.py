@@ -1,4 +1,5 @@
 """Team services and selectors."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -19,7 +20,5 @@ def team_ensure(*, name: str, owner=None) -> Team:
     """Return the team with this name's slug, creating it (and the owner's membership) if needed."""
     team, _ = Team.objects.get_or_create(slug=slugify(name), defaults={"name": name})
     if owner is not None:
-        Membership.objects.get_or_create(
-            team=team, user=owner, defaults={"role": Membership.Role.OWNER}
-        )
+        Membership.objects.get_or_create(team=team, user=owner, defaults={"role": Membership.Role.OWNER})
     return team

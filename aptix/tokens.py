@@ -1,4 +1,5 @@
 """API token services: create (the secret is shown once) and authenticate a bearer header."""
+
 from __future__ import annotations
 
 import hashlib

@@ -3,13 +3,14 @@
 A 10-step Agent run against a zero-latency model endpoint (an in-process OpenAI-compatible server
 streaming canned replies through the real `openai` SDK): nine steps call `agent_list_modes`, the
 tenth answers. "Full" is `Reasoner.run` (events persisted as TurnEvent rows, broadcast to the
-session's group with a subscriber draining it, turn bookkeeping). "Bare" is the same SDK calls (same system prompt,
-same tool schemas, same messages) and tool executions in a plain loop. Both run interleaved in one process; the median of each is printed
-with the ratio (target ≤ 1.3×).
+session's group with a subscriber draining it, turn bookkeeping). "Bare" is the same SDK calls
+(same system prompt, same tool schemas, same messages) and tool executions in a plain loop. Both
+run interleaved in one process; the median of each is printed with the ratio (target ≤ 1.3×).
 
     DATABASE_URL=... .venv/bin/python bench/agent_overhead.py [--runs 15]
 (SQLite in a temp dir when DATABASE_URL is unset.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,22 +71,28 @@ class ZeroLatencyModel:
         request = json.loads(await read_body(receive))
         done = sum(1 for m in request["messages"] if m["role"] == "tool")
         if done < STEPS - 1:
-            reply = PlannedReply(content="Checking the catalog.",
-                                 tool_calls=[PlannedToolCall("agent_list_modes", "{}", id=f"call_{done}")])
+            reply = PlannedReply(
+                content="Checking the catalog.",
+                tool_calls=[PlannedToolCall("agent_list_modes", "{}", id=f"call_{done}")],
+            )
         else:
             reply = PlannedReply(content="All " + "done " * 40)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
-        for chunk in sse_chunks(reply, model="zero", prompt_tokens=prompt_token_estimate(request["messages"], None),
-                                include_usage=True):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for chunk in sse_chunks(
+            reply, model="zero", prompt_tokens=prompt_token_estimate(request["messages"], None), include_usage=True
+        ):
             await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def make_llm() -> LLMClient:
     base = "http://zero.bench/v1"
-    client = openai.AsyncOpenAI(api_key="x", base_url=base, max_retries=0, http_client=httpx2.AsyncClient(
-        transport=StreamingASGITransport(ZeroLatencyModel()), base_url=base))
+    client = openai.AsyncOpenAI(
+        api_key="x",
+        base_url=base,
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=StreamingASGITransport(ZeroLatencyModel()), base_url=base),
+    )
     return LLMClient(client, model="zero", label="zero")
 
 
@@ -93,9 +100,18 @@ async def bare_run(llm: LLMClient, system_prompt: str, schemas, tool, context) -
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": "go"}]
     for _ in range(STEPS):
         reply = await llm.stream_chat(messages=messages, tools=schemas)
-        messages.append({"role": "assistant", "content": reply.content, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls]} if reply.tool_calls else {"role": "assistant", "content": reply.content})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.content,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in reply.tool_calls
+                ],
+            }
+            if reply.tool_calls
+            else {"role": "assistant", "content": reply.content}
+        )
         if not reply.tool_calls:
             return
         for call in reply.tool_calls:
@@ -147,8 +163,8 @@ async def main(runs: int) -> None:
     f, b = statistics.median(full), statistics.median(bare)
     vendor = django.db.connection.vendor
     print(f"agent_overhead: {STEPS}-step Agent run, {runs} runs, database {vendor}")
-    print(f"  full pipeline  median {f * 1000:8.1f} ms   (p90 {sorted(full)[int(len(full) * .9) - 1] * 1000:.1f} ms)")
-    print(f"  bare loop      median {b * 1000:8.1f} ms   (p90 {sorted(bare)[int(len(bare) * .9) - 1] * 1000:.1f} ms)")
+    print(f"  full pipeline  median {f * 1000:8.1f} ms   (p90 {sorted(full)[int(len(full) * 0.9) - 1] * 1000:.1f} ms)")
+    print(f"  bare loop      median {b * 1000:8.1f} ms   (p90 {sorted(bare)[int(len(bare) * 0.9) - 1] * 1000:.1f} ms)")
     print(f"  ratio full/bare       {f / b:8.2f}x   (target <= 1.3x)")
     print(f"  events broadcast      {received} to a subscribed channel, in {messages} group messages")
 

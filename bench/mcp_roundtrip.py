@@ -12,6 +12,7 @@ Targets: p95 <= 10 ms per persistent call; all default servers ready <= 2 s.
 
     .venv/bin/python bench/mcp_roundtrip.py [--calls 1000] [--spawns 20] [--starts 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,8 @@ def percentiles(samples: list[float]) -> str:
 
     def ms(quantile: float) -> float:
         return ordered[min(len(ordered) - 1, int(len(ordered) * quantile))] * 1000
-    return f"p50 {ms(.5):6.2f} ms   p95 {ms(.95):6.2f} ms   p99 {ms(.99):6.2f} ms"
+
+    return f"p50 {ms(0.5):6.2f} ms   p95 {ms(0.95):6.2f} ms   p99 {ms(0.99):6.2f} ms"
 
 
 async def timed(call, count: int) -> list[float]:
@@ -71,6 +73,7 @@ def through_registry(config_path: Path, calls: int) -> list[float]:
         async def run() -> list[float]:
             await timed(lambda: entry.execute("{}", None), 50)  # warm-up
             return await timed(lambda: entry.execute("{}", None), calls)
+
         return asyncio.run(run())
     finally:
         host.stop()
@@ -87,6 +90,7 @@ async def spawn_per_call(server, spawns: int) -> list[float]:
     async def once():
         async with connect(server) as connection:
             await connection.client.call_tool("noop", {})
+
     return await timed(once, spawns)
 
 
@@ -95,13 +99,15 @@ def default_servers_ready(starts: int) -> tuple[list[float], dict[str, int], str
     note = ""
     try:
         from tools.demo_data import build_demo_database
+
         build_demo_database(ROOT / "var" / "demo.sqlite3")
     except ImportError:
         note = " (tools.demo_data is missing: sql skipped)"
     config = ROOT / "mcp.json"
     if note:
-        servers = {s.name: {"command": s.command, "args": list(s.args)} for s in load_config(config).servers
-                   if s.name != "sql"}
+        servers = {
+            s.name: {"command": s.command, "args": list(s.args)} for s in load_config(config).servers if s.name != "sql"
+        }
         config = Path(tempfile.mkdtemp(prefix="aptix-bench-")) / "mcp.json"
         config.write_text(json.dumps({"mcpServers": servers}))
     times = []
@@ -134,11 +140,15 @@ def main(calls: int, spawns: int, starts: int) -> None:
     print(f"mcp_roundtrip: no-op tool call, {calls} calls per persistent variant, {spawns} spawns")
     print(f"  persistent, via registry entry   {percentiles(bridged)}   (target p95 <= 10 ms)")
     print(f"  persistent, session.call_tool    {percentiles(raw)}")
-    print(f"  spawn per call                   mean {statistics.mean(spawned) * 1000:6.0f} ms   "
-          f"p50 {statistics.median(spawned) * 1000:6.0f} ms")
+    print(
+        f"  spawn per call                   mean {statistics.mean(spawned) * 1000:6.0f} ms   "
+        f"p50 {statistics.median(spawned) * 1000:6.0f} ms"
+    )
     servers = ", ".join(f"{name} ({count} tools)" for name, count in tools.items())
-    print(f"  default servers ready            median {statistics.median(ready):4.2f} s   max {max(ready):4.2f} s"
-          f"   over {starts} starts: {servers}{note}   (target <= 2 s)")
+    print(
+        f"  default servers ready            median {statistics.median(ready):4.2f} s   max {max(ready):4.2f} s"
+        f"   over {starts} starts: {servers}{note}   (target <= 2 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,17 @@ class AgentModeAdmin(admin.ModelAdmin):
 
 
 CSV_COLUMNS = [
-    "created_at", "session_id", "team", "user", "previous_mode", "new_mode", "branch", "source",
-    "reason", "turn_id", "tool_call_id",
+    "created_at",
+    "session_id",
+    "team",
+    "user",
+    "previous_mode",
+    "new_mode",
+    "branch",
+    "source",
+    "reason",
+    "turn_id",
+    "tool_call_id",
 ]
 
 
@@ -75,7 +84,15 @@ class ModeHistoryAdmin(admin.ModelAdmin):
     """Read-only for everyone, superusers included: the audit trail is append-only."""
 
     list_display = [
-        "created_at", "session", "team", "user", "previous_mode", "new_mode", "branch", "source", "reason",
+        "created_at",
+        "session",
+        "team",
+        "user",
+        "previous_mode",
+        "new_mode",
+        "branch",
+        "source",
+        "reason",
     ]
     list_filter = ["team", "user", "previous_mode", "new_mode", "source", "branch", "created_at"]
     date_hierarchy = "created_at"
@@ -106,10 +123,17 @@ class ModeHistoryAdmin(admin.ModelAdmin):
         for entry in rows.iterator():
             writer.writerow(
                 [
-                    entry.created_at.isoformat(), entry.session_id, _csv_safe(entry.team.name),
-                    _csv_safe(entry.user.username if entry.user else ""), entry.previous_mode,
-                    entry.new_mode, "true" if entry.branch else "false", entry.source,
-                    _csv_safe(entry.reason), entry.turn_id or "", _csv_safe(entry.tool_call_id),
+                    entry.created_at.isoformat(),
+                    entry.session_id,
+                    _csv_safe(entry.team.name),
+                    _csv_safe(entry.user.username if entry.user else ""),
+                    entry.previous_mode,
+                    entry.new_mode,
+                    "true" if entry.branch else "false",
+                    entry.source,
+                    _csv_safe(entry.reason),
+                    entry.turn_id or "",
+                    _csv_safe(entry.tool_call_id),
                 ]
             )
         return response

@@ -4,6 +4,7 @@ A full fetch per call is what TUL-010 §4.4 allows, and the catalog is tens of r
 every time means an admin edit is visible on the very next call, in every process, with no cache
 to invalidate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ class AgentModeSummary:
     example_utterances: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_model(cls, mode: AgentMode) -> "AgentModeSummary":
+    def from_model(cls, mode: AgentMode) -> AgentModeSummary:
         return cls(
             id=mode.id,
             key=mode.key,

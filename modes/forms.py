@@ -1,4 +1,5 @@
 """Admin form for the catalog: list fields are edited one item per line."""
+
 from __future__ import annotations
 
 from django import forms
@@ -45,8 +46,17 @@ class AgentModeForm(forms.ModelForm):
         model = AgentMode
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 80})}
         fields = [
-            "key", "display_name", "description", "system_prompt_summary", "system_prompt",
-            "human_role_hints", "example_utterances", "tool_policy", "is_default", "is_active", "ordering",
+            "key",
+            "display_name",
+            "description",
+            "system_prompt_summary",
+            "system_prompt",
+            "human_role_hints",
+            "example_utterances",
+            "tool_policy",
+            "is_default",
+            "is_active",
+            "ordering",
         ]
 
     def clean_key(self):

@@ -26,7 +26,9 @@ class AgentMode(models.Model):
 
     id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
     key = models.CharField(
-        max_length=64, unique=True, validators=[validate_mode_key],
+        max_length=64,
+        unique=True,
+        validators=[validate_mode_key],
         help_text="Stable key stored on sessions, e.g. 'data-analysis'. Lower-case letters, digits, hyphens.",
     )
     display_name = models.CharField(max_length=120)
@@ -43,7 +45,9 @@ class AgentMode(models.Model):
     human_role_hints = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     example_utterances = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     tool_policy = models.JSONField(
-        default=list, blank=True, validators=[validate_tool_policy],
+        default=list,
+        blank=True,
+        validators=[validate_tool_policy],
         help_text="Tools this mode offers: '*', an internal tool such as 'image_gen', '<server>.*' or "
         "'<server>.<tool>'. agent_change_mode is always offered.",
     )

@@ -1,4 +1,5 @@
 """Catalog services: the only writers of AgentMode. They keep exactly one default at all times."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError

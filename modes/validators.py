@@ -1,4 +1,5 @@
 """Validators for catalog fields (lists edited one item per line in the admin)."""
+
 from __future__ import annotations
 
 import re
@@ -31,9 +32,7 @@ def validate_string_list(value) -> None:
         if not isinstance(item, str) or not item.strip():
             raise ValidationError(f"Item {position} must be a non-empty string.", code="bad_item")
         if len(item) > MAX_ITEM_LENGTH:
-            raise ValidationError(
-                f"Item {position} is longer than {MAX_ITEM_LENGTH} characters.", code="item_too_long"
-            )
+            raise ValidationError(f"Item {position} is longer than {MAX_ITEM_LENGTH} characters.", code="item_too_long")
 
 
 def validate_tool_policy(value) -> None:

@@ -1,7 +1,9 @@
 """Shared fixtures: personas (alice, bob, carol, an auditor, a curator) and recording fakes."""
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +33,8 @@ def _close_async_thread_connections():
     yield
     executor = getattr(SyncToAsync, "single_thread_executor", None)
     if executor is not None:
-        try:
+        with contextlib.suppress(Exception):  # best effort clean-up
             executor.submit(connections.close_all).result(timeout=10)
-        except Exception:  # noqa: BLE001 - best effort clean-up
-            pass
     close_writer_connection()  # the event writer's thread, likewise
 
 
@@ -120,4 +120,4 @@ def recording_logger() -> RecordingLogger:
 @pytest.fixture
 def run():
     """Run a coroutine to completion from a sync test (no event loop, no database thread games)."""
-    return lambda coro: asyncio.run(coro)
+    return asyncio.run

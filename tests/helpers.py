@@ -1,4 +1,5 @@
 """Test helpers shared across apps."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Admin page: the status of this process's MCP servers (starting, ready with N tools, failed with
 the error, restarting) — the same data as `manage.py mcp_status` and the session's Tools panel."""
+
 from __future__ import annotations
 
 from django.conf import settings

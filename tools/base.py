@@ -1,4 +1,5 @@
 """The agent tool contract (IAgentTool of the records) and its value types."""
+
 from __future__ import annotations
 
 import json
@@ -15,11 +16,11 @@ class InvokeResult:
     error_message: str | None = None
 
     @classmethod
-    def create(cls, result: str) -> "InvokeResult":
+    def create(cls, result: str) -> InvokeResult:
         return cls(successful=True, result=result)
 
     @classmethod
-    def from_error(cls, message: str) -> "InvokeResult":
+    def from_error(cls, message: str) -> InvokeResult:
         return cls(successful=False, error_message=message)
 
     def content_for_model(self) -> str:

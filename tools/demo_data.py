@@ -8,6 +8,7 @@ a PostgreSQL database.
 
 No Django here: the management command, the tests and benchmarks all call these functions.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,6 +55,7 @@ CREATE INDEX orders_customer_id ON orders (customer_id);
 CREATE INDEX orders_product_id ON orders (product_id);
 CREATE INDEX orders_ordered_at ON orders (ordered_at);
 """
+
 
 def default_path() -> Path:
     """$APTIX_DEMO_DB, else var/demo.sqlite3 in the repository (where mcp.json's `sql` entry looks)."""

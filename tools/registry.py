@@ -3,6 +3,7 @@
 Registration checks the reflection contract of TUL-010 §3.1 and raises ToolRegistrationError
 naming the tool and what is wrong, so a bad tool fails at start-up, not mid-conversation.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -49,12 +50,12 @@ def validate_tool_contract(tool: Any) -> str:
         raise fail("get_schema() is missing.")
     if inspect.isclass(tool) and not isinstance(raw_get_schema, staticmethod):
         raise fail("get_schema() must be a @staticmethod.")
-    get_schema = getattr(tool, "get_schema")
+    get_schema = tool.get_schema
     if inspect.signature(get_schema).parameters:
         raise fail("get_schema() must take no parameters.")
     try:
         schema = get_schema()
-    except Exception as exc:  # noqa: BLE001 - reported as a registration error
+    except Exception as exc:
         raise fail(f"get_schema() raised {type(exc).__name__}: {exc}") from exc
     _validate_schema(schema, name, fail)
 
@@ -148,7 +149,7 @@ _internal_registry: ToolRegistry | None = None
 
 def internal_registry() -> ToolRegistry:
     """The process-wide internal registry, built (and checked) on first use."""
-    global _internal_registry
+    global _internal_registry  # noqa: PLW0603 - one per process, built on first use
     if _internal_registry is None:
         _internal_registry = build_internal_registry()
     return _internal_registry

@@ -1,5 +1,6 @@
 """The channel layer side of turn events: a session's group, the message one written batch makes,
 and reading it back. The only code that sends turn events to the channel layer."""
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,10 @@ def message_events(message: dict) -> list[dict]:
     """The events of a group message, each with its turn and session (for listeners)."""
     if message.get("type") != "turn.events":
         return []
-    return [{"session_id": message["session_id"], "turn_id": message["turn_id"], **event}
-            for event in message.get("events", [])]
+    return [
+        {"session_id": message["session_id"], "turn_id": message["turn_id"], **event}
+        for event in message.get("events", [])
+    ]
 
 
 def session_group(session_id: str) -> str:
@@ -48,8 +51,15 @@ def events_message(session_id: str, turn_id: str, events: list[TurnEvent]) -> Tu
         "type": "turn.events",
         "session_id": session_id,
         "turn_id": turn_id,
-        "events": [{"seq": event.seq, "event": event.type, "payload": live_payload(event.payload),
-                    "created_at": event.created_at.isoformat()} for event in events],
+        "events": [
+            {
+                "seq": event.seq,
+                "event": event.type,
+                "payload": live_payload(event.payload),
+                "created_at": event.created_at.isoformat(),
+            }
+            for event in events
+        ],
     }
 
 
@@ -61,7 +71,7 @@ def broadcast_written(session_id: str, turn_id: str, events: list[TurnEvent]) ->
         return
     try:
         async_to_sync(layer.group_send)(session_group(session_id), events_message(session_id, turn_id, events))
-    except Exception:  # noqa: BLE001 - the events are persisted; the page shows them on reload
+    except Exception:
         logger.exception("Broadcasting events of turn %s failed", turn_id)
 
 
@@ -72,5 +82,5 @@ async def send_events(layer: Any, session_id: str, turn_id: str, events: list[Tu
         return
     try:
         await layer.group_send(session_group(session_id), events_message(session_id, turn_id, events))
-    except Exception:  # noqa: BLE001 - see the docstring
+    except Exception:
         logger.exception("Broadcasting events %s-%s of turn %s failed", events[0].seq, events[-1].seq, turn_id)

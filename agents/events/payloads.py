@@ -4,6 +4,7 @@ A new event type is one entry in `EVENT_PAYLOADS` (plus its TypedDict here); pro
 TypedDict, readers (timeline, API, consumer) use the same keys. Trace-only fields (the prompt and
 messages sent, the tool schemas) stay in the stored event and out of the live stream.
 """
+
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
@@ -129,11 +130,25 @@ def branch_of(mode_changes: list[ModeChange]) -> Branch | None:
     return {"mode": change["newMode"], "reason": change["reason"]} if change else None
 
 
-def final_payload(extra: dict[str, Any], *, status: str, answer: str, mode: str,
-                  mode_changes: list[ModeChange], usage: Usage | None = None, steps: int | None = None) -> TurnEnded:
+def final_payload(
+    extra: dict[str, Any],
+    *,
+    status: str,
+    answer: str,
+    mode: str,
+    mode_changes: list[ModeChange],
+    usage: Usage | None = None,
+    steps: int | None = None,
+) -> TurnEnded:
     """A final event's payload: what ended the turn (`extra`) and the turn's outcome."""
-    payload: dict[str, Any] = {**extra, "status": status, "answer": answer, "mode": mode,
-                               "mode_changes": mode_changes, "branch": branch_of(mode_changes)}
+    payload: dict[str, Any] = {
+        **extra,
+        "status": status,
+        "answer": answer,
+        "mode": mode,
+        "mode_changes": mode_changes,
+        "branch": branch_of(mode_changes),
+    }
     if usage is not None:
         payload["usage"] = usage
     if steps is not None:

@@ -1,5 +1,6 @@
 """The EventRecorder: a run's events, written as TurnEvent rows (with a per-turn `seq`), *then*
 sent to the session's channel-layer group."""
+
 from __future__ import annotations
 
 import asyncio
@@ -57,8 +58,14 @@ class EventRecorder:
         self._pending_delta = ""
         self._last_flush = 0.0
 
-    async def emit(self, event_type: str, payload: Mapping[str, Any] | None = None, *, defer: bool = False,
-                   turn_write: TurnWrite | None = None) -> TurnEvent:
+    async def emit(
+        self,
+        event_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        defer: bool = False,
+        turn_write: TurnWrite | None = None,
+    ) -> TurnEvent:
         """Record an event. `turn_write` holds columns of the turn's own row (built by
         agents/turns.py), written in the same transaction as the events, so the turn and its events
         never disagree (a later value of a column replaces one not written yet)."""
@@ -127,9 +134,8 @@ class EventRecorder:
             self._handed, self._handed_write = [], TurnWrite()
             try:
                 await write_events(self.turn_id, events, write)
-            except Exception as exc:  # noqa: BLE001 - surfaced by drain(); later batches still try
-                logger.exception("Writing events %s-%s of turn %s failed",
-                                 events[0].seq, events[-1].seq, self.turn_id)
+            except Exception as exc:
+                logger.exception("Writing events %s-%s of turn %s failed", events[0].seq, events[-1].seq, self.turn_id)
                 self._error = self._error or exc
                 continue
             await send_events(self._layer, self.session_id, self.turn_id, events)
@@ -144,7 +150,8 @@ class EventRecorder:
 
     def _queue_event(self, event_type: str, payload: dict[str, Any]) -> TurnEvent:
         self.seq += 1
-        event = TurnEvent(turn_id=self.turn_id, seq=self.seq, type=event_type, payload=payload,
-                          created_at=timezone.now())
+        event = TurnEvent(
+            turn_id=self.turn_id, seq=self.seq, type=event_type, payload=payload, created_at=timezone.now()
+        )
         self._queue.append(event)
         return event

@@ -1,5 +1,6 @@
 """Writing a batch of a turn's events, and the turn row's columns given with them, in one
 transaction (one statement on PostgreSQL), on a thread of its own."""
+
 from __future__ import annotations
 
 import asyncio
@@ -29,6 +30,7 @@ class TurnWrite:
         if self.from_statuses is None:
             self.from_statuses = later.from_statuses
         self.fields.update(later.fields)
+
 
 # Event writes run on a thread of their own, not on asgiref's shared sync thread, which every async
 # view's ORM call and every tool's database read in this process queue on: a turn's writes hold up
@@ -86,14 +88,16 @@ def _write_batch(turn_id: str, events: list[TurnEvent], write: TurnWrite | None)
 def _insert_statements(connection: Any, events: list[TurnEvent]) -> list[tuple[str, list]]:
     fields = [TurnEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
     quote = connection.ops.quote_name
-    head = (f"INSERT INTO {quote(TurnEvent._meta.db_table)} "
-            f"({', '.join(quote(field.column) for field in fields)}) VALUES ")
+    head = (
+        f"INSERT INTO {quote(TurnEvent._meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) VALUES "
+    )
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     statements = []
     for start in range(0, len(events), _ROWS_PER_STATEMENT):
-        chunk = events[start:start + _ROWS_PER_STATEMENT]
-        params = [field.get_db_prep_save(getattr(event, field.attname), connection)
-                  for event in chunk for field in fields]
+        chunk = events[start : start + _ROWS_PER_STATEMENT]
+        params = [
+            field.get_db_prep_save(getattr(event, field.attname), connection) for event in chunk for field in fields
+        ]
         statements.append((head + ", ".join([row] * len(chunk)), params))
     return statements
 

@@ -4,6 +4,7 @@ ourselves (`protocol`) and the streaming in-process ASGI transport (`transport`)
 
 Import the client's API from here: `from agents.llm import LLMClient, get_llm_client, ...`.
 """
+
 from __future__ import annotations
 
 from .client import (

@@ -5,6 +5,7 @@ model (Django settings, read from the environment by aptix/settings.py). With ne
 built-in offline model (agents/llm/offline/) answers through the very same SDK code path, served
 in-process by an ASGI app behind a streaming httpx transport (transport.py).
 """
+
 from __future__ import annotations
 
 import base64
@@ -147,9 +148,7 @@ def _user_facing(exc: openai.APIError, client: LLMClient) -> ModelError:
 def _status_error(exc: openai.APIStatusError, client: LLMClient) -> ModelError:
     """The message for an HTTP error status the SDK gave up on (after its retries)."""
     if isinstance(exc, openai.AuthenticationError):
-        return ModelError(
-            "The model provider rejected the credentials (HTTP 401). Check OPENAI_API_KEY.", kind="auth"
-        )
+        return ModelError("The model provider rejected the credentials (HTTP 401). Check OPENAI_API_KEY.", kind="auth")
     if isinstance(exc, openai.PermissionDeniedError):
         return ModelError("The model provider refused access to this model (HTTP 403).", kind="auth")
     if isinstance(exc, openai.RateLimitError):

@@ -7,6 +7,7 @@ streams: the text in small deltas, each tool call as a first delta with id and n
 arguments in pieces, a final chunk with the finish reason, a usage chunk (when the client asked for
 `stream_options.include_usage`) and `data: [DONE]`.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,8 +74,15 @@ def split_text(text: str, size: int = 12) -> list[str]:
     return pieces
 
 
-def _chunk(completion_id: str, model: str, created: int, delta: dict | None, *, finish: str | None = None,
-           usage: dict | None = None) -> str:
+def _chunk(
+    completion_id: str,
+    model: str,
+    created: int,
+    delta: dict | None,
+    *,
+    finish: str | None = None,
+    usage: dict | None = None,
+) -> str:
     body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion.chunk",
@@ -87,23 +95,45 @@ def _chunk(completion_id: str, model: str, created: int, delta: dict | None, *, 
     return f"data: {json.dumps(body)}\n\n"
 
 
-def sse_chunks(reply: PlannedReply, *, model: str, prompt_tokens: int, include_usage: bool,
-               piece_size: int = 12) -> Iterator[str]:
+def sse_chunks(
+    reply: PlannedReply, *, model: str, prompt_tokens: int, include_usage: bool, piece_size: int = 12
+) -> Iterator[str]:
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     yield _chunk(completion_id, model, created, {"role": "assistant", "content": ""})
     for piece in split_text(reply.content, piece_size):
         yield _chunk(completion_id, model, created, {"content": piece})
     for index, call in enumerate(reply.tool_calls):
-        yield _chunk(completion_id, model, created, {"tool_calls": [{
-            "index": index, "id": call.id, "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }]})
+        yield _chunk(
+            completion_id,
+            model,
+            created,
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            },
+        )
         args = call.arguments
         for start in range(0, len(args), 40):
-            yield _chunk(completion_id, model, created, {"tool_calls": [{
-                "index": index, "function": {"arguments": args[start:start + 40]},
-            }]})
+            yield _chunk(
+                completion_id,
+                model,
+                created,
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "function": {"arguments": args[start : start + 40]},
+                        }
+                    ]
+                },
+            )
     yield _chunk(completion_id, model, created, {}, finish=reply.finish_reason)
     if include_usage:
         completion = reply.completion_tokens
@@ -112,9 +142,17 @@ def sse_chunks(reply: PlannedReply, *, model: str, prompt_tokens: int, include_u
                 estimate_tokens(c.name + c.arguments) for c in reply.tool_calls
             )
         prompt = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens
-        yield _chunk(completion_id, model, created, None, usage={
-            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-        })
+        yield _chunk(
+            completion_id,
+            model,
+            created,
+            None,
+            usage={
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        )
     yield "data: [DONE]\n\n"
 
 

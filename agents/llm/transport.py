@@ -14,6 +14,7 @@ sees when the connection drops), chained to the original. The request's `read` t
 puts it in `request.extensions["timeout"]`) is honoured for the response start and for each
 chunk, raising `httpx2.ReadTimeout` like a network transport would.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,9 @@ async def _stop(task: asyncio.Task) -> None:
 
 
 class _StreamingBody(httpx2.AsyncByteStream):
-    def __init__(self, chunks: asyncio.Queue, task: asyncio.Task, disconnected: asyncio.Event,
-                 read_timeout: float | None) -> None:
+    def __init__(
+        self, chunks: asyncio.Queue, task: asyncio.Task, disconnected: asyncio.Event, read_timeout: float | None
+    ) -> None:
         self._chunks, self._task, self._disconnected, self._timeout = chunks, task, disconnected, read_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -60,18 +62,31 @@ class _StreamingBody(httpx2.AsyncByteStream):
 
 
 class StreamingASGITransport(httpx2.AsyncBaseTransport):
-    def __init__(self, app: ASGIApp, *, raise_app_exceptions: bool = True,
-                 client: tuple[str, int] = ("127.0.0.1", 123), root_path: str = "") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        raise_app_exceptions: bool = True,
+        client: tuple[str, int] = ("127.0.0.1", 123),
+        root_path: str = "",
+    ) -> None:
         self.app, self.raise_app_exceptions, self.client, self.root_path = app, raise_app_exceptions, client, root_path
 
     def _scope(self, request: httpx2.Request) -> dict[str, Any]:
         url = request.url
         return {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "scheme": url.scheme or "http",
-            "method": request.method, "path": url.path, "raw_path": url.raw_path.split(b"?")[0],
-            "query_string": url.query, "root_path": self.root_path,
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "scheme": url.scheme or "http",
+            "method": request.method,
+            "path": url.path,
+            "raw_path": url.raw_path.split(b"?")[0],
+            "query_string": url.query,
+            "root_path": self.root_path,
             "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "server": (url.host, url.port or (443 if url.scheme == "https" else 80)), "client": self.client,
+            "server": (url.host, url.port or (443 if url.scheme == "https" else 80)),
+            "client": self.client,
         }
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -88,8 +103,9 @@ class StreamingASGITransport(httpx2.AsyncBaseTransport):
         except Exception as exc:
             await _stop(task)
             if isinstance(exc, TimeoutError) and start.cancelled():  # the timeout gave up, not the app
-                raise httpx2.ReadTimeout("ASGI app did not start its response within the read timeout",
-                                         request=request) from None
+                raise httpx2.ReadTimeout(
+                    "ASGI app did not start its response within the read timeout", request=request
+                ) from None
             if self.raise_app_exceptions:
                 raise
             return httpx2.Response(500, stream=httpx2.ByteStream(b""))
@@ -97,8 +113,9 @@ class StreamingASGITransport(httpx2.AsyncBaseTransport):
             start.cancel()
             task.cancel()
             raise
-        return httpx2.Response(status, headers=headers,
-                               stream=_StreamingBody(exchange.chunks, task, exchange.disconnected, read_timeout))
+        return httpx2.Response(
+            status, headers=headers, stream=_StreamingBody(exchange.chunks, task, exchange.disconnected, read_timeout)
+        )
 
 
 class _Exchange:

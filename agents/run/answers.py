@@ -1,4 +1,5 @@
 """How an Ask answer shows tool results when there is no follow-up model call."""
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
 """Which runner this process uses: chosen once from settings (`REDIS_URL` → workers), replaceable
 by tests (`use_runner`). An explicit registry of dotted paths, imported on first use, so the turn
 services can ask the runner without importing the run loop."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ def runner_kind() -> str:
 
 def get_runner() -> Runner:
     """This process's runner (created on first use)."""
-    global _runner
+    global _runner  # noqa: PLW0603 - one per process, built on first use
     if _runner is None:
         _runner = import_string(RUNNERS[runner_kind()])()
     return _runner
@@ -36,7 +37,7 @@ def get_runner() -> Runner:
 @contextmanager
 def use_runner(runner: Runner) -> Iterator[Runner]:
     """Run with `runner` instead (tests inject the one they exercise)."""
-    global _runner
+    global _runner  # noqa: PLW0603 - one per process, built on first use
     previous, _runner = _runner, runner
     try:
         yield runner

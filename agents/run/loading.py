@@ -1,4 +1,5 @@
 """What a run reads before its first model call, in one trip to the database thread."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,13 +31,21 @@ def load_run(turn_id: str) -> LoadedRun:
         last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
     if turn.status == Turn.Status.REQUIRES_ACTION:
         return LoadedRun(turn=turn, mode=None, history=[], last_seq=last_seq)
-    previous = Turn.objects.filter(
-        session_id=turn.session_id, index__lt=turn.index,
-        status__in=[Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED],
-    ).order_by("-index").only("user_message", "answer")[:HISTORY_TURNS] if turn.index > 1 else []
+    previous = (
+        Turn.objects.filter(
+            session_id=turn.session_id,
+            index__lt=turn.index,
+            status__in=[Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED],
+        )
+        .order_by("-index")
+        .only("user_message", "answer")[:HISTORY_TURNS]
+        if turn.index > 1
+        else []
+    )
     history: list[dict[str, Any]] = []
     for past in reversed(list(previous)):
         history.append({"role": "user", "content": past.user_message})
         history.append({"role": "assistant", "content": past.answer or "(no answer)"})
-    return LoadedRun(turn=turn, mode=AgentMode.objects.filter(key=turn.mode).first(), history=history,
-                     last_seq=last_seq)
+    return LoadedRun(
+        turn=turn, mode=AgentMode.objects.filter(key=turn.mode).first(), history=history, last_seq=last_seq
+    )

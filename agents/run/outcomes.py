@@ -1,5 +1,6 @@
 """What a step of the loop, and then the whole run, ends with — typed, instead of a status
 mutated on the turn. `Reasoner._end` maps each ending to the turn's end status and final event."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

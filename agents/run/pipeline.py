@@ -1,6 +1,7 @@
 """AGN-011 request construction: per-turn mode normalisation (§3.3) and the tool list, selected
 once before the loop starts (§4). Spec 004 §4: internal tools in Ask and Agent, MCP tools only in
 Agent; the mode's tool policy and the session's toggles filter; agent_change_mode always stays."""
+
 from __future__ import annotations
 
 import logging
@@ -32,9 +33,15 @@ def normalize_turn_mode(*, session, requested_mode: str | None) -> str:
     if requested and requested != session.mode:
         logger.warning(
             "Client sent mode %r for session %s, which is in mode %r; using the persisted mode.",
-            requested_mode, session.id, session.mode,
-            extra={"event": "pipeline.mode_mismatch", "session_id": session.id,
-                   "requested_mode": requested_mode, "session_mode": session.mode},
+            requested_mode,
+            session.id,
+            session.mode,
+            extra={
+                "event": "pipeline.mode_mismatch",
+                "session_id": session.id,
+                "requested_mode": requested_mode,
+                "session_mode": session.mode,
+            },
         )
     return session.mode
 
@@ -60,9 +67,7 @@ def toggle_allows(toggles: dict[str, Any], name: str) -> bool:
     toggles = toggles or {}
     if toggles.get(name) is False:
         return False
-    if MCP_SEPARATOR in name and toggles.get(name.partition(MCP_SEPARATOR)[0]) is False:
-        return False
-    return True
+    return not (MCP_SEPARATOR in name and toggles.get(name.partition(MCP_SEPARATOR)[0]) is False)
 
 
 @dataclass
@@ -85,14 +90,20 @@ class ToolSelection:
             self.usage[name] = usage
 
 
-def select_tools(*, policy: list[str], toggles: dict[str, Any], execution: str,
-                 client_tools: list[dict] | None = None, mcp: ToolRegistry | None = None) -> ToolSelection:
+def select_tools(
+    *,
+    policy: list[str],
+    toggles: dict[str, Any],
+    execution: str,
+    client_tools: list[dict] | None = None,
+    mcp: ToolRegistry | None = None,
+) -> ToolSelection:
     selection = ToolSelection()
     for name, tool in internal_registry():
         if policy_allows(policy, name) and toggle_allows(toggles, name):
             selection.add(tool.get_schema(), "internal", tool.TOOL_USAGE_METADATA)
     if execution == "agent":
-        for name, tool in (mcp if mcp is not None else mcp_registry):
+        for name, tool in mcp if mcp is not None else mcp_registry:
             if policy_allows(policy, name) and toggle_allows(toggles, name):
                 selection.add(tool.get_schema(), "mcp", getattr(tool, "TOOL_USAGE_METADATA", ""))
     for schema in client_tools or []:  # AGN-011 §4.3: appended, never removed

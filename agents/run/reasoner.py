@@ -6,6 +6,7 @@ step limit, the token budget, or a cancel. Every step is recorded as events (age
 step returns a typed outcome (agents/run/outcomes.py); the run's ending is turned into the turn's
 end status by agents/turns.py.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -66,9 +67,18 @@ class Run:
 
 
 class Reasoner:
-    def __init__(self, *, llm: LLMClient | None = None, session_manager: Any = None, logger: Any = None,
-                 max_steps: int | None = None, token_budget: int | None = None,
-                 ask_followup: bool | None = None, image_remote: Any = None, mcp: ToolRegistry | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        llm: LLMClient | None = None,
+        session_manager: Any = None,
+        logger: Any = None,
+        max_steps: int | None = None,
+        token_budget: int | None = None,
+        ask_followup: bool | None = None,
+        image_remote: Any = None,
+        mcp: ToolRegistry | None = None,
+    ) -> None:
         self.llm = llm or get_llm_client()
         self.max_steps = max_steps or settings.APTIX_MAX_STEPS
         self.token_budget = token_budget or settings.APTIX_TOKEN_BUDGET
@@ -77,13 +87,15 @@ class Reasoner:
         self.mcp = mcp if mcp is not None else mcp_registry  # handed in by the runner
         if image_remote is None and not self.llm.is_offline:
             image_remote = self.llm.generate_image  # a real provider draws with its Images API
-        self.tools = build_internal_tools(session_manager=session_manager, logger=self.admin_logger,
-                                          image_remote=image_remote)
+        self.tools = build_internal_tools(
+            session_manager=session_manager, logger=self.admin_logger, image_remote=image_remote
+        )
 
     # --- entry point ------------------------------------------------------------------------
 
-    async def run(self, turn_id: str, *, client_tools: list[dict] | None = None,
-                  tool_results: list[dict] | None = None) -> Turn:
+    async def run(
+        self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
+    ) -> Turn:
         """Run (or continue) a turn to its end state. Never raises for model or tool failures."""
         loaded = await load_run(turn_id)
         turn = loaded.turn
@@ -115,20 +127,37 @@ class Reasoner:
         mode = loaded.mode
         if mode is None:  # deleted from the catalog since: run with an empty prompt layer
             mode = AgentMode(key=turn.mode, display_name=turn.mode, description="", tool_policy=[])
-        selection = select_tools(policy=mode.tool_policy, toggles=turn.session.tool_toggles,
-                                 execution=turn.execution, client_tools=client_tools, mcp=self.mcp)
+        selection = select_tools(
+            policy=mode.tool_policy,
+            toggles=turn.session.tool_toggles,
+            execution=turn.execution,
+            client_tools=client_tools,
+            mcp=self.mcp,
+        )
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
-        messages = [{"role": "system", "content": system_prompt}, *loaded.history,
-                    {"role": "user", "content": turn.user_message}]
+        messages = [
+            {"role": "system", "content": system_prompt},
+            *loaded.history,
+            {"role": "user", "content": turn.user_message},
+        ]
         # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
         # but the orphan check, which knows the run's task).
         write = turns.started(model_label=self.llm.label)
         turns.apply_locally(turn, write)
-        await run.recorder.emit("turn.started", defer=True, turn_write=write, payload={
-            "mode": turn.mode, "execution": turn.execution, "model": self.llm.label,
-            "max_steps": self.max_steps if turn.execution == "agent" else 1,
-            "system_prompt": system_prompt, "tools": selection.schemas, "tool_kinds": selection.kinds,
-        })
+        await run.recorder.emit(
+            "turn.started",
+            defer=True,
+            turn_write=write,
+            payload={
+                "mode": turn.mode,
+                "execution": turn.execution,
+                "model": self.llm.label,
+                "max_steps": self.max_steps if turn.execution == "agent" else 1,
+                "system_prompt": system_prompt,
+                "tools": selection.schemas,
+                "tool_kinds": selection.kinds,
+            },
+        )
         return PausedState(messages=messages, tools=selection.schemas, kinds=selection.kinds, mode=turn.mode)
 
     def _continue_state(self, turn: Turn, tool_results: list[dict]) -> PausedState:
@@ -173,13 +202,19 @@ class Reasoner:
     def _limit_hit(self, run: Run) -> dict[str, Any] | None:
         turn = run.turn
         if run.agent and turn.step_count >= self.max_steps:
-            return {"limit": "steps", "max_steps": self.max_steps,
-                    "message": f"Stopped after {self.max_steps} steps (APTIX_MAX_STEPS)."}
+            return {
+                "limit": "steps",
+                "max_steps": self.max_steps,
+                "message": f"Stopped after {self.max_steps} steps (APTIX_MAX_STEPS).",
+            }
         used = turn.prompt_tokens + turn.completion_tokens
         if turn.step_count and used >= self.token_budget:
-            return {"limit": "tokens", "token_budget": self.token_budget, "used": used,
-                    "message": f"Stopped after using {used} tokens of the {self.token_budget} budget "
-                               "(APTIX_TOKEN_BUDGET)."}
+            return {
+                "limit": "tokens",
+                "token_budget": self.token_budget,
+                "used": used,
+                "message": f"Stopped after using {used} tokens of the {self.token_budget} budget (APTIX_TOKEN_BUDGET).",
+            }
         return None
 
     async def _step(self, run: Run, *, tools: list[dict] | None) -> ModelReply:
@@ -189,20 +224,31 @@ class Reasoner:
         # what was appended since (tool results), so a long turn does not store n² messages.
         sent_before = state.traced
         state.traced = len(state.messages)
-        await run.recorder.emit("step.started", {
-            "step": turn.step_count, "max_steps": self.max_steps if run.agent else None,
-            "mode": state.mode, "messages_from": sent_before, "messages": state.messages[sent_before:],
-            "tools": [t["function"]["name"] for t in tools or []],
-        })
+        await run.recorder.emit(
+            "step.started",
+            {
+                "step": turn.step_count,
+                "max_steps": self.max_steps if run.agent else None,
+                "mode": state.mode,
+                "messages_from": sent_before,
+                "messages": state.messages[sent_before:],
+                "tools": [t["function"]["name"] for t in tools or []],
+            },
+        )
         reply = await self.llm.stream_chat(messages=state.messages, tools=tools, on_delta=run.recorder.delta)
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         message: ModelMessage = {
-            "step": turn.step_count, "content": reply.content, "tool_calls": calls,  # type: ignore[typeddict-item]
+            "step": turn.step_count,
+            "content": reply.content,
+            "tool_calls": calls,  # type: ignore[typeddict-item]
             "finish_reason": reply.finish_reason,
-            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                      "turn_total": turn.prompt_tokens + turn.completion_tokens},
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "turn_total": turn.prompt_tokens + turn.completion_tokens,
+            },
         }
         # Written with the turn's counters; deferred when tool calls follow (tool.called writes both).
         await run.recorder.emit("model.message", message, defer=bool(calls), turn_write=turns.counters(turn))
@@ -221,22 +267,33 @@ class Reasoner:
         turn, state, session = run.turn, self._state(run), run.turn.session
         for call in reply.tool_calls:
             kind = state.kinds.get(call.name)
-            await run.recorder.emit("tool.called", {
-                "id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown",
-            })
+            await run.recorder.emit(
+                "tool.called",
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "kind": kind or "unknown",
+                },
+            )
             if kind == "client":
                 state.pending.append({"id": call.id, "name": call.name, "arguments": call.arguments})
                 continue
-            context = ToolContext(session_id=session.id, org=session.team, user=session.user,
-                                  turn_id=turn.id, tool_call_id=call.id)
+            context = ToolContext(
+                session_id=session.id, org=session.team, user=session.user, turn_id=turn.id, tool_call_id=call.id
+            )
             started = time.monotonic()
             result = await self._execute(call.name, kind, call.arguments, context, state)
             duration_ms = round((time.monotonic() - started) * 1000, 1)
             content = result.content_for_model()
             state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
-            payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful,
-                                   "duration_ms": duration_ms}
+            payload: ToolResult = {
+                "id": call.id,
+                "name": call.name,
+                "ok": result.successful,
+                "duration_ms": duration_ms,
+            }
             if result.successful:
                 payload["result"] = (result.result or "")[:RESULT_TRACE_LIMIT]
             else:
@@ -245,8 +302,9 @@ class Reasoner:
             if call.name == ModeChangeTool.TOOL_NAME and result.successful:
                 await self._mode_changed(run, result)
 
-    async def _execute(self, name: str, kind: str | None, arguments: str, context: ToolContext,
-                       state: PausedState) -> InvokeResult:
+    async def _execute(
+        self, name: str, kind: str | None, arguments: str, context: ToolContext, state: PausedState
+    ) -> InvokeResult:
         if kind is None:
             offered = ", ".join(n for n in state.kinds) or "none"
             return InvokeResult.from_error(f"Unknown tool '{name}'. Tools available in this turn: {offered}.")
@@ -275,8 +333,10 @@ class Reasoner:
         state = self._state(run)
         data = json.loads(result.result or "{}")
         change: ModeChange = {
-            "previousMode": data.get("previousMode"), "newMode": data.get("newMode") or data.get("mode"),
-            "reason": data.get("reason", ""), "branch": bool(data.get("branch")),
+            "previousMode": data.get("previousMode"),
+            "newMode": data.get("newMode") or data.get("mode"),
+            "reason": data.get("reason", ""),
+            "branch": bool(data.get("branch")),
         }
         state.mode_changes.append(change)
         state.mode = change["newMode"]
@@ -299,17 +359,36 @@ class Reasoner:
         turn, state = run.turn, run.state
         changes = state.mode_changes if state else []
         if len(changes) > 1:
-            logger.warning("Turn %s changed mode %d times; the last successful change wins (%s).",
-                           turn.id, len(changes), changes[-1]["newMode"],
-                           extra={"event": "reasoner.multiple_mode_changes", "turn_id": turn.id})
+            logger.warning(
+                "Turn %s changed mode %d times; the last successful change wins (%s).",
+                turn.id,
+                len(changes),
+                changes[-1]["newMode"],
+                extra={"event": "reasoner.multiple_mode_changes", "turn_id": turn.id},
+            )
         mode = state.mode if state else turn.mode
-        write = turns.finished(status=ending.status, answer=ending.answer, error=ending.error, mode=mode,
-                               mode_changes=changes, counters=turns.counters(turn).fields)
+        write = turns.finished(
+            status=ending.status,
+            answer=ending.answer,
+            error=ending.error,
+            mode=mode,
+            mode_changes=changes,
+            counters=turns.counters(turn).fields,
+        )
         turns.apply_locally(turn, write)
-        await run.recorder.emit(ending.event_type, turn_write=write, payload=final_payload(
-            ending.extra(), status=ending.status, answer=ending.answer, mode=mode, mode_changes=changes,
-            usage={"prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens},
-            steps=turn.step_count))
+        await run.recorder.emit(
+            ending.event_type,
+            turn_write=write,
+            payload=final_payload(
+                ending.extra(),
+                status=ending.status,
+                answer=ending.answer,
+                mode=mode,
+                mode_changes=changes,
+                usage={"prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens},
+                steps=turn.step_count,
+            ),
+        )
         await run.recorder.drain()
 
     @staticmethod

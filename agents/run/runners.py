@@ -7,6 +7,7 @@
 
 Both have one interface; `agents.run.current.get_runner()` picks one from settings, once.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,8 +57,9 @@ class Runner:
     def tasks(self) -> Mapping[str, asyncio.Task]:
         return self._tasks
 
-    def start(self, turn_id: str, *, client_tools: list[dict] | None = None,
-              tool_results: list[dict] | None = None) -> asyncio.Task:
+    def start(
+        self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
+    ) -> asyncio.Task:
         raise NotImplementedError
 
     async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
@@ -90,8 +92,10 @@ class Runner:
         """End orphaned turns every `interval` seconds on this loop (the server's start-up hook)."""
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep_forever(interval or settings.APTIX_RUN_HEARTBEAT), name="turn-sweeper",
-                context=contextvars.Context())
+                self._sweep_forever(interval or settings.APTIX_RUN_HEARTBEAT),
+                name="turn-sweeper",
+                context=contextvars.Context(),
+            )
 
     async def _sweep_forever(self, interval: float) -> None:
         while True:
@@ -129,8 +133,9 @@ class LocalRunner(Runner):
     polls_cancel = False
     ends_unheld_turns = True
 
-    def start(self, turn_id: str, *, client_tools: list[dict] | None = None,
-              tool_results: list[dict] | None = None) -> asyncio.Task:
+    def start(
+        self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
+    ) -> asyncio.Task:
         return self.run_here(turn_id, client_tools=client_tools, tool_results=tool_results)
 
     async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
@@ -151,8 +156,9 @@ class WorkerRunner(Runner):
     polls_cancel = True
     ends_unheld_turns = False
 
-    def start(self, turn_id: str, *, client_tools: list[dict] | None = None,
-              tool_results: list[dict] | None = None) -> asyncio.Task:
+    def start(
+        self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
+    ) -> asyncio.Task:
         message = {"type": "run.turn", "turn_id": turn_id, "client_tools": client_tools, "tool_results": tool_results}
         return asyncio.get_running_loop().create_task(get_channel_layer().send(RUN_CHANNEL, message))
 

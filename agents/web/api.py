@@ -4,6 +4,7 @@ Bearer token first, then the body is parsed and checked field by field (400 nami
 then one service call creates what the turn needs in a single transaction, the run is dispatched,
 and the response is sent when the turn ends (or waits for the client's tool results).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,20 +17,18 @@ from django.db import transaction
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from agents.events.payloads import branch_of
+from agents.llm import get_llm_client
+from agents.models import Turn
+from agents.run.current import get_runner
+from agents.run.pipeline import normalize_turn_mode
+from agents.sessions import SessionNotFoundError, session_create, session_get
+from agents.state import PausedState, turn_state
+from agents.turns import CODE_TURN_RUNNING, error_code, turn_cancel, turn_start
 from aptix.teams import team_list_for_user
 from aptix.tokens import api_token_user
 from modes.catalog import ModeValidationError, mode_validate
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
-
-from agents.llm import get_llm_client
-from agents.events.payloads import branch_of
-from agents.models import Turn
-from agents.run.current import get_runner
-from agents.run.pipeline import normalize_turn_mode
-from agents.turns import CODE_TURN_RUNNING, error_code, turn_cancel, turn_start
-from agents.state import PausedState, turn_state
-from agents.sessions import SessionNotFoundError, session_create, session_get
-
 
 # Service error codes (ValidationError.code) that are not a plain 400.
 STATUS_OF_CODE = {CODE_TURN_RUNNING: 409}
@@ -106,15 +105,19 @@ def _parse_tools(value: Any) -> list[dict]:
         if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
             raise ApiError(400, f"'{where}.function.name' must match {TOOL_NAME_RE.pattern}.", f"{where}.function.name")
         if name in server_names:
-            raise ApiError(400, f"'{where}.function.name' {name!r} is a server tool name; choose another.",
-                           f"{where}.function.name")
+            raise ApiError(
+                400,
+                f"'{where}.function.name' {name!r} is a server tool name; choose another.",
+                f"{where}.function.name",
+            )
         if name in seen:
             raise ApiError(400, f"'{where}.function.name' {name!r} is given twice.", f"{where}.function.name")
         seen.add(name)
         params = function.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict):
-            raise ApiError(400, f"'{where}.function.parameters' must be a JSON schema object.",
-                           f"{where}.function.parameters")
+            raise ApiError(
+                400, f"'{where}.function.parameters' must be a JSON schema object.", f"{where}.function.parameters"
+            )
     return value
 
 
@@ -154,8 +157,7 @@ def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
                     mode_validate(request.mode)
                 except ModeValidationError as exc:
                     raise ApiError(400, str(exc), "mode") from None
-            session = session_create(team=team, user=user, mode=request.mode,
-                                     execution=request.execution or "ask")
+            session = session_create(team=team, user=user, mode=request.mode, execution=request.execution or "ask")
         try:
             return turn_start(session=session, text=request.message, execution=request.execution)
         except ValidationError as exc:
@@ -176,8 +178,7 @@ def _pending_turn(*, user, request: ExecuteRequest) -> Turn:
     given = [r["toolCallId"] for r in request.tool_results]
     unknown = [g for g in given if g not in pending]
     if unknown:
-        raise ApiError(400, f"Unknown toolCallId {unknown[0]!r}; pending: {', '.join(sorted(pending))}.",
-                       "toolResults")
+        raise ApiError(400, f"Unknown toolCallId {unknown[0]!r}; pending: {', '.join(sorted(pending))}.", "toolResults")
     missing = sorted(pending - set(given))
     if missing:
         raise ApiError(400, f"Missing results for toolCallId {', '.join(missing)}.", "toolResults")
@@ -203,8 +204,7 @@ def execute_response(turn: Turn) -> dict:
             for c in pending
         ],
         "modeChanges": [
-            {"previousMode": c["previousMode"], "newMode": c["newMode"], "reason": c["reason"],
-             "branch": c["branch"]}
+            {"previousMode": c["previousMode"], "newMode": c["newMode"], "reason": c["reason"], "branch": c["branch"]}
             for c in changes
         ],
         "usage": {"promptTokens": turn.prompt_tokens, "completionTokens": turn.completion_tokens},
@@ -248,4 +248,3 @@ async def turn_cancel_api(request, turn_id: str):
     except ApiError as exc:
         return exc.response()
     return JsonResponse({"turnId": turn_id, "cancelRequested": cancelled}, status=202 if cancelled else 200)
-

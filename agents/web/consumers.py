@@ -8,6 +8,7 @@ first, then replays from the database every event after that cursor — the rest
 all of any later turn — then streams live events, skipping any seq it already sent. So a reload
 or a reconnect mid-turn sees each event exactly once, in order.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,6 +20,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agents.events import message_events, session_group
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_get
+
 from .timeline import LiveRenderer
 
 logger = logging.getLogger("aptix.stream")
@@ -85,7 +87,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             turn = self.turns[turn_id] = await Turn.objects.aget(pk=turn_id)
         try:
             html = await sync_to_async(self.renderer.render)(turn, event_type, payload, seq)
-        except Exception:  # noqa: BLE001 - one bad fragment must not end the stream
+        except Exception:
             logger.exception("Rendering event %s of turn %s failed", seq, turn_id)
             return
         await self.send(text_data=html)

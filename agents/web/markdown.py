@@ -2,6 +2,7 @@
 sanitised with an allowlist. Raw HTML in the model's text is never passed through: markdown-it
 escapes it, and nh3 removes anything outside the allowlist (scripts, event handlers, `javascript:`
 URLs) from what markdown produced. Links open safely (`rel="noopener noreferrer"`)."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -10,10 +11,37 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-ALLOWED_TAGS = frozenset({
-    "p", "br", "hr", "strong", "em", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li",
-    "h1", "h2", "h3", "h4", "h5", "h6", "a", "img", "table", "thead", "tbody", "tr", "th", "td",
-})
+ALLOWED_TAGS = frozenset(
+    {
+        "p",
+        "br",
+        "hr",
+        "strong",
+        "em",
+        "del",
+        "s",
+        "code",
+        "pre",
+        "blockquote",
+        "ul",
+        "ol",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "a",
+        "img",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+    }
+)
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
     "img": {"src", "alt", "title"},
@@ -36,7 +64,10 @@ def render_markdown(text: str | None) -> SafeString:
         return mark_safe("")
     html = _parser().render(text)
     clean = nh3.clean(
-        html, tags=set(ALLOWED_TAGS), attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
-        url_schemes=set(URL_SCHEMES), link_rel="noopener noreferrer",
+        html,
+        tags=set(ALLOWED_TAGS),
+        attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
+        url_schemes=set(URL_SCHEMES),
+        link_rel="noopener noreferrer",
     )
-    return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above
+    return mark_safe(clean)

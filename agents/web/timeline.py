@@ -7,18 +7,21 @@ Live fragments are htmx out-of-band swaps keyed by element ids:
 streamed), `turn-<id>-status` (step and tokens, with Stop), `tool-<call id>` (a tool card),
 `mode-badge`, `composer`, and `stream-cursor` (the last event the page shows, used to resume).
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from django.template.loader import render_to_string
 
 from agents.events import FINAL_EVENT_TYPES, live_payload
-from .markdown import render_markdown
 from agents.models import AgentSession, Turn, TurnEvent
+
+from .markdown import render_markdown
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
 
@@ -38,8 +41,11 @@ def tool_item(called: dict, result: dict | None) -> Item:
     except ValueError:
         pretty = arguments
     data: dict[str, Any] = {
-        "id": called.get("id", ""), "name": called.get("name", ""), "kind": called.get("kind", ""),
-        "arguments": pretty, "state": "running",
+        "id": called.get("id", ""),
+        "name": called.get("name", ""),
+        "kind": called.get("kind", ""),
+        "arguments": pretty,
+        "state": "running",
     }
     if result is not None:
         data["state"] = "ok" if result.get("ok") else "error"
@@ -69,8 +75,15 @@ def text_item(content: str) -> Item | None:
 
 
 def mode_item(payload: dict) -> Item:
-    return Item("mode", {"previous": payload.get("previousMode"), "new": payload.get("newMode"),
-                         "reason": payload.get("reason", ""), "branch": bool(payload.get("branch"))})
+    return Item(
+        "mode",
+        {
+            "previous": payload.get("previousMode"),
+            "new": payload.get("newMode"),
+            "reason": payload.get("reason", ""),
+            "branch": bool(payload.get("branch")),
+        },
+    )
 
 
 def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
@@ -149,8 +162,15 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
     }
 
 
-def render_turn(turn: Turn, events: list[TurnEvent], *, oob: bool = False, latest: bool = True,
-                if_absent: bool = False, request=None) -> str:
+def render_turn(
+    turn: Turn,
+    events: list[TurnEvent],
+    *,
+    oob: bool = False,
+    latest: bool = True,
+    if_absent: bool = False,
+    request=None,
+) -> str:
     context = {**turn_context(turn, events, latest=latest), "oob": oob, "if_absent": if_absent}
     return render_to_string("agents/_turn.html", context, request=request)
 
@@ -188,8 +208,7 @@ class LiveRenderer:
             html = render_turn(turn, stored, oob=True)
             if event_type in FINAL_EVENT_TYPES:
                 self.session.refresh_from_db()
-                html += render_to_string("agents/_composer.html", {"session": self.session, "busy": False,
-                                                                   "oob": True})
+                html += render_to_string("agents/_composer.html", {"session": self.session, "busy": False, "oob": True})
                 html += render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True})
                 html += render_to_string("agents/_session_meta.html", {"s": self.session, "oob": True})
             return html
@@ -208,22 +227,26 @@ class LiveRenderer:
             if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
                 return status
             item = text_item(payload.get("content", ""))
-            return status + render_to_string("agents/_event.html", {"turn": turn, "item": item, "append": True,
-                                                                    "clear_live": True})
+            return status + render_to_string(
+                "agents/_event.html", {"turn": turn, "item": item, "append": True, "clear_live": True}
+            )
         if event_type == "tool.called":
             self._calls[payload.get("id", "")] = payload
-            return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(payload, None),
-                                                           "append": True})
+            return render_to_string(
+                "agents/_event.html", {"turn": turn, "item": tool_item(payload, None), "append": True}
+            )
         if event_type == "tool.result":
             called = self._calls.pop(payload.get("id", ""), None) or self._stored_call(turn, payload.get("id"))
-            return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(called, payload),
-                                                           "replace": True})
+            return render_to_string(
+                "agents/_event.html", {"turn": turn, "item": tool_item(called, payload), "replace": True}
+            )
         if event_type == "mode.changed":
             self.session.refresh_from_db()
-            return render_to_string("agents/_event.html", {"turn": turn, "item": mode_item(payload),
-                                                           "append": True}) + \
-                render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True}) + \
-                render_to_string("agents/_session_meta.html", {"s": self.session, "oob": True})
+            return (
+                render_to_string("agents/_event.html", {"turn": turn, "item": mode_item(payload), "append": True})
+                + render_to_string("agents/_mode_badge.html", {"session": self.session, "oob": True})
+                + render_to_string("agents/_session_meta.html", {"s": self.session, "oob": True})
+            )
         return ""
 
     def _streamed(self, turn: Turn, seq: int) -> str:
@@ -234,9 +257,17 @@ class LiveRenderer:
         return self._live[turn.id]
 
     def _status(self, turn: Turn, step: int | None, tokens: int | None) -> str:
-        return render_to_string("agents/_turn_status.html", {
-            "turn": turn, "running": True, "step": step, "max_steps": self._max_steps.get(turn.id),
-            "tokens": tokens, "oob": True})
+        return render_to_string(
+            "agents/_turn_status.html",
+            {
+                "turn": turn,
+                "running": True,
+                "step": step,
+                "max_steps": self._max_steps.get(turn.id),
+                "tokens": tokens,
+                "oob": True,
+            },
+        )
 
     @staticmethod
     def _stored_call(turn: Turn, call_id: str | None) -> dict:

@@ -1,15 +1,15 @@
 """The tool selector of a session (spec 004 §5): internal tools and MCP tools grouped by server,
 each with whether the next turn will offer it and, if not, why. It reads the same rules the
 pipeline applies (policy_allows and the toggles), so what the panel says is what the turn does."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from modes.models import AgentMode
-from tools.registry import internal_registry, mcp_registry
-
 from agents.models import AgentSession, Execution
 from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, policy_allows
+from modes.models import AgentMode
+from tools.registry import internal_registry, mcp_registry
 
 
 @dataclass
@@ -55,26 +55,41 @@ def tool_panel(session: AgentSession) -> dict:
     internal = []
     for name, tool in internal_registry():
         always = name == ALWAYS_ON
-        internal.append(ToolRow(
-            name=name, label=name, description=tool.TOOL_USAGE_METADATA, always=always,
-            enabled=always or toggles.get(name) is not False, blocked="" if always else policy_reason(name),
-        ))
+        internal.append(
+            ToolRow(
+                name=name,
+                label=name,
+                description=tool.TOOL_USAGE_METADATA,
+                always=always,
+                enabled=always or toggles.get(name) is not False,
+                blocked="" if always else policy_reason(name),
+            )
+        )
 
     ask = session.execution == Execution.ASK
     statuses = _mcp_status()
     groups: dict[str, ServerGroup] = {}
     for name, status in statuses.items():
-        groups[name] = ServerGroup(name=name, state=status.state, status=status.describe(),
-                                   enabled=toggles.get(name) is not False)
+        groups[name] = ServerGroup(
+            name=name, state=status.state, status=status.describe(), enabled=toggles.get(name) is not False
+        )
     for name, tool in mcp_registry:
         server, _, short = name.partition(MCP_SEPARATOR)
-        group = groups.setdefault(server, ServerGroup(name=server, state="unknown", status="",
-                                                      enabled=toggles.get(server) is not False))
+        group = groups.setdefault(
+            server, ServerGroup(name=server, state="unknown", status="", enabled=toggles.get(server) is not False)
+        )
         blocked = policy_reason(name)
         if not blocked and not group.enabled:
             blocked = f"the {server} server is switched off"
-        group.tools.append(ToolRow(name=name, label=short, description=tool.get_schema()["function"]["description"],
-                                   enabled=toggles.get(name) is not False, blocked=blocked))
+        group.tools.append(
+            ToolRow(
+                name=name,
+                label=short,
+                description=tool.get_schema()["function"]["description"],
+                enabled=toggles.get(name) is not False,
+                blocked=blocked,
+            )
+        )
     return {
         "internal": internal,
         "servers": sorted(groups.values(), key=lambda g: g.name),

@@ -6,6 +6,7 @@ The CSVs are committed; this script only documents how they were made and remake
 A small online shop in 2025: 60 customers, 20 products in four categories, about 2,000 orders with
 a summer dip and a holiday peak, so "revenue by month" has a visible seasonal shape.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,29 +21,99 @@ ORDERS_PER_MONTH = 165
 SEASON = [0.80, 0.75, 0.90, 0.95, 1.00, 0.85, 0.70, 0.65, 1.00, 1.10, 1.45, 1.85]
 
 PRODUCTS = [  # (name, category, price)
-    ("Aurora Laptop 14", "Hardware", 1299.00), ("Aurora Laptop 16", "Hardware", 1649.00),
-    ("Nimbus Monitor 27", "Hardware", 379.00), ("Nimbus Monitor 32", "Hardware", 549.00),
-    ("Pico Mini PC", "Hardware", 499.00), ("Quill Keyboard", "Accessories", 89.00),
-    ("Glide Mouse", "Accessories", 39.00), ("Dock Pro USB-C", "Accessories", 229.00),
-    ("Halo Headset", "Accessories", 129.00), ("Tote Laptop Sleeve", "Accessories", 29.00),
-    ("Ledger Cloud (1 year)", "Software", 240.00), ("Atlas Analytics (1 year)", "Software", 960.00),
-    ("Vault Backup (1 year)", "Software", 120.00), ("Scribe Office Suite", "Software", 149.00),
-    ("Sentinel Antivirus", "Software", 59.00), ("Setup & Migration", "Services", 350.00),
-    ("Priority Support (1 year)", "Services", 600.00), ("On-site Training Day", "Services", 1200.00),
-    ("Extended Warranty", "Services", 199.00), ("Data Recovery", "Services", 450.00),
+    ("Aurora Laptop 14", "Hardware", 1299.00),
+    ("Aurora Laptop 16", "Hardware", 1649.00),
+    ("Nimbus Monitor 27", "Hardware", 379.00),
+    ("Nimbus Monitor 32", "Hardware", 549.00),
+    ("Pico Mini PC", "Hardware", 499.00),
+    ("Quill Keyboard", "Accessories", 89.00),
+    ("Glide Mouse", "Accessories", 39.00),
+    ("Dock Pro USB-C", "Accessories", 229.00),
+    ("Halo Headset", "Accessories", 129.00),
+    ("Tote Laptop Sleeve", "Accessories", 29.00),
+    ("Ledger Cloud (1 year)", "Software", 240.00),
+    ("Atlas Analytics (1 year)", "Software", 960.00),
+    ("Vault Backup (1 year)", "Software", 120.00),
+    ("Scribe Office Suite", "Software", 149.00),
+    ("Sentinel Antivirus", "Software", 59.00),
+    ("Setup & Migration", "Services", 350.00),
+    ("Priority Support (1 year)", "Services", 600.00),
+    ("On-site Training Day", "Services", 1200.00),
+    ("Extended Warranty", "Services", 199.00),
+    ("Data Recovery", "Services", 450.00),
 ]
-COUNTRIES = [("United States", 14), ("Germany", 9), ("United Kingdom", 8), ("France", 6),
-             ("Netherlands", 4), ("Canada", 5), ("Japan", 4), ("Brazil", 3), ("Australia", 3), ("Spain", 4)]
+COUNTRIES = [
+    ("United States", 14),
+    ("Germany", 9),
+    ("United Kingdom", 8),
+    ("France", 6),
+    ("Netherlands", 4),
+    ("Canada", 5),
+    ("Japan", 4),
+    ("Brazil", 3),
+    ("Australia", 3),
+    ("Spain", 4),
+]
 SEGMENTS = [("Consumer", 30), ("Small Business", 20), ("Enterprise", 10)]
 SEGMENT_WEIGHT = {"Consumer": 1.0, "Small Business": 1.6, "Enterprise": 2.4}  # how often each orders
 MAX_QUANTITY = {"Consumer": 2, "Small Business": 5, "Enterprise": 12}
 ENTERPRISE_DISCOUNT = 0.10
-FIRST_NAMES = ["Ada", "Ben", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kara",
-               "Luis", "Maya", "Noah", "Olga", "Pavel", "Quinn", "Rosa", "Sven", "Tara"]
-LAST_NAMES = ["Almeida", "Becker", "Chen", "Dubois", "Evans", "Fischer", "Garcia", "Hansen", "Ito", "Jansen",
-              "Kowalski", "Laurent", "Moreau", "Nakamura", "Okafor"]
-COMPANY_WORDS = ["Northwind", "Bluepeak", "Ironbark", "Lumen", "Brightside", "Copperleaf", "Harbor", "Keystone",
-                 "Meridian", "Oakridge", "Pinecrest", "Redwood", "Silverline", "Tidewater", "Westgate"]
+FIRST_NAMES = [
+    "Ada",
+    "Ben",
+    "Chloe",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kara",
+    "Luis",
+    "Maya",
+    "Noah",
+    "Olga",
+    "Pavel",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+]
+LAST_NAMES = [
+    "Almeida",
+    "Becker",
+    "Chen",
+    "Dubois",
+    "Evans",
+    "Fischer",
+    "Garcia",
+    "Hansen",
+    "Ito",
+    "Jansen",
+    "Kowalski",
+    "Laurent",
+    "Moreau",
+    "Nakamura",
+    "Okafor",
+]
+COMPANY_WORDS = [
+    "Northwind",
+    "Bluepeak",
+    "Ironbark",
+    "Lumen",
+    "Brightside",
+    "Copperleaf",
+    "Harbor",
+    "Keystone",
+    "Meridian",
+    "Oakridge",
+    "Pinecrest",
+    "Redwood",
+    "Silverline",
+    "Tidewater",
+    "Westgate",
+]
 COMPANY_SUFFIXES = ["Ltd", "GmbH", "Labs", "Group", "Partners", "Systems"]
 
 
@@ -58,10 +129,18 @@ def _customers(rng: random.Random) -> list[dict]:
     created = sorted(first_day + dt.timedelta(days=rng.randrange(days)) for _ in segments)
     people = rng.sample([f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES], len(segments))
     companies = rng.sample([f"{w} {s}" for w in COMPANY_WORDS for s in COMPANY_SUFFIXES], len(segments))
-    return [{"id": i, "name": person if segment == "Consumer" else company, "country": country,
-             "segment": segment, "created_at": day.isoformat()}
-            for i, (person, company, country, segment, day)
-            in enumerate(zip(people, companies, countries, segments, created, strict=True), start=1)]
+    return [
+        {
+            "id": i,
+            "name": person if segment == "Consumer" else company,
+            "country": country,
+            "segment": segment,
+            "created_at": day.isoformat(),
+        }
+        for i, (person, company, country, segment, day) in enumerate(
+            zip(people, companies, countries, segments, created, strict=True), start=1
+        )
+    ]
 
 
 def _orders(rng: random.Random, customers: list[dict], products: list[dict]) -> list[dict]:
@@ -76,9 +155,15 @@ def _orders(rng: random.Random, customers: list[dict], products: list[dict]) -> 
             customer = rng.choices(buyers, [SEGMENT_WEIGHT[c["segment"]] for c in buyers])[0]
             product = rng.choices(products, product_weights)[0]
             discount = ENTERPRISE_DISCOUNT if customer["segment"] == "Enterprise" else 0.0
-            rows.append({"customer_id": customer["id"], "product_id": product["id"],
-                         "quantity": rng.randint(1, MAX_QUANTITY[customer["segment"]]),
-                         "unit_price": round(product["price"] * (1 - discount), 2), "ordered_at": day.isoformat()})
+            rows.append(
+                {
+                    "customer_id": customer["id"],
+                    "product_id": product["id"],
+                    "quantity": rng.randint(1, MAX_QUANTITY[customer["segment"]]),
+                    "unit_price": round(product["price"] * (1 - discount), 2),
+                    "ordered_at": day.isoformat(),
+                }
+            )
     rows.sort(key=lambda r: (r["ordered_at"], r["customer_id"], r["product_id"]))
     return [{"id": i, **row} for i, row in enumerate(rows, start=1)]
 

@@ -1,7 +1,9 @@
 """Reasoner fixtures: a scripted model over the real SDK and helpers to run turns."""
+
 from __future__ import annotations
 
 import asyncio
+from typing import ClassVar
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -11,8 +13,8 @@ from agents.events import message_events, session_group
 from agents.llm import LLMClient, use_llm_client
 from agents.models import Turn
 from agents.run.reasoner import Reasoner
-from agents.turns import turn_start
 from agents.sessions import session_create
+from agents.turns import turn_start
 from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry
 
@@ -38,16 +40,19 @@ def make_session(team_a, alice):
         kwargs.setdefault("team", team_a)
         kwargs.setdefault("user", alice)
         return await sync_to_async(session_create)(**kwargs)
+
     return make
 
 
 @pytest.fixture
 def run_turn(llm):
     """Start a turn in `session` and run it to its end with a Reasoner on the scripted model."""
+
     async def run(session, text="Hello", execution=None, reasoner=None, **kwargs) -> Turn:
         turn = await sync_to_async(turn_start)(session=session, text=text, execution=execution)
         await (reasoner or Reasoner(llm=llm)).run(turn.id, **kwargs)
         return await Turn.objects.select_related("session").aget(pk=turn.id)
+
     return run
 
 
@@ -66,7 +71,7 @@ class StandInMcpTool:
     TOOL_USAGE_METADATA = "Run a read-only SQL query."
     is_tool_fully_executed_on_server = True
     TOOL_NAME = "sql__query"
-    calls: list = []
+    calls: ClassVar[list] = []
 
     @staticmethod
     def get_schema():
@@ -103,10 +108,11 @@ async def listener():
             while True:
                 try:
                     message = await asyncio.wait_for(layer.receive(channel), timeout=0.05)
-                except asyncio.TimeoutError:  # nothing more queued
+                except TimeoutError:  # nothing more queued
                     return events
                 assert message["type"] == "turn.events" and message["session_id"] == session_id
                 events += message_events(message)
+
         return drain
 
     yield subscribe

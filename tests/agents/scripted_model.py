@@ -26,6 +26,7 @@ ScriptedModel per test (a fixture), not one per module.
 `serve_on_loopback(app)` / `loopback_server(app)` run any ASGI app with uvicorn on 127.0.0.1 for
 tests of code that talks to models over real HTTP.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,7 @@ from agents.llm.protocol import (
 )
 from agents.llm.transport import StreamingASGITransport
 
-__all__ = ["ScriptedModel", "PlannedReply", "PlannedToolCall", "openai_client", "serve_on_loopback",
-           "loopback_server"]
+__all__ = ["PlannedReply", "PlannedToolCall", "ScriptedModel", "loopback_server", "openai_client", "serve_on_loopback"]
 
 ToolCallSpec = tuple[str, dict | list | str] | PlannedToolCall
 
@@ -116,23 +116,46 @@ class ScriptedModel:
         self._next_delay = 0.0
 
     # -- scripting --------------------------------------------------------------------------
-    def reply(self, content: str = "", tool_calls: list[ToolCallSpec] | None = None, *,
-              prompt_tokens: int | None = None, completion_tokens: int | None = None,
-              chunk_delay: float = 0.0) -> PlannedReply:
+    def reply(
+        self,
+        content: str = "",
+        tool_calls: list[ToolCallSpec] | None = None,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        chunk_delay: float = 0.0,
+    ) -> PlannedReply:
         """Queue one reply; returns it (its tool calls carry their ids)."""
-        planned = PlannedReply(content=content, tool_calls=[_tool_call(t) for t in tool_calls or []],
-                               prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        planned = PlannedReply(
+            content=content,
+            tool_calls=[_tool_call(t) for t in tool_calls or []],
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
         self._queue.append(_Reply(planned, chunk_delay=chunk_delay, delay=self._take_delay()))
         return planned
 
-    def error(self, status: int, message: str = "", headers: dict[str, str] | None = None, *,
-              type: str | None = None, code: str | None = None) -> None:  # noqa: A002 - OpenAI's name
+    def error(
+        self,
+        status: int,
+        message: str = "",
+        headers: dict[str, str] | None = None,
+        *,
+        type: str | None = None,
+        code: str | None = None,
+    ) -> None:
         """Queue an HTTP error in OpenAI's JSON shape. Retryable statuses (408, 409, 429, 5xx) get
         `retry-after: 0` and `retry-after-ms: 1` unless `headers` is given: the SDK ignores a
         zero `retry-after` and would back off for ~0.5 s, but honours 1 ms."""
         default_type, default_code = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "api_error", None))
-        body = {"error": {"message": message or f"ScriptedModel error {status}", "type": type or default_type,
-                          "param": None, "code": code if code is not None else default_code}}
+        body = {
+            "error": {
+                "message": message or f"ScriptedModel error {status}",
+                "type": type or default_type,
+                "param": None,
+                "code": code if code is not None else default_code,
+            }
+        }
         if headers is None:
             headers = {"retry-after": "0", "retry-after-ms": "1"} if status in _RETRYABLE or status >= 500 else {}
         self._queue.append(_Error(status, body, headers, delay=self._take_delay()))
@@ -143,8 +166,14 @@ class ScriptedModel:
 
     def image_error(self, status: int, message: str = "") -> None:
         """Queue an Images API error (not retried: `x-should-retry: false`)."""
-        body = {"error": {"message": message or f"ScriptedModel image error {status}", "type": "server_error",
-                          "param": None, "code": None}}
+        body = {
+            "error": {
+                "message": message or f"ScriptedModel image error {status}",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        }
         self._images.append(_Error(status, body, {"x-should-retry": "false"}))
 
     def delay(self, seconds: float) -> None:
@@ -189,8 +218,9 @@ class ScriptedModel:
         return [t.get("function", {}).get("name") for t in self.last_request.get("tools") or []]
 
     # -- ASGI -------------------------------------------------------------------------------
-    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
-                       send: Callable[[dict], Awaitable[None]]) -> None:
+    async def __call__(
+        self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable[[dict], Awaitable[None]]
+    ) -> None:
         if scope["type"] == "lifespan":
             while True:
                 message = await receive()
@@ -205,29 +235,63 @@ class ScriptedModel:
             return
         path, method = scope["path"].rstrip("/"), scope["method"]
         if method == "GET" and path.endswith("/models"):
-            return await self._json(send, 200, {"object": "list", "data": [
-                {"id": self.model_name, "object": "model", "created": 0, "owned_by": "scripted"}]})
+            return await self._json(
+                send,
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": self.model_name, "object": "model", "created": 0, "owned_by": "scripted"}],
+                },
+            )
         if method == "POST" and path.endswith("/images/generations"):
             return await self._image(json.loads(body or b"{}"), send)
         if method != "POST" or not path.endswith("/chat/completions"):
-            return await self._json(send, 404, {"error": {
-                "message": f"ScriptedModel: no route {method} {scope['path']}", "type": "invalid_request_error",
-                "param": None, "code": None}})
+            return await self._json(
+                send,
+                404,
+                {
+                    "error": {
+                        "message": f"ScriptedModel: no route {method} {scope['path']}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
         try:
             request = json.loads(body)
         except ValueError:
-            return await self._json(send, 400, {"error": {"message": "ScriptedModel: body is not JSON",
-                                                          "type": "invalid_request_error", "param": None,
-                                                          "code": None}})
+            return await self._json(
+                send,
+                400,
+                {
+                    "error": {
+                        "message": "ScriptedModel: body is not JSON",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
         self.requests.append(request)
         await self._complete(request, receive, send)
 
     async def _image(self, request: dict, send) -> None:
         self.image_requests.append(request)
         if not self._images:
-            return await self._json(send, 500, {"error": {
-                "message": "ScriptedModel: no image queued", "type": "server_error", "param": None,
-                "code": None}}, {"x-should-retry": "false"})
+            return await self._json(
+                send,
+                500,
+                {
+                    "error": {
+                        "message": "ScriptedModel: no image queued",
+                        "type": "server_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+                {"x-should-retry": "false"},
+            )
         planned = self._images.popleft()
         if isinstance(planned, _Error):
             return await self._json(send, planned.status, planned.body, planned.headers)
@@ -235,9 +299,19 @@ class ScriptedModel:
 
     async def _complete(self, request: dict, receive, send) -> None:
         if not self._queue:
-            return await self._json(send, 500, {"error": {
-                "message": "ScriptedModel: no reply queued", "type": "server_error", "param": None,
-                "code": None}}, {"x-should-retry": "false"})
+            return await self._json(
+                send,
+                500,
+                {
+                    "error": {
+                        "message": "ScriptedModel: no reply queued",
+                        "type": "server_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+                {"x-should-retry": "false"},
+            )
         planned = self._queue.popleft()
         if planned.delay:
             await asyncio.sleep(planned.delay)
@@ -247,17 +321,17 @@ class ScriptedModel:
         streaming = bool(request.get("stream"))
         if isinstance(planned, _Malformed):
             if not streaming:
-                return await self._raw(send, 200, b'{"id": "chatcmpl-broken", "object": "chat.comp',
-                                       "application/json")
-            first = f'data: {{"id": "chatcmpl-broken", "object": "chat.completion.chunk", "created": 0, ' \
-                    f'"model": "{model}", "choices": [{{"index": 0, "delta": {{"role": "assistant", ' \
-                    f'"content": "Hal"}}, "finish_reason": null}}]}}\n\n'
+                return await self._raw(send, 200, b'{"id": "chatcmpl-broken", "object": "chat.comp', "application/json")
+            first = (
+                f'data: {{"id": "chatcmpl-broken", "object": "chat.completion.chunk", "created": 0, '
+                f'"model": "{model}", "choices": [{{"index": 0, "delta": {{"role": "assistant", '
+                f'"content": "Hal"}}, "finish_reason": null}}]}}\n\n'
+            )
             tail = "data: {this is not json\n\n" if planned.kind == "garbage" else first[: len(first) // 2]
             return await self._stream(send, receive, [first, tail], 0.0, complete=False)
         prompt_tokens = prompt_token_estimate(request.get("messages") or [], request.get("tools"))
         if not streaming:
-            return await self._json(send, 200, completion_body(planned.reply, model=model,
-                                                               prompt_tokens=prompt_tokens))
+            return await self._json(send, 200, completion_body(planned.reply, model=model, prompt_tokens=prompt_tokens))
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
         chunks = sse_chunks(planned.reply, model=model, prompt_tokens=prompt_tokens, include_usage=include_usage)
         await self._stream(send, receive, chunks, planned.chunk_delay)
@@ -265,8 +339,13 @@ class ScriptedModel:
     async def _stream(self, send, receive, chunks, chunk_delay: float, complete: bool = True) -> None:
         """Send SSE chunks, watching for the client leaving (uvicorn does not cancel the app when
         a connection drops; it answers `receive()` with `http.disconnect`)."""
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")],
+            }
+        )
         watcher = asyncio.ensure_future(receive())  # resolves on http.disconnect only
         try:
             for index, chunk in enumerate(chunks):
@@ -308,8 +387,14 @@ def openai_client(app, **kw: Any) -> openai.AsyncOpenAI:
     other `AsyncOpenAI` argument can be overridden. Close it (`await client.close()`) after use."""
     base_url = kw.pop("base_url", "http://scripted.test/v1")
     http_client = httpx2.AsyncClient(transport=StreamingASGITransport(app), base_url=base_url)
-    return openai.AsyncOpenAI(api_key=kw.pop("api_key", "test"), base_url=base_url, http_client=http_client,
-                              max_retries=kw.pop("max_retries", 2), timeout=kw.pop("timeout", 5), **kw)
+    return openai.AsyncOpenAI(
+        api_key=kw.pop("api_key", "test"),
+        base_url=base_url,
+        http_client=http_client,
+        max_retries=kw.pop("max_retries", 2),
+        timeout=kw.pop("timeout", 5),
+        **kw,
+    )
 
 
 class _QuietServer(uvicorn.Server):
@@ -324,8 +409,9 @@ async def serve_on_loopback(app) -> tuple[str, Callable[[], Awaitable[None]]]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, http="h11",
-                            ws="none", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, lifespan="off", log_level="warning", access_log=False, http="h11", ws="none", timeout_graceful_shutdown=1
+    )
     server = _QuietServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name=f"uvicorn 127.0.0.1:{port}")
     while not server.started:
@@ -339,7 +425,7 @@ async def serve_on_loopback(app) -> tuple[str, Callable[[], Awaitable[None]]]:
         server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(task), 5)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             server.force_exit = True
             task.cancel()
             await asyncio.wait({task})

@@ -1,4 +1,5 @@
 """POST /api/v1/agent/execute: bearer auth, validation, AGN-011 mode flow and client tools."""
+
 from __future__ import annotations
 
 import json
@@ -72,21 +73,22 @@ async def test_follow_up_uses_the_persisted_mode_and_warns_on_mismatch(llm, mode
     model.reply("first")
     _, first = await post({"message": "Hi"}, token)
     model.reply("second")
-    status, body = await post({"conversationId": first["conversationId"], "mode": "ddr-authoring",
-                               "message": "again"}, token)
+    status, body = await post(
+        {"conversationId": first["conversationId"], "mode": "ddr-authoring", "message": "again"}, token
+    )
     assert status == 200 and body["mode"] == "general"
     assert "Current mode: general" in model.last_messages[0]["content"]
     assert any(getattr(r, "event", "") == "pipeline.mode_mismatch" for r in caplog.records)
 
 
 async def test_mode_change_is_reported_and_persisted_once(llm, model, token):
-    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True,
-                                                       "reason": "Charts."})])
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True, "reason": "Charts."})])
     status, body = await post({"message": "3", "execution": "ask"}, token)
     assert status == 200
     assert body["mode"] == "data-analysis"
-    assert body["modeChanges"] == [{"previousMode": "general", "newMode": "data-analysis",
-                                    "reason": "Charts.", "branch": True}]
+    assert body["modeChanges"] == [
+        {"previousMode": "general", "newMode": "data-analysis", "reason": "Charts.", "branch": True}
+    ]
     assert body["branch"] == {"mode": "data-analysis", "reason": "Charts."}
     assert await ModeHistory.objects.filter(session_id=body["conversationId"]).acount() == 1
 
@@ -102,9 +104,14 @@ async def test_mode_change_is_reported_and_persisted_once(llm, model, token):
         ({"message": "hi", "mode": 3}, "mode"),
         ({"message": "hi", "tools": "nope"}, "tools"),
         ({"message": "hi", "tools": [{"type": "function"}]}, "tools[0]"),
-        ({"message": "hi", "tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools[0].function.name"),
-        ({"message": "hi", "tools": [{"type": "function", "function": {"name": "agent_change_mode"}}]},
-         "tools[0].function.name"),
+        (
+            {"message": "hi", "tools": [{"type": "function", "function": {"name": "bad name"}}]},
+            "tools[0].function.name",
+        ),
+        (
+            {"message": "hi", "tools": [{"type": "function", "function": {"name": "agent_change_mode"}}]},
+            "tools[0].function.name",
+        ),
         ({"message": "hi", "toolResults": [{"toolCallId": "x", "content": "y"}]}, "conversationId"),
         ({"message": "hi", "toolResults": [{"content": "y"}]}, "toolResults[0].toolCallId"),
         ({"message": "hi", "surprise": True}, "surprise"),
@@ -133,8 +140,14 @@ async def test_someone_elses_conversation_is_404(llm, model, token, carol_token)
 
 
 async def test_client_tool_calls_come_back_pending_and_continue_the_turn(llm, model, token):
-    tool = {"type": "function", "function": {"name": "read_local_file", "description": "Read a file.",
-                                             "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "read_local_file",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
     planned = model.reply("", tool_calls=[("read_local_file", {"path": "notes.md"}), ("agent_list_modes", {})])
     status, body = await post({"message": "Summarise notes.md", "execution": "agent", "tools": [tool]}, token)
     assert status == 200 and body["status"] == "requires_action"
@@ -143,21 +156,31 @@ async def test_client_tool_calls_come_back_pending_and_continue_the_turn(llm, mo
     assert json.loads(pending["function"]["arguments"]) == {"path": "notes.md"}
     assert "read_local_file" in model.last_tools
 
-    wrong = await post({"conversationId": body["conversationId"], "toolResults": [
-        {"toolCallId": "call_unknown", "content": "x"}]}, token)
+    wrong = await post(
+        {"conversationId": body["conversationId"], "toolResults": [{"toolCallId": "call_unknown", "content": "x"}]},
+        token,
+    )
     assert wrong[0] == 400 and wrong[1]["error"]["field"] == "toolResults"
 
     model.reply("The notes say hello.")
-    status, done = await post({"conversationId": body["conversationId"], "toolResults": [
-        {"toolCallId": pending["id"], "content": "# Notes\nhello"}]}, token)
+    status, done = await post(
+        {
+            "conversationId": body["conversationId"],
+            "toolResults": [{"toolCallId": pending["id"], "content": "# Notes\nhello"}],
+        },
+        token,
+    )
     assert status == 200 and done["status"] == "completed" and done["turnId"] == body["turnId"]
     assert done["answer"] == "The notes say hello."
     tool_messages = [m for m in model.last_messages if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_messages] == [c.id for c in reversed(planned.tool_calls)] or \
-        {m["tool_call_id"] for m in tool_messages} == {c.id for c in planned.tool_calls}
+    assert [m["tool_call_id"] for m in tool_messages] == [c.id for c in reversed(planned.tool_calls)] or {
+        m["tool_call_id"] for m in tool_messages
+    } == {c.id for c in planned.tool_calls}
     assert any(m["content"] == "# Notes\nhello" for m in tool_messages)
-    again = await post({"conversationId": body["conversationId"], "toolResults": [
-        {"toolCallId": pending["id"], "content": "again"}]}, token)
+    again = await post(
+        {"conversationId": body["conversationId"], "toolResults": [{"toolCallId": pending["id"], "content": "again"}]},
+        token,
+    )
     assert again[0] == 409
 
 
@@ -200,8 +223,8 @@ async def test_create_api_token_command(alice, capsys):
 
 
 async def test_a_turn_left_running_by_a_stopped_server_does_not_block_the_session(llm, model, token, alice, team_a):
-    from agents.turns import ERROR_INTERRUPTED
     from agents.sessions import session_create
+    from agents.turns import ERROR_INTERRUPTED
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)
     orphan = await sync_to_async(turn_start)(session=session, text="first")

@@ -1,5 +1,6 @@
 """EventRecorder: events written before they are broadcast, in seq order, batched behind the run
 (group commit), the turn row's columns written with the events they belong to."""
+
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
@@ -32,8 +33,9 @@ class RecordingLayer:
     async def group_send(self, group, message) -> None:
         assert message["type"] == "turn.events" and message["events"]
         turn = await Turn.objects.aget(pk=message["turn_id"])
-        steps = [e.payload["step"] async for e in TurnEvent.objects.filter(
-            turn_id=message["turn_id"], type="model.message")]
+        steps = [
+            e.payload["step"] async for e in TurnEvent.objects.filter(turn_id=message["turn_id"], type="model.message")
+        ]
         for event in message_events(message):
             self.sent.append({"group": group, **event})
             stored = await TurnEvent.objects.filter(turn_id=event["turn_id"], seq=event["seq"]).aexists()
@@ -51,8 +53,12 @@ async def test_every_event_is_stored_before_it_is_broadcast_in_order(make_sessio
     for step in range(1, 8):
         await recorder.emit("step.started", {"step": step})
         await recorder.delta(f"part {step} ")
-        await recorder.emit("model.message", {"step": step, "content": "x"}, defer=True,
-                            turn_write=TurnWrite(fields={"step_count": step}))
+        await recorder.emit(
+            "model.message",
+            {"step": step, "content": "x"},
+            defer=True,
+            turn_write=TurnWrite(fields={"step_count": step}),
+        )
         await recorder.emit("tool.called", {"id": f"c{step}", "name": "agent_list_modes"})
         await recorder.emit("tool.result", {"id": f"c{step}", "ok": True}, defer=True)
     await recorder.emit("turn.completed", {"status": "completed"}, turn_write=TurnWrite(fields={"status": "completed"}))
@@ -74,7 +80,9 @@ async def test_a_later_value_of_a_turn_column_wins(make_session):
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     recorder = await recorder_for(turn, channel_layer=RecordingLayer())
-    await recorder.emit("model.message", {"step": 1}, defer=True, turn_write=TurnWrite(fields={"step_count": 1, "prompt_tokens": 5}))
+    await recorder.emit(
+        "model.message", {"step": 1}, defer=True, turn_write=TurnWrite(fields={"step_count": 1, "prompt_tokens": 5})
+    )
     await recorder.emit("model.message", {"step": 2}, defer=True, turn_write=TurnWrite(fields={"step_count": 2}))
     await recorder.drain()
     turn = await Turn.objects.aget(pk=turn.id)

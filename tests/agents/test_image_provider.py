@@ -1,5 +1,6 @@
 """image_gen's remote backend end to end: with a real (non-offline) provider configured, the
 reasoner's image_gen calls the provider's Images API through the same SDK client as the chat."""
+
 from __future__ import annotations
 
 import io
@@ -36,8 +37,9 @@ async def test_a_picture_request_goes_to_the_images_api(make_session, run_turn, 
     model.reply("Here is your fox.")
     turn = await run_turn(await make_session(execution="agent"), text="Draw a fox")
     assert turn.status == "completed"
-    assert model.image_requests == [{"model": "image-model-x", "prompt": "A red fox in the snow",
-                                     "size": "512x512", "n": 1}]
+    assert model.image_requests == [
+        {"model": "image-model-x", "prompt": "A red fox in the snow", "size": "512x512", "n": 1}
+    ]
     [result] = await tool_results(turn)
     data = json.loads(result["result"])
     assert result["ok"] and data["backend"] == "remote" and (data["width"], data["height"]) == (96, 64)
@@ -46,8 +48,9 @@ async def test_a_picture_request_goes_to_the_images_api(make_session, run_turn, 
 
 
 async def test_charts_stay_local_with_a_provider(make_session, run_turn, model):
-    model.reply("", tool_calls=[("image_gen", {"prompt": "Sales", "kind": "bar", "labels": ["a", "b"],
-                                               "values": [1, 2]})])
+    model.reply(
+        "", tool_calls=[("image_gen", {"prompt": "Sales", "kind": "bar", "labels": ["a", "b"], "values": [1, 2]})]
+    )
     model.reply("Chart drawn.")
     turn = await run_turn(await make_session(execution="agent"))
     [result] = await tool_results(turn)

@@ -3,6 +3,7 @@
 §4.2): only in Agent execution, filtered by the mode's policy and the session's toggles. The last
 test is the embedded default end to end: the offline model answers a data question by querying
 the demo database and charting the result (spec 004 §3.2)."""
+
 from __future__ import annotations
 
 import json
@@ -34,11 +35,20 @@ def mcp_host(tmp_path_factory):
     database = folder / "demo.sqlite3"
     build_demo_database(database)
     config = folder / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {
-        "sql": {"command": sys.executable, "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{database}"],
-                "cwd": str(ROOT)},
-        "time": {"command": "mcp-server-time"},
-    }}))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "sql": {
+                        "command": sys.executable,
+                        "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{database}"],
+                        "cwd": str(ROOT),
+                    },
+                    "time": {"command": "mcp-server-time"},
+                }
+            }
+        )
+    )
     host = McpHost(config)
     host.start()
     statuses = host.wait_until_sync(lambda s: all(x.settled for x in s), READY_TIMEOUT)
@@ -62,8 +72,13 @@ async def test_agent_turn_calls_the_sql_server(mcp_host, make_session, run_turn,
     model.reply("There are 60 customers.")
     turn = await run_turn(session, text="How many customers?")
     assert turn.status == "completed"
-    assert {"sql__list_tables", "sql__describe_table", "sql__query", "sql__explain",
-            "time__get_current_time"} <= offered(model)
+    assert {
+        "sql__list_tables",
+        "sql__describe_table",
+        "sql__query",
+        "sql__explain",
+        "time__get_current_time",
+    } <= offered(model)
     [result] = await tool_results(turn)
     assert result["ok"] and "| n |" in result["result"] and "| 60 |" in result["result"]
     tool_message = model.last_messages[-1]
@@ -103,8 +118,9 @@ async def test_policy_and_toggles_filter_the_servers_tools(mcp_host, make_sessio
     assert not any(n.startswith("sql__") for n in server_off) and "time__convert_time" in server_off
 
 
-async def test_offline_model_answers_a_data_question_with_a_chart(mcp_host, make_session, run_turn, monkeypatch,
-                                                                 settings, tmp_path):
+async def test_offline_model_answers_a_data_question_with_a_chart(
+    mcp_host, make_session, run_turn, monkeypatch, settings, tmp_path
+):
     """The embedded default: DB query → transform → image → final answer."""
     settings.MEDIA_ROOT = tmp_path
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -1,4 +1,5 @@
 """The built-in offline model: the deterministic planner (rules a–g) and its Chat Completions server."""
+
 from __future__ import annotations
 
 import json
@@ -14,35 +15,53 @@ from modes.catalog import AgentModeSummary
 
 MODES = [
     AgentModeSummary(
-        id="a" * 32, key="general", display_name="General", is_default=True,
+        id="a" * 32,
+        key="general",
+        display_name="General",
+        is_default=True,
         description="All-purpose assistance for everyday team questions, writing, summarising and brainstorming.",
-        example_utterances=["Summarise this email thread in three bullet points",
-                            "Brainstorm names for our new internal newsletter"],
+        example_utterances=[
+            "Summarise this email thread in three bullet points",
+            "Brainstorm names for our new internal newsletter",
+        ],
     ),
     AgentModeSummary(
-        id="b" * 32, key="ddr-authoring", display_name="DDR Authoring",
+        id="b" * 32,
+        key="ddr-authoring",
+        display_name="DDR Authoring",
         description="Writing and reviewing design decision records (DDRs) such as TUL-007.",
-        example_utterances=["Write a design decision record for our new caching layer",
-                            "Review this DDR and tell me which testing requirements are missing"],
+        example_utterances=[
+            "Write a design decision record for our new caching layer",
+            "Review this DDR and tell me which testing requirements are missing",
+        ],
     ),
     AgentModeSummary(
-        id="c" * 32, key="data-analysis", display_name="Data Analysis",
+        id="c" * 32,
+        key="data-analysis",
+        display_name="Data Analysis",
         description="Answering questions about the team's data with read-only SQL queries, clear summaries and charts.",
-        example_utterances=["Show me monthly revenue for the last 12 months as a chart",
-                            "Which customers placed the most orders last quarter?"],
+        example_utterances=[
+            "Show me monthly revenue for the last 12 months as a chart",
+            "Which customers placed the most orders last quarter?",
+        ],
     ),
 ]
 
 INTERNAL = ["agent_change_mode", "agent_list_modes", "image_gen"]
 SQL = ["sql__list_tables", "sql__query"]
-REVENUE_ROWS = [{"month": "2024-01", "revenue": 1200.5}, {"month": "2024-02", "revenue": 1530.0},
-                {"month": "2024-03", "revenue": 980.25}]
+REVENUE_ROWS = [
+    {"month": "2024-01", "revenue": 1200.5},
+    {"month": "2024-02", "revenue": 1530.0},
+    {"month": "2024-03", "revenue": 980.25},
+]
 
 
 def schema(name: str) -> dict:
     props = {"sql": {"type": "string"}} if name.endswith("__query") else {}
-    return {"type": "function", "function": {"name": name, "description": name,
-                                             "parameters": {"type": "object", "properties": props}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": name, "parameters": {"type": "object", "properties": props}},
+    }
 
 
 def body(*messages: dict, tools=INTERNAL, mode: str = "general", execution: str = "ask") -> dict:
@@ -60,12 +79,22 @@ def assistant(text: str) -> dict:
 
 def with_results(b: dict, reply, *contents: str) -> dict:
     """The body of the next step: the reply's tool calls and one result for each."""
-    calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-             for c in reply.tool_calls]
-    results = [{"role": "tool", "tool_call_id": c.id, "content": content}
-               for c, content in zip(reply.tool_calls, contents)]
-    return {**b, "messages": [*b["messages"], {"role": "assistant", "content": reply.content or None,
-                                                "tool_calls": calls}, *results]}
+    calls = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in reply.tool_calls
+    ]
+    results = [
+        {"role": "tool", "tool_call_id": c.id, "content": content}
+        for c, content in zip(reply.tool_calls, contents, strict=True)
+    ]
+    return {
+        **b,
+        "messages": [
+            *b["messages"],
+            {"role": "assistant", "content": reply.content or None, "tool_calls": calls},
+            *results,
+        ],
+    }
 
 
 def only_call(reply):
@@ -80,31 +109,57 @@ def only_call(reply):
 async def test_a_list_modes_result_becomes_a_markdown_list():
     b = body(user("what modes are there?"))
     reply = await plan_reply(b, modes=MODES)
-    listing = json.dumps({"modes": [{"id": m.id, "key": m.key, "displayName": m.display_name,
-                                     "description": m.description, "isDefault": m.is_default} for m in MODES]})
+    listing = json.dumps(
+        {
+            "modes": [
+                {
+                    "id": m.id,
+                    "key": m.key,
+                    "displayName": m.display_name,
+                    "description": m.description,
+                    "isDefault": m.is_default,
+                }
+                for m in MODES
+            ]
+        }
+    )
     final = await plan_reply(with_results(b, reply, listing), modes=MODES)
     assert final.tool_calls == []
     for m in MODES:
         assert f"**{m.display_name}** (`{m.key}`) — {m.description}" in final.content
 
 
-@pytest.mark.parametrize("branch, extra", [(False, None), (True, "I'll continue in a new data-analysis session as you asked.")])
+@pytest.mark.parametrize(
+    "branch, extra", [(False, None), (True, "I'll continue in a new data-analysis session as you asked.")]
+)
 async def test_a_mode_change_success_is_confirmed(branch, extra):
-    b = body(user("Show monthly revenue as a chart"), assistant(proposal_text("Data Analysis", "data-analysis")),
-             user("3" if branch else "2"))
+    b = body(
+        user("Show monthly revenue as a chart"),
+        assistant(proposal_text("Data Analysis", "data-analysis")),
+        user("3" if branch else "2"),
+    )
     reply = await plan_reply(b, modes=MODES)
-    result = {"success": True, "mode": "data-analysis", "branch": branch, "reason": "r",
-              "previousMode": "general", "newMode": "data-analysis"}
+    result = {
+        "success": True,
+        "mode": "data-analysis",
+        "branch": branch,
+        "reason": "r",
+        "previousMode": "general",
+        "newMode": "data-analysis",
+    }
     final = await plan_reply(with_results(b, reply, json.dumps(result)), modes=MODES)
     assert final.tool_calls == []
     assert final.content.startswith("Switched this session to **data-analysis** mode.")
     assert (extra in final.content) if extra else ("new data-analysis session" not in final.content)
 
 
-@pytest.mark.parametrize("content", [
-    "ModeChangeTool failed to change the session mode. Unknown or inactive mode 'x'. Valid modes: general.",
-    json.dumps({"error": "Unknown or inactive mode 'x'. Valid modes: general."}),
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "ModeChangeTool failed to change the session mode. Unknown or inactive mode 'x'. Valid modes: general.",
+        json.dumps({"error": "Unknown or inactive mode 'x'. Valid modes: general."}),
+    ],
+)
 async def test_a_failed_tool_result_is_relayed_plainly(content):
     b = body(user("hi"), assistant(proposal_text("Data Analysis", "data-analysis")), user("2"))
     reply = await plan_reply(b, modes=MODES)
@@ -125,12 +180,23 @@ async def test_a_image_result_is_shown_as_a_markdown_image():
 
 async def test_a_mcp_text_result_is_summarised_and_other_results_say_done():
     b = body(user("what time is it?"), tools=["time__get_current_time"], execution="agent")
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "time__get_current_time", "arguments": "{}"}},
-        {"id": "call_2", "type": "function", "function": {"name": "client_lookup", "arguments": "{}"}}]}
-    b["messages"] += [call, {"role": "tool", "tool_call_id": "call_1",
-                             "content": json.dumps({"timezone": "UTC", "datetime": "2024-05-01T10:00:00Z"})},
-                      {"role": "tool", "tool_call_id": "call_2", "content": "42 widgets"}]
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "time__get_current_time", "arguments": "{}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "client_lookup", "arguments": "{}"}},
+        ],
+    }
+    b["messages"] += [
+        call,
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": json.dumps({"timezone": "UTC", "datetime": "2024-05-01T10:00:00Z"}),
+        },
+        {"role": "tool", "tool_call_id": "call_2", "content": "42 widgets"},
+    ]
     final = await plan_reply(b, modes=MODES)
     assert final.tool_calls == []
     assert "datetime: 2024-05-01T10:00:00Z" in final.content
@@ -139,15 +205,27 @@ async def test_a_mcp_text_result_is_summarised_and_other_results_say_done():
 
 async def test_a_small_table_from_mcp_is_charted_once_then_answered():
     b = body(user("revenue please"), tools=[*INTERNAL, "sql__query"], mode="data-analysis", execution="agent")
-    b["messages"] += [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "q", "type": "function", "function": {"name": "sql__query", "arguments": '{"sql": "SELECT 1"}'}}]},
-        {"role": "tool", "tool_call_id": "q", "content": "| month | revenue |\n|---|---|\n| 2024-01 | 10 |\n| 2024-02 | 14 |"}]
+    b["messages"] += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "q", "type": "function", "function": {"name": "sql__query", "arguments": '{"sql": "SELECT 1"}'}}
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "q",
+            "content": "| month | revenue |\n|---|---|\n| 2024-01 | 10 |\n| 2024-02 | 14 |",
+        },
+    ]
     reply = await plan_reply(b, modes=MODES)
     name, args = only_call(reply)
     assert name == "image_gen"
     assert (args["kind"], args["labels"], args["values"]) == ("bar", ["2024-01", "2024-02"], [10, 14])
-    final = await plan_reply(with_results(b, reply, json.dumps({"url": "/m/c.png", "alt": "Revenue by month",
-                                                                  "kind": "bar"})), modes=MODES)
+    final = await plan_reply(
+        with_results(b, reply, json.dumps({"url": "/m/c.png", "alt": "Revenue by month", "kind": "bar"})), modes=MODES
+    )
     assert final.tool_calls == []
     assert "![Revenue by month](/m/c.png)" in final.content
     assert "| 2024-02 | 14 |" in final.content  # the data behind the chart
@@ -158,11 +236,25 @@ async def test_a_same_call_twice_in_a_turn_gives_an_answer_instead():
     b = body(user("revenue by month"), tools=[*SQL], execution="agent")
     sql = offline_data.sql_for("revenue by month")
     b["messages"] += [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "q", "type": "function", "function": {"name": "sql__query", "arguments": json.dumps({"sql": sql})}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "q",
+                    "type": "function",
+                    "function": {"name": "sql__query", "arguments": json.dumps({"sql": sql})},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "q", "content": "[]"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "t", "type": "function", "function": {"name": "sql__list_tables", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "t", "type": "function", "function": {"name": "sql__list_tables", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "t", "content": '["customers", "orders", "products"]'},
     ]
     final = await plan_reply(b, modes=MODES)
@@ -173,8 +265,9 @@ async def test_a_same_call_twice_in_a_turn_gives_an_answer_instead():
 # --- rule b: modes question -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["What modes are there?", "which modes can I use", "list modes",
-                                  "Show me the available modes"])
+@pytest.mark.parametrize(
+    "text", ["What modes are there?", "which modes can I use", "list modes", "Show me the available modes"]
+)
 async def test_b_modes_question_calls_list_modes(text):
     reply = await plan_reply(body(user(text)), modes=MODES)
     assert only_call(reply) == ("agent_list_modes", {"includeExamples": False})
@@ -190,12 +283,26 @@ async def test_b_not_offered_means_no_call():
 
 
 def after_proposal(choice: str) -> dict:
-    return body(user("Show me monthly revenue as a chart"),
-                assistant(proposal_text("Data Analysis", "data-analysis")), user(choice))
+    return body(
+        user("Show me monthly revenue as a chart"),
+        assistant(proposal_text("Data Analysis", "data-analysis")),
+        user(choice),
+    )
 
 
-@pytest.mark.parametrize("choice, branch", [("2", False), ("2)", False), ("option 2", False), ("switch", False),
-                                            ("3", True), ("3)", True), ("option 3", True), ("new session", True)])
+@pytest.mark.parametrize(
+    "choice, branch",
+    [
+        ("2", False),
+        ("2)", False),
+        ("option 2", False),
+        ("switch", False),
+        ("3", True),
+        ("3)", True),
+        ("option 3", True),
+        ("new session", True),
+    ],
+)
 async def test_c_choice_2_and_3_call_change_mode(choice, branch):
     reply = await plan_reply(after_proposal(choice), modes=MODES)
     name, args = only_call(reply)
@@ -253,12 +360,15 @@ async def test_d_catalog_failure_means_no_proposal(monkeypatch):
 # --- rule e: drawing --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, kind, labels, values, title", [
-    ("draw a bar chart: apples 3, pears 5", "bar", ["apples", "pears"], [3, 5], "Apples and pears"),
-    ("plot the trend Q1=10 Q2=14 Q3=9.5", "line", ["Q1", "Q2", "Q3"], [10, 14, 9.5], "The trend"),
-    ("make a pie chart of votes: yes 7, no 2", "pie", ["yes", "no"], [7, 2], "Votes"),
-    ("chart north 1 south 2 east 3 west 4", "bar", ["north", "south", "east", "west"], [1, 2, 3, 4], "Chart"),
-])
+@pytest.mark.parametrize(
+    "text, kind, labels, values, title",
+    [
+        ("draw a bar chart: apples 3, pears 5", "bar", ["apples", "pears"], [3, 5], "Apples and pears"),
+        ("plot the trend Q1=10 Q2=14 Q3=9.5", "line", ["Q1", "Q2", "Q3"], [10, 14, 9.5], "The trend"),
+        ("make a pie chart of votes: yes 7, no 2", "pie", ["yes", "no"], [7, 2], "Votes"),
+        ("chart north 1 south 2 east 3 west 4", "bar", ["north", "south", "east", "west"], [1, 2, 3, 4], "Chart"),
+    ],
+)
 async def test_e_chart_from_the_message(text, kind, labels, values, title):
     name, args = only_call(await plan_reply(body(user(text)), modes=MODES))
     assert name == "image_gen"
@@ -295,13 +405,16 @@ async def test_f_data_question_lists_tables_queries_charts_and_answers():
     assert "2024-02" in final.content and offline_data.REVENUE_BY_MONTH_SQL in final.content
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("top customers by revenue", "JOIN customers"),
-    ("top products", "JOIN products"),
-    ("sales by category", "p.category"),
-    ("how many orders per country", "c.country"),
-    ("total sales", "strftime('%Y-%m', ordered_at) AS month"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("top customers by revenue", "JOIN customers"),
+        ("top products", "JOIN products"),
+        ("sales by category", "p.category"),
+        ("how many orders per country", "c.country"),
+        ("total sales", "strftime('%Y-%m', ordered_at) AS month"),
+    ],
+)
 async def test_f_keyword_sql(text, fragment):
     sql = offline_data.sql_for(text)
     assert fragment in sql and sql.upper().startswith("SELECT")
@@ -310,8 +423,9 @@ async def test_f_keyword_sql(text, fragment):
 async def test_f_not_in_ask_execution_and_query_without_list_tables():
     ask = await plan_reply(body(user("revenue by month"), tools=[*INTERNAL, *SQL], mode="data-analysis"), modes=MODES)
     assert ask.tool_calls == []
-    agent = await plan_reply(body(user("top customers"), tools=["sql__query"], mode="data-analysis",
-                                  execution="agent"), modes=MODES)
+    agent = await plan_reply(
+        body(user("top customers"), tools=["sql__query"], mode="data-analysis", execution="agent"), modes=MODES
+    )
     name, args = only_call(agent)
     assert name == "sql__query" and "JOIN customers" in args["sql"]
 
@@ -322,16 +436,32 @@ async def test_f_not_in_ask_execution_and_query_without_list_tables():
 async def test_g_help_explains_the_offline_model_and_configuration():
     reply = await plan_reply(body(user("hello there")), modes=MODES)
     assert reply.tool_calls == []
-    for text in ("built-in offline model", "OPENAI_API_KEY", "OPENAI_BASE_URL", "APTIX_LLM_MODEL", "Ollama",
-                 "list the available modes", "draw charts", "query the demo database"):
+    for text in (
+        "built-in offline model",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "APTIX_LLM_MODEL",
+        "Ollama",
+        "list the available modes",
+        "draw charts",
+        "query the demo database",
+    ):
         assert text in reply.content
 
 
 # --- guardrails and determinism ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["what modes are there?", "draw a bar chart: apples 3, pears 5", "revenue by month",
-                                  "2", "Show me monthly revenue as a chart"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what modes are there?",
+        "draw a bar chart: apples 3, pears 5",
+        "revenue by month",
+        "2",
+        "Show me monthly revenue as a chart",
+    ],
+)
 async def test_never_calls_a_tool_that_is_not_offered(text):
     b = body(assistant(proposal_text("Data Analysis", "data-analysis")), user(text), tools=[], execution="agent")
     reply = await plan_reply(b, modes=MODES)
@@ -344,9 +474,10 @@ async def test_same_body_gives_the_same_reply_and_ids():
     first, second = await plan_reply(b, modes=MODES), await plan_reply(json.loads(json.dumps(b)), modes=MODES)
     assert first == second
     assert first.tool_calls[0].id.startswith("call_")
-    other = await plan_reply(body(user("Chart orders by country"), tools=[*INTERNAL, *SQL], mode="data-analysis",
-                                  execution="agent"),
-                             modes=MODES)
+    other = await plan_reply(
+        body(user("Chart orders by country"), tools=[*INTERNAL, *SQL], mode="data-analysis", execution="agent"),
+        modes=MODES,
+    )
     assert other.tool_calls[0].id != first.tool_calls[0].id
     assert first.prompt_tokens == offline.prompt_token_estimate(b["messages"], b["tools"])
 
@@ -355,8 +486,9 @@ async def test_same_body_gives_the_same_reply_and_ids():
 
 
 def http_client(app=None) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app or OfflineModelApp(modes=MODES)),
-                              base_url="http://offline/v1")
+    return httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app or OfflineModelApp(modes=MODES)), base_url="http://offline/v1"
+    )
 
 
 async def test_server_models_non_stream_and_bad_json():
@@ -369,19 +501,24 @@ async def test_server_models_non_stream_and_bad_json():
         assert data["model"] == OFFLINE_MODEL_NAME and data["choices"][0]["finish_reason"] == "stop"
         assert "offline model" in data["choices"][0]["message"]["content"]
         assert data["usage"]["prompt_tokens"] > 0
-        bad = await client.post("/v1/chat/completions", content=b"{not json",
-                                headers={"content-type": "application/json"})
+        bad = await client.post(
+            "/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"}
+        )
         assert bad.status_code == 400
         assert bad.json()["error"]["type"] == "invalid_request_error"
 
 
 async def test_end_to_end_through_the_openai_sdk_streaming_a_tool_call():
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=OfflineModelApp()),
-                                  base_url="http://offline/v1") as http:
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=OfflineModelApp()), base_url="http://offline/v1"
+    ) as http:
         client = openai.AsyncOpenAI(api_key="offline", base_url="http://offline/v1", http_client=http, max_retries=0)
         b = body(user("What modes are there?"))
         stream = await client.chat.completions.create(
-            model=OFFLINE_MODEL_NAME, messages=b["messages"], tools=b["tools"], stream=True,
+            model=OFFLINE_MODEL_NAME,
+            messages=b["messages"],
+            tools=b["tools"],
+            stream=True,
             stream_options={"include_usage": True},
         )
         calls: dict[int, dict] = {}
@@ -397,12 +534,16 @@ async def test_end_to_end_through_the_openai_sdk_streaming_a_tool_call():
                 finish = choice.finish_reason or finish
     expected = await plan_reply(b)
     assert finish == "tool_calls"
-    assert calls == {0: {"id": expected.tool_calls[0].id, "name": "agent_list_modes",
-                         "arguments": '{"includeExamples": false}'}}
+    assert calls == {
+        0: {"id": expected.tool_calls[0].id, "name": "agent_list_modes", "arguments": '{"includeExamples": false}'}
+    }
     assert usage is not None and usage.prompt_tokens == expected.prompt_tokens
 
 
 def test_an_escaped_pipe_stays_inside_its_cell():
     from agents.llm.offline.tables import parse_table
 
-    assert parse_table("| name | n |\n|---|---|\n| a \\| b | 1 |\n| c | 2 |") == (["name", "n"], [["a | b", "1"], ["c", "2"]])
+    assert parse_table("| name | n |\n|---|---|\n| a \\| b | 1 |\n| c | 2 |") == (
+        ["name", "n"],
+        [["a | b", "1"], ["c", "2"]],
+    )

@@ -1,6 +1,7 @@
 """Turns nothing runs any more are ended, so they never lock a session: in one process a turn open
 without a task; with workers (REDIS_URL) a running turn whose heartbeat stopped, or a queued one no
 worker took. Each ends `failed` with a `turn.failed` event that says why."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -11,9 +12,9 @@ from django.utils import timezone
 from agents.models import Turn
 from agents.run.current import use_runner
 from agents.run.runners import LocalRunner, WorkerRunner
+from agents.sessions import session_create
 from agents.turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, lease, turn_start
 from agents.turns import turn_end_orphans as end_orphans
-from agents.sessions import session_create
 
 pytestmark = pytest.mark.django_db
 
@@ -37,14 +38,20 @@ def one_process():
 
 
 def _turn(session, index, status, **fields):
-    return Turn.objects.create(session=session, index=index, user_message=f"turn {index}", mode=session.mode,
-                               status=status, **fields)
+    return Turn.objects.create(
+        session=session, index=index, user_message=f"turn {index}", mode=session.mode, status=status, **fields
+    )
 
 
 def test_with_workers_a_running_turn_lives_while_its_heartbeat_does(session, workers):
     now = timezone.now()
-    alive = _turn(session, 1, Turn.Status.RUNNING, started_at=now - timedelta(hours=1),
-                  heartbeat_at=now - lease() + timedelta(seconds=5))
+    alive = _turn(
+        session,
+        1,
+        Turn.Status.RUNNING,
+        started_at=now - timedelta(hours=1),
+        heartbeat_at=now - lease() + timedelta(seconds=5),
+    )
     assert end_orphans(session) == []
     alive.refresh_from_db()
     assert alive.status == Turn.Status.RUNNING

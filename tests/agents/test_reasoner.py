@@ -1,4 +1,5 @@
 """The reasoner driven through the scripted model: AGN-011 §3–§5 and spec 004 §3–§7."""
+
 from __future__ import annotations
 
 import asyncio
@@ -119,8 +120,14 @@ async def test_mcp_tools_outside_the_policy_or_toggled_off_are_omitted(make_sess
 async def test_client_tools_are_appended_and_never_removed(make_session, run_turn, model):
     await AgentMode.objects.filter(key="general").aupdate(tool_policy=[])
     session = await make_session()
-    client_tool = {"type": "function", "function": {"name": "open_file", "description": "Open a file.",
-                                                    "parameters": {"type": "object", "properties": {}}}}
+    client_tool = {
+        "type": "function",
+        "function": {
+            "name": "open_file",
+            "description": "Open a file.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
     model.reply("ok")
     await run_turn(session, client_tools=[client_tool])
     assert model.last_tools == ["agent_change_mode", "open_file"]
@@ -154,8 +161,12 @@ async def test_mode_change_persists_once_and_response_mode_follows(make_session,
     assert (rows[0].previous_mode, rows[0].new_mode, rows[0].turn_id) == ("general", "data-analysis", turn.id)
     assert rows[0].tool_call_id and rows[0].source == "tool"
     [changed] = await events_of(turn, "mode.changed")
-    assert changed == {"previousMode": "general", "newMode": "data-analysis",
-                       "reason": SWITCH["reason"], "branch": False}
+    assert changed == {
+        "previousMode": "general",
+        "newMode": "data-analysis",
+        "reason": SWITCH["reason"],
+        "branch": False,
+    }
     assert "Mode changed: general → data-analysis." in turn.answer
 
 
@@ -163,15 +174,20 @@ async def test_two_mode_changes_last_successful_wins_with_a_warning(make_session
     caplog.set_level(logging.WARNING, logger="aptix.reasoner")
     session = await make_session(execution="agent")
     model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
-    model.reply("", tool_calls=[
-        ("agent_change_mode", {"mode": "ddr-authoring", "branch": False, "reason": "Actually a DDR."}),
-        ("agent_change_mode", {"mode": "no-such-mode", "branch": False, "reason": "typo"}),
-    ])
+    model.reply(
+        "",
+        tool_calls=[
+            ("agent_change_mode", {"mode": "ddr-authoring", "branch": False, "reason": "Actually a DDR."}),
+            ("agent_change_mode", {"mode": "no-such-mode", "branch": False, "reason": "typo"}),
+        ],
+    )
     model.reply("Done.")
     turn = await run_turn(session, "switch twice")
     assert turn.response_mode == "ddr-authoring"
     assert [r.new_mode async for r in ModeHistory.objects.filter(session_id=session.id).order_by("id")] == [
-        "data-analysis", "ddr-authoring"]
+        "data-analysis",
+        "ddr-authoring",
+    ]
     assert any("last successful change wins" in r.getMessage() for r in caplog.records)
     results = await events_of(turn, "tool.result")
     assert results[-1]["ok"] is False and "Valid modes: general" in results[-1]["error"]
@@ -254,12 +270,15 @@ async def test_agent_stops_when_the_token_budget_is_spent(make_session, llm, run
 
 async def test_several_tool_calls_all_run_and_one_failure_loses_nothing(make_session, run_turn, model):
     session = await make_session(execution="agent")
-    reply = model.reply("", tool_calls=[
-        ("agent_list_modes", {}),
-        ("no_such_tool", {"x": 1}),
-        ("image_gen", "{not json"),
-        ("agent_change_mode", {"mode": "", "branch": False, "reason": "r"}),
-    ])
+    reply = model.reply(
+        "",
+        tool_calls=[
+            ("agent_list_modes", {}),
+            ("no_such_tool", {"x": 1}),
+            ("image_gen", "{not json"),
+            ("agent_change_mode", {"mode": "", "branch": False, "reason": "r"}),
+        ],
+    )
     model.reply("Done.")
     turn = await run_turn(session)
     assert turn.status == "completed"
@@ -305,15 +324,26 @@ async def test_a_step_writes_its_events_and_counters_together(make_session, run_
     with consecutive seqs, and the turn's counters match its model.message events."""
     session = await make_session(execution="agent")
     model.reply("Looking.", tool_calls=[("agent_list_modes", "{}")])
-    model.reply("Switching.", tool_calls=[
-        ("agent_change_mode", '{"mode": "data-analysis", "reason": "data", "branch": false}')])
+    model.reply(
+        "Switching.", tool_calls=[("agent_change_mode", '{"mode": "data-analysis", "reason": "data", "branch": false}')]
+    )
     model.reply("Done.")
     turn = await run_turn(session)
     types = [e.type async for e in turn.events.order_by("seq")]
     assert [t for t in types if t != "model.delta"] == [
-        "turn.started", "step.started", "model.message", "tool.called", "tool.result",
-        "step.started", "model.message", "tool.called", "tool.result", "mode.changed",
-        "step.started", "model.message", "turn.completed",
+        "turn.started",
+        "step.started",
+        "model.message",
+        "tool.called",
+        "tool.result",
+        "step.started",
+        "model.message",
+        "tool.called",
+        "tool.result",
+        "mode.changed",
+        "step.started",
+        "model.message",
+        "turn.completed",
     ]
     messages = await events_of(turn, "model.message")
     assert turn.step_count == 3 == len(messages)
@@ -344,8 +374,9 @@ async def test_cancel_mid_stream_ends_the_turn_cancelled(make_session, llm, mode
     await layer.group_add(session_group(session.id), channel)
     turn = await sync_to_async(turn_start)(session=session, text="go")
     task = get_runner().start(turn.id)
-    while not any(e["event"] == "model.delta" for e in message_events(
-            await asyncio.wait_for(layer.receive(channel), timeout=10))):
+    while not any(
+        e["event"] == "model.delta" for e in message_events(await asyncio.wait_for(layer.receive(channel), timeout=10))
+    ):
         pass  # the reply is streaming
     await layer.group_discard(session_group(session.id), channel)
     assert await turn_cancel(turn=await Turn.objects.aget(pk=turn.id)) is True

@@ -1,4 +1,5 @@
 """The scripted model server and the streaming in-process transport, driven by the real OpenAI SDK."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,8 +14,10 @@ from tests.agents.scripted_model import PlannedToolCall, ScriptedModel, loopback
 
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}]
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": f"{name} tool",
-                                      "parameters": {"type": "object", "properties": {}}}}
+    {
+        "type": "function",
+        "function": {"name": name, "description": f"{name} tool", "parameters": {"type": "object", "properties": {}}},
+    }
     for name in ("get_weather", "search")
 ]
 LONG_TEXT = " ".join(f"word{i}" for i in range(60))
@@ -34,7 +37,8 @@ async def client(model):
 
 async def _stream(client, **kw):
     return await client.chat.completions.create(
-        model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **kw)
+        model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **kw
+    )
 
 
 async def _close_after_first_delta(client) -> None:
@@ -74,10 +78,13 @@ async def test_non_streaming_reply_and_models_list(model, client):
 
 async def test_assembles_two_tool_calls_from_deltas(model, client):
     long_args = {"query": "x" * 100, "limit": 5}  # longer than one 40-character arguments delta
-    planned = model.reply("Checking.", tool_calls=[
-        ("search", long_args),
-        PlannedToolCall(name="get_weather", arguments='{"city": "Oslo"}', id="call_fixed"),
-    ])
+    planned = model.reply(
+        "Checking.",
+        tool_calls=[
+            ("search", long_args),
+            PlannedToolCall(name="get_weather", arguments='{"city": "Oslo"}', id="call_fixed"),
+        ],
+    )
     calls: dict[int, dict] = {}
     finish = None
     async for chunk in await _stream(client):
@@ -221,15 +228,17 @@ async def test_a_cancel_that_arrives_with_a_chunk_is_not_lost():
         await send({"type": "http.response.body", "body": b"second", "more_body": True})
         await asyncio.Event().wait()  # never ends by itself
 
-    async with httpx2.AsyncClient(transport=StreamingASGITransport(app), base_url="http://app") as client:
-        async with client.stream("GET", "/", timeout=30) as response:
-            chunks = response.aiter_raw()
-            assert await anext(chunks) == b"first"
-            reader = asyncio.create_task(anext(chunks))
-            await asyncio.sleep(0)  # the reader now waits for the next chunk
-            release.set()
-            await asyncio.sleep(0)  # the app sends it: the reader's wait is resolved...
-            reader.cancel()  # ...and the cancel arrives before the reader runs again
-            with pytest.raises(asyncio.CancelledError):
-                async with asyncio.timeout(5):
-                    await reader
+    async with (
+        httpx2.AsyncClient(transport=StreamingASGITransport(app), base_url="http://app") as client,
+        client.stream("GET", "/", timeout=30) as response,
+    ):
+        chunks = response.aiter_raw()
+        assert await anext(chunks) == b"first"
+        reader = asyncio.create_task(anext(chunks))
+        await asyncio.sleep(0)  # the reader now waits for the next chunk
+        release.set()
+        await asyncio.sleep(0)  # the app sends it: the reader's wait is resolved...
+        reader.cancel()  # ...and the cancel arrives before the reader runs again
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(5):
+                await reader

@@ -1,6 +1,8 @@
 """The session manager: session_create and the single write path of AgentSession.mode."""
+
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 
@@ -43,7 +45,10 @@ def test_new_session_follows_a_changed_default(team_a, alice):
     assert session_create(team=team_a, user=alice).mode == "data-analysis"
 
 
-@pytest.mark.parametrize("requested, stored", [("data-analysis", "data-analysis"), ("  DDR-Authoring ", "ddr-authoring"), ("", "general"), (None, "general")])
+@pytest.mark.parametrize(
+    "requested, stored",
+    [("data-analysis", "data-analysis"), ("  DDR-Authoring ", "ddr-authoring"), ("", "general"), (None, "general")],
+)
 def test_new_session_in_a_given_mode(team_a, alice, requested, stored):
     assert session_create(team=team_a, user=alice, mode=requested, execution="agent").mode == stored
 
@@ -83,7 +88,12 @@ def test_change_writes_session_and_one_history_row(manager, session, team_a, ali
     session.refresh_from_db()
     assert session.mode == "data-analysis"
     [row] = ModeHistory.objects.all()
-    assert (row.session_id, row.previous_mode, row.new_mode, row.reason) == (session.id, "general", "data-analysis", "Charts needed")
+    assert (row.session_id, row.previous_mode, row.new_mode, row.reason) == (
+        session.id,
+        "general",
+        "data-analysis",
+        "Charts needed",
+    )
     assert row.branch is True and row.team == team_a and row.user == alice
     assert row.tool_call_id == "call_9" and row.source == "tool"
     [record] = [r for r in caplog.records if getattr(r, "event", "") == "session.mode_changed"]
@@ -180,7 +190,7 @@ def test_concurrent_changes_leave_session_and_history_consistent(team_a, alice):
     rows = list(ModeHistory.objects.filter(session=session).order_by("id"))
     assert rows, "some changes must have happened"
     assert rows[0].previous_mode == "general"
-    for before, after in zip(rows, rows[1:]):
+    for before, after in itertools.pairwise(rows):
         assert after.previous_mode == before.new_mode
     assert all(r.previous_mode != r.new_mode for r in rows)
     assert rows[-1].new_mode == session.mode

@@ -1,11 +1,11 @@
 """The session stream `/ws/sessions/<id>/` through the real ASGI application: auth, ownership and
 Origin before anything is sent, live fragments, and resuming after a `seq` without gaps or repeats."""
+
 from __future__ import annotations
 
 import asyncio
 import re
 
-import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
@@ -117,7 +117,7 @@ async def test_resume_mid_turn_has_no_gaps_or_duplicates(llm, model, make_sessio
     messages = await collect(communicator)
     await task
     stored = [e.seq async for e in turn.events.order_by("seq")]
-    assert seqs(messages) == stored[seen - 1:]  # replayed + live, each once, in order
+    assert seqs(messages) == stored[seen - 1 :]  # replayed + live, each once, in order
     # The live text shown after resuming is the whole reply so far, not only what this connection
     # saw stream (the text before the cursor is read back from the database).
     deltas = [(e.seq, e.payload["text"]) async for e in turn.events.filter(type="model.delta").order_by("seq")]
@@ -137,7 +137,7 @@ async def test_a_page_without_a_cursor_gets_the_running_turn_from_its_start(llm,
     task = get_runner().start(turn.id)
     while not await turn.events.aexists():
         await asyncio.sleep(0.01)
-    communicator, connected = await connect(session.id, alice)
+    communicator, _connected = await connect(session.id, alice)
     messages = await collect(communicator)
     await task
     assert seqs(messages) == [e.seq async for e in turn.events.order_by("seq")]

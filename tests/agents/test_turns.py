@@ -1,5 +1,6 @@
 """Turn status has one owner (agents/turns.py) and a transition table checked in the database
 write itself: an ended turn never flips back, however late a write arrives."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,21 +42,34 @@ async def test_a_late_final_write_does_not_overwrite_an_ended_turn(make_session)
     await recorder.drain()
     assert (await Turn.objects.aget(pk=turn.pk)).status == "running"
     # The orphan sweep ends it (its process looked dead) ...
-    ended = await sync_to_async(turn_end_unrun)(turn, session_id=session.id, status="failed",
-                                                 event_type="turn.failed", payload={"error": "gone"},
-                                                 mode=session.mode, error="gone")
+    ended = await sync_to_async(turn_end_unrun)(
+        turn,
+        session_id=session.id,
+        status="failed",
+        event_type="turn.failed",
+        payload={"error": "gone"},
+        mode=session.mode,
+        error="gone",
+    )
     assert ended
     # ... and the run's own final write arrives afterwards: it must not bring the turn back.
-    write = finished(status="completed", answer="late", error="", mode=session.mode, mode_changes=[],
-                     counters={"step_count": 1, "prompt_tokens": 1, "completion_tokens": 1})
+    write = finished(
+        status="completed",
+        answer="late",
+        error="",
+        mode=session.mode,
+        mode_changes=[],
+        counters={"step_count": 1, "prompt_tokens": 1, "completion_tokens": 1},
+    )
     recorder.seq = await turn.events.acount()
     await recorder.emit("turn.completed", {"status": "completed"}, turn_write=write)
     await recorder.drain()
     saved = await Turn.objects.aget(pk=turn.pk)
     assert (saved.status, saved.error, saved.answer) == ("failed", "gone", "")
     # A second unrun ending is refused as well.
-    assert not await sync_to_async(turn_end_unrun)(turn, session_id=session.id, status="cancelled",
-                                                    event_type="turn.cancelled", payload={}, mode=session.mode)
+    assert not await sync_to_async(turn_end_unrun)(
+        turn, session_id=session.id, status="cancelled", event_type="turn.cancelled", payload={}, mode=session.mode
+    )
 
 
 async def test_turn_state_has_one_shape_per_status(make_session):
@@ -64,16 +78,20 @@ async def test_turn_state_has_one_shape_per_status(make_session):
     assert turn_state(turn) is None  # queued
     await Turn.objects.filter(pk=turn.pk).aupdate(status="running")
     turn = await Turn.objects.aget(pk=turn.pk)
-    paused = PausedState(messages=[{"role": "user", "content": "Hi"}], tools=[], kinds={"x": "client"},
-                         mode="general", pending=[{"id": "c1", "name": "x", "arguments": "{}"}])
+    paused = PausedState(
+        messages=[{"role": "user", "content": "Hi"}],
+        tools=[],
+        kinds={"x": "client"},
+        mode="general",
+        pending=[{"id": "c1", "name": "x", "arguments": "{}"}],
+    )
     assert await turn_pause(turn, paused)
     reread = turn_state(await Turn.objects.aget(pk=turn.pk))
     assert isinstance(reread, PausedState) and reread == paused
     assert await turn_resume(turn)
     assert not await turn_resume(turn)  # running → running is not a transition
     change = {"previousMode": "general", "newMode": "data-analysis", "reason": "r", "branch": True}
-    write = finished(status="completed", answer="a", error="", mode="data-analysis", mode_changes=[change],
-                     counters={})
+    write = finished(status="completed", answer="a", error="", mode="data-analysis", mode_changes=[change], counters={})
     await Turn.objects.filter(pk=turn.pk).aupdate(**write.fields)
     state = turn_state(await Turn.objects.aget(pk=turn.pk))
     assert isinstance(state, EndedState) and state.mode_changes == [change] and state.branch == change

@@ -1,4 +1,5 @@
 """Login and the minimal home page: own sessions only, create one, other people's sessions 404."""
+
 from __future__ import annotations
 
 import pytest
@@ -47,7 +48,12 @@ def test_create_session_in_a_mode(client, team_a, alice, password):
     session = AgentSession.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("session-detail", args=[session.id])
     assert (session.mode, session.execution, session.title, session.user, session.team) == (
-        "data-analysis", "agent", "Q3", alice, team_a)
+        "data-analysis",
+        "agent",
+        "Q3",
+        alice,
+        team_a,
+    )
     page = client.get(response["Location"]).content.decode()
     assert "Q3" in page and "data-analysis" in page
 
@@ -84,7 +90,8 @@ def test_user_without_team_is_told_so(client, django_user_model, password):
 
 
 def test_generated_images_are_served_only_to_whoever_may_see_their_session(
-        client, team_a, alice, bob, carol, password, settings, tmp_path):
+    client, team_a, alice, bob, carol, password, settings, tmp_path
+):
     from agents.sessions import session_create
     from aptix.tokens import api_token_create
 
@@ -103,8 +110,12 @@ def test_generated_images_are_served_only_to_whoever_may_see_their_session(
     response = client.get(url)
     assert response.status_code == 200 and b"".join(response.streaming_content) == b"\x89PNG fake"
     assert response["Content-Type"] == "image/png" and "private" in response["Cache-Control"]
-    for other in (f"/media/images/{name}.png", "/media/secret.txt", f"/media/images/{session.id}/../../secret.txt",
-                  f"/media/images/{session.id}/{'cd' * 16}.png"):
+    for other in (
+        f"/media/images/{name}.png",
+        "/media/secret.txt",
+        f"/media/images/{session.id}/../../secret.txt",
+        f"/media/images/{session.id}/{'cd' * 16}.png",
+    ):
         assert client.get(other).status_code == 404, other
     for user in ("bob", "carol"):  # a team mate, another team: the session is not theirs
         client.login(username=user, password=password)
@@ -123,8 +134,14 @@ def test_session_page_shows_the_conversation_and_the_offline_label(client, team_
     from agents.models import Turn
 
     session = session_create(team=team_a, user=alice)
-    Turn.objects.create(session=session, index=1, user_message="<b>hi</b>", mode="general",
-                        status="completed", answer="Hello <script>alert(1)</script>")
+    Turn.objects.create(
+        session=session,
+        index=1,
+        user_message="<b>hi</b>",
+        mode="general",
+        status="completed",
+        answer="Hello <script>alert(1)</script>",
+    )
     client.login(username="alice", password=password)
     html = client.get(reverse("session-detail", args=[session.id])).content.decode()
     assert "model <strong>offline</strong>" in html

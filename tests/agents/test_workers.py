@@ -5,6 +5,7 @@ writes the events and broadcasts them back; cancelling from the web process stop
 Needs a Redis server (`make test` starts one and exports APTIX_TEST_REDIS_URL) and PostgreSQL (the
 worker must share the test database; SQLite's test database lives in this process's memory).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,15 +73,26 @@ async def worker(redis_layer, tmp_path, settings):
     model = ScriptedModel()
     async with loopback_server(model) as url:
         env = {
-            **os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": REDIS_URL,
-            "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "test", "APTIX_LLM_MAX_RETRIES": "0",
-            "APTIX_MCP_AUTOSTART": "false", "DEBUG": "false", "SECRET_KEY": "test-only",
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": REDIS_URL,
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "test",
+            "APTIX_LLM_MAX_RETRIES": "0",
+            "APTIX_MCP_AUTOSTART": "false",
+            "DEBUG": "false",
+            "SECRET_KEY": "test-only",
             "APTIX_RUN_HEARTBEAT": str(HEARTBEAT),
         }
         log = tmp_path / "worker.log"
         with log.open("w") as out:
-            process = subprocess.Popen([sys.executable, "manage.py", "runworker", "aptix-runs"], cwd=ROOT,
-                                       env=env, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                [sys.executable, "manage.py", "runworker", "aptix-runs"],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         try:
             yield Worker(model, process)
         finally:
@@ -98,8 +110,10 @@ async def _until_streaming(layer, session_id: str) -> None:
     channel = await layer.new_channel()
     await layer.group_add(session_group(session_id), channel)
     try:
-        while not any(e["event"] == "model.delta" for e in message_events(
-                await asyncio.wait_for(layer.receive(channel), timeout=20))):
+        while not any(
+            e["event"] == "model.delta"
+            for e in message_events(await asyncio.wait_for(layer.receive(channel), timeout=20))
+        ):
             pass  # the worker is streaming the reply
     finally:
         await layer.group_discard(session_group(session_id), channel)
@@ -109,8 +123,10 @@ async def test_api_turn_runs_in_a_worker_process(worker, alice):
     worker.reply("Hello from a worker.")
     _, secret = await sync_to_async(api_token_create)(user=alice)
     response = await ServerLikeAsyncClient().post(
-        "/api/v1/agent/execute", data=json.dumps({"message": "Hi", "execution": "ask"}),
-        content_type="application/json", headers={"Authorization": f"Bearer {secret}"},
+        "/api/v1/agent/execute",
+        data=json.dumps({"message": "Hi", "execution": "ask"}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
     )
     body = json.loads(response.content)
     assert response.status_code == 200, body

@@ -1,5 +1,6 @@
 """The workspace's HTMX actions over HTTP: sending, mode and execution switches, tool toggles,
 branching — and that nobody but the owner reaches any of them."""
+
 from __future__ import annotations
 
 import re
@@ -36,9 +37,13 @@ async def _untitled_session_signed_in(team, user, password):
 def test_other_users_get_404_from_every_action(client, session, bob, carol, password):
     for username in ["bob", "carol"]:
         client.login(username=username, password=password)
-        for name, data in [("session-detail", None), ("session-mode", {"mode": "data-analysis"}),
-                           ("session-execution", {"execution": "agent"}),
-                           ("session-tools", {"tool": "image_gen"}), ("session-branch", {"turn": "x"})]:
+        for name, data in [
+            ("session-detail", None),
+            ("session-mode", {"mode": "data-analysis"}),
+            ("session-execution", {"execution": "agent"}),
+            ("session-tools", {"tool": "image_gen"}),
+            ("session-branch", {"turn": "x"}),
+        ]:
             url = reverse(name, args=[session.id])
             response = client.get(url) if data is None else client.post(url, data)
             assert response.status_code == 404, (username, name)
@@ -113,8 +118,9 @@ async def test_branch_opens_a_linked_child_session_carrying_the_request(llm, mod
     await client.post(reverse("turn-new", args=[session.id]), {"message": "Chart revenue by month"})
     first = await Turn.objects.aget(session=session, index=1)
     await get_runner().wait(first.id)
-    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True,
-                                                       "reason": "Data questions"})])
+    model.reply(
+        "", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True, "reason": "Data questions"})]
+    )
     model.reply("Switched; continue in a new session.")
     await client.post(reverse("turn-new", args=[session.id]), {"message": "3"})
     second = await get_runner().wait((await Turn.objects.aget(session=session, index=2)).id)

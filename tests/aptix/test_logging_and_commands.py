@@ -1,4 +1,5 @@
 """The admin logger's structured records and the first-run management commands."""
+
 from __future__ import annotations
 
 import json

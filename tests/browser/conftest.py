@@ -9,6 +9,7 @@ server (tests/browser/live.py) on loopback.
 - A failed test leaves a screenshot and the HTML of every page it opened, and the server's log,
   in var/test-artifacts/.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,8 +24,15 @@ from .live import LiveServer, artifact_name, save_artifacts
 
 REQUIRE_BROWSER = os.environ.get("APTIX_REQUIRE_BROWSER") == "1"
 CHROMIUM = Path(os.environ.get("APTIX_CHROMIUM", "/usr/bin/chromium"))
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run"]
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 DESKTOP = {"width": 1280, "height": 860}
 EXPECT_TIMEOUT_MS = 10_000  # a 2-core machine running Chromium, Daphne and pytest at once
 # Instrumentation added to every page: counts the websocket (re)connections of the htmx ws extension,
@@ -101,8 +109,9 @@ async def open_page(browser, daphne_server, request):
     pages, errors = [], []
 
     async def open_(*, viewport: dict | None = None, color_scheme: str = "light"):
-        context = await browser.new_context(base_url=daphne_server.url, viewport=viewport or DESKTOP,
-                                            color_scheme=color_scheme)
+        context = await browser.new_context(
+            base_url=daphne_server.url, viewport=viewport or DESKTOP, color_scheme=color_scheme
+        )
         context.set_default_timeout(EXPECT_TIMEOUT_MS)
         await context.add_init_script(STREAM_PROBE)
         page = await context.new_page()
@@ -122,6 +131,7 @@ async def open_page(browser, daphne_server, request):
 @pytest.fixture
 def sign_in(open_page, password):
     """`await sign_in(user)` → a page signed in as `user` through the real login form, on the home page."""
+
     async def sign_in_(user, **page_options):
         page = await open_page(**page_options)
         await page.goto("/login/")
@@ -130,4 +140,5 @@ def sign_in(open_page, password):
         await page.click("form button[type=submit]")
         await expect(page).to_have_url(re.compile(r"/$"))
         return page
+
     return sign_in_

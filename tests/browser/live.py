@@ -6,6 +6,7 @@ wait for a turn to end).
 Why a subprocess: Channels' live server test case forks the test process, which hangs on database
 calls after async tests and fights Playwright's event loop (STACK_NOTES "Browser tests").
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,9 +41,19 @@ START_TIMEOUT = 30.0
 # the non-test database, a REDIS_URL would send turns to runworker processes that do not run here,
 # a real provider's key would replace the model the module chose.
 INHERITED_NOT = {
-    "DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "APTIX_LLM_MODEL", "APTIX_MCP_CONFIG",
-    "APTIX_MCP_AUTOSTART", "APTIX_VAR_DIR", "DJANGO_SETTINGS_MODULE", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS",
-    "APTIX_HTTPS", "APTIX_DEMO_DB",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "APTIX_LLM_MODEL",
+    "APTIX_MCP_CONFIG",
+    "APTIX_MCP_AUTOSTART",
+    "APTIX_VAR_DIR",
+    "DJANGO_SETTINGS_MODULE",
+    "ALLOWED_HOSTS",
+    "CSRF_TRUSTED_ORIGINS",
+    "APTIX_HTTPS",
+    "APTIX_DEMO_DB",
 }
 
 
@@ -97,22 +108,28 @@ class LiveServer:
         self.var_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if k not in INHERITED_NOT}
-        env.update({
-            "DJANGO_SETTINGS_MODULE": "tests.browser.live_settings",
-            "DATABASE_URL": live_database_url(),
-            "SECRET_KEY": "browser-tests-only-secret-key",
-            "DEBUG": "false",
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "APTIX_VAR_DIR": str(self.var_dir),  # media (generated images) and static root live here
-            "APTIX_MCP_AUTOSTART": "false",
-            "PYTHONUNBUFFERED": "1",
-            **self.env,
-        })
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "tests.browser.live_settings",
+                "DATABASE_URL": live_database_url(),
+                "SECRET_KEY": "browser-tests-only-secret-key",
+                "DEBUG": "false",
+                "ALLOWED_HOSTS": "127.0.0.1,localhost",
+                "APTIX_VAR_DIR": str(self.var_dir),  # media (generated images) and static root live here
+                "APTIX_MCP_AUTOSTART": "false",
+                "PYTHONUNBUFFERED": "1",
+                **self.env,
+            }
+        )
         with self.log_path.open("w") as log:
             # A session of its own, so stop() also ends the MCP servers Daphne spawned.
             self.process = subprocess.Popen(
                 [str(DAPHNE), "-b", "127.0.0.1", "-p", str(self.port), "aptix.asgi:application"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         try:
             self._wait_ready()
@@ -191,6 +208,7 @@ async def open_session(page, session_id: str) -> None:
 async def open_session_stream_held(page, session_id: str, until) -> None:
     """Go to a session page whose websocket reaches the server only once `until` (an asyncio.Event)
     is set: a slow network, for the moments a page is drawn but not yet streaming."""
+
     async def connect_late(ws):
         await until.wait()
         ws.connect_to_server()

@@ -1,6 +1,7 @@
 """The live stream in a real browser, against a scripted model (tests/agents/scripted_model.py) on
 loopback that the live server uses as its OpenAI-compatible provider: stopping a long turn, reloading
 in the middle of one, and model output that tries to run script."""
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,12 @@ async def switchboard():
 
 @pytest.fixture(scope="module")
 def daphne_env(switchboard) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": f"{switchboard.url}/v1", "OPENAI_API_KEY": "test", "APTIX_LLM_MAX_RETRIES": "0",
-            "APTIX_LLM_MODEL": "scripted-model"}
+    return {
+        "OPENAI_BASE_URL": f"{switchboard.url}/v1",
+        "OPENAI_API_KEY": "test",
+        "APTIX_LLM_MAX_RETRIES": "0",
+        "APTIX_LLM_MODEL": "scripted-model",
+    }
 
 
 @pytest.fixture
@@ -98,12 +103,15 @@ async def test_stop_ends_a_long_turn_as_cancelled(sign_in, alice, make_session, 
 async def streaming_snapshot(page, marker: str) -> dict:
     """What the (single) turn shows at the moment its streamed text first contains `marker`, read in
     one go in the page: its status, its tool cards, the streamed text."""
-    handle = await page.wait_for_function("""marker => {
+    handle = await page.wait_for_function(
+        """marker => {
         const turn = document.querySelector('#timeline .turn'), live = turn && turn.querySelector('.live');
         if (!live || !live.textContent.includes(marker)) return false;
         return {running: turn.classList.contains('status-running'), live: live.textContent.trim(),
                 cards: [...turn.querySelectorAll('.tool-card')].map(card => card.id)};
-    }""", arg=marker)
+    }""",
+        arg=marker,
+    )
     return await handle.json_value()
 
 
@@ -180,8 +188,10 @@ ANSWER_PAYLOAD = (
 
 
 async def test_model_output_that_tries_to_run_script_stays_inert(sign_in, alice, make_session, model):
-    model.reply('<b onmouseover="window.__pwned = 6">Checking</b> first.',
-                tool_calls=[("agent_list_modes", {"note": "<img src=x onerror=window.__pwned=7>"})])
+    model.reply(
+        '<b onmouseover="window.__pwned = 6">Checking</b> first.',
+        tool_calls=[("agent_list_modes", {"note": "<img src=x onerror=window.__pwned=7>"})],
+    )
     model.reply(ANSWER_PAYLOAD, chunk_delay=0.02)
     session = await make_session(mode="general", execution="agent")
     page = await sign_in(alice)
@@ -198,7 +208,8 @@ async def test_model_output_that_tries_to_run_script_stays_inert(sign_in, alice,
     await expect(answer).to_contain_text('<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">')
     await expect(answer).to_contain_text("[click me](javascript:window.__pwned=3)")
     await expect(answer).to_contain_text(
-        '<a href="javascript:window.__pwned=4" onclick="window.__pwned=5">raw link</a>')
+        '<a href="javascript:window.__pwned=4" onclick="window.__pwned=5">raw link</a>'
+    )
 
     timeline = page.locator("#timeline")
     await expect(timeline.locator("script, img[src=x], b")).to_have_count(0)

@@ -1,6 +1,7 @@
 """The workspace in a real browser, with the built-in offline model and the shipped MCP servers
 (time, and sql over a freshly built demo database): sessions, Ask and Agent turns, tools, mode
 proposals, branches, and who may see what."""
+
 from __future__ import annotations
 
 import asyncio
@@ -40,10 +41,12 @@ def daphne_env(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("mcp")
     demo = root / "demo.sqlite3"
     build_demo_database(demo)
-    config = {"mcpServers": {
-        "time": {"command": "mcp-server-time"},
-        "sql": {"command": "python", "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{demo}"], "cwd": str(ROOT)},
-    }}
+    config = {
+        "mcpServers": {
+            "time": {"command": "mcp-server-time"},
+            "sql": {"command": "python", "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{demo}"], "cwd": str(ROOT)},
+        }
+    }
     (root / "mcp.json").write_text(json.dumps(config))
     return {"APTIX_MCP_AUTOSTART": "true", "APTIX_MCP_CONFIG": str(root / "mcp.json")}
 
@@ -52,6 +55,7 @@ def daphne_env(tmp_path_factory) -> dict[str, str]:
 def make_session(team_a, alice):
     def make(user=alice, team=team_a, **kwargs) -> AgentSession:
         return session_create(team=team, user=user, **kwargs)
+
     return make
 
 
@@ -72,7 +76,11 @@ async def test_log_in_and_start_a_session(sign_in, alice):
     await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
     session = await AgentSession.objects.aget(pk=session_id_of(page.url))
     assert (session.user_id, session.mode, session.execution, session.title) == (
-        alice.id, "general", "ask", "Quarterly planning")
+        alice.id,
+        "general",
+        "ask",
+        "Quarterly planning",
+    )
     await expect(page.locator("#mode-badge")).to_have_text("general")
     await expect(page.locator(".segmented input[value=ask]")).to_be_checked()
     await expect(page.locator("h1")).to_have_text("Quarterly planning")
@@ -243,8 +251,9 @@ async def test_switching_mode_after_a_proposal(sign_in, alice, make_session):
     await turn_ended(proposal)
     await expect(proposal.locator(".answer")).to_contain_text("DDR Authoring")
     choices = proposal.locator(".choices button.choice")
-    await expect(choices).to_have_text([
-        "Stay in the current mode", "Switch this session to DDR Authoring", "New session in DDR Authoring"])
+    await expect(choices).to_have_text(
+        ["Stay in the current mode", "Switch this session to DDR Authoring", "New session in DDR Authoring"]
+    )
 
     await choices.nth(1).click()
     switch = turns(page).nth(1)
@@ -256,7 +265,8 @@ async def test_switching_mode_after_a_proposal(sign_in, alice, make_session):
 
     history = [h async for h in ModeHistory.objects.filter(session_id=session.id)]
     assert [(h.previous_mode, h.new_mode, h.source, h.branch) for h in history] == [
-        ("general", "ddr-authoring", ModeHistory.Source.TOOL, False)]
+        ("general", "ddr-authoring", ModeHistory.Source.TOOL, False)
+    ]
     assert (await AgentSession.objects.aget(pk=session.id)).mode == "ddr-authoring"
     await open_session(page, session.id)  # and after a reload
     await expect(page.locator("#mode-badge")).to_have_text("ddr-authoring")
@@ -314,19 +324,26 @@ async def test_other_users_cannot_see_or_change_a_session(sign_in, alice, bob, c
         assert response.status == 404, (user.username, response.status)
         await page.goto("/")
         token = next(c["value"] for c in await page.context.cookies() if c["name"] == "csrftoken")
-        response = await page.request.post(f"{url}tools/", form={"tool": "image_gen"},
-                                           headers={"X-CSRFToken": token, "HX-Request": "true"})
+        response = await page.request.post(
+            f"{url}tools/", form={"tool": "image_gen"}, headers={"X-CSRFToken": token, "HX-Request": "true"}
+        )
         assert response.status == 404, (user.username, response.status)
-        for action, form in [("mode/", {"mode": "data-analysis"}), ("execution/", {"execution": "agent"}),
-                             ("turns/", {"message": "hi"})]:
+        for action, form in [
+            ("mode/", {"mode": "data-analysis"}),
+            ("execution/", {"execution": "agent"}),
+            ("turns/", {"message": "hi"}),
+        ]:
             response = await page.request.post(f"{url}{action}", form=form, headers={"X-CSRFToken": token})
             assert response.status == 404, (user.username, action, response.status)
         # The live stream refuses the socket before it is accepted.
-        outcome = await page.evaluate("""path => new Promise(resolve => {
+        outcome = await page.evaluate(
+            """path => new Promise(resolve => {
             const ws = new WebSocket(`ws://${location.host}${path}`);
             ws.onopen = () => { resolve('open'); ws.close(); };
             ws.onclose = () => resolve('refused');
-        })""", f"/ws/sessions/{session.id}/")
+        })""",
+            f"/ws/sessions/{session.id}/",
+        )
         assert outcome == "refused", user.username
 
     saved = await AgentSession.objects.aget(pk=session.id)

@@ -1,5 +1,6 @@
 """The admin as personas: a curator edits the catalog, an auditor reads and exports the history,
 a plain member cannot open the admin, and nobody can rewrite the audit trail."""
+
 from __future__ import annotations
 
 import csv
@@ -54,8 +55,11 @@ def test_curator_edits_lists_one_item_per_line(client, curator, password):
     assert "sql.*" in client.get(change_url(mode)).content.decode()
     response = client.post(
         change_url(mode),
-        form_data(mode, example_utterances="Plot churn by month\n\n  Which region sells most?  \n",
-                  tool_policy="sql.*\nimage_gen"),
+        form_data(
+            mode,
+            example_utterances="Plot churn by month\n\n  Which region sells most?  \n",
+            tool_policy="sql.*\nimage_gen",
+        ),
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     mode.refresh_from_db()
@@ -101,9 +105,17 @@ def test_curator_adds_a_mode(client, curator, password):
     client.login(username=curator.username, password=password)
     response = client.post(
         reverse("admin:modes_agentmode_add"),
-        {"key": " Support-Triage ", "display_name": "Support triage", "description": "Sort tickets.",
-         "system_prompt": "Triage.", "human_role_hints": "Support agent", "example_utterances": "Triage ticket 42",
-         "tool_policy": "agent_list_modes", "is_active": "on", "ordering": 50},
+        {
+            "key": " Support-Triage ",
+            "display_name": "Support triage",
+            "description": "Sort tickets.",
+            "system_prompt": "Triage.",
+            "human_role_hints": "Support agent",
+            "example_utterances": "Triage ticket 42",
+            "tool_policy": "agent_list_modes",
+            "is_active": "on",
+            "ordering": 50,
+        },
     )
     assert response.status_code == 302, response.content.decode()[:3000]
     mode = AgentMode.objects.get(key="support-triage")
@@ -137,8 +149,13 @@ def test_auditor_views_filters_and_exports_history(client, auditor, password, hi
     page = client.get(url)
     assert page.status_code == 200
     assert "data-analysis" in page.content.decode()
-    for query in [f"team__id__exact={team_a.id}", f"user__id__exact={alice.id}", "previous_mode=general",
-                  "new_mode=data-analysis", f"created_at__year={history.created_at.year}"]:
+    for query in [
+        f"team__id__exact={team_a.id}",
+        f"user__id__exact={alice.id}",
+        "previous_mode=general",
+        "new_mode=data-analysis",
+        f"created_at__year={history.created_at.year}",
+    ]:
         filtered = client.get(f"{url}?{query}")
         assert filtered.status_code == 200 and "1 mode history entry" in filtered.content.decode(), query
     assert "0 results" in client.get(f"{url}?new_mode=general").content.decode()
@@ -186,7 +203,10 @@ def test_auditor_views_sessions_with_turns_and_events(client, auditor, password,
 
 
 def test_superuser_cannot_delete_or_edit_history_either(admin_client, history):
-    assert admin_client.post(reverse("admin:modes_modehistory_delete", args=[history.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(reverse("admin:modes_modehistory_delete", args=[history.pk]), {"post": "yes"}).status_code
+        == 403
+    )
     page = admin_client.get(reverse("admin:modes_modehistory_changelist"))
     assert "delete_selected" not in page.content.decode()
     assert ModeHistory.objects.count() == 1
@@ -197,7 +217,10 @@ def test_superuser_cannot_delete_or_edit_history_either(admin_client, history):
 
 def test_plain_member_cannot_open_the_admin(client, alice, password):
     client.login(username=alice.username, password=password)
-    for url in [reverse("admin:index"), reverse("admin:modes_agentmode_changelist"),
-                reverse("admin:modes_modehistory_changelist")]:
+    for url in [
+        reverse("admin:index"),
+        reverse("admin:modes_agentmode_changelist"),
+        reverse("admin:modes_modehistory_changelist"),
+    ]:
         response = client.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]

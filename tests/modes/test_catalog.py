@@ -1,4 +1,5 @@
 """The catalog: seed content, the single-default invariant and get_all_modes()."""
+
 from __future__ import annotations
 
 import re
@@ -84,8 +85,13 @@ def test_non_default_mode_can_be_deleted():
 
 @pytest.mark.parametrize(
     "field, value",
-    [("key", "Bad Key"), ("key", "-lead"), ("tool_policy", ["sql.*", "rm -rf"]), ("example_utterances", ["ok", ""]),
-     ("human_role_hints", "not a list")],
+    [
+        ("key", "Bad Key"),
+        ("key", "-lead"),
+        ("tool_policy", ["sql.*", "rm -rf"]),
+        ("example_utterances", ["ok", ""]),
+        ("human_role_hints", "not a list"),
+    ],
 )
 def test_invalid_fields_are_refused(field, value):
     mode = AgentMode.objects.get(key="data-analysis")

@@ -1,5 +1,6 @@
 """The demo dataset and `manage.py demo_data`: built once, atomically, with the data the offline
 model's SQL expects."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,9 +13,17 @@ from agents.llm.offline.data import REVENUE_BY_MONTH_SQL, sql_for
 from tools import demo_data
 from tools.demo_data import build_demo_database, default_path, is_current
 
-QUESTIONS = ["revenue by month", "orders by country", "revenue by category", "customers by segment",
-             "new customers per month", "top customers", "top products", "average order value",
-             "how many orders per month"]
+QUESTIONS = [
+    "revenue by month",
+    "orders by country",
+    "revenue by category",
+    "customers by segment",
+    "new customers per month",
+    "top customers",
+    "top products",
+    "average order value",
+    "how many orders per month",
+]
 
 
 @pytest.fixture
@@ -53,16 +62,23 @@ def test_the_default_path_and_its_override(tmp_path, monkeypatch, settings, caps
 
 
 def test_the_data(demo_db):
-    (customers,), (products,), (orders,) = (_rows(demo_db, f"SELECT count(*) FROM {t}")[0]
-                                            for t in ("customers", "products", "orders"))
+    (customers,), (products,), (orders,) = (
+        _rows(demo_db, f"SELECT count(*) FROM {t}")[0] for t in ("customers", "products", "orders")
+    )
     assert (customers, products) == (60, 20) and 1500 <= orders <= 2500
     months = _rows(demo_db, REVENUE_BY_MONTH_SQL)
     assert [month for month, _ in months] == [f"2025-{m:02d}" for m in range(1, 13)]
-    assert _rows(demo_db, "SELECT typeof(quantity), typeof(unit_price), typeof(price) FROM orders "
-                          "JOIN products p ON p.id = product_id GROUP BY 1, 2, 3") == [("integer", "real", "real")]
-    orphans = _rows(demo_db, "SELECT count(*) FROM orders o LEFT JOIN customers c ON c.id = o.customer_id "
-                             "LEFT JOIN products p ON p.id = o.product_id WHERE c.id IS NULL OR p.id IS NULL "
-                             "OR o.ordered_at < c.created_at")
+    assert _rows(
+        demo_db,
+        "SELECT typeof(quantity), typeof(unit_price), typeof(price) FROM orders "
+        "JOIN products p ON p.id = product_id GROUP BY 1, 2, 3",
+    ) == [("integer", "real", "real")]
+    orphans = _rows(
+        demo_db,
+        "SELECT count(*) FROM orders o LEFT JOIN customers c ON c.id = o.customer_id "
+        "LEFT JOIN products p ON p.id = o.product_id WHERE c.id IS NULL OR p.id IS NULL "
+        "OR o.ordered_at < c.created_at",
+    )
     assert orphans == [(0,)]
 
 

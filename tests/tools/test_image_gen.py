@@ -1,4 +1,5 @@
 """image_gen: local charts and cards, the injected remote provider, validation and failures."""
+
 from __future__ import annotations
 
 import asyncio
@@ -119,23 +120,39 @@ async def test_charts_are_real_png_files(tool, tmp_path, recording_logger, kind)
     payload, image = open_result(result, tmp_path)
     assert image.format == "PNG"
     assert image.size == (512, 512)
-    assert payload == {**payload, "alt": "Quarterly revenue", "kind": kind, "width": 512, "height": 512,
-                       "backend": "local"}
+    assert payload == {
+        **payload,
+        "alt": "Quarterly revenue",
+        "kind": kind,
+        "width": 512,
+        "height": 512,
+        "backend": "local",
+    }
     assert len(image.convert("RGB").getcolors(1 << 20)) > 10  # something was drawn, not a blank canvas
     assert recording_logger.exceptions == [] and recording_logger.errors == []
 
 
 async def test_chart_defaults_to_bar_and_uses_the_title_as_alt(tool, tmp_path):
-    args = {"prompt": "revenue by quarter", "title": "Revenue ($k, 2024)", "labels": LABELS, "values": VALUES,
-            "size": "512x512"}
-    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
+    args = {
+        "prompt": "revenue by quarter",
+        "title": "Revenue ($k, 2024)",
+        "labels": LABELS,
+        "values": VALUES,
+        "size": "512x512",
+    }
+    payload, _image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert payload["kind"] == "bar"
     assert payload["alt"] == "Revenue ($k, 2024)"  # a '$' is literal text, not mathtext
 
 
 async def test_chart_accepts_numeric_labels_and_many_points(tool, tmp_path):
-    args = {"prompt": "Yearly", "kind": "line", "labels": list(range(2000, 2050)), "values": list(range(50)),
-            "size": "512x512"}
+    args = {
+        "prompt": "Yearly",
+        "kind": "line",
+        "labels": list(range(2000, 2050)),
+        "values": list(range(50)),
+        "size": "512x512",
+    }
     payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert payload["kind"] == "line" and image.size == (512, 512)
 
@@ -152,8 +169,14 @@ async def test_card_from_a_prompt_alone_uses_the_default_size(tool, tmp_path):
 
 
 async def test_kind_card_makes_a_card_even_with_data(tool, tmp_path):
-    args = {"prompt": "Team offsite", "title": "Offsite 2025", "kind": "card", "labels": ["a"], "values": [1],
-            "size": "512x512"}
+    args = {
+        "prompt": "Team offsite",
+        "title": "Offsite 2025",
+        "kind": "card",
+        "labels": ["a"],
+        "values": [1],
+        "size": "512x512",
+    }
     payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert payload["kind"] == "card" and payload["alt"] == "Offsite 2025"
     assert image.size == (512, 512)
@@ -161,13 +184,15 @@ async def test_kind_card_makes_a_card_even_with_data(tool, tmp_path):
 
 async def test_a_very_long_prompt_still_fits_on_a_card(tool, tmp_path):
     args = {"prompt": "supercalifragilistic " * 190, "size": "512x512"}
-    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
+    _payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert image.size == (512, 512)
 
 
 async def test_concurrent_charts_all_succeed(tool, tmp_path):
-    args = [json.dumps({"prompt": f"Chart {i}", "kind": kind, "labels": LABELS, "values": VALUES,
-                        "size": "512x512"}) for i, kind in enumerate(["bar", "line", "pie", "bar"])]
+    args = [
+        json.dumps({"prompt": f"Chart {i}", "kind": kind, "labels": LABELS, "values": VALUES, "size": "512x512"})
+        for i, kind in enumerate(["bar", "line", "pie", "bar"])
+    ]
     results = await asyncio.gather(*(tool.execute(a, CONTEXT) for a in args))
     assert all(r.successful for r in results)
     assert len({json.loads(r.result)["url"] for r in results}) == 4
@@ -200,7 +225,7 @@ async def test_remote_gets_the_default_size(recording_logger, storage, tmp_path)
 async def test_remote_jpeg_is_stored_as_png(recording_logger, storage, tmp_path):
     remote = FakeRemote(png_bytes((40, 30), fmt="JPEG"))
     tool = ImageGenTool(recording_logger, storage=storage, remote=remote)
-    payload, image = open_result(await tool.execute(json.dumps({"prompt": "A fox"}), CONTEXT), tmp_path)
+    _payload, image = open_result(await tool.execute(json.dumps({"prompt": "A fox"}), CONTEXT), tmp_path)
     assert image.format == "PNG" and image.size == (40, 30)
 
 
@@ -209,7 +234,7 @@ async def test_remote_is_not_used_for_charts_or_cards(recording_logger, storage,
     remote = FakeRemote()
     tool = ImageGenTool(recording_logger, storage=storage, remote=remote)
     args = {"prompt": "Quarterly revenue", "size": "512x512", **extra}
-    payload, image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
+    payload, _image = open_result(await tool.execute(json.dumps(args), CONTEXT), tmp_path)
     assert remote.calls == []
     assert payload["backend"] == "local"
     assert payload["kind"] == ("bar" if "labels" in extra else "card")
@@ -229,7 +254,7 @@ async def test_remote_failures_are_logged_and_generic(recording_logger, storage,
     assert result.successful is False
     assert result.error_message == ERROR_FAILED == "image_gen could not create the image."
     assert "sk-secret" not in result.content_for_model()
-    [(exc, tag, fields)] = recording_logger.exceptions
+    [(_exc, tag, fields)] = recording_logger.exceptions
     assert tag == LOG_TAG == "ImageGenTool.Render"
     assert fields["session_id"] == SESSION_ID and fields["backend"] == "remote"
     assert stored_files(tmp_path) == []
@@ -258,10 +283,14 @@ MANY = [str(i) for i in range(51)]
         (json.dumps({"prompt": "p", "size": "800x600"}), "'size' to be one of 512x512, 1024x1024, 1024x768"),
         (json.dumps({"prompt": "p", "labels": ["a", "b"]}), "requires 'values' whenever 'labels' are given"),
         (json.dumps({"prompt": "p", "values": [1, 2]}), "requires 'labels' whenever 'values' are given"),
-        (json.dumps({"prompt": "p", "labels": ["a", "b"], "values": [1]}),
-         "image_gen requires 'labels' and 'values' of the same length."),
-        (json.dumps({"prompt": "p", "labels": ["a", "b"], "values": [1, "2"]}),
-         "'values' to be an array of finite numbers"),
+        (
+            json.dumps({"prompt": "p", "labels": ["a", "b"], "values": [1]}),
+            "image_gen requires 'labels' and 'values' of the same length.",
+        ),
+        (
+            json.dumps({"prompt": "p", "labels": ["a", "b"], "values": [1, "2"]}),
+            "'values' to be an array of finite numbers",
+        ),
         (json.dumps({"prompt": "p", "labels": ["a"], "values": [True]}), "'values' to be an array of finite numbers"),
         ('{"prompt": "p", "labels": ["a"], "values": [NaN]}', "'values' to be an array of finite numbers"),
         (json.dumps({"prompt": "p", "labels": ["a"], "values": 3}), "'values' to be an array of finite numbers"),

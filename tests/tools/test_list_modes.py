@@ -1,4 +1,5 @@
 """agent_list_modes against TUL-010 (§3 contract, §4 semantics, §6 required tests)."""
+
 from __future__ import annotations
 
 import json
@@ -11,13 +12,23 @@ from tools.builtin.list_modes import ERROR_CATALOG_UNAVAILABLE, AgentListModesTo
 from tools.registry import ToolRegistry
 
 GENERAL = AgentModeSummary(
-    id="0" * 31 + "1", key="general", display_name="General", description="Everyday help.",
-    system_prompt_summary="Broad assistant.", is_default=True, human_role_hints=["Team member"],
+    id="0" * 31 + "1",
+    key="general",
+    display_name="General",
+    description="Everyday help.",
+    system_prompt_summary="Broad assistant.",
+    is_default=True,
+    human_role_hints=["Team member"],
     example_utterances=["Summarise this thread"],
 )
 DATA = AgentModeSummary(
-    id="0" * 31 + "2", key="data-analysis", display_name="Data Analysis", description="Questions over data.",
-    system_prompt_summary="", is_default=False, human_role_hints=[],
+    id="0" * 31 + "2",
+    key="data-analysis",
+    display_name="Data Analysis",
+    description="Questions over data.",
+    system_prompt_summary="",
+    is_default=False,
+    human_role_hints=[],
     example_utterances=["Chart revenue by month", "Top customers by orders"],
 )
 
@@ -56,8 +67,13 @@ def test_schema_shape():
 
 def test_usage_metadata_carries_the_guidance():
     usage = AgentListModesTool.TOOL_USAGE_METADATA
-    for phrase in ["what modes are available", "choosing between modes", "propose a mode change",
-                   "Do not call it on every user message", "substitute for agent_change_mode"]:
+    for phrase in [
+        "what modes are available",
+        "choosing between modes",
+        "propose a mode change",
+        "Do not call it on every user message",
+        "substitute for agent_change_mode",
+    ]:
         assert phrase in usage
 
 
@@ -70,8 +86,13 @@ async def test_happy_path_returns_every_field(recording_logger, arguments_json):
     assert list(payload) == ["modes"]
     first = payload["modes"][0]
     assert first == {
-        "id": GENERAL.id, "key": "general", "displayName": "General", "description": "Everyday help.",
-        "systemPromptSummary": "Broad assistant.", "isDefault": True, "humanRoleHints": ["Team member"],
+        "id": GENERAL.id,
+        "key": "general",
+        "displayName": "General",
+        "description": "Everyday help.",
+        "systemPromptSummary": "Broad assistant.",
+        "isDefault": True,
+        "humanRoleHints": ["Team member"],
         "exampleUtterances": None,
     }
     assert [m["key"] for m in payload["modes"]] == ["general", "data-analysis"]

@@ -1,4 +1,5 @@
 """agent_change_mode against TUL-007 (§3 contract, §6 required tests) with a recording manager."""
+
 from __future__ import annotations
 
 import json
@@ -91,7 +92,6 @@ async def test_manager_without_outcome_still_reports_requested_mode(recording_lo
     class SilentManager(RecordingSessionManager):
         async def set_session_mode(self, *a, **kw):
             await super().set_session_mode(*a, **kw)
-            return None
 
     tool = ModeChangeTool(SilentManager(), recording_logger)
     payload = json.loads((await tool.execute(args(**VALID), context)).result)
@@ -233,7 +233,13 @@ def test_identity_schema_and_guidance(recording_logger):
     assert not {"sessionId", "org", "user"} & set(parameters["properties"])
     assert "confirms" in function["description"] and "branch=true" in function["description"]
     usage = ModeChangeTool.TOOL_USAGE_METADATA
-    for phrase in ["explicitly agreed", "(1) stay in the current mode", "(2) switch this session",
-                   "(3) switch and start a new session", "branch=false", "branch=true"]:
+    for phrase in [
+        "explicitly agreed",
+        "(1) stay in the current mode",
+        "(2) switch this session",
+        "(3) switch and start a new session",
+        "branch=false",
+        "branch=true",
+    ]:
         assert phrase in usage
     ToolRegistry(logger=recording_logger).register(ModeChangeTool)

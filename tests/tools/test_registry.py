@@ -1,4 +1,5 @@
 """Registration checks the reflection contract (TUL-010 §3.1) and names what is wrong."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,8 +50,14 @@ def test_valid_tool_registers():
         ({"get_schema": staticmethod(lambda: function_schema("other_name", "d", {}))}, "expected 'hello_world'"),
         ({"get_schema": staticmethod(lambda: function_schema("hello_world", "", {}))}, "description"),
         (
-            {"get_schema": staticmethod(lambda: {"type": "function", "function": {
-                "name": "hello_world", "description": "d", "parameters": {"type": "array"}}})},
+            {
+                "get_schema": staticmethod(
+                    lambda: {
+                        "type": "function",
+                        "function": {"name": "hello_world", "description": "d", "parameters": {"type": "array"}},
+                    }
+                )
+            },
             "must be an object schema",
         ),
         (

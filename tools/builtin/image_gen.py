@@ -6,6 +6,7 @@ with Pillow. A real image provider is injected by the caller as `remote(prompt, 
 this package never imports `agents`. The image is saved through a Django storage as
 `images/<32-hex>.png` and the tool returns its URL. The local renderers live in `image_render`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,8 @@ import json
 import math
 import re
 import uuid
-from typing import Any, Awaitable, Callable, ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -137,9 +139,7 @@ class ImageGenTool:
 
         has_data = request["labels"] is not None
         chart_kind = request["kind"] or DEFAULT_CHART_KIND
-        if has_data and chart_kind == "pie" and (
-            any(v < 0 for v in request["values"]) or sum(request["values"]) <= 0
-        ):
+        if has_data and chart_kind == "pie" and (any(v < 0 for v in request["values"]) or sum(request["values"]) <= 0):
             return InvokeResult.from_error(ERROR_PIE_VALUES)
 
         if has_data and chart_kind != "card":
@@ -186,7 +186,7 @@ class _ArgumentError(ValueError):
     """An argument problem whose message goes back to the model as is."""
 
 
-def _parse_arguments(arguments_json: str | None) -> dict:
+def _parse_arguments(arguments_json: str | None) -> dict:  # noqa: PLR0912 - one check per argument, each with its own message
     if arguments_json is None or not str(arguments_json).strip():
         raise _ArgumentError(ERROR_PROMPT)
     try:

@@ -5,6 +5,7 @@ Charts use matplotlib's Agg backend through `matplotlib.figure.Figure` (never py
 global state and is not thread-safe) and are drawn one at a time under `_CHART_LOCK`. Every
 renderer returns `(png_bytes, width, height)`; matplotlib and Pillow are imported lazily.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,7 +51,7 @@ def _normalise_png(raw: Any) -> tuple[bytes, int, int]:
 # --- charts (matplotlib, Agg, no pyplot) ---------------------------------------------------------
 
 
-def _render_chart(kind: str, title: str, labels: list[str], values: list[float], width: int, height: int):
+def _render_chart(kind: str, title: str, labels: list[str], values: list[float], width: int, height: int):  # noqa: PLR0917 - a chart is these six things, called in one place
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -65,8 +66,12 @@ def _render_chart(kind: str, title: str, labels: list[str], values: list[float],
             _draw_pie(axes, shown, values, font)
         else:
             _draw_xy(axes, kind, shown, values, font)
-        axes.set_title(_escape(_wrap(title, max(24, int(width / (font * 0.75))), 2)), fontsize=font * 1.35,
-                       fontweight="bold", pad=font)
+        axes.set_title(
+            _escape(_wrap(title, max(24, int(width / (font * 0.75))), 2)),
+            fontsize=font * 1.35,
+            fontweight="bold",
+            pad=font,
+        )
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=dpi, facecolor="white")
     data = buffer.getvalue()
@@ -79,9 +84,15 @@ def _draw_xy(axes, kind: str, labels: list[str], values: list[float], font: floa
     if kind == "line":
         axes.plot(positions, values, color=_CHART_COLOURS[0], linewidth=2, marker="o" if not many else None)
         if not many:
-            for x, y in zip(positions, values):
-                axes.annotate(_format_number(y), (x, y), textcoords="offset points", xytext=(0, font * 0.6),
-                              ha="center", fontsize=font * 0.8)
+            for x, y in zip(positions, values, strict=True):
+                axes.annotate(
+                    _format_number(y),
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(0, font * 0.6),
+                    ha="center",
+                    fontsize=font * 0.8,
+                )
         axes.margins(x=0.04, y=0.15)
         if min(values) >= 0 and axes.get_ylim()[0] < 0:
             axes.set_ylim(bottom=0)  # no negative axis under data that has none
@@ -95,8 +106,7 @@ def _draw_xy(axes, kind: str, labels: list[str], values: list[float], font: floa
     longest = max((len(label) for label in labels), default=0)
     rotate = len(labels) > 8 or (len(labels) > 4 and longest > 10)
     axes.set_xticks(positions, [_wrap(label, 16, 2) if not rotate else label for label in labels])
-    axes.tick_params(axis="x", labelsize=font * (0.7 if many else 0.85),
-                     labelrotation=45 if rotate else 0)
+    axes.tick_params(axis="x", labelsize=font * (0.7 if many else 0.85), labelrotation=45 if rotate else 0)
     if rotate:
         for tick in axes.get_xticklabels():
             tick.set_horizontalalignment("right")
@@ -130,9 +140,18 @@ def _draw_pie(axes, labels: list[str], values: list[float], font: float) -> None
     for text in percents:
         text.set_color("white")
     if crowded:
-        legend = [f"{label} ({_format_number(v)}, {100 * v / total:.0f}%)" for label, v in zip(labels, values)]
-        axes.legend(wedges, legend, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=font * 0.7,
-                    frameon=False, ncols=1 if len(values) <= 18 else 2)
+        legend = [
+            f"{label} ({_format_number(v)}, {100 * v / total:.0f}%)" for label, v in zip(labels, values, strict=True)
+        ]
+        axes.legend(
+            wedges,
+            legend,
+            loc="center left",
+            bbox_to_anchor=(1.0, 0.5),
+            fontsize=font * 0.7,
+            frameon=False,
+            ncols=1 if len(values) <= 18 else 2,
+        )
     axes.set_aspect("equal")
 
 
@@ -236,19 +255,20 @@ def _wrap_pixels(draw, text: str, font, max_width: int) -> list[str]:
                 continue
             if current:
                 lines.append(current)
-            while draw.textlength(word, font=font) > max_width and len(word) > 1:
-                cut = len(word) - 1
-                while cut > 1 and draw.textlength(word[:cut], font=font) > max_width:
+            rest = word
+            while draw.textlength(rest, font=font) > max_width and len(rest) > 1:
+                cut = len(rest) - 1
+                while cut > 1 and draw.textlength(rest[:cut], font=font) > max_width:
                     cut -= 1
-                lines.append(word[:cut])
-                word = word[cut:]
-            current = word
+                lines.append(rest[:cut])
+                rest = rest[cut:]
+            current = rest
         if current:
             lines.append(current)
     return lines or [""]
 
 
-def _fit_lines(draw, lines: list[str], font, size: int, room: float, max_width: int) -> list[str]:
+def _fit_lines(draw, lines: list[str], font, size: int, room: float, max_width: int) -> list[str]:  # noqa: PLR0917 - private helper, one caller
     """Keep the lines that fit in `room` pixels, ending with an ellipsis when text was cut."""
     fit = max(1, int(room // (size * 1.25)))
     if len(lines) <= fit:

@@ -1,4 +1,5 @@
 """agent_list_modes (TUL-010): a read-only view of the mode catalog for the model."""
+
 from __future__ import annotations
 
 import json

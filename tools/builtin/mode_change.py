@@ -4,6 +4,7 @@ Validation of the mode against the catalog lives in the session manager (TUL-009
 "Reconciling the records"): this tool only checks the argument shapes, takes the session, team
 and user from the execution context, and makes exactly one `set_session_mode` call.
 """
+
 from __future__ import annotations
 
 import json
@@ -111,9 +112,7 @@ class ModeChangeTool:
 
         identity = [name for name in _IDENTITY_ARGUMENTS if name in args]
         if identity:
-            return InvokeResult.from_error(
-                ERROR_IDENTITY_ARGUMENT.format(names=", ".join(f"'{n}'" for n in identity))
-            )
+            return InvokeResult.from_error(ERROR_IDENTITY_ARGUMENT.format(names=", ".join(f"'{n}'" for n in identity)))
 
         mode = args.get("mode")
         if not isinstance(mode, str) or not mode.strip():
@@ -168,8 +167,10 @@ class ModeChangeTool:
 
 def _unpack_outcome(outcome: Any, requested: str) -> tuple[str | None, str]:
     """set_session_mode returns (previous, new); a manager that reports nothing still wrote `requested`."""
-    if isinstance(outcome, (tuple, list)) and len(outcome) == 2 and all(
-        isinstance(v, str) or v is None for v in outcome
+    if (
+        isinstance(outcome, (tuple, list))
+        and len(outcome) == 2
+        and all(isinstance(v, str) or v is None for v in outcome)
     ):
         previous, new = outcome
         return previous, new or requested

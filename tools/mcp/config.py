@@ -21,6 +21,7 @@ given), `command`, `args`, `env`, `cwd` (stdio); `url`, `headers` (http); `disab
   Unknown keys are errors too, so a typo ("comand") does not silently drop a setting.
 - Children get only a minimal environment (HOME, PATH, ...) plus `env`: pass DSNs and keys there.
 """
+
 from __future__ import annotations
 
 import difflib

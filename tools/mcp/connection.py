@@ -1,5 +1,6 @@
 """One live MCP session with one server: the transport (a child process or an HTTP endpoint) and
 the SDK's `Client` over it, plus the signals the supervisor needs (lost, tools changed)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -83,7 +84,8 @@ class Connection:
                 transport = stdio_transport(self.config, self.child)
             else:
                 http = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=dict(self.config.headers), timeout=HTTP_TIMEOUT))
+                    httpx2.AsyncClient(headers=dict(self.config.headers), timeout=HTTP_TIMEOUT)
+                )
                 transport = streamable_http_client(self.config.url, http_client=http)
             client = Client(transport, message_handler=self._on_message, cache=None, client_info=_client_info())
             yield await stack.enter_async_context(client)
@@ -128,8 +130,13 @@ class Connection:
         except Exception as exc:  # noqa: BLE001 - without change events the tools still work
             if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                 return
-            logger.warning('MCP server "%s": no tool-list change events (%s: %s)', self.config.name,
-                           type(exc).__name__, exc, extra={"server": self.config.name})
+            logger.warning(
+                'MCP server "%s": no tool-list change events (%s: %s)',
+                self.config.name,
+                type(exc).__name__,
+                exc,
+                extra={"server": self.config.name},
+            )
 
     async def call_tool(self, tool: str, arguments: dict) -> types.CallToolResult:
         """Raises TimeoutError after the server's timeout (the server is told to cancel), and

@@ -1,5 +1,6 @@
 """MCP tools as entries of the MCP registry: the agent tool contract (tools/base.py) over a server's
 tool, named `<server>__<tool>`, with the server's description, input schema and annotations."""
+
 from __future__ import annotations
 
 import copy

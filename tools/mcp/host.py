@@ -21,6 +21,7 @@ Design
   stdin, then SIGTERMs/SIGKILLs its process group. Children that outlive a killed web process are
   killed by the kernel (PR_SET_PDEATHSIG, see transport.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -106,8 +107,7 @@ class McpHost:
             if name in config.errors:
                 error = config.errors[name]
                 admin_logger.add_error(str(error), server=name)
-                self._statuses[name] = ServerStatus(name, "unknown", "failed",
-                                                    error=f"invalid config: {error.problem}")
+                self._statuses[name] = ServerStatus(name, "unknown", "failed", error=f"invalid config: {error.problem}")
             else:
                 server = servers[name]
                 state = "disabled" if server.disabled else "starting"
@@ -148,8 +148,13 @@ class McpHost:
         self._statuses[status.name] = status
         if previous is None or previous.state != status.state:
             pid = f" (pid {status.pid})" if status.pid else ""
-            logger.info('MCP server "%s": %s%s', status.name, status.describe(), pid,
-                        extra={"server": status.name, "state": status.state})
+            logger.info(
+                'MCP server "%s": %s%s',
+                status.name,
+                status.describe(),
+                pid,
+                extra={"server": status.name, "state": status.state},
+            )
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -172,7 +177,8 @@ class McpHost:
         except TimeoutError:
             summary = "; ".join(f"{s.name}: {s.describe()}" for s in self.status())
             raise TimeoutError(
-                f"MCP servers did not reach the expected state within {timeout:g} s ({summary})") from None
+                f"MCP servers did not reach the expected state within {timeout:g} s ({summary})"
+            ) from None
 
     # --- tools --------------------------------------------------------------------------------
 
@@ -182,6 +188,7 @@ class McpHost:
                 return await self._bridge(self._supervisors[server].call_tool(tool, name, arguments))
             except HostStopped:
                 return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
+
         return invoke
 
     async def _bridge(self, coro: Coroutine) -> Any:
@@ -198,8 +205,13 @@ class McpHost:
         for tool in tools:
             name = registry_name(server, tool.name)
             if name is None or name in wanted:
-                logger.warning('MCP server "%s": tool %r skipped (its name is unusable or taken as %s).',
-                               server, tool.name, name, extra={"server": server})
+                logger.warning(
+                    'MCP server "%s": tool %r skipped (its name is unusable or taken as %s).',
+                    server,
+                    tool.name,
+                    name,
+                    extra={"server": server},
+                )
                 continue
             entry = current.get(name)
             if entry is None or not entry.same_definition(tool):

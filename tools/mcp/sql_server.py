@@ -5,6 +5,7 @@ itself lives in tools/sql_mcp/ (`python -m tools.sql_mcp <database-url>` runs th
 This module only forwards to tools.sql_mcp.server.main; the MCP host (the rest of tools/mcp/)
 never imports it.
 """
+
 from __future__ import annotations
 
 import sys

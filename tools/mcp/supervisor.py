@@ -3,6 +3,7 @@ tools/list_changed, notice its death at once, restart it with backoff, and serve
 
 Everything here runs on the MCP host's event loop (see host.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -76,8 +77,7 @@ def backoff_delay(attempt: int) -> float:
 
 
 class ServerSupervisor:
-    def __init__(self, config: ServerConfig, *, publish: Publish,
-                 on_change: Callable[[ServerStatus], None]) -> None:
+    def __init__(self, config: ServerConfig, *, publish: Publish, on_change: Callable[[ServerStatus], None]) -> None:
         self.config = config
         self.status = ServerStatus(config.name, config.type, "starting")
         self._publish = publish
@@ -119,8 +119,9 @@ class ServerSupervisor:
 
     def _restarting(self, error: str) -> None:
         self._attempt += 1
-        self._update(state="restarting", attempt=self._attempt, restarts=self.status.restarts + 1,
-                     error=error, pid=None)
+        self._update(
+            state="restarting", attempt=self._attempt, restarts=self.status.restarts + 1, error=error, pid=None
+        )
 
     async def _serve_once(self) -> None:
         """Connect, publish the tools and serve until the server goes away on its own."""
@@ -172,8 +173,13 @@ class ServerSupervisor:
             try:
                 await self._refresh(connection)
             except Exception as exc:  # noqa: BLE001 - the previous tool list stays in use
-                logger.warning('MCP server "%s": could not refresh its tools (%s: %s)', self.name,
-                               type(exc).__name__, exc, extra={"server": self.name})
+                logger.warning(
+                    'MCP server "%s": could not refresh its tools (%s: %s)',
+                    self.name,
+                    type(exc).__name__,
+                    exc,
+                    extra={"server": self.name},
+                )
 
     @staticmethod
     def _end_message(connection: Connection) -> str:

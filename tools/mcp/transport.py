@@ -10,6 +10,7 @@ wait, then SIGTERM/SIGKILL the whole group.
 On Linux the child is started through `setpriv --pdeathsig KILL`, so it is killed even when the
 web process dies without running its exit hooks (SIGKILL, OOM killer).
 """
+
 from __future__ import annotations
 
 import logging
@@ -75,8 +76,13 @@ def child_argv(config: ServerConfig) -> list[str]:
 async def stdio_transport(config: ServerConfig, child: ChildProcess) -> AsyncIterator[tuple]:
     """Spawn the server and yield the (read, write) stream pair an MCP ClientSession runs on."""
     child.process = await anyio.open_process(
-        child_argv(config), env=get_default_environment() | dict(config.env), cwd=config.cwd,
-        stdin=PIPE, stdout=PIPE, stderr=PIPE, start_new_session=True,
+        child_argv(config),
+        env=get_default_environment() | dict(config.env),
+        cwd=config.cwd,
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        start_new_session=True,
     )
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -120,8 +126,9 @@ def _parse(line: str, server: str) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
-        logger.warning("MCP server %r wrote a line that is not JSON-RPC: %.200s", server, line,
-                       extra={"server": server})
+        logger.warning(
+            "MCP server %r wrote a line that is not JSON-RPC: %.200s", server, line, extra={"server": server}
+        )
         return exc
 
 

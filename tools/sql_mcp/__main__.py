@@ -1,4 +1,5 @@
 """`python -m tools.sql_mcp <database-url>`: run the read-only SQL MCP server over stdio (server.py)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """The backend a database URL names: SQLite (sqlite.py) or PostgreSQL (postgres.py, and with it
 psycopg, imported only for a PostgreSQL URL)."""
+
 from __future__ import annotations
 
 from .base import Backend, ConfigError
@@ -16,5 +17,6 @@ def open_backend(url: str, timeout_ms: int) -> Backend:
 
         return PostgresBackend(url, timeout_ms)
     shown = f"scheme {scheme!r}" if scheme else "(not a URL)"
-    raise ConfigError(f"unsupported database URL {shown}: use sqlite:///path/to/file.sqlite3 "
-                      "or postgresql://user@host/dbname")
+    raise ConfigError(
+        f"unsupported database URL {shown}: use sqlite:///path/to/file.sqlite3 or postgresql://user@host/dbname"
+    )

@@ -7,13 +7,15 @@ of this package; backends.py picks one for a URL.
 
 No Django here: the server is its own process and must start fast.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
 
-NO_RESULT = ("the statement returned no result set: only queries (SELECT, WITH, VALUES, TABLE, SHOW, "
-             "EXPLAIN) can run here")
+NO_RESULT = (
+    "the statement returned no result set: only queries (SELECT, WITH, VALUES, TABLE, SHOW, EXPLAIN) can run here"
+)
 
 
 class ConfigError(Exception):

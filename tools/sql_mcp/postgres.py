@@ -9,6 +9,7 @@ statement can leave in the session beyond its transaction (advisory locks, prepa
 A read-only transaction does not stop a superuser from reading server files (pg_read_file) or
 running programs (COPY … TO PROGRAM): connect as a role that can only SELECT.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,8 +22,10 @@ from .base import NO_RESULT, Column, ConfigError, QueryError, Result, Table, unk
 
 # The setting is local to the transaction; as a SELECT it also takes the snapshot, after which
 # "SET TRANSACTION READ WRITE" is refused.
-_LIMITS_SQL = ("SELECT set_config('statement_timeout', %(ms)s, true), "
-               "set_config('idle_in_transaction_session_timeout', %(ms)s, true)")
+_LIMITS_SQL = (
+    "SELECT set_config('statement_timeout', %(ms)s, true), "
+    "set_config('idle_in_transaction_session_timeout', %(ms)s, true)"
+)
 
 _CHUNKED = psycopg.capabilities.has_stream_chunked()
 
@@ -103,8 +106,10 @@ class PostgresBackend:
     def _tables(self, cursor: psycopg.Cursor) -> list[tuple[str, int, int | None]]:
         """(name, oid, estimated rows); names outside the public schema are schema-qualified."""
         cursor.execute(_TABLES_SQL)
-        return [(name if schema == "public" else f"{schema}.{name}", oid, rows)
-                for schema, name, oid, rows in cursor.fetchall()]
+        return [
+            (name if schema == "public" else f"{schema}.{name}", oid, rows)
+            for schema, name, oid, rows in cursor.fetchall()
+        ]
 
     def tables(self) -> list[Table]:
         with self._transaction() as cursor:

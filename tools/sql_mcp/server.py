@@ -16,6 +16,7 @@ per call (default 5000).
 
 No Django here: this runs as its own process and must start fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,7 @@ USAGE = "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 |
 DEFAULT_MAX_ROWS = 200
 DEFAULT_TIMEOUT_MS = 5000
 MAX_CELL_CHARS = 200
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 T = TypeVar("T")
 # Argument types live at module level: MCPServer evaluates the (string) annotations in this module.
@@ -104,9 +104,14 @@ def result_text(result: Result) -> str:
 def build_server(backend: Backend, *, max_rows: int) -> MCPServer:
     """The MCP server over one backend. Calls run on a worker thread, one at a time, so a long
     query never blocks the stdio session and the connection is never shared."""
-    server = MCPServer("aptix-sql", log_level="WARNING", instructions=(
-        f"Read-only access to a {backend.dialect} database. Start with list_tables and describe_table; "
-        f"query returns at most {max_rows} rows, so aggregate in SQL."))
+    server = MCPServer(
+        "aptix-sql",
+        log_level="WARNING",
+        instructions=(
+            f"Read-only access to a {backend.dialect} database. Start with list_tables and describe_table; "
+            f"query returns at most {max_rows} rows, so aggregate in SQL."
+        ),
+    )
     lock = anyio.Lock()
 
     async def call(fn: Callable[..., T], *args: Any) -> T:
@@ -126,15 +131,23 @@ def build_server(backend: Backend, *, max_rows: int) -> MCPServer:
         """The columns of one table: name, type, whether it may be NULL, whether it is in the primary key."""
         return columns_text(await call(backend.columns, table))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False, description=(
-        f"Run one read-only {backend.dialect} statement (SELECT, WITH, VALUES, …) and return the rows "
-        f"as a markdown table. At most {max_rows} rows are returned; aggregate in SQL rather than "
-        "fetching raw rows. Writes are refused."))
+    @server.tool(
+        annotations=READ_ONLY,
+        structured_output=False,
+        description=(
+            f"Run one read-only {backend.dialect} statement (SELECT, WITH, VALUES, …) and return the rows "
+            f"as a markdown table. At most {max_rows} rows are returned; aggregate in SQL rather than "
+            "fetching raw rows. Writes are refused."
+        ),
+    )
     async def query(sql: SqlArg, limit: LimitArg = None) -> str:
         return result_text(await call(backend.query, sql, min(limit or max_rows, max_rows)))
 
-    @server.tool(annotations=READ_ONLY, structured_output=False, description=(
-        f"Show the {backend.dialect} query plan of one statement without running it."))
+    @server.tool(
+        annotations=READ_ONLY,
+        structured_output=False,
+        description=(f"Show the {backend.dialect} query plan of one statement without running it."),
+    )
     async def explain(sql: SqlArg) -> str:
         return await call(backend.explain, sql)
 

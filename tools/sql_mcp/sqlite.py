@@ -8,6 +8,7 @@ execute; a progress handler interrupts a statement past its deadline.
 
 No Django here: the server is its own process and must start fast.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,27 +27,66 @@ COUNT_BUDGET_SECONDS = 1.0  # list_tables counts rows only while that is cheap
 def sqlite_path(url: str) -> Path:
     """The file of sqlite:///relative/path or sqlite:////absolute/path, which must exist."""
     if not url.startswith("sqlite:///"):
-        raise ConfigError("a SQLite URL is sqlite:///relative/path (three slashes) "
-                          "or sqlite:////absolute/path (four)")
+        raise ConfigError("a SQLite URL is sqlite:///relative/path (three slashes) or sqlite:////absolute/path (four)")
     path = Path(unquote(url.removeprefix("sqlite:///")))
     if not path.is_file():
         raise ConfigError(f"SQLite database file not found: {path.resolve()}")
     return path
 
 
-_SQLITE_READS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-                           sqlite3.SQLITE_RECURSIVE})
-_SQLITE_SCHEMA_PRAGMAS = frozenset({
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "database_list", "collation_list", "function_list", "module_list", "pragma_list",
-})
-_SQLITE_ACTIONS = {getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ") for name in (
-    "INSERT", "UPDATE", "DELETE", "CREATE_TABLE", "CREATE_TEMP_TABLE", "CREATE_INDEX", "CREATE_TEMP_INDEX",
-    "CREATE_VIEW", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_TEMP_TRIGGER", "CREATE_VTABLE",
-    "DROP_TABLE", "DROP_TEMP_TABLE", "DROP_INDEX", "DROP_TEMP_INDEX", "DROP_VIEW", "DROP_TEMP_VIEW",
-    "DROP_TRIGGER", "DROP_TEMP_TRIGGER", "DROP_VTABLE", "ALTER_TABLE", "REINDEX", "ANALYZE", "ATTACH",
-    "DETACH", "PRAGMA", "TRANSACTION", "SAVEPOINT",
-)}
+_SQLITE_READS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+_SQLITE_SCHEMA_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "database_list",
+        "collation_list",
+        "function_list",
+        "module_list",
+        "pragma_list",
+    }
+)
+_SQLITE_ACTIONS = {
+    getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ")
+    for name in (
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "CREATE_TABLE",
+        "CREATE_TEMP_TABLE",
+        "CREATE_INDEX",
+        "CREATE_TEMP_INDEX",
+        "CREATE_VIEW",
+        "CREATE_TEMP_VIEW",
+        "CREATE_TRIGGER",
+        "CREATE_TEMP_TRIGGER",
+        "CREATE_VTABLE",
+        "DROP_TABLE",
+        "DROP_TEMP_TABLE",
+        "DROP_INDEX",
+        "DROP_TEMP_INDEX",
+        "DROP_VIEW",
+        "DROP_TEMP_VIEW",
+        "DROP_TRIGGER",
+        "DROP_TEMP_TRIGGER",
+        "DROP_VTABLE",
+        "ALTER_TABLE",
+        "REINDEX",
+        "ANALYZE",
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "TRANSACTION",
+        "SAVEPOINT",
+    )
+}
 
 
 def _quote(identifier: str) -> str:
@@ -65,8 +105,9 @@ class SqliteBackend:
         self._denied: str | None = None  # what the authorizer refused during the current call
         try:
             # check_same_thread=False: calls run on worker threads, one at a time (the server's lock).
-            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
             conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # "not a database" now, not later
             # A pragma's table-valued form (pragma_table_info(...)) registers a virtual table on first
@@ -80,8 +121,7 @@ class SqliteBackend:
         conn.set_progress_handler(self._past_deadline, 1000)
         self._conn = conn
 
-    def _authorize(self, action: int, arg1: str | None, arg2: str | None, _db: str | None,
-                   _trigger: str | None) -> int:
+    def _authorize(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
         if action in _SQLITE_READS:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_PRAGMA and arg1 and arg1.lower() in _SQLITE_SCHEMA_PRAGMAS:
@@ -116,14 +156,18 @@ class SqliteBackend:
         return message
 
     def _names(self, cursor: sqlite3.Cursor) -> list[tuple[str, str]]:
-        cursor.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
-                       "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+        cursor.execute(
+            "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        )
         return cursor.fetchall()
 
     def tables(self) -> list[Table]:
         with self._call(min(self._timeout, COUNT_BUDGET_SECONDS)) as cursor:
-            return [Table(name, self._count(cursor, name) if kind == "table" else None)
-                    for name, kind in self._names(cursor)]
+            return [
+                Table(name, self._count(cursor, name) if kind == "table" else None)
+                for name, kind in self._names(cursor)
+            ]
 
     def _count(self, cursor: sqlite3.Cursor, table: str) -> int | None:
         try:
@@ -138,8 +182,10 @@ class SqliteBackend:
             if actual is None:
                 raise unknown_table(table, names)
             cursor.execute('SELECT name, type, "notnull", pk FROM pragma_table_info(?)', (actual,))
-            return [Column(name, type_ or "", nullable=not (notnull or pk), primary_key=bool(pk))
-                    for name, type_, notnull, pk in cursor.fetchall()]
+            return [
+                Column(name, type_ or "", nullable=not (notnull or pk), primary_key=bool(pk))
+                for name, type_, notnull, pk in cursor.fetchall()
+            ]
 
     def query(self, sql: str, max_rows: int) -> Result:
         with self._call() as cursor:

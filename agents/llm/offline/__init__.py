@@ -5,6 +5,7 @@ Modules: `app` (the server), `planner` (the rules), `conversation` (reading a re
 (the mode proposal's text and its recognition), `data` (the demo-database path), `tables` (tables
 in tool results, chart values in a message), `text` (text helpers).
 """
+
 from __future__ import annotations
 
 from .app import OFFLINE_MODEL_NAME, OfflineModelApp

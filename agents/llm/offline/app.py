@@ -1,6 +1,7 @@
 """The offline model's server: an ASGI 3 app speaking the Chat Completions protocol (`POST
 /v1/chat/completions`, streaming or not, and `GET /v1/models`) around the planner (planner.py),
 reached through the `openai` SDK like any real model server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -89,16 +90,27 @@ class OfflineModelApp:
             body = completion_body(reply, model=OFFLINE_MODEL_NAME, prompt_tokens=prompt_tokens)
             return await self._json(send, 200, json.dumps(body).encode())
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
-        for chunk in sse_chunks(reply, model=OFFLINE_MODEL_NAME, prompt_tokens=prompt_tokens,
-                                include_usage=include_usage):
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")],
+            }
+        )
+        for chunk in sse_chunks(
+            reply, model=OFFLINE_MODEL_NAME, prompt_tokens=prompt_tokens, include_usage=include_usage
+        ):
             await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
             await asyncio.sleep(self.chunk_delay)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
     async def _json(send: Any, status: int, body: bytes) -> None:
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -1,6 +1,7 @@
 """The offline model's reading of a Chat Completions request: the conversation (messages, offered
 tools, mode and execution, this turn's tool calls and results), and the shape of a planned step
 (`Plan`, `Plan.call`). Shared by the planner and its data path."""
+
 from __future__ import annotations
 
 import re
@@ -44,9 +45,7 @@ class Conversation:
     def from_body(cls, body: dict) -> Conversation:
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         conv = cls(messages=messages, offered=_offered_tools(body))
-        system = "\n".join(
-            content_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
-        )
+        system = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
         if found := re.search(r"^\s*Current mode:\s*([\w.-]+)", system, re.M | re.I):
             conv.mode = found.group(1).lower()
         if found := re.search(r"^\s*Execution:\s*(ask|agent)\b", system, re.M | re.I):

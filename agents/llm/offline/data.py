@@ -1,14 +1,31 @@
 """The offline model's data path (rule f, Agent execution only): which questions are about the demo
 database, the read-only SQL that answers them, the list-tables-then-query steps, and how a database
 (MCP) result is described back to the user."""
+
 from __future__ import annotations
 
 from .conversation import Conversation, Plan, ToolResult
 from .tables import chart_of, fmt, humanise, markdown_table, parse_table
 from .text import parse_json, shorten, text_words
 
-_DATA_WORDS = frozenset({"revenue", "sale", "order", "customer", "product", "top", "total", "average", "count",
-                         "monthly", "category", "country", "segment", "avg"})
+_DATA_WORDS = frozenset(
+    {
+        "revenue",
+        "sale",
+        "order",
+        "customer",
+        "product",
+        "top",
+        "total",
+        "average",
+        "count",
+        "monthly",
+        "category",
+        "country",
+        "segment",
+        "avg",
+    }
+)
 _DATA_PHRASES = ("per month", "by month", "how many", "number of")
 _TABLE_WORDS = frozenset({"table", "schema", "database"})
 
@@ -20,27 +37,50 @@ REVENUE_BY_MONTH_SQL = (
     "FROM orders GROUP BY month ORDER BY month"
 )
 _QUERIES: list[tuple[tuple[str, ...], str]] = [  # (all these words must appear, SQL); first match wins
-    (("country",), "SELECT c.country AS country, COUNT(*) AS orders FROM orders o "
-                   "JOIN customers c ON c.id = o.customer_id GROUP BY c.country ORDER BY orders DESC"),
-    (("category",), f"SELECT p.category AS category, {_REVENUE} FROM orders o "
-                    "JOIN products p ON p.id = o.product_id GROUP BY p.category ORDER BY revenue DESC"),
+    (
+        ("country",),
+        "SELECT c.country AS country, COUNT(*) AS orders FROM orders o "
+        "JOIN customers c ON c.id = o.customer_id GROUP BY c.country ORDER BY orders DESC",
+    ),
+    (
+        ("category",),
+        f"SELECT p.category AS category, {_REVENUE} FROM orders o "
+        "JOIN products p ON p.id = o.product_id GROUP BY p.category ORDER BY revenue DESC",
+    ),
     (("segment",), "SELECT segment, COUNT(*) AS customers FROM customers GROUP BY segment ORDER BY customers DESC"),
-    (("customer", "new"), "SELECT strftime('%Y-%m', created_at) AS month, COUNT(*) AS new_customers "
-                          "FROM customers GROUP BY month ORDER BY month"),
-    (("customer",), f"SELECT c.name AS customer, {_REVENUE} FROM orders o JOIN customers c "
-                    "ON c.id = o.customer_id GROUP BY c.id, c.name ORDER BY revenue DESC LIMIT 10"),
-    (("product",), f"SELECT p.name AS product, {_REVENUE} FROM orders o JOIN products p "
-                   "ON p.id = o.product_id GROUP BY p.id, p.name ORDER BY revenue DESC LIMIT 10"),
-    (("average",), "SELECT strftime('%Y-%m', ordered_at) AS month, ROUND(AVG(quantity*unit_price), 2) "
-                   "AS average_order_value FROM orders GROUP BY month ORDER BY month"),
-    (("how-many", "order"), "SELECT strftime('%Y-%m', ordered_at) AS month, COUNT(*) AS orders "
-                            "FROM orders GROUP BY month ORDER BY month"),
-    (("count", "order"), "SELECT strftime('%Y-%m', ordered_at) AS month, COUNT(*) AS orders "
-                         "FROM orders GROUP BY month ORDER BY month"),
+    (
+        ("customer", "new"),
+        "SELECT strftime('%Y-%m', created_at) AS month, COUNT(*) AS new_customers "
+        "FROM customers GROUP BY month ORDER BY month",
+    ),
+    (
+        ("customer",),
+        f"SELECT c.name AS customer, {_REVENUE} FROM orders o JOIN customers c "
+        "ON c.id = o.customer_id GROUP BY c.id, c.name ORDER BY revenue DESC LIMIT 10",
+    ),
+    (
+        ("product",),
+        f"SELECT p.name AS product, {_REVENUE} FROM orders o JOIN products p "
+        "ON p.id = o.product_id GROUP BY p.id, p.name ORDER BY revenue DESC LIMIT 10",
+    ),
+    (
+        ("average",),
+        "SELECT strftime('%Y-%m', ordered_at) AS month, ROUND(AVG(quantity*unit_price), 2) "
+        "AS average_order_value FROM orders GROUP BY month ORDER BY month",
+    ),
+    (
+        ("how-many", "order"),
+        "SELECT strftime('%Y-%m', ordered_at) AS month, COUNT(*) AS orders FROM orders GROUP BY month ORDER BY month",
+    ),
+    (
+        ("count", "order"),
+        "SELECT strftime('%Y-%m', ordered_at) AS month, COUNT(*) AS orders FROM orders GROUP BY month ORDER BY month",
+    ),
 ]
 
 
 # rule f: questions about the demo database (Agent execution only)
+
 
 def is_data_question(text: str) -> bool:
     """Whether `text` asks about the demo data (revenue, orders, customers, "how many" ...)."""
@@ -104,8 +144,10 @@ def describe_mcp_result(result: ToolResult) -> str:
         if chart := chart_of(result.content):
             labels, values, label_col, value_col = chart
             top = max(range(len(values)), key=lambda i: values[i])
-            text += (f"\n\nHighest {humanise(value_col)}: **{labels[top]}** ({fmt(values[top])}); "
-                     f"total {fmt(sum(values))} across {len(values)} {humanise(label_col)} values.")
+            text += (
+                f"\n\nHighest {humanise(value_col)}: **{labels[top]}** ({fmt(values[top])}); "
+                f"total {fmt(sum(values))} across {len(values)} {humanise(label_col)} values."
+            )
     else:
         data = parse_json(result.content)
         if isinstance(data, list) and all(isinstance(x, (str, int, float)) for x in data):

@@ -13,6 +13,7 @@ This module holds the rules; conversation.py reads the request, proposal.py writ
 the mode proposal, data.py is the demo-database path (rule f), and tables.py reads tables in tool
 results and chart values in the user's message.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,7 +61,8 @@ async def plan_reply(body: dict, modes: list | None = None) -> PlannedReply:
         for index, (name, args) in enumerate(plan.calls)
     ]
     return PlannedReply(
-        content=plan.text, tool_calls=tool_calls,
+        content=plan.text,
+        tool_calls=tool_calls,
         prompt_tokens=prompt_token_estimate(conv.messages, body.get("tools") if isinstance(body, dict) else None),
     )
 
@@ -85,6 +87,7 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
 
 # rule e: draw what the user asks for
 
+
 def _draw(conv: Conversation, data_plan: Plan | None) -> Plan | None:
     """A chart of the message's own numbers, or a picture; None when a data question should query first."""
     text = conv.user_text
@@ -100,6 +103,7 @@ def _draw(conv: Conversation, data_plan: Plan | None) -> Plan | None:
 
 # rule c: the user's choice after a TUL-007 §4.1 proposal
 
+
 def parse_choice(text: str) -> int | None:
     """1 (stay), 2 (switch this session), 3 (switch and start a new session) or None."""
     tokens = re.sub(r"[^a-z0-9 ]+", " ", text.lower()).split()
@@ -108,9 +112,7 @@ def parse_choice(text: str) -> int | None:
         return int(digit.group(1))
     if t in {"1", "one", "stay", "stay here", "keep", "no", "stay in the current mode", "current mode", "first"}:
         return 1
-    if t in {"3", "three", "new session", "branch", "third"} or (
-        t.startswith("switch") and "new session" in t
-    ):
+    if t in {"3", "three", "new session", "branch", "third"} or (t.startswith("switch") and "new session" in t):
         return 3
     if t in {"2", "two", "switch", "yes", "second", "switch this session", "switch session"} or t.startswith(
         "switch this session"
@@ -127,8 +129,9 @@ def _choice(conv: Conversation) -> Plan | None:
     display, key = proposed
     if choice == 1:
         where = f" (`{conv.mode}`)" if conv.mode else ""
-        return Plan(text=f"Okay, we'll stay in the current mode{where}. I'll keep going here: tell me what "
-                          "you need next.")
+        return Plan(
+            text=f"Okay, we'll stay in the current mode{where}. I'll keep going here: tell me what you need next."
+        )
     if CHANGE_MODE not in conv.offered:
         return Plan(text=f"I can't change the mode from here. Pick **{display}** in the session's mode menu.")
     request = shorten(conv.previous_user or "this work", 120)
@@ -137,6 +140,7 @@ def _choice(conv: Conversation) -> Plan | None:
 
 
 # rule d: propose a better mode
+
 
 def score_modes(text: str, modes: list) -> dict[str, int]:
     """Shared meaningful words between `text` and each mode's example utterances + description."""
@@ -191,6 +195,7 @@ async def _propose_mode(conv: Conversation, modes: list | None) -> Plan | None:
 
 # rule a: after tool results
 
+
 def _after_tools(conv: Conversation) -> Plan:
     if any(r.name.endswith("__list_tables") for r in conv.trailing) and (step := data_step(conv)):
         return step
@@ -200,8 +205,16 @@ def _after_tools(conv: Conversation) -> Plan:
                 labels, values, label_col, value_col = chart
                 title = f"{humanise(value_col).capitalize()} by {humanise(label_col)}"
                 kind = "line" if re.search(r"\b(line|trend)", conv.user_text, re.I) else "bar"
-                return Plan.call(IMAGE_GEN, {"prompt": f"{title} ({conv.user_text})"[:4000], "kind": kind,
-                                         "title": title, "labels": labels, "values": values})
+                return Plan.call(
+                    IMAGE_GEN,
+                    {
+                        "prompt": f"{title} ({conv.user_text})"[:4000],
+                        "kind": kind,
+                        "title": title,
+                        "labels": labels,
+                        "values": values,
+                    },
+                )
     return Plan(text=_answer(conv))
 
 
@@ -239,8 +252,13 @@ def _describe(result: ToolResult) -> str:
         return f"Sorry, `{result.name}` failed: {error}"
     data = parse_json(result.content)
     if result.name == LIST_MODES:
-        lines = [f"- **{m.get('displayName') or m.get('key')}** (`{m.get('key')}`) — {m.get('description') or ''}"
-                 .rstrip(" —") for m in data["modes"] if isinstance(m, dict)]
+        lines = [
+            f"- **{m.get('displayName') or m.get('key')}** (`{m.get('key')}`) — {m.get('description') or ''}".rstrip(
+                " —"
+            )
+            for m in data["modes"]
+            if isinstance(m, dict)
+        ]
         return "Here are the available modes:\n\n" + "\n".join(lines)
     if result.name == CHANGE_MODE:
         new = data.get("newMode") or data.get("mode")
@@ -256,6 +274,7 @@ def _describe(result: ToolResult) -> str:
 
 
 # rule g
+
 
 def help_text(conv: Conversation) -> str:
     can = []

@@ -4,6 +4,7 @@ writes and the recognising of that text in a later request, in one place so they
     proposal_text("Data analysis", "data-analysis")  # the three-option message
     parse_proposal(text)  # ("Data analysis", "data-analysis"), or None when `text` is no proposal
 """
+
 from __future__ import annotations
 
 import re

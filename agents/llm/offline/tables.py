@@ -1,6 +1,7 @@
 """Tables in tool results, for the offline model: read a result as a table (JSON rows, a markdown
 table, CSV or MCP text content) and turn a small one into chart arguments or back into markdown;
 also the label/number pairs of a chart the user asks for in their message (rule e)."""
+
 from __future__ import annotations
 
 import csv
@@ -29,8 +30,11 @@ def parse_table(text: str) -> Table | None:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     piped = [line for line in lines if line.startswith("|") or line.count("|") >= 1]
     if len(piped) >= 2 and len(piped) >= len(lines) - 2:
-        cells = [[c.strip().replace("\\|", "|") for c in _CELL_SEPARATOR.split(line.strip().strip("|"))]
-                 for line in piped if not re.fullmatch(r"[\s|:\-+]+", line)]
+        cells = [
+            [c.strip().replace("\\|", "|") for c in _CELL_SEPARATOR.split(line.strip().strip("|"))]
+            for line in piped
+            if not re.fullmatch(r"[\s|:\-+]+", line)
+        ]
         width = len(cells[0])
         if width >= 2 and all(len(row) == width for row in cells[1:]):
             return cells[0], cells[1:]
@@ -68,8 +72,11 @@ def _table_from_list(data: list) -> Table | None:
 def _table_from_dict(data: dict, depth: int) -> Table | None:
     rows = data.get("rows") if "rows" in data else data.get("data")
     columns = data.get("columns")
-    if isinstance(columns, list) and isinstance(rows, list) and rows and all(
-        isinstance(r, (list, tuple)) for r in rows
+    if (
+        isinstance(columns, list)
+        and isinstance(rows, list)
+        and rows
+        and all(isinstance(r, (list, tuple)) for r in rows)
     ):
         names = [str(c.get("name")) if isinstance(c, dict) else str(c) for c in columns]
         return names, [list(r) for r in rows]
@@ -103,8 +110,12 @@ def chart_of(text: str) -> tuple[list[str], list, str, str] | None:
     if not values:
         return None
     value = values[-1]
-    return ([str(r[label]) for r in rows], [_asnumber(r[value]) for r in rows],
-            str(columns[label]), str(columns[value]))
+    return (
+        [str(r[label]) for r in rows],
+        [_asnumber(r[value]) for r in rows],
+        str(columns[label]),
+        str(columns[value]),
+    )
 
 
 def markdown_table(columns: list, rows: list) -> str:
@@ -129,8 +140,34 @@ def humanise(name: str) -> str:
 # --- charts from the user's message (rule e) ----------------------------------------------------------
 
 _PAIR = re.compile(r"\b([A-Za-z][A-Za-z0-9_\-]*)\s*[:=]?\s*(-?\d+(?:\.\d+)?)(?![\w.])")
-_PAIR_NOISE = frozenset({"in", "of", "for", "the", "and", "to", "by", "with", "from", "at", "on", "or", "a", "an",
-                         "is", "are", "was", "top", "last", "first", "next", "about", "over", "under"})
+_PAIR_NOISE = frozenset(
+    {
+        "in",
+        "of",
+        "for",
+        "the",
+        "and",
+        "to",
+        "by",
+        "with",
+        "from",
+        "at",
+        "on",
+        "or",
+        "a",
+        "an",
+        "is",
+        "are",
+        "was",
+        "top",
+        "last",
+        "first",
+        "next",
+        "about",
+        "over",
+        "under",
+    }
+)
 _TITLE_PREFIX = re.compile(
     r"^\s*(please\s+)?(can you\s+|could you\s+)?(draw|plot|chart|graph|make|create|sketch|show|illustrate)"
     r"(\s+me)?(\s+an?)?(\s+(bar|line|pie))?(\s+(chart|graph|plot|picture|image))?(\s+(of|for|showing|with))?\s*",
@@ -163,6 +200,10 @@ def chart_args(text: str, pairs: list, kind: str) -> dict:
         labels = [label for label, _ in pairs]
         title = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) in (2, 3) else "Chart"
     title = shorten(title[:1].upper() + title[1:], 80)
-    return {"prompt": shorten(text, 4000), "kind": kind, "title": title,
-            "labels": [label for label, _ in pairs][:MAX_CHART_POINTS],
-            "values": [value for _, value in pairs][:MAX_CHART_POINTS]}
+    return {
+        "prompt": shorten(text, 4000),
+        "kind": kind,
+        "title": title,
+        "labels": [label for label, _ in pairs][:MAX_CHART_POINTS],
+        "values": [value for _, value in pairs][:MAX_CHART_POINTS],
+    }

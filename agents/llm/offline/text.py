@@ -1,19 +1,114 @@
 """Text helpers of the offline model: message content as text, lenient JSON, the meaningful words
 of a text (for matching requests to modes and data questions) and shortening for display."""
+
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
 
-_STOP_WORDS = frozenset("""
-about above after again also been before being below between both could does doing down during each
-else even every from further have having here hers herself himself into itself just like make made
-many more most much must myself need only other ought ours over please same should show some such
-than that their theirs them themselves then there these they this those through under until upon
-very want were what when where which while whom whose will with would your yours yourself tell give
-help thing things know able okay thanks thank using could mode modes
-""".split())  # noqa: SIM905 - a word list reads best as text
+_STOP_WORDS = frozenset(
+    [
+        "about",
+        "above",
+        "after",
+        "again",
+        "also",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "could",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "else",
+        "even",
+        "every",
+        "from",
+        "further",
+        "have",
+        "having",
+        "here",
+        "hers",
+        "herself",
+        "himself",
+        "into",
+        "itself",
+        "just",
+        "like",
+        "make",
+        "made",
+        "many",
+        "more",
+        "most",
+        "much",
+        "must",
+        "myself",
+        "need",
+        "only",
+        "other",
+        "ought",
+        "ours",
+        "over",
+        "please",
+        "same",
+        "should",
+        "show",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "under",
+        "until",
+        "upon",
+        "very",
+        "want",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "whom",
+        "whose",
+        "will",
+        "with",
+        "would",
+        "your",
+        "yours",
+        "yourself",
+        "tell",
+        "give",
+        "help",
+        "thing",
+        "things",
+        "know",
+        "able",
+        "okay",
+        "thanks",
+        "thank",
+        "using",
+        "could",
+        "mode",
+        "modes",
+    ]
+)
 
 
 def content_text(content: Any) -> str:

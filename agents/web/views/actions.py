@@ -1,6 +1,7 @@
 """HTMX actions of the session view: send a message, stop a turn, switch mode or execution, toggle a
 tool, continue in a branched session. Each answers with out-of-band fragments (hx-swap="none" on
 the caller) or, for a new page, an HX-Redirect. Auth runs first; other users' sessions are 404."""
+
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
@@ -13,13 +14,13 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
+from agents.models import AgentSession, Execution, Turn
+from agents.run.current import get_runner
+from agents.sessions import session_create, session_manager
+from agents.turns import turn_cancel, turn_start
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
 
-from agents.models import AgentSession, Execution, Turn
-from agents.run.current import get_runner
-from agents.turns import turn_cancel, turn_start
-from agents.sessions import session_create, session_manager
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 from .sessions import get_session_or_404
@@ -70,12 +71,13 @@ def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
     if turn.index == 1:  # the first message names the session: header and sidebar follow
         session.refresh_from_db(fields=["title"])
         title = escape(str(session))
-        first = ('<div id="empty-chat" hx-swap-oob="delete"></div>'
-                 f'<h1 id="session-title" title="{title}" hx-swap-oob="true">{title}</h1>'
-                 f'<span id="session-title-{session.id}" hx-swap-oob="true">{title}</span>')
-    return (
-        f'<div hx-swap-oob="beforeend:#timeline">{turn_html}</div>{first}'
-        + render_to_string("agents/_composer.html", {"session": session, "busy": True, "oob": True})
+        first = (
+            '<div id="empty-chat" hx-swap-oob="delete"></div>'
+            f'<h1 id="session-title" title="{title}" hx-swap-oob="true">{title}</h1>'
+            f'<span id="session-title-{session.id}" hx-swap-oob="true">{title}</span>'
+        )
+    return f'<div hx-swap-oob="beforeend:#timeline">{turn_html}</div>{first}' + render_to_string(
+        "agents/_composer.html", {"session": session, "busy": True, "oob": True}
     )
 
 
@@ -98,7 +100,11 @@ def session_mode(request, session_id: str):
     session = get_session_or_404(request, session_id)
     try:
         session_manager.set_session_mode_sync(
-            session.id, request.POST.get("mode", ""), "Switched by the user", session.team, request.user,
+            session.id,
+            request.POST.get("mode", ""),
+            "Switched by the user",
+            session.team,
+            request.user,
             source=ModeHistory.Source.USER,
         )
     except ModeValidationError as exc:
@@ -109,8 +115,11 @@ def session_mode(request, session_id: str):
     html += render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
     html += render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
     if change is not None and change.new_mode == session.mode:
-        html += '<div hx-swap-oob="beforeend:#timeline">' + render_to_string(
-            "agents/_mode_change.html", {"change": change}) + "</div>"
+        html += (
+            '<div hx-swap-oob="beforeend:#timeline">'
+            + render_to_string("agents/_mode_change.html", {"change": change})
+            + "</div>"
+        )
     response = HttpResponse(html)
     response["HX-Trigger"] = "aptix:modeChanged"
     return response
@@ -128,7 +137,8 @@ def session_execution(request, session_id: str):
     session.save(update_fields=["execution", "updated_at"])
     return HttpResponse(
         render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
-        + render_to_string("agents/_session_meta.html", {"s": session, "oob": True}))
+        + render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
+    )
 
 
 @require_POST
@@ -138,8 +148,11 @@ def session_tools(request, session_id: str):
     session = get_session_or_404(request, session_id)
     name = request.POST.get("tool", "").strip()
     panel = tool_panel(session)
-    known = {t.name for t in panel["internal"]} | {g.name for g in panel["servers"]} | {
-        t.name for g in panel["servers"] for t in g.tools}
+    known = (
+        {t.name for t in panel["internal"]}
+        | {g.name for g in panel["servers"]}
+        | {t.name for g in panel["servers"] for t in g.tools}
+    )
     if name not in known:
         return HttpResponseBadRequest(f"Unknown tool {name!r}.")
     toggles = dict(session.tool_toggles or {})
@@ -149,13 +162,14 @@ def session_tools(request, session_id: str):
         toggles[name] = False
     session.tool_toggles = toggles
     session.save(update_fields=["tool_toggles", "updated_at"])
-    return HttpResponse(render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session),
-                                                                "oob": True}))
+    return HttpResponse(
+        render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
+    )
 
 
 @require_POST
 async def session_branch(request, session_id: str):
-    """"Continue in a new <mode> session": a child session in the branched-to mode, linked to this
+    """ "Continue in a new <mode> session": a child session in the branched-to mode, linked to this
     one, whose first turn carries the request that led to the proposal (started at once)."""
     session = await _session(request, session_id)
     if session is None:
@@ -178,8 +192,13 @@ def _branch(session: AgentSession, turn_id: str, user) -> tuple[AgentSession, Tu
         raise ValidationError("This turn did not ask for a new session.")
     text = _request_before(turn)
     with transaction.atomic():
-        child = session_create(team=session.team, user=user, mode=branch["mode"], execution=session.execution,
-                               title=(text or session.title)[:80])
+        child = session_create(
+            team=session.team,
+            user=user,
+            mode=branch["mode"],
+            execution=session.execution,
+            title=(text or session.title)[:80],
+        )
         child.parent = session
         child.save(update_fields=["parent"])
     first = turn_start(session=child, text=text) if text else None

@@ -1,4 +1,5 @@
 """Pages of the workspace: the session list (sidebar), a new session, and the session view."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -12,13 +13,13 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.llm import describe_provider
+from agents.models import AgentSession, TurnEvent
+from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
 
 from ..forms import SessionCreateForm
-from agents.llm import describe_provider
-from agents.models import AgentSession, TurnEvent
-from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 
@@ -39,8 +40,13 @@ def _sidebar(request, current: AgentSession | None = None) -> dict:
         sessions = sessions.filter(Q(title__icontains=q) | Q(turns__user_message__icontains=q)).distinct()
     if mode:
         sessions = sessions.filter(mode=mode)
-    return {"sessions": sessions[:SIDEBAR_LIMIT], "filter_q": q, "filter_mode": mode, "current": current,
-            "catalog": active_modes()}
+    return {
+        "sessions": sessions[:SIDEBAR_LIMIT],
+        "filter_q": q,
+        "filter_mode": mode,
+        "current": current,
+        "catalog": active_modes(),
+    }
 
 
 def get_session_or_404(request, session_id: str) -> AgentSession:
@@ -55,8 +61,13 @@ def get_session_or_404(request, session_id: str) -> AgentSession:
 @login_required
 def home(request):
     teams = team_list_for_user(user=request.user)
-    context = {**_sidebar(request), "form": _create_form(request.user), "has_team": teams.exists(),
-               "teams_count": teams.count(), "model": describe_provider()}
+    context = {
+        **_sidebar(request),
+        "form": _create_form(request.user),
+        "has_team": teams.exists(),
+        "teams_count": teams.count(),
+        "model": describe_provider(),
+    }
     return render(request, "agents/home.html", context)
 
 
@@ -79,8 +90,13 @@ def session_new(request):
             return redirect("session-detail", session_id=session.id)
     messages.error(request, "The session could not be created. See the form for details.")
     teams = team_list_for_user(user=request.user)
-    context = {**_sidebar(request), "form": form, "has_team": True, "teams_count": teams.count(),
-               "model": describe_provider()}
+    context = {
+        **_sidebar(request),
+        "form": form,
+        "has_team": True,
+        "teams_count": teams.count(),
+        "model": describe_provider(),
+    }
     return render(request, "agents/home.html", context, status=400)
 
 
@@ -125,5 +141,9 @@ def timeline_context(session: AgentSession, request=None) -> dict:
     last = next((e for e in reversed(entries) if e["turn"]), None)
     cursor_turn, cursor_seq = (last["turn"].id, last["seq"]) if last else ("", 0)
     query = urlencode({"turn": cursor_turn, "seq": cursor_seq}) if cursor_turn else ""
-    return {"timeline": entries, "cursor_turn": cursor_turn, "cursor_seq": cursor_seq,
-            "ws_url": f"/ws/sessions/{session.id}/" + (f"?{query}" if query else "")}
+    return {
+        "timeline": entries,
+        "cursor_turn": cursor_turn,
+        "cursor_seq": cursor_seq,
+        "ws_url": f"/ws/sessions/{session.id}/" + (f"?{query}" if query else ""),
+    }

@@ -19,4 +19,6 @@ class Command(BaseCommand):
             raise CommandError(f"No active user named {username!r}.")
         token, secret = api_token_create(user=user, name=name)
         self.stdout.write(secret)
-        self.stderr.write(f"Created API token {token.key_prefix}… for {username}. Keep it secret; it is not shown again.")
+        self.stderr.write(
+            f"Created API token {token.key_prefix}… for {username}. Keep it secret; it is not shown again."
+        )

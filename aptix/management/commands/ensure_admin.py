@@ -1,4 +1,5 @@
 """On first run, create an administrator with a generated password, printed once and kept in var/."""
+
 from __future__ import annotations
 
 import secrets

@@ -3,6 +3,7 @@
 A worker's first channel message is a turn, which must already see the MCP tools; the start-up
 hooks of aptix.asgi only run on the first scope (aptix/startup.py), which would be too late here.
 This app is listed before `channels` in INSTALLED_APPS, so this command is the one Django runs."""
+
 from __future__ import annotations
 
 from typing import Any

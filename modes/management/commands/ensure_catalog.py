@@ -2,6 +2,7 @@
 
 Idempotent: entries a curator edited are left as they are; only missing seed entries are re-created.
 """
+
 from __future__ import annotations
 
 from importlib import import_module

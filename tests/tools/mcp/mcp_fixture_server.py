@@ -1,5 +1,6 @@
 """A small MCP server for the MCP host tests: over stdio with `python tests/tools/mcp/mcp_fixture_server.py`,
 over streamable HTTP in-process with `server.streamable_http_app()`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -61,6 +62,7 @@ def fail() -> str:
 @server.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Register a new tool `name` and tell the client its tool list changed."""
+
     def added() -> str:
         return f"{name} was added at runtime"
 

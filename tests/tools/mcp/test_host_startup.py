@@ -1,6 +1,7 @@
 """When the MCP host starts: once, when a process serves its first scope (aptix/startup.py wraps the
 ASGI application), never because aptix.asgi was imported, and not at all with APTIX_MCP_AUTOSTART
 off. The process-level checks run in a subprocess, so this test process keeps no host."""
+
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from agents.run.runners import start_runs
 from aptix.asgi import application, router
 from aptix.startup import RunOnFirstScope
 from tools.mcp.host import start_mcp_host
@@ -45,11 +47,18 @@ report()
 def serve_twice(tmp_path: Path, autostart: str) -> list[str]:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"archive": {"command": "archive-server", "disabled": True}}}))
-    env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "aptix.settings", "SECRET_KEY": "test-only",
-           "DEBUG": "false", "APTIX_VAR_DIR": str(tmp_path / "var"), "APTIX_MCP_CONFIG": str(config),
-           "APTIX_MCP_AUTOSTART": autostart}
-    done = subprocess.run([sys.executable, "-c", SERVE_TWICE], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "aptix.settings",
+        "SECRET_KEY": "test-only",
+        "DEBUG": "false",
+        "APTIX_VAR_DIR": str(tmp_path / "var"),
+        "APTIX_MCP_CONFIG": str(config),
+        "APTIX_MCP_AUTOSTART": autostart,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_TWICE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -62,10 +71,10 @@ def test_autostart_off_starts_nothing_even_when_serving(tmp_path):
     assert serve_twice(tmp_path, "false") == ["[] 0", "[] 0", "[] 0"]
 
 
-def test_the_application_wraps_the_router_with_the_mcp_host_as_its_hook():
+def test_the_application_wraps_the_router_with_the_start_up_hooks():
     assert isinstance(application, RunOnFirstScope)
     assert application.app is router
-    assert application.hooks == (start_mcp_host,)
+    assert application.hooks == (start_mcp_host, start_runs)
 
 
 async def test_hooks_run_once_before_the_first_scope_is_handed_on():

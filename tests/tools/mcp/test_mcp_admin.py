@@ -1,4 +1,5 @@
 """Admin → MCP servers: the status of this process's servers, for staff only."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,20 @@ URL = "/admin/mcp/"
 def running_host(tmp_path, monkeypatch):
     """A host whose servers settle without spawning anything: one disabled, one broken entry."""
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {
-        "archive": {"command": "archive-server", "env": {"KEY": "${APTIX_UNSET_VARIABLE}"}, "disabled": True},
-        "broken": {"comand": "typo-server"},
-    }}))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "archive": {
+                        "command": "archive-server",
+                        "env": {"KEY": "${APTIX_UNSET_VARIABLE}"},
+                        "disabled": True,
+                    },
+                    "broken": {"comand": "typo-server"},
+                }
+            }
+        )
+    )
     host = McpHost(config)
     host.start()
     host.wait_until_sync(lambda statuses: len(statuses) == 2 and all(s.settled for s in statuses), 10)

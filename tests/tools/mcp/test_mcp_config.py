@@ -1,5 +1,6 @@
 """mcp.json: the Claude Desktop / Cursor / VS Code "mcpServers" format, with errors that name the
 server and the field, and one broken entry never taking the others down."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,9 @@ ENV = {"PGPASSWORD": "s3cret", "DOCS_TOKEN": "tok-123", "DATA": "/srv/data"}
 
 
 def parse(servers: dict, tmp_path: Path, environ: dict | None = None):
-    return parse_config({"mcpServers": servers}, path=tmp_path / "mcp.json",
-                        environ=ENV if environ is None else environ)
+    return parse_config(
+        {"mcpServers": servers}, path=tmp_path / "mcp.json", environ=ENV if environ is None else environ
+    )
 
 
 def error_of(entry: dict, tmp_path: Path, name: str = "sql") -> str:
@@ -27,10 +29,17 @@ def error_of(entry: dict, tmp_path: Path, name: str = "sql") -> str:
 
 
 def test_a_stdio_server_with_env_expanded_from_the_environment(tmp_path):
-    config = parse({"sql": {
-        "command": "python", "args": ["-m", "tools.mcp.sql_server", "${DATA}/shop.sqlite3"],
-        "env": {"PGPASSWORD": "${PGPASSWORD}", "MODE": "ro"}, "timeout": 5,
-    }}, tmp_path)
+    config = parse(
+        {
+            "sql": {
+                "command": "python",
+                "args": ["-m", "tools.mcp.sql_server", "${DATA}/shop.sqlite3"],
+                "env": {"PGPASSWORD": "${PGPASSWORD}", "MODE": "ro"},
+                "timeout": 5,
+            }
+        },
+        tmp_path,
+    )
 
     (server,) = config.servers
     assert server.type == "stdio"
@@ -62,8 +71,9 @@ def test_a_relative_cwd_is_resolved_against_the_config_file(tmp_path):
 
 
 def test_an_http_server_with_headers_from_the_environment(tmp_path):
-    config = parse({"docs": {"url": "https://mcp.example.com/mcp",
-                             "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}}, tmp_path)
+    config = parse(
+        {"docs": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}}, tmp_path
+    )
 
     (server,) = config.servers
     assert server.type == "http"  # inferred from "url"
@@ -72,28 +82,47 @@ def test_an_http_server_with_headers_from_the_environment(tmp_path):
     assert server.disabled is False
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ({"command": "python", "args": "-m tools.mcp.sql_server"}, 'MCP server "sql": "args" must be a list of strings'),
-    ({"command": "python", "args": ["-m", 3]}, 'MCP server "sql": "args" must be a list of strings'),
-    ({"comand": "python"}, 'MCP server "sql": unknown key "comand" (did you mean "command"?)'),
-    ({"args": []}, 'MCP server "sql": "command" is required (a non-empty string)'),
-    ({"command": "python", "env": {"PGPASSWORD": "${PG_PASS}"}},
-     'MCP server "sql": "env.PGPASSWORD" uses ${PG_PASS}, which is not set in the environment'),
-    ({"command": "python", "env": {"PORT": 5432}}, 'MCP server "sql": "env" must be an object of strings'),
-    ({"command": "python", "timeout": 0}, 'MCP server "sql": "timeout" must be a positive number of seconds'),
-    ({"command": "python", "timeout": "5"}, 'MCP server "sql": "timeout" must be a positive number of seconds'),
-    ({"command": "python", "disabled": "yes"}, 'MCP server "sql": "disabled" must be true or false'),
-    ({"command": "python", "type": "sse"}, 'MCP server "sql": "type" must be "stdio" or "http", not \'sse\''),
-    ({"command": "python", "url": "http://x"}, 'MCP server "sql": "url" does not apply to a "type": "stdio" server'),
-    ({"type": "http", "url": "ftp://x"}, 'MCP server "sql": "url" must start with http:// or https://, not \'ftp://x\''),
-    ({"type": "http"}, 'MCP server "sql": "url" is required for a "type": "http" server'),
-    ({"url": "https://x", "headers": {"Authorization": "Bearer ${NO_TOKEN}"}},
-     'MCP server "sql": "headers.Authorization" uses ${NO_TOKEN}, which is not set in the environment'),
-    ({"command": "python", "cwd": "missing"}, 'MCP server "sql": "cwd" {tmp}/missing is not a directory'),
-    ({"command": "no-such-mcp-server"}, 'MCP server "sql": "command" \'no-such-mcp-server\' was not found '
-                                        f"(looked in {Path(sys.executable).parent} and PATH)"),
-    ("python -m server", 'MCP server "sql": the entry must be an object'),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            {"command": "python", "args": "-m tools.mcp.sql_server"},
+            'MCP server "sql": "args" must be a list of strings',
+        ),
+        ({"command": "python", "args": ["-m", 3]}, 'MCP server "sql": "args" must be a list of strings'),
+        ({"comand": "python"}, 'MCP server "sql": unknown key "comand" (did you mean "command"?)'),
+        ({"args": []}, 'MCP server "sql": "command" is required (a non-empty string)'),
+        (
+            {"command": "python", "env": {"PGPASSWORD": "${PG_PASS}"}},
+            'MCP server "sql": "env.PGPASSWORD" uses ${PG_PASS}, which is not set in the environment',
+        ),
+        ({"command": "python", "env": {"PORT": 5432}}, 'MCP server "sql": "env" must be an object of strings'),
+        ({"command": "python", "timeout": 0}, 'MCP server "sql": "timeout" must be a positive number of seconds'),
+        ({"command": "python", "timeout": "5"}, 'MCP server "sql": "timeout" must be a positive number of seconds'),
+        ({"command": "python", "disabled": "yes"}, 'MCP server "sql": "disabled" must be true or false'),
+        ({"command": "python", "type": "sse"}, 'MCP server "sql": "type" must be "stdio" or "http", not \'sse\''),
+        (
+            {"command": "python", "url": "http://x"},
+            'MCP server "sql": "url" does not apply to a "type": "stdio" server',
+        ),
+        (
+            {"type": "http", "url": "ftp://x"},
+            'MCP server "sql": "url" must start with http:// or https://, not \'ftp://x\'',
+        ),
+        ({"type": "http"}, 'MCP server "sql": "url" is required for a "type": "http" server'),
+        (
+            {"url": "https://x", "headers": {"Authorization": "Bearer ${NO_TOKEN}"}},
+            'MCP server "sql": "headers.Authorization" uses ${NO_TOKEN}, which is not set in the environment',
+        ),
+        ({"command": "python", "cwd": "missing"}, 'MCP server "sql": "cwd" {tmp}/missing is not a directory'),
+        (
+            {"command": "no-such-mcp-server"},
+            'MCP server "sql": "command" \'no-such-mcp-server\' was not found '
+            f"(looked in {Path(sys.executable).parent} and PATH)",
+        ),
+        ("python -m server", 'MCP server "sql": the entry must be an object'),
+    ],
+)
 def test_a_broken_entry_names_the_server_and_the_field(tmp_path, entry, message):
     assert error_of(entry, tmp_path) == message.replace("{tmp}", str(tmp_path))
 
@@ -104,8 +133,14 @@ def test_server_names_must_be_usable_in_tool_names(tmp_path, name):
 
 
 def test_one_broken_entry_leaves_the_others_alone(tmp_path):
-    config = parse({"time": {"command": "mcp-server-time"}, "sql": {"command": "python", "args": "oops"},
-                    "docs": {"url": "https://mcp.example.com/mcp"}}, tmp_path)
+    config = parse(
+        {
+            "time": {"command": "mcp-server-time"},
+            "sql": {"command": "python", "args": "oops"},
+            "docs": {"url": "https://mcp.example.com/mcp"},
+        },
+        tmp_path,
+    )
     assert [s.name for s in config.servers] == ["time", "docs"]
     assert list(config.errors) == ["sql"]
 
@@ -135,7 +170,9 @@ def test_the_shipped_mcp_json_runs_time_and_the_demo_sql_server_from_the_repo_ro
 
 def test_a_disabled_server_is_kept_without_its_command_or_variables(tmp_path):
     """Switching a server off is how people park one that is not installed or configured yet."""
-    config = parse({"later": {"command": "not-installed-server", "env": {"KEY": "${APTIX_UNSET_VARIABLE}"},
-                              "disabled": True}}, tmp_path)
+    config = parse(
+        {"later": {"command": "not-installed-server", "env": {"KEY": "${APTIX_UNSET_VARIABLE}"}, "disabled": True}},
+        tmp_path,
+    )
     (server,) = config.servers
     assert server.disabled and not config.errors

@@ -1,4 +1,5 @@
 """How MCP tools look in the registry (names, schemas, guidance) and how their results read."""
+
 from __future__ import annotations
 
 import mcp_types as types
@@ -22,22 +23,43 @@ def test_names_are_server__tool_with_characters_the_model_api_refuses_replaced()
 
 
 def test_an_entry_keeps_the_input_schema_and_annotations():
-    schema = {"type": "object", "properties": {"sql": {"type": "string", "description": "One statement."}},
-              "required": ["sql"], "$defs": {}}
-    entry = McpToolEntry(server="sql", name="sql__query", invoke=never_called, tool=tool(
-        description="Run a read-only query.\nReturns a table.", input_schema=schema,
-        annotations=types.ToolAnnotations(read_only_hint=True)))
+    schema = {
+        "type": "object",
+        "properties": {"sql": {"type": "string", "description": "One statement."}},
+        "required": ["sql"],
+        "$defs": {},
+    }
+    entry = McpToolEntry(
+        server="sql",
+        name="sql__query",
+        invoke=never_called,
+        tool=tool(
+            description="Run a read-only query.\nReturns a table.",
+            input_schema=schema,
+            annotations=types.ToolAnnotations(read_only_hint=True),
+        ),
+    )
 
     assert validate_tool_contract(entry) == "sql__query"
-    assert entry.get_schema() == {"type": "function", "function": {
-        "name": "sql__query", "description": "Run a read-only query.\nReturns a table.", "parameters": schema}}
+    assert entry.get_schema() == {
+        "type": "function",
+        "function": {
+            "name": "sql__query",
+            "description": "Run a read-only query.\nReturns a table.",
+            "parameters": schema,
+        },
+    }
     assert entry.TOOL_USAGE_METADATA == 'Run a read-only query (read-only, MCP server "sql").'
     assert entry.read_only is True
 
 
 def test_a_schema_without_properties_and_a_tool_without_description_still_register():
-    entry = McpToolEntry(server="ops", name="ops__restart", invoke=never_called, tool=tool(
-        name="restart", input_schema={}, annotations=types.ToolAnnotations(destructive_hint=True)))
+    entry = McpToolEntry(
+        server="ops",
+        name="ops__restart",
+        invoke=never_called,
+        tool=tool(name="restart", input_schema={}, annotations=types.ToolAnnotations(destructive_hint=True)),
+    )
 
     assert validate_tool_contract(entry) == "ops__restart"
     assert entry.get_schema()["function"]["parameters"] == {"type": "object", "properties": {}}
@@ -45,15 +67,20 @@ def test_a_schema_without_properties_and_a_tool_without_description_still_regist
 
 
 def test_results_join_text_and_describe_other_content():
-    result = types.CallToolResult(content=[
-        types.TextContent(type="text", text="| a |\n|---|\n| 1 |"),
-        types.ImageContent(type="image", data="aGVsbG8h", mime_type="image/png"),
-        types.ResourceLink(type="resource_link", name="report", uri="file:///tmp/report.csv", mime_type="text/csv"),
-        types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri="mem://note", text="a note")),
-    ])
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="| a |\n|---|\n| 1 |"),
+            types.ImageContent(type="image", data="aGVsbG8h", mime_type="image/png"),
+            types.ResourceLink(type="resource_link", name="report", uri="file:///tmp/report.csv", mime_type="text/csv"),
+            types.EmbeddedResource(
+                type="resource", resource=types.TextResourceContents(uri="mem://note", text="a note")
+            ),
+        ]
+    )
 
     assert format_result(result, "sql__query").result == (
-        "| a |\n|---|\n| 1 |\n[image image/png, 6 bytes]\n[resource link file:///tmp/report.csv (text/csv)]\na note")
+        "| a |\n|---|\n| 1 |\n[image image/png, 6 bytes]\n[resource link file:///tmp/report.csv (text/csv)]\na note"
+    )
 
 
 def test_structured_content_is_used_when_there_is_no_content():
@@ -62,8 +89,10 @@ def test_structured_content_is_used_when_there_is_no_content():
 
 
 def test_a_tool_side_error_carries_the_servers_text():
-    failed = format_result(types.CallToolResult(content=[types.TextContent(type="text", text="no such table: x")],
-                                                is_error=True), "sql__query")
+    failed = format_result(
+        types.CallToolResult(content=[types.TextContent(type="text", text="no such table: x")], is_error=True),
+        "sql__query",
+    )
     silent = format_result(types.CallToolResult(content=[], is_error=True), "sql__query")
 
     assert (failed.successful, failed.error_message) == (False, "no such table: x")

@@ -1,6 +1,7 @@
 """The MCP host with real server processes: the fixture server (mcp_fixture_server.py) and
 mcp-server-time, started in parallel; calls from other event loops, timeouts, crashes and
 restarts, tools/list_changed, environment expansion, streamable HTTP and a clean shutdown."""
+
 from __future__ import annotations
 
 import asyncio
@@ -61,13 +62,16 @@ def gone(pid: int, timeout: float) -> bool:
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory):
-    config = write_config(tmp_path_factory.mktemp("mcp") / "mcp.json", {
-        "fixture": fixture_entry(env={"FIXTURE_SECRET": "${APTIX_TEST_MCP_SECRET}"}, timeout=1),
-        "time": {"command": "mcp-server-time"},
-        "broken": {"command": "python", "args": "not-a-list"},
-        "crashy": {"command": "python", "args": ["-c", "import sys; sys.exit('crashy: cannot open the database')"]},
-        "off": {"command": "mcp-server-time", "disabled": True},
-    })
+    config = write_config(
+        tmp_path_factory.mktemp("mcp") / "mcp.json",
+        {
+            "fixture": fixture_entry(env={"FIXTURE_SECRET": "${APTIX_TEST_MCP_SECRET}"}, timeout=1),
+            "time": {"command": "mcp-server-time"},
+            "broken": {"command": "python", "args": "not-a-list"},
+            "crashy": {"command": "python", "args": ["-c", "import sys; sys.exit('crashy: cannot open the database')"]},
+            "off": {"command": "mcp-server-time", "disabled": True},
+        },
+    )
     with pytest.MonkeyPatch.context() as env:
         env.setenv("APTIX_TEST_MCP_SECRET", SECRET)
         mcp_host = McpHost(config)  # the process-wide registry: what the reasoner resolves tools from
@@ -230,8 +234,9 @@ def test_stop_ends_every_child_and_withdraws_the_tools(tmp_path):
 def test_children_do_not_outlive_a_killed_web_process(tmp_path):
     # A stdio server exits when its stdin closes with the dead parent; this shell would then linger
     # in `sleep`, so only the kernel's parent-death signal can end it.
-    config = write_config(tmp_path / "mcp.json", {
-        "fixture": {"command": "sh", "args": ["-c", f"{sys.executable} {FIXTURE}; sleep 1000"]}})
+    config = write_config(
+        tmp_path / "mcp.json", {"fixture": {"command": "sh", "args": ["-c", f"{sys.executable} {FIXTURE}; sleep 1000"]}}
+    )
     script = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from tools.mcp.host import McpHost\nfrom tools.registry import ToolRegistry\n"
@@ -239,8 +244,12 @@ def test_children_do_not_outlive_a_killed_web_process(tmp_path):
         "print(host.wait_until_sync(lambda s: all(x.settled for x in s), 60)[0].pid, flush=True)\n"
         "sys.stdin.read()\n"
     )
-    with subprocess.Popen([sys.executable, "-c", script, str(settings.BASE_DIR), str(config)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as parent:
+    with subprocess.Popen(
+        [sys.executable, "-c", script, str(settings.BASE_DIR), str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as parent:
         child_pid = int(parent.stdout.readline())
 
         parent.kill()  # no atexit hooks, no clean-up: only the kernel can stop the child now
@@ -257,9 +266,13 @@ def test_an_http_server_is_reached_with_headers_from_the_environment(tmp_path, m
     thread.start()
     monkeypatch.setenv("APTIX_TEST_MCP_TOKEN", "tok-123")
     registry = ToolRegistry("mcp")
-    host = McpHost(write_config(tmp_path / "mcp.json", {"remote": {
-        "url": f"http://127.0.0.1:{port}/mcp", "headers": {"X-Test-Token": "${APTIX_TEST_MCP_TOKEN}"}}}),
-        registry=registry)
+    host = McpHost(
+        write_config(
+            tmp_path / "mcp.json",
+            {"remote": {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"X-Test-Token": "${APTIX_TEST_MCP_TOKEN}"}}},
+        ),
+        registry=registry,
+    )
     host.start()
     try:
         (status,) = host.wait_until_sync(all_settled, START_TIMEOUT)

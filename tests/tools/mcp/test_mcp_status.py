@@ -1,4 +1,5 @@
 """`manage.py mcp_status`: starts the configured servers itself and reports, failing when one failed."""
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,14 @@ def write_config(tmp_path: Path, servers: dict) -> Path:
 
 
 def test_a_table_of_the_servers_and_a_failure_for_a_broken_one(tmp_path):
-    config = write_config(tmp_path, {"fixture": {"command": "python", "args": [str(FIXTURE)]},
-                                     "sql": {"command": "python", "args": "oops"},
-                                     "docs": {"url": "https://mcp.example.com/mcp", "disabled": True}})
+    config = write_config(
+        tmp_path,
+        {
+            "fixture": {"command": "python", "args": [str(FIXTURE)]},
+            "sql": {"command": "python", "args": "oops"},
+            "docs": {"url": "https://mcp.example.com/mcp", "disabled": True},
+        },
+    )
     out = StringIO()
 
     with pytest.raises(CommandError, match=r"^1 MCP server\(s\) failed: sql\.$"):

@@ -1,4 +1,5 @@
 """Helpers for the SQL MCP server tests: the real server as a subprocess, and database fingerprints."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,7 +23,9 @@ class SqlServer:
 
     def __init__(self, url: str, **env: str):
         self.params = StdioServerParameters(
-            command=sys.executable, args=["-m", "tools.mcp.sql_server", url], cwd=str(REPO_DIR),
+            command=sys.executable,
+            args=["-m", "tools.mcp.sql_server", url],
+            cwd=str(REPO_DIR),
             env={"PYTHONPATH": str(REPO_DIR), **env},
         )
         self._stop = asyncio.Event()
@@ -61,5 +64,8 @@ def sqlite_fingerprint(path: Path) -> tuple[str, str, list[str]]:
         dump = "\n".join(conn.iterdump())
     finally:
         conn.close()
-    return (hashlib.sha256(path.read_bytes()).hexdigest(), hashlib.sha256(dump.encode()).hexdigest(),
-            sorted(p.name for p in path.parent.iterdir()))
+    return (
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        hashlib.sha256(dump.encode()).hexdigest(),
+        sorted(p.name for p in path.parent.iterdir()),
+    )

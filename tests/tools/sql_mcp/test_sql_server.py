@@ -1,5 +1,6 @@
 """The SQL MCP server on SQLite, as a real subprocess over stdio: browsing, querying, and a corpus of
 attempts to write or escape that must all be refused (or bounded) with the file left unchanged."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,9 @@ from tools.demo_data import build_demo_database, read_rows
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-COUNT_TO_A_BILLION = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
-                      "SELECT count(*) FROM c")
+COUNT_TO_A_BILLION = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"
+)
 A_MILLION_ROWS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) SELECT x FROM c"
 
 
@@ -73,10 +75,17 @@ async def test_list_tables_with_row_counts(sql):
 
 async def test_describe_table(sql):
     result = await sql.call_tool("describe_table", {"table": "orders"})
-    assert parse_table(text(result)) == (["column", "type", "nullable", "pk"], [
-        ["id", "INTEGER", "no", "yes"], ["customer_id", "INTEGER", "no", "no"], ["product_id", "INTEGER", "no", "no"],
-        ["quantity", "INTEGER", "no", "no"], ["unit_price", "REAL", "no", "no"], ["ordered_at", "TEXT", "no", "no"],
-    ])
+    assert parse_table(text(result)) == (
+        ["column", "type", "nullable", "pk"],
+        [
+            ["id", "INTEGER", "no", "yes"],
+            ["customer_id", "INTEGER", "no", "no"],
+            ["product_id", "INTEGER", "no", "no"],
+            ["quantity", "INTEGER", "no", "no"],
+            ["unit_price", "REAL", "no", "no"],
+            ["ordered_at", "TEXT", "no", "no"],
+        ],
+    )
     assert text(result).endswith("\n\n6 columns")
 
 
@@ -102,8 +111,10 @@ async def test_an_empty_result_keeps_its_header(sql):
 
 
 async def test_cells_stay_on_one_line_and_short(sql):
-    result = await sql.call_tool("query", {"sql": "SELECT NULL AS a, 'x|y' AS b, 'one' || char(10) || 'two' AS c, "
-                                                  "x'00ff' AS d, hex(zeroblob(200)) AS e"})
+    result = await sql.call_tool(
+        "query",
+        {"sql": "SELECT NULL AS a, 'x|y' AS b, 'one' || char(10) || 'two' AS c, x'00ff' AS d, hex(zeroblob(200)) AS e"},
+    )
     _, _, row, _, footer = text(result).split("\n")
     assert row == "| NULL | x\\|y | one\\ntwo | \\x00ff | " + "0" * 199 + "… |"
     assert footer == "1 row"
@@ -139,8 +150,10 @@ async def test_a_slow_query_does_not_hold_up_the_session(sql):
 
 
 async def test_explain_shows_the_plan_without_running(sql):
-    result = await sql.call_tool("explain", {"sql": "SELECT c.name, count(*) FROM orders o "
-                                                    "JOIN customers c ON c.id = o.customer_id GROUP BY c.name"})
+    result = await sql.call_tool(
+        "explain",
+        {"sql": "SELECT c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY c.name"},
+    )
     assert not result.is_error
     assert "SEARCH c USING INTEGER PRIMARY KEY" in text(result) and "|" not in text(result)
 
@@ -198,7 +211,11 @@ async def test_explain_refuses_writes_too(sql, demo_db, pristine, sql_text):
 
 
 async def test_no_setting_lets_a_later_write_through(sql, demo_db, pristine):
-    for sql_text in ("PRAGMA writable_schema = ON", "PRAGMA query_only = OFF", "DELETE FROM orders",
-                     "UPDATE sqlite_master SET sql = NULL WHERE name = 'orders'"):
+    for sql_text in (
+        "PRAGMA writable_schema = ON",
+        "PRAGMA query_only = OFF",
+        "DELETE FROM orders",
+        "UPDATE sqlite_master SET sql = NULL WHERE name = 'orders'",
+    ):
         assert (await sql.call_tool("query", {"sql": sql_text})).is_error
     assert sqlite_fingerprint(demo_db) == pristine

@@ -6,6 +6,7 @@ the extended protocol refuse writes even then. Cases refused only by the role's 
 server files, running programs, signalling backends) are not run as the superuser: a superuser can
 do those things inside a read-only transaction.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,10 @@ from tools.demo_data import load_demo_postgres
 ADMIN_URL = os.environ.get("DATABASE_URL", "")
 pytestmark = [
     pytest.mark.postgres,
-    pytest.mark.skipif(not ADMIN_URL.startswith(("postgres://", "postgresql://")),
-                       reason="needs PostgreSQL: run under bin/with-postgres"),
+    pytest.mark.skipif(
+        not ADMIN_URL.startswith(("postgres://", "postgresql://")),
+        reason="needs PostgreSQL: run under bin/with-postgres",
+    ),
     pytest.mark.asyncio(loop_scope="module"),
 ]
 
@@ -60,12 +63,16 @@ def _url(base: str, *, dbname: str, user: str | None = None, password: str | Non
 @pytest.fixture(scope="module")
 def demo():
     """A throwaway database with the demo data, and a role that may only read it."""
-    name, reader, password = f"aptix_mcp_demo_{secrets.token_hex(4)}", f"aptix_reader_{secrets.token_hex(4)}", \
-        secrets.token_urlsafe(16)
+    name, reader, password = (
+        f"aptix_mcp_demo_{secrets.token_hex(4)}",
+        f"aptix_reader_{secrets.token_hex(4)}",
+        secrets.token_urlsafe(16),
+    )
     with psycopg.connect(ADMIN_URL, autocommit=True) as server:
         server.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
-        server.execute(pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(pgsql.Identifier(reader),
-                                                                            pgsql.Literal(password)))
+        server.execute(
+            pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(pgsql.Identifier(reader), pgsql.Literal(password))
+        )
     superuser_url = _url(ADMIN_URL, dbname=name)
     admin = psycopg.connect(superuser_url, autocommit=True)
     try:
@@ -73,11 +80,18 @@ def demo():
         admin.execute(EXTRAS)
         # SELECT on the tables only. USAGE and UPDATE on the sequence, so that nextval() and setval()
         # are refused by the read-only transaction rather than by a missing privilege.
-        admin.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {r}; "
-                                "GRANT USAGE, UPDATE ON SEQUENCE invoice_numbers TO {r}")
-                      .format(r=pgsql.Identifier(reader)))
-        yield Demo(superuser_url, _url(ADMIN_URL, dbname=name, user=reader, password=password),
-                   admin.execute("SELECT current_user").fetchone()[0], admin)
+        admin.execute(
+            pgsql.SQL(
+                "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {r}; "
+                "GRANT USAGE, UPDATE ON SEQUENCE invoice_numbers TO {r}"
+            ).format(r=pgsql.Identifier(reader))
+        )
+        yield Demo(
+            superuser_url,
+            _url(ADMIN_URL, dbname=name, user=reader, password=password),
+            admin.execute("SELECT current_user").fetchone()[0],
+            admin,
+        )
     finally:
         admin.close()
         with psycopg.connect(ADMIN_URL, autocommit=True) as server:
@@ -95,10 +109,14 @@ CATALOG_QUERIES = (
 
 def fingerprint(conn: psycopg.Connection) -> str:
     """Every relation's rows (sequences included), the functions, schemas, roles and large objects."""
-    relations = [r for r, in conn.execute(
-        "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-        "AND n.nspname NOT LIKE 'pg\\_toast%' ORDER BY 1")]
+    relations = [
+        r
+        for (r,) in conn.execute(
+            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+            "AND n.nspname NOT LIKE 'pg\\_toast%' ORDER BY 1"
+        )
+    ]
     rows = pgsql.SQL("SELECT string_agg(row(t.*)::text, E'\\n' ORDER BY row(t.*)::text) FROM {} t")
     parts = [repr(relations)]
     for relation in relations:
@@ -139,9 +157,14 @@ async def test_browse_and_query(reader):
     assert text(tables).endswith("3 tables (row counts are planner estimates)")
     columns = await reader.call_tool("describe_table", {"table": "public.products"})
     assert "| price | numeric(10,2) | no | no |" in text(columns) and "| id | integer | no | yes |" in text(columns)
-    monthly = await reader.call_tool("query", {"sql": "SELECT to_char(ordered_at, 'YYYY-MM') AS month, "
-                                                      "sum(quantity * unit_price) AS revenue FROM orders "
-                                                      "GROUP BY 1 ORDER BY 1"})
+    monthly = await reader.call_tool(
+        "query",
+        {
+            "sql": "SELECT to_char(ordered_at, 'YYYY-MM') AS month, "
+            "sum(quantity * unit_price) AS revenue FROM orders "
+            "GROUP BY 1 ORDER BY 1"
+        },
+    )
     assert text(monthly).startswith("| month | revenue |\n|---|---|\n| 2025-01 | ")
     assert text(monthly).endswith("\n\n12 rows")
     empty = await reader.call_tool("query", {"sql": "SELECT id, name FROM customers WHERE name LIKE '%nobody%'"})
@@ -238,8 +261,9 @@ async def test_refused_even_for_the_superuser(superuser, demo, pristine, sql_tex
     await _assert_refused(superuser, demo, pristine, sql_text, message)
 
 
-@pytest.mark.parametrize("sql_text", ["COMMIT; DROP TABLE orders", "ANALYZE DELETE FROM orders",
-                                      "(ANALYZE) DELETE FROM orders"])
+@pytest.mark.parametrize(
+    "sql_text", ["COMMIT; DROP TABLE orders", "ANALYZE DELETE FROM orders", "(ANALYZE) DELETE FROM orders"]
+)
 async def test_explain_never_runs_the_statement(superuser, demo, pristine, sql_text):
     result = await superuser.call_tool("explain", {"sql": sql_text})
     assert result.is_error
@@ -248,6 +272,7 @@ async def test_explain_never_runs_the_statement(superuser, demo, pristine, sql_t
 
 async def test_nothing_carries_over_to_the_next_call(reader, demo, pristine):
     """Session settings, prepared statements and advisory locks end with the call."""
+
     async def query(sql_text: str):
         return await reader.call_tool("query", {"sql": sql_text})
 

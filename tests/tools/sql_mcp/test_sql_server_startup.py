@@ -1,4 +1,5 @@
 """Starting the SQL MCP server: clear errors for bad URLs, files and settings, and a light process."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,9 @@ from tools.sql_mcp import server as sql_server
 
 def _python(*args: str) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO_DIR)}  # no Django settings, no DATABASE_URL
-    return subprocess.run([sys.executable, *args], cwd=REPO_DIR, env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_a_missing_file_stops_the_server_instead_of_creating_it(tmp_path):
@@ -30,17 +32,23 @@ def test_the_mcp_json_command_and_the_package_run_the_same_server(module, tmp_pa
     missing = tmp_path / "nope.sqlite3"
     done = _python("-m", module, f"sqlite:///{missing}")
     assert (done.returncode, done.stdout, done.stderr) == (
-        1, "", f"sql_server: SQLite database file not found: {missing}\n")
+        1,
+        "",
+        f"sql_server: SQLite database file not found: {missing}\n",
+    )
     done = _python("-m", module)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", sql_server.USAGE + "\n")
 
 
 def test_the_server_imports_neither_django_nor_an_unused_driver():
-    done = _python("-c", "import sys, tools.mcp.sql_server; "
-                         "sqlite = {m.split('.')[0] for m in sys.modules} & {'django', 'psycopg'}; "
-                         "import tools.sql_mcp.postgres; "
-                         "postgres = {m.split('.')[0] for m in sys.modules} & {'django', 'psycopg'}; "
-                         "print(sorted(sqlite), sorted(postgres))")
+    done = _python(
+        "-c",
+        "import sys, tools.mcp.sql_server; "
+        "sqlite = {m.split('.')[0] for m in sys.modules} & {'django', 'psycopg'}; "
+        "import tools.sql_mcp.postgres; "
+        "postgres = {m.split('.')[0] for m in sys.modules} & {'django', 'psycopg'}; "
+        "print(sorted(sqlite), sorted(postgres))",
+    )
     assert done.stdout == "[] ['psycopg']\n", done.stderr
 
 
@@ -50,14 +58,26 @@ def test_a_relative_path_is_relative_to_the_working_directory(tmp_path, monkeypa
     assert capsys.readouterr().err == f"sql_server: SQLite database file not found: {tmp_path}/var/demo.sqlite3\n"
 
 
-@pytest.mark.parametrize(("argv", "status", "message"), [
-    ([], 2, "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 | postgresql://user@host/db>"),
-    (["mysql://root:secret@localhost/shop"], 1, ("sql_server: unsupported database URL scheme 'mysql': use "
-                                                 "sqlite:///path/to/file.sqlite3 or postgresql://user@host/dbname")),
-    (["host=db password=secret"], 1, "sql_server: unsupported database URL (not a URL)"),
-    (["sqlite://var/demo.sqlite3"], 1, ("sql_server: a SQLite URL is sqlite:///relative/path (three slashes) "
-                                        "or sqlite:////absolute/path (four)")),
-])
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        ([], 2, "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 | postgresql://user@host/db>"),
+        (
+            ["mysql://root:secret@localhost/shop"],
+            1,
+            (
+                "sql_server: unsupported database URL scheme 'mysql': use "
+                "sqlite:///path/to/file.sqlite3 or postgresql://user@host/dbname"
+            ),
+        ),
+        (["host=db password=secret"], 1, "sql_server: unsupported database URL (not a URL)"),
+        (
+            ["sqlite://var/demo.sqlite3"],
+            1,
+            ("sql_server: a SQLite URL is sqlite:///relative/path (three slashes) or sqlite:////absolute/path (four)"),
+        ),
+    ],
+)
 def test_bad_arguments(argv, status, message, capsys):
     assert sql_server.main(argv) == status
     err = capsys.readouterr().err

@@ -1,4 +1,5 @@
 """Create the SQLite demo database the `sql` MCP server reads (aptix/demo_data/*.csv)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,9 @@ class Command(BaseCommand):
     help = "Create the demo database for the sql MCP server; does nothing when it is already current."
 
     def add_arguments(self, parser):
-        parser.add_argument("--path", type=Path, default=None,
-                            help="where to write it (default: $APTIX_DEMO_DB, else var/demo.sqlite3)")
+        parser.add_argument(
+            "--path", type=Path, default=None, help="where to write it (default: $APTIX_DEMO_DB, else var/demo.sqlite3)"
+        )
 
     def handle(self, *args, path: Path | None, **options):
         path = path or default_path()

@@ -5,6 +5,7 @@ The servers of a running web process live in that process (tools/mcp/host.py), s
 checks the configuration by starting its own copies: it answers "would they start, and with which
 tools?", the question an operator has after editing mcp.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,12 @@ class Command(BaseCommand):
     help = "Start the MCP servers of mcp.json, wait until each is ready or failed, and report."
 
     def add_arguments(self, parser):
-        parser.add_argument("--config", type=Path, default=None,
-                            help="Config file (default: APTIX_MCP_CONFIG, i.e. mcp.json).")
-        parser.add_argument("--timeout", type=float, default=90.0,
-                            help="Seconds to wait for every server to settle (default 90).")
+        parser.add_argument(
+            "--config", type=Path, default=None, help="Config file (default: APTIX_MCP_CONFIG, i.e. mcp.json)."
+        )
+        parser.add_argument(
+            "--timeout", type=float, default=90.0, help="Seconds to wait for every server to settle (default 90)."
+        )
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print JSON instead of a table.")
 
     def handle(self, *args, config: Path | None, timeout: float, as_json: bool, **options):
@@ -58,8 +61,10 @@ def _table(statuses: list[ServerStatus]) -> str:
 
 
 def _as_json(host: McpHost, statuses: list[ServerStatus]) -> str:
-    return json.dumps({"config": str(host.config_path), "error": host.config_error,
-                       "servers": [s.as_dict() for s in statuses]}, indent=2)
+    return json.dumps(
+        {"config": str(host.config_path), "error": host.config_error, "servers": [s.as_dict() for s in statuses]},
+        indent=2,
+    )
 
 
 def _problems(host: McpHost, statuses: list[ServerStatus]) -> str:
