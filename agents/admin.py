@@ -20,16 +20,14 @@ class TurnInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
     show_change_link = True
     can_delete = False
-    fields = ["index", "status", "execution", "mode", "response_mode", "user_message", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("index", "status", "execution", "mode", "response_mode", "user_message", "created_at")
 
 
 class TurnEventInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = TurnEvent
     extra = 0
     can_delete = False
-    fields = ["seq", "type", "payload", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("seq", "type", "payload", "created_at")
 
 
 @admin.register(AgentSession)

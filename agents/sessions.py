@@ -44,6 +44,28 @@ def session_create(*, team, user, mode: str | None = None, execution: str = "ask
     return session
 
 
+def session_set_execution(*, session: AgentSession, execution: str) -> AgentSession:
+    """Ask / Agent for the session's next turns (spec 004 §5.2: each turn selects its tools afresh)."""
+    if execution not in Execution.values:
+        raise ValidationError({"execution": ERROR_BAD_EXECUTION})
+    session.execution = execution
+    session.save(update_fields=["execution", "updated_at"])
+    return session
+
+
+def session_toggle_tool(*, session: AgentSession, name: str, enabled: bool) -> AgentSession:
+    """Switch one tool, or a whole MCP server, on or off for the session's next turns (callers
+    check that `name` is one the session's tool panel lists)."""
+    toggles = dict(session.tool_toggles or {})
+    if enabled:
+        toggles.pop(name, None)
+    else:
+        toggles[name] = False
+    session.tool_toggles = toggles
+    session.save(update_fields=["tool_toggles", "updated_at"])
+    return session
+
+
 def session_list(*, user) -> QuerySet[AgentSession]:
     """The user's own sessions in teams they still belong to, newest first."""
     return (

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Team(models.Model):
@@ -9,7 +14,9 @@ class Team(models.Model):
 
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=64, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True)
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -4,12 +4,13 @@ transaction (one statement on PostgreSQL), on a thread of its own."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections, transaction
-from django.db.models import Q
+from django.db.models import Field, Q
 from django.db.models.sql import UpdateQuery
 
 from ..models import Turn, TurnEvent
@@ -81,18 +82,18 @@ def _write_batch(turn_id: str, events: list[TurnEvent], write: TurnWrite | None)
             cursor.execute(f"WITH turn_update AS ({update_sql}) {sql}", (*update_params, *params))
         return
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        for sql, params in ([update] if update else []) + statements:
+        for sql, params in [*([update] if update else []), *statements]:
             cursor.execute(sql, params)
 
 
-def _insert_statements(connection: Any, events: list[TurnEvent]) -> list[tuple[str, list]]:
-    fields = [TurnEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+def _insert_statements(connection: Any, events: list[TurnEvent]) -> list[tuple[str, Sequence[Any]]]:
+    fields = [cast(Field, TurnEvent._meta.get_field(name)) for name in _INSERT_COLUMNS]  # concrete columns
     quote = connection.ops.quote_name
     head = (
         f"INSERT INTO {quote(TurnEvent._meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) VALUES "
     )
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    statements = []
+    statements: list[tuple[str, Sequence[Any]]] = []
     for start in range(0, len(events), _ROWS_PER_STATEMENT):
         chunk = events[start : start + _ROWS_PER_STATEMENT]
         params = [
@@ -102,7 +103,7 @@ def _insert_statements(connection: Any, events: list[TurnEvent]) -> list[tuple[s
     return statements
 
 
-def _update_statement(connection: Any, turn_id: str, write: TurnWrite) -> tuple[str, tuple]:
+def _update_statement(connection: Any, turn_id: str, write: TurnWrite) -> tuple[str, Sequence[Any]]:
     query = UpdateQuery(Turn)
     query.add_q(Q(pk=turn_id))
     if write.from_statuses is not None:  # the transition guard: an ended turn never flips back

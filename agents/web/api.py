@@ -159,7 +159,7 @@ def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
                     raise ApiError(400, str(exc), "mode") from None
             session = session_create(team=team, user=user, mode=request.mode, execution=request.execution or "ask")
         try:
-            return turn_start(session=session, text=request.message, execution=request.execution)
+            return turn_start(session=session, text=request.message or "", execution=request.execution)
         except ValidationError as exc:
             field_name = next(iter(getattr(exc, "message_dict", {}) or {}), None)
             status = STATUS_OF_CODE.get(error_code(exc) or "", 400)
@@ -168,7 +168,7 @@ def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
 
 def _pending_turn(*, user, request: ExecuteRequest) -> Turn:
     try:
-        session = session_get(user=user, session_id=request.conversation_id)
+        session = session_get(user=user, session_id=request.conversation_id or "")
     except SessionNotFoundError:
         raise ApiError(404, "No conversation with this id.", "conversationId") from None
     turn = session.turns.order_by("-index").first()

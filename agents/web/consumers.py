@@ -57,7 +57,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
 
     async def turn_events(self, message: dict) -> None:
         """A batch of live events from the session's group (agents/events.py)."""
-        if message.get("session_id") != self.session.id:
+        if self.session is None or message.get("session_id") != self.session.id:
             return
         for event in message_events(message):
             await self._send_event(event["turn_id"], event["event"], event["payload"], event["seq"])
@@ -74,6 +74,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         return turn_id, seq
 
     async def _replay(self, turn_id: str | None, seq: int) -> None:
+        assert self.session is not None  # connect() replays only after it found the session
         events = await sync_to_async(_events_after)(self.session.id, turn_id, seq)
         for event in events:
             await self._send_event(event.turn_id, event.type, event.payload, event.seq)

@@ -123,7 +123,8 @@ def proposal_choices(answer: str) -> list[tuple[str, str]]:
     """The three options of a TUL-007 §4.1 proposal in an answer, as (reply sent, button label)."""
     if not answer or not _PROPOSAL.search(answer):
         return []
-    name = (_PROPOSED.search(answer) or [None, "the proposed mode"])[1].strip()
+    found = _PROPOSED.search(answer)
+    name = found[1].strip() if found else "the proposed mode"
     return [
         ("1) Stay in the current mode", "Stay in the current mode"),
         (f"2) Switch this session to {name}", f"Switch this session to {name}"),
@@ -143,7 +144,7 @@ def live_text(events: list[TurnEvent]) -> str:
 
 
 def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -> dict[str, Any]:
-    started = next((e.payload for e in events if e.type == "turn.started"), {})
+    started: dict[str, Any] = next((e.payload for e in events if e.type == "turn.started"), {})
     steps = [e.payload for e in events if e.type == "step.started"]
     final = next((e.payload for e in reversed(events) if e.type in FINAL_EVENT_TYPES), None)
     completed = turn.status == Turn.Status.COMPLETED

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from agents.models import AgentSession, Execution
 from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, policy_allows
 from modes.models import AgentMode
+from tools.mcp.host import mcp_status
+from tools.mcp.supervisor import ServerStatus
 from tools.registry import internal_registry, mcp_registry
 
 
@@ -35,11 +37,7 @@ class ServerGroup:
     tools: list[ToolRow] = field(default_factory=list)
 
 
-def _mcp_status() -> dict[str, object]:
-    try:
-        from tools.mcp.host import mcp_status
-    except ImportError:  # pragma: no cover - the host ships with the app
-        return {}
+def _mcp_status() -> dict[str, ServerStatus]:
     return {s.name: s for s in mcp_status()}
 
 

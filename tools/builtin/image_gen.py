@@ -153,6 +153,7 @@ class ImageGenTool:
         width, height = _parse_size(request["size"])
         try:
             if backend == "remote":
+                assert self._remote is not None  # chosen as the backend only when there is one
                 async with asyncio.timeout(REMOTE_TIMEOUT_SECONDS):  # (wait_for can drop a cancel on 3.11)
                     raw = await self._remote(request["prompt"], request["size"])
                 data, width, height = await asyncio.to_thread(_normalise_png, raw)
@@ -243,7 +244,7 @@ def _parse_arguments(arguments_json: str | None) -> dict:  # noqa: PLR0912 - one
         raise _ArgumentError(ERROR_LABELS_WITHOUT_VALUES)
     if values is not None and labels is None:
         raise _ArgumentError(ERROR_VALUES_WITHOUT_LABELS)
-    if labels is not None:
+    if labels is not None and values is not None:  # both or neither, checked above
         if len(labels) != len(values):
             raise _ArgumentError(ERROR_LENGTH_MISMATCH)
         if len(labels) > MAX_POINTS:

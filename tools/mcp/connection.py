@@ -77,6 +77,11 @@ class Connection:
     def pid(self) -> int | None:
         return self.child.pid if self.child else None
 
+    def _client(self) -> Client:
+        """The SDK client; set by `connect()` before the connection is handed out."""
+        assert self.client is not None
+        return self.client
+
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Client]:
         async with AsyncExitStack() as stack:
@@ -91,14 +96,14 @@ class Connection:
             yield await stack.enter_async_context(client)
 
     async def startup_failure(self, exc: Exception) -> str:
-        exc = _leaf(exc)
-        if self.child and self.child.pid is None and isinstance(exc, OSError):
-            return f"could not be started: {exc}"
+        leaf = _leaf(exc)
+        if self.child and self.child.pid is None and isinstance(leaf, OSError):
+            return f"could not be started: {leaf}"
         if self.child and self.child.died:
             code = await self.child.wait_exit(1.0)
             detail = self.child.last_stderr_line()
             return f"exited during start-up (exit code {code})" + (f": {detail}" if detail else "")
-        return f"could not connect: {type(exc).__name__}: {exc}"
+        return f"could not connect: {type(leaf).__name__}: {leaf}"
 
     async def _on_message(self, message) -> None:
         # Handshake-era servers send tools/list_changed as a plain notification; on 2026-07-28
@@ -107,9 +112,11 @@ class Connection:
             self.tools_changed.set()
 
     async def list_tools(self) -> list[types.Tool]:
-        tools, cursor = [], None
+        client = self._client()
+        tools: list[types.Tool] = []
+        cursor: str | None = None
         while True:
-            page = await self.client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -118,11 +125,12 @@ class Connection:
     async def listen_for_tool_changes(self) -> None:
         """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-list
         changes; returns at once for servers that do not offer them."""
-        tools = self.client.server_capabilities.tools
+        client = self._client()
+        tools = client.server_capabilities.tools
         if not (tools and tools.list_changed):
             return
         try:
-            async with self.client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(tools_list_changed=True) as subscription:
                 async for _ in subscription:
                     self.tools_changed.set()
         except (ListenNotSupportedError, SubscriptionLost, anyio.ClosedResourceError):
@@ -141,9 +149,10 @@ class Connection:
     async def call_tool(self, tool: str, arguments: dict) -> types.CallToolResult:
         """Raises TimeoutError after the server's timeout (the server is told to cancel), and
         ConnectionLost when the connection ends under the call."""
+        client = self._client()
         try:
             with anyio.fail_after(self.config.timeout):
-                return await self.client.call_tool(tool, arguments)
+                return await client.call_tool(tool, arguments)
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 self.lost.set()

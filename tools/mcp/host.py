@@ -80,18 +80,24 @@ class McpHost:
             self._thread.start()
             asyncio.run_coroutine_threadsafe(self._start_servers(configs), self._loop)
 
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
+        """The host loop; only called once `start()` has created it."""
+        assert self._loop is not None
+        return self._loop
+
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Close every session (children are terminated) and end the host thread. Idempotent."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 return
+            loop = self._started_loop()  # a thread runs, so start() created the loop
             try:
-                asyncio.run_coroutine_threadsafe(self._stop_servers(), self._loop).result(timeout)
+                asyncio.run_coroutine_threadsafe(self._stop_servers(), loop).result(timeout)
             except TimeoutError:
                 logger.warning("MCP servers did not stop within %g s.", timeout)
             finally:
                 self._stopped = True
-                self._loop.call_soon_threadsafe(self._loop.stop)
+                loop.call_soon_threadsafe(loop.stop)
                 self._thread.join(timeout=5)
                 self._withdraw_all()
 
@@ -115,16 +121,17 @@ class McpHost:
         return [server for server in config.servers if not server.disabled]
 
     def _run_loop(self) -> None:  # the "aptix-mcp" thread
-        asyncio.set_event_loop(self._loop)
+        loop = self._started_loop()
+        asyncio.set_event_loop(loop)
         try:
-            self._loop.run_forever()
+            loop.run_forever()
         finally:
-            pending = asyncio.all_tasks(self._loop)
+            pending = asyncio.all_tasks(loop)
             for task in pending:
                 task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.close()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
 
     async def _start_servers(self, configs: list[ServerConfig]) -> None:
         for config in configs:
@@ -163,7 +170,8 @@ class McpHost:
         return await self._bridge(self._wait_until(predicate, timeout))
 
     def wait_until_sync(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
-        return asyncio.run_coroutine_threadsafe(self._wait_until(predicate, timeout), self._loop).result()
+        loop = self._started_loop()  # called after start()
+        return asyncio.run_coroutine_threadsafe(self._wait_until(predicate, timeout), loop).result()
 
     async def _wait_until(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
         try:

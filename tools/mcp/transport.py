@@ -104,9 +104,11 @@ async def stdio_transport(config: ServerConfig, child: ChildProcess) -> AsyncIte
 async def _read_stdout(child: ChildProcess, sink) -> None:
     """Messages to the session until stdout ends. Once the session is gone, keep draining: a child
     blocked writing to a full pipe could not notice its stdin closing and exit."""
+    assert child.process is not None and child.process.stdout is not None  # spawned with stdout=PIPE
+    stdout = child.process.stdout
     buffer, delivering = "", True
     try:
-        async for chunk in TextReceiveStream(child.process.stdout, encoding="utf-8", errors="replace"):
+        async for chunk in TextReceiveStream(stdout, encoding="utf-8", errors="replace"):
             lines = (buffer + chunk).split("\n")
             buffer = lines.pop()
             for line in lines:
@@ -133,6 +135,7 @@ def _parse(line: str, server: str) -> SessionMessage | Exception:
 
 
 async def _write_stdin(process: Process, source, read_writer) -> None:
+    assert process.stdin is not None  # spawned with stdin=PIPE
     try:
         async with source:
             async for message in source:
@@ -144,9 +147,11 @@ async def _write_stdin(process: Process, source, read_writer) -> None:
 
 
 async def _read_stderr(child: ChildProcess) -> None:
+    assert child.process is not None and child.process.stderr is not None  # spawned with stderr=PIPE
+    stderr = child.process.stderr
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         buffer = ""
-        async for chunk in TextReceiveStream(child.process.stderr, encoding="utf-8", errors="replace"):
+        async for chunk in TextReceiveStream(stderr, encoding="utf-8", errors="replace"):
             lines = (buffer + chunk).split("\n")
             buffer = lines.pop()
             for line in lines:
@@ -156,6 +161,8 @@ async def _read_stderr(child: ChildProcess) -> None:
 
 async def _stop(process: Process) -> None:
     """Close stdin (the MCP way to ask a stdio server to exit), then signal the whole group."""
+    # Spawned with stdin, stdout and stderr all PIPE.
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
     if not await _exited(process, EXIT_GRACE_SECONDS):

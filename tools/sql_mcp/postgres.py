@@ -13,8 +13,9 @@ running programs (COPY … TO PROGRAM): connect as a role that can only SELECT.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from itertools import islice
+from typing import Any, cast
 
 import psycopg
 
@@ -127,7 +128,11 @@ class PostgresBackend:
     def query(self, sql: str, max_rows: int) -> Result:
         with self._transaction() as cursor:
             # Chunks (libpq 17+) rather than single rows: far fewer results to drain on cancel.
-            stream = cursor.stream(sql, size=max_rows + 1 if _CHUNKED else 1)
+            # psycopg annotates stream() as an Iterator; it is a generator, whose close() we need.
+            stream = cast(
+                "Generator[tuple[Any, ...], None, None]",
+                cursor.stream(sql, size=max_rows + 1 if _CHUNKED else 1),
+            )
             try:
                 rows = list(islice(stream, max_rows + 1))
                 columns = [c.name for c in cursor.description or ()]

@@ -7,16 +7,16 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
-from agents.models import AgentSession, Execution, Turn
+from agents.branching import session_branch as session_branch_service
+from agents.models import AgentSession, Turn
 from agents.run.current import get_runner
-from agents.sessions import session_create, session_manager
+from agents.sessions import session_manager, session_set_execution, session_toggle_tool
 from agents.turns import turn_cancel, turn_start
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
@@ -111,7 +111,7 @@ def session_mode(request, session_id: str):
         return _error(str(exc))
     session.refresh_from_db()
     change = session.mode_history.filter(turn__isnull=True).select_related("user").order_by("-created_at").first()
-    html = render_to_string("agents/_mode_badge.html", {"session": session, "oob": True})
+    html: str = render_to_string("agents/_mode_badge.html", {"session": session, "oob": True})
     html += render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
     html += render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
     if change is not None and change.new_mode == session.mode:
@@ -130,11 +130,10 @@ def session_mode(request, session_id: str):
 def session_execution(request, session_id: str):
     """Ask / Agent, persisted on the session; the next turn selects its tools afresh (spec 004 §5.2)."""
     session = get_session_or_404(request, session_id)
-    execution = request.POST.get("execution", "")
-    if execution not in Execution.values:
-        return HttpResponseBadRequest("Execution must be 'ask' or 'agent'.")
-    session.execution = execution
-    session.save(update_fields=["execution", "updated_at"])
+    try:
+        session_set_execution(session=session, execution=request.POST.get("execution", ""))
+    except ValidationError as exc:
+        return HttpResponseBadRequest(_first_error(exc))
     return HttpResponse(
         render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
         + render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
@@ -155,13 +154,7 @@ def session_tools(request, session_id: str):
     )
     if name not in known:
         return HttpResponseBadRequest(f"Unknown tool {name!r}.")
-    toggles = dict(session.tool_toggles or {})
-    if request.POST.get("enabled") == "on":
-        toggles.pop(name, None)
-    else:
-        toggles[name] = False
-    session.tool_toggles = toggles
-    session.save(update_fields=["tool_toggles", "updated_at"])
+    session_toggle_tool(session=session, name=name, enabled=request.POST.get("enabled") == "on")
     return HttpResponse(
         render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
     )
@@ -175,7 +168,9 @@ async def session_branch(request, session_id: str):
     if session is None:
         return HttpResponse(status=401)
     try:
-        child, turn = await sync_to_async(_branch)(session, request.POST.get("turn", ""), request.user)
+        child, turn = await sync_to_async(session_branch_service)(
+            session=session, turn_id=request.POST.get("turn", ""), user=request.user
+        )
     except ValidationError as exc:
         return _error(_first_error(exc))
     if turn is not None:
@@ -183,36 +178,3 @@ async def session_branch(request, session_id: str):
     response = HttpResponse(status=204)
     response["HX-Redirect"] = reverse("session-detail", args=[child.id])
     return response
-
-
-def _branch(session: AgentSession, turn_id: str, user) -> tuple[AgentSession, Turn | None]:
-    turn = session.turns.filter(pk=turn_id).first()
-    branch = _branch_of(turn)
-    if branch is None:
-        raise ValidationError("This turn did not ask for a new session.")
-    text = _request_before(turn)
-    with transaction.atomic():
-        child = session_create(
-            team=session.team,
-            user=user,
-            mode=branch["mode"],
-            execution=session.execution,
-            title=(text or session.title)[:80],
-        )
-        child.parent = session
-        child.save(update_fields=["parent"])
-    first = turn_start(session=child, text=text) if text else None
-    return child, first
-
-
-def _branch_of(turn: Turn | None) -> dict | None:
-    if turn is None or turn.status != Turn.Status.COMPLETED:
-        return None
-    final = turn.events.filter(type="turn.completed").order_by("-seq").first()
-    return (final.payload.get("branch") if final else None) or None
-
-
-def _request_before(turn: Turn) -> str:
-    """The user's request that the proposal answered: the message before the choice."""
-    previous = turn.session.turns.filter(index__lt=turn.index).order_by("-index").first()
-    return previous.user_message if previous else turn.user_message

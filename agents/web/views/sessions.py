@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -130,7 +131,7 @@ def timeline_context(session: AgentSession, request=None) -> dict:
     for event in TurnEvent.objects.filter(turn__session=session).order_by("seq"):
         events_of[event.turn_id].append(event)
     turns = list(session.turns.order_by("index"))
-    entries = []
+    entries: list[dict[str, Any]] = []
     for i, turn in enumerate(turns):
         events = events_of[turn.id]
         html = render_turn(turn, events, latest=i == len(turns) - 1, request=request)

@@ -1,0 +1,54 @@
+"""`session_branch`: "Continue in a new <mode> session" — a child session in the mode a turn's
+proposal branched to, linked to its parent, whose first turn carries the request that led to the
+proposal. Child and turn are created in one transaction: a failure leaves neither."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from .events.payloads import Branch
+from .models import AgentSession, Turn
+from .sessions import session_create
+from .state import EndedState, turn_state
+from .turns import turn_start
+
+ERROR_NO_BRANCH = "This turn did not ask for a new session."
+
+
+def turn_branch(turn: Turn | None) -> Branch | None:
+    """The new session a completed turn asked for (its last mode change with `branch`)."""
+    if turn is None or turn.status != Turn.Status.COMPLETED:
+        return None
+    state = turn_state(turn)
+    change = state.branch if isinstance(state, EndedState) else None
+    return {"mode": change["newMode"], "reason": change["reason"]} if change else None
+
+
+def session_branch(*, session: AgentSession, turn_id: str, user: Any) -> tuple[AgentSession, Turn | None]:
+    """Create the child session (and its first turn, queued, when there is a request to carry)."""
+    turn = session.turns.filter(pk=turn_id).first()
+    branch = turn_branch(turn)
+    if turn is None or branch is None:
+        raise ValidationError(ERROR_NO_BRANCH, code="invalid")
+    text = _request_before(turn)
+    with transaction.atomic():
+        child = session_create(
+            team=session.team,
+            user=user,
+            mode=branch["mode"],
+            execution=session.execution,
+            title=(text or session.title)[:80],
+        )
+        child.parent = session
+        child.save(update_fields=["parent"])
+        first = turn_start(session=child, text=text) if text else None
+    return child, first
+
+
+def _request_before(turn: Turn) -> str:
+    """The user's request that the proposal answered: the message before the choice."""
+    previous = turn.session.turns.filter(index__lt=turn.index).order_by("-index").first()
+    return previous.user_message if previous else turn.user_message
