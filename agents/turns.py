@@ -80,10 +80,6 @@ def transition(status: str, **columns: Any) -> TurnWrite:
     return TurnWrite(fields={"status": status, **columns}, from_statuses=ALLOWED_FROM[status])
 
 
-def can_move(current: str, status: str) -> bool:
-    return current in ALLOWED_FROM.get(status, frozenset())
-
-
 # --- starting ---------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..models import Turn
+from ..turns import STOPPED_BY_USER
 
 Status = Turn.Status
 
@@ -59,7 +60,7 @@ class Stopped(Ending):
 
     status = Status.CANCELLED
     event_type = "turn.cancelled"
-    reason: str = "Stopped by the user."
+    reason: str = STOPPED_BY_USER
 
     def extra(self) -> dict[str, Any]:
         return {"reason": self.reason}

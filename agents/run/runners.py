@@ -29,7 +29,6 @@ from ..models import Turn
 from ..turns import (
     ERROR_INTERRUPTED,
     ERROR_NO_WORKER,
-    OPEN,
     lease_expired,
     orphan_queued_too_long,
     turn_end_orphans,
@@ -190,7 +189,7 @@ class WorkerRunner(Runner):
         # minute (no worker took it; the channel layer drops undelivered runs then).
         if turn.status == Turn.Status.RUNNING:
             return ERROR_INTERRUPTED if lease_expired(turn, now) else None
-        if turn.status in OPEN and orphan_queued_too_long(turn, now):
+        if orphan_queued_too_long(turn, now):
             return ERROR_NO_WORKER
         return None
 
