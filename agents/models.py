@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.db import models
 
-
-def new_hex_id() -> str:
-    return uuid.uuid4().hex
+from aptix.ids import new_hex_id
 
 
 class Execution(models.TextChoices):

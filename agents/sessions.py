@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypedDict, Unpack
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
@@ -82,6 +84,37 @@ def session_get(*, user, session_id: str) -> AgentSession:
     return session
 
 
+class ModeChangeOptions(TypedDict, total=False):
+    """The keyword-only options of `SessionManager.set_session_mode` (DESIGN.md), each optional:
+    `branch` (default False), `turn` (a Turn or its id, default None), `tool_call_id` (default None)
+    and `source` (a ModeHistory.Source, default "tool")."""
+
+    branch: bool
+    turn: Any
+    tool_call_id: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class _ModeChange:
+    """One set_session_mode call, its arguments checked and normalised."""
+
+    session_id: str
+    mode: Any  # as requested
+    target: str  # the catalog key it names
+    reason: str
+    org: Any
+    user: Any
+    branch: bool
+    turn_id: Any
+    tool_call_id: str | None
+    source: str
+
+    @property
+    def user_id(self) -> Any:
+        return getattr(self.user, "id", None)
+
+
 class SessionManager:
     """IAgentSessionManager. `set_session_mode` is the only code that writes `AgentSession.mode`."""
 
@@ -89,17 +122,7 @@ class SessionManager:
         self._log = log or logger
 
     async def set_session_mode(
-        self,
-        session_id: str,
-        mode: str,
-        reason: str,
-        org: Any,
-        user: Any,
-        *,
-        branch: bool = False,
-        turn: Any = None,
-        tool_call_id: str | None = None,
-        source: str = ModeHistory.Source.TOOL,
+        self, session_id: str, mode: str, reason: str, org: Any, user: Any, **options: Unpack[ModeChangeOptions]
     ) -> tuple[str, str]:
         """Change the session's mode and return `(previous_mode, new_mode)`.
 
@@ -107,97 +130,117 @@ class SessionManager:
         ModeValidationError names the valid keys. The session row is locked for the change, so two
         concurrent changes serialise; each real change writes one ModeHistory row, a change to the
         current mode writes none and still succeeds. `org` and `user`, when given, must own the
-        session (SessionNotFoundError otherwise: nothing is written).
+        session (SessionNotFoundError otherwise: nothing is written). The keyword-only options
+        (branch, turn, tool_call_id, source) are ModeChangeOptions.
         """
-        return await sync_to_async(self.set_session_mode_sync)(
-            session_id,
-            mode,
-            reason,
-            org,
-            user,
-            branch=branch,
-            turn=turn,
-            tool_call_id=tool_call_id,
-            source=source,
-        )
+        _check_options("set_session_mode", options)
+        return await sync_to_async(self.set_session_mode_sync)(session_id, mode, reason, org, user, **options)
 
     def set_session_mode_sync(
-        self,
-        session_id: str,
-        mode: str,
-        reason: str,
-        org: Any,
-        user: Any,
-        *,
-        branch: bool = False,
-        turn: Any = None,
-        tool_call_id: str | None = None,
-        source: str = ModeHistory.Source.TOOL,
+        self, session_id: str, mode: str, reason: str, org: Any, user: Any, **options: Unpack[ModeChangeOptions]
     ) -> tuple[str, str]:
-        if source not in ModeHistory.Source.values:
-            raise ValueError(f"source must be one of {ModeHistory.Source.values}, not {source!r}.")
-        if not session_id:
-            raise SessionNotFoundError("The session id is missing.")
-        target = mode_validate(mode)  # raises ModeValidationError listing the valid keys
-        turn_id = getattr(turn, "pk", turn) or None
-        reason = (reason or "").strip()
-
+        """set_session_mode, for synchronous callers."""
+        change = _prepare_change(session_id, mode, reason, org, user, options=options)
         with transaction.atomic():
-            session = AgentSession.objects.select_for_update().filter(pk=session_id).first()
-            if session is None:
-                raise SessionNotFoundError(f"No session {session_id!r}.")
-            org_id = getattr(org, "id", None)
-            user_id = getattr(user, "id", None)
-            if (org_id is not None and session.team_id != org_id) or (
-                user_id is not None and session.user_id != user_id
-            ):
-                # Same answer as a missing session: do not reveal other teams' sessions.
-                raise SessionNotFoundError(f"No session {session_id!r}.")
-            if turn_id is not None and not Turn.objects.filter(pk=turn_id, session=session).exists():
-                turn_id = None
+            session = _lock_owned_session(change)
+            if change.turn_id is not None and not Turn.objects.filter(pk=change.turn_id, session=session).exists():
+                change = replace(change, turn_id=None)
             previous = session.mode
-            if previous == target.key:
-                changed = False
-            else:
-                session.mode = target.key
-                session.save(update_fields=["mode", "updated_at"])
-                ModeHistory.objects.create(
-                    session=session,
-                    previous_mode=previous,
-                    new_mode=target.key,
-                    reason=reason,
-                    branch=bool(branch),
-                    team_id=session.team_id,
-                    user_id=user_id if user_id is not None else session.user_id,
-                    turn_id=turn_id,
-                    tool_call_id=tool_call_id or "",
-                    source=source,
-                )
-                changed = True
+            changed = previous != change.target
+            if changed:
+                _write_change(session, previous, change)
+        self._log_change(change, session, previous, changed)
+        return previous, change.target
 
+    def _log_change(self, change: _ModeChange, session: AgentSession, previous: str, changed: bool) -> None:
         self._log.info(
             "Session mode %s: %s -> %s",
             "changed" if changed else "unchanged",
             previous,
-            target.key,
+            change.target,
             extra={
                 "event": "session.mode_changed" if changed else "session.mode_unchanged",
-                "session_id": session_id,
+                "session_id": change.session_id,
                 "previous_mode": previous,
-                "new_mode": target.key,
-                "requested_mode": normalize_mode_key(mode),
-                "reason": reason,
-                "branch": bool(branch),
-                "source": source,
+                "new_mode": change.target,
+                "requested_mode": normalize_mode_key(change.mode),
+                "reason": change.reason,
+                "branch": change.branch,
+                "source": change.source,
                 "org_id": session.team_id,
-                "org": getattr(org, "name", None),
-                "user_id": user_id if user_id is not None else session.user_id,
-                "user": getattr(user, "username", None),
-                "turn_id": turn_id,
-                "tool_call_id": tool_call_id,
+                "org": getattr(change.org, "name", None),
+                "user_id": change.user_id if change.user_id is not None else session.user_id,
+                "user": getattr(change.user, "username", None),
+                "turn_id": change.turn_id,
+                "tool_call_id": change.tool_call_id,
             },
         )
-        return previous, target.key
+
+
+def _check_options(name: str, options: Mapping[str, object]) -> None:
+    """The TypeError Python raises for a keyword the signature does not name."""
+    for key in options:
+        if key not in ModeChangeOptions.__optional_keys__:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+
+
+def _prepare_change(
+    session_id: str, mode: str, reason: str, org: Any, user: Any, *, options: ModeChangeOptions
+) -> _ModeChange:
+    """The call checked (source, session id, mode against the catalog) and normalised."""
+    _check_options("set_session_mode_sync", options)
+    source = options.get("source", ModeHistory.Source.TOOL)
+    if source not in ModeHistory.Source.values:
+        raise ValueError(f"source must be one of {ModeHistory.Source.values}, not {source!r}.")
+    if not session_id:
+        raise SessionNotFoundError("The session id is missing.")
+    target = mode_validate(mode)  # raises ModeValidationError listing the valid keys
+    turn = options.get("turn")
+    return _ModeChange(
+        session_id=session_id,
+        mode=mode,
+        target=target.key,
+        reason=(reason or "").strip(),
+        org=org,
+        user=user,
+        branch=bool(options.get("branch", False)),
+        turn_id=getattr(turn, "pk", turn) or None,
+        tool_call_id=options.get("tool_call_id"),
+        source=source,
+    )
+
+
+def _lock_owned_session(change: _ModeChange) -> AgentSession:
+    """The session row, locked for the change; SessionNotFoundError unless it exists and `org` and
+    `user` (when given) own it. Call inside a transaction."""
+    session = AgentSession.objects.select_for_update().filter(pk=change.session_id).first()
+    if session is None:
+        raise SessionNotFoundError(f"No session {change.session_id!r}.")
+    org_id = getattr(change.org, "id", None)
+    if (org_id is not None and session.team_id != org_id) or (
+        change.user_id is not None and session.user_id != change.user_id
+    ):
+        # Same answer as a missing session: do not reveal other teams' sessions.
+        raise SessionNotFoundError(f"No session {change.session_id!r}.")
+    return session
+
+
+def _write_change(session: AgentSession, previous: str, change: _ModeChange) -> None:
+    """The new mode on the session and its ModeHistory row."""
+    session.mode = change.target
+    session.save(update_fields=["mode", "updated_at"])
+    ModeHistory.objects.create(
+        session=session,
+        previous_mode=previous,
+        new_mode=change.target,
+        reason=change.reason,
+        branch=change.branch,
+        team_id=session.team_id,
+        user_id=change.user_id if change.user_id is not None else session.user_id,
+        turn_id=change.turn_id,
+        tool_call_id=change.tool_call_id or "",
+        source=change.source,
+    )
 
 
 session_manager = SessionManager()

@@ -78,9 +78,5 @@ class CatalogService:
     async def get_all_modes(self) -> list[AgentModeSummary]:
         return await sync_to_async(self.get_all_modes_sync, thread_sensitive=True)()
 
-    async def get_mode(self, key: str) -> AgentMode | None:
-        normalized = normalize_mode_key(key)
-        return await AgentMode.objects.filter(key=normalized, is_active=True).afirst()
-
 
 catalog_service = CatalogService()

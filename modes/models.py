@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+
+from aptix.ids import new_hex_id
 
 from .validators import validate_mode_key, validate_string_list, validate_tool_policy
 
@@ -15,10 +15,6 @@ ERROR_DEFAULT_CANNOT_BE_UNSET = (
     "There must always be a default mode. Make another mode the default instead of unsetting this one."
 )
 ERROR_DEFAULT_CANNOT_BE_DELETED = "The default mode cannot be deleted. Make another mode the default first."
-
-
-def new_hex_id() -> str:
-    return uuid.uuid4().hex
 
 
 class AgentMode(models.Model):

@@ -21,7 +21,7 @@ from agents.events import message_events, session_group
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_get
 
-from .timeline import LiveRenderer
+from .live import LiveRenderer
 
 logger = logging.getLogger("aptix.stream")
 

@@ -20,22 +20,16 @@
     }
   });
 
-  // A turn fragment is an upsert: replace the turn when the page has it, append it otherwise.
-  document.addEventListener("htmx:oobErrorNoTarget", function (e) {
-    var el = e.detail.content;
-    var timeline = document.getElementById("timeline");
-    if (el && el.classList && el.classList.contains("turn") && timeline) {
-      timeline.appendChild(el);
-      htmx.process(el);
-      var empty = document.getElementById("empty-chat");
-      if (empty) empty.remove();
-      retireOlderTurns();
-      stickToBottom(true);
-    }
-  });
+  // A new turn arrives as an append to the timeline (from the send request's answer and from the
+  // stream, whichever comes first; the other copy yields, see htmx:oobBeforeSwap below).
   document.addEventListener("htmx:oobAfterSwap", function (e) {
     var target = e.detail.target;
-    if (target && (target.id === "timeline" || (target.classList && target.classList.contains("turn")))) retireOlderTurns();
+    if (target && target.id === "timeline") {
+      retireOlderTurns();
+      stickToBottom(true);
+    } else if (target && target.classList && target.classList.contains("turn")) {
+      retireOlderTurns();
+    }
   });
   // Only the newest turn offers answers (a proposal's choices, "Continue in a new session"), as on a
   // reloaded page: once another turn starts, those of the turns before it are gone.
@@ -45,11 +39,24 @@
       turns[i].querySelectorAll(".choices, form.branch").forEach(function (el) { el.remove(); });
     }
   }
-  // ... and the copy the send request returns yields to one the stream has already drawn.
+  // A turn that arrives as an append (data-if-absent) may already be on the page: the send request's
+  // answer and the stream's turn.started both carry it, in either order. The copy that has seen more
+  // events (data-seq) wins: it replaces the one shown, or yields to it.
+  // Likewise the busy composer of a send's answer yields when the stream has already ended that turn.
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
-    var first = e.detail.fragment && e.detail.fragment.firstElementChild;
-    if (first && first.dataset && first.dataset.ifAbsent && document.getElementById(first.id)) {
-      e.detail.shouldSwap = false;
+    var incoming = e.detail.fragment && e.detail.fragment.firstElementChild;
+    if (!incoming || !incoming.dataset) return;
+    if (incoming.dataset.busyTurn) {
+      var turn = document.getElementById("turn-" + incoming.dataset.busyTurn);
+      if (turn && turn.dataset.finished) e.detail.shouldSwap = false;
+      return;
+    }
+    if (!incoming.dataset.ifAbsent) return;
+    var shown = document.getElementById(incoming.id);
+    if (!shown) return;
+    e.detail.shouldSwap = false;
+    if (Number(incoming.dataset.seq || 0) > Number(shown.dataset.seq || 0)) {
+      htmx.swap(shown, incoming.outerHTML, {swapStyle: "outerHTML"});
     }
   });
 

@@ -122,6 +122,39 @@ async def test_an_ask_turn_streams_into_the_page(sign_in, alice, make_session):
     await expect(turn).to_have_id(f"turn-{saved.id}")
 
 
+async def test_turns_append_without_console_errors(sign_in, alice, make_session):
+    """Each new turn reaches the timeline twice, from the send request's answer and from the
+    stream's turn.started, in either order; one copy yields to the other. Neither order may go
+    through an htmx error (a turn was once appended from oobErrorNoTarget: a console error whenever
+    the stream came first). The first turn here forces that order by holding the send's answer until
+    the turn has ended: its stale copy and busy composer must not undo what the stream drew."""
+    session = await sync_to_async(make_session)(mode="data-analysis", execution="agent")
+    page = await sign_in(alice)
+    console_errors: list[str] = []
+    page.on("console", lambda message: console_errors.append(message.text) if message.type == "error" else None)
+
+    answered = asyncio.Event()
+
+    async def answer_after_the_stream(route):
+        response = await route.fetch()
+        await turn_ended(turns(page).first)  # drawn, run and ended by the stream alone
+        await route.fulfill(response=response)
+        answered.set()
+
+    await page.route("**/turns/", answer_after_the_stream)
+    await open_session(page, session.id)
+    await send(page, "Hello, who are you?")
+    await asyncio.wait_for(answered.wait(), 30)
+    await page.unroute("**/turns/")
+    await send(page, "Which tables are in the database?")
+    await turn_ended(turns(page).nth(1))
+
+    await expect(turns(page)).to_have_count(2)
+    await expect(page.locator("#empty-chat")).to_have_count(0)
+    await expect(page.locator("#message")).to_be_enabled()
+    assert console_errors == []
+
+
 async def test_a_turn_that_ended_before_the_stream_connected_is_shown(sign_in, alice, make_session):
     """A slow network: the websocket of a fresh session page connects only after the first turn
     (a fast one) has already ended. The page must still show the answer, not "Starting…" forever."""

@@ -337,7 +337,7 @@ async def test_renderer_failure_is_logged_and_generic(recording_logger, storage,
     def explode(*args, **kwargs):
         raise RuntimeError("font cache corrupted")
 
-    monkeypatch.setattr(image_gen, "_render_card", explode)
+    monkeypatch.setattr(image_gen, "render_card", explode)
     tool = ImageGenTool(recording_logger, storage=storage)
     result = await tool.execute(json.dumps({"prompt": "A card"}), CONTEXT)
     assert result.successful is False

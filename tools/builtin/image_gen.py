@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from ..arguments import ToolArgumentError, json_object_arguments
 from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
-from .image_render import _normalise_png, _render_card, _render_chart
+from .image_render import normalise_png, render_card, render_chart
 
 SAFE_ID = re.compile(r"[0-9a-f]{32}")  # a session id, as a folder name
 
@@ -134,7 +135,7 @@ class ImageGenTool:
     async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult:
         try:
             request = _parse_arguments(arguments_json)
-        except _ArgumentError as exc:
+        except ToolArgumentError as exc:
             return InvokeResult.from_error(str(exc))
 
         has_data = request["labels"] is not None
@@ -156,14 +157,14 @@ class ImageGenTool:
                 assert self._remote is not None  # chosen as the backend only when there is one
                 async with asyncio.timeout(REMOTE_TIMEOUT_SECONDS):  # (wait_for can drop a cancel on 3.11)
                     raw = await self._remote(request["prompt"], request["size"])
-                data, width, height = await asyncio.to_thread(_normalise_png, raw)
+                data, width, height = await asyncio.to_thread(normalise_png, raw)
             elif kind == "card":
                 data, width, height = await asyncio.to_thread(
-                    _render_card, request["prompt"], request["title"], width, height
+                    render_card, request["prompt"], request["title"], width, height
                 )
             else:
                 data, width, height = await asyncio.to_thread(
-                    _render_chart, kind, alt, request["labels"], request["values"], width, height
+                    render_chart, kind, alt, request["labels"], request["values"], width, height
                 )
             url = await asyncio.to_thread(self._store, data, getattr(context, "session_id", None))
         except Exception as exc:  # noqa: BLE001 - a renderer, provider or storage failure is a tool error
@@ -183,74 +184,86 @@ class ImageGenTool:
         return self._storage.url(name)
 
 
-class _ArgumentError(ValueError):
-    """An argument problem whose message goes back to the model as is."""
+def _parse_arguments(arguments_json: str | None) -> dict:
+    """The checked arguments, with defaults filled in; the first problem raises ToolArgumentError with
+    its own message (checked in this order: JSON, names, prompt, title, kind, size, labels/values)."""
+    args = _load_arguments(arguments_json)
+    prompt = _parse_prompt(args.get("prompt"))
+    title = _parse_title(args.get("title"))
+    kind = _parse_kind(args.get("kind"))
+    size = _parse_size_name(args.get("size"))
+    labels, values = _parse_chart_data(args.get("labels"), args.get("values"))
+    return {"prompt": prompt, "title": title, "kind": kind, "size": size, "labels": labels, "values": values}
 
 
-def _parse_arguments(arguments_json: str | None) -> dict:  # noqa: PLR0912 - one check per argument, each with its own message
+def _load_arguments(arguments_json: str | None) -> dict:
+    """The arguments as a JSON object with only the allowed names."""
     if arguments_json is None or not str(arguments_json).strip():
-        raise _ArgumentError(ERROR_PROMPT)
-    try:
-        args = json.loads(arguments_json)
-    except (TypeError, ValueError):
-        raise _ArgumentError(ERROR_INVALID_JSON) from None
-    if not isinstance(args, dict):
-        raise _ArgumentError(ERROR_INVALID_JSON)
+        raise ToolArgumentError(ERROR_PROMPT)
+    args = json_object_arguments(arguments_json, ERROR_INVALID_JSON)
 
     unknown = [key for key in args if key not in _ALLOWED_ARGUMENTS]
     if unknown:
-        raise _ArgumentError(
+        raise ToolArgumentError(
             ERROR_UNKNOWN_ARGUMENTS.format(
                 names=", ".join(repr(k) for k in unknown), allowed=", ".join(repr(k) for k in _ALLOWED_ARGUMENTS)
             )
         )
+    return args
 
-    prompt = args.get("prompt")
+
+def _parse_prompt(prompt: Any) -> str:
     if not isinstance(prompt, str) or not prompt.strip():
-        raise _ArgumentError(ERROR_PROMPT)
+        raise ToolArgumentError(ERROR_PROMPT)
     prompt = prompt.strip()
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise _ArgumentError(ERROR_PROMPT_TOO_LONG)
+        raise ToolArgumentError(ERROR_PROMPT_TOO_LONG)
+    return prompt
 
-    title = args.get("title")
+
+def _parse_title(title: Any) -> str | None:
     if title is not None and not isinstance(title, str):
-        raise _ArgumentError(ERROR_TITLE)
-    title = (title or "").strip() or None
+        raise ToolArgumentError(ERROR_TITLE)
+    return (title or "").strip() or None
 
-    kind = args.get("kind")
+
+def _parse_kind(kind: Any) -> str | None:
     if kind is not None and kind not in KINDS:
-        raise _ArgumentError(ERROR_KIND)
+        raise ToolArgumentError(ERROR_KIND)
+    return kind
 
-    size = args.get("size")
+
+def _parse_size_name(size: Any) -> str:
     if size is None:
         size = DEFAULT_SIZE
     if size not in SIZES:
-        raise _ArgumentError(ERROR_SIZE)
+        raise ToolArgumentError(ERROR_SIZE)
+    return size
 
-    labels = args.get("labels")
-    values = args.get("values")
+
+def _parse_chart_data(labels: Any, values: Any) -> tuple[list[str] | None, list[float] | None]:
+    """Chart labels and values: both or neither, of the same length, at most MAX_POINTS."""
     if labels is not None:
         if not isinstance(labels, list) or not all(_is_label(item) for item in labels):
-            raise _ArgumentError(ERROR_LABELS)
+            raise ToolArgumentError(ERROR_LABELS)
         labels = [str(item) for item in labels]
     if values is not None:
         if not isinstance(values, list) or not all(_is_number(item) for item in values):
-            raise _ArgumentError(ERROR_VALUES)
+            raise ToolArgumentError(ERROR_VALUES)
         values = [float(item) for item in values]
     # Empty arrays carry no data: treat them like absent ones.
     labels = labels or None
     values = values or None
     if labels is not None and values is None:
-        raise _ArgumentError(ERROR_LABELS_WITHOUT_VALUES)
+        raise ToolArgumentError(ERROR_LABELS_WITHOUT_VALUES)
     if values is not None and labels is None:
-        raise _ArgumentError(ERROR_VALUES_WITHOUT_LABELS)
+        raise ToolArgumentError(ERROR_VALUES_WITHOUT_LABELS)
     if labels is not None and values is not None:  # both or neither, checked above
         if len(labels) != len(values):
-            raise _ArgumentError(ERROR_LENGTH_MISMATCH)
+            raise ToolArgumentError(ERROR_LENGTH_MISMATCH)
         if len(labels) > MAX_POINTS:
-            raise _ArgumentError(ERROR_TOO_MANY_POINTS)
-
-    return {"prompt": prompt, "title": title, "kind": kind, "size": size, "labels": labels, "values": values}
+            raise ToolArgumentError(ERROR_TOO_MANY_POINTS)
+    return labels, values
 
 
 def _is_number(value: Any) -> bool:

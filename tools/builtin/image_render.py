@@ -30,7 +30,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
         return image.size
 
 
-def _normalise_png(raw: Any) -> tuple[bytes, int, int]:
+def normalise_png(raw: Any) -> tuple[bytes, int, int]:
     """Check what a provider returned is an image, re-encoding it as PNG when it is not one already."""
     from PIL import Image
 
@@ -51,7 +51,7 @@ def _normalise_png(raw: Any) -> tuple[bytes, int, int]:
 # --- charts (matplotlib, Agg, no pyplot) ---------------------------------------------------------
 
 
-def _render_chart(kind: str, title: str, labels: list[str], values: list[float], width: int, height: int):  # noqa: PLR0917 - a chart is these six things, called in one place
+def render_chart(kind: str, title: str, labels: list[str], values: list[float], width: int, height: int):  # noqa: PLR0917 - a chart is these six things, called in one place
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -184,7 +184,7 @@ def _wrap(text: str, width: int, max_lines: int) -> str:
 # --- cards (Pillow) ------------------------------------------------------------------------------
 
 
-def _render_card(prompt: str, title: str | None, width: int, height: int):
+def render_card(prompt: str, title: str | None, width: int, height: int):
     from PIL import Image, ImageDraw, ImageFont
 
     digest = hashlib.sha256((title or prompt).encode("utf-8")).digest()

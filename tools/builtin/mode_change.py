@@ -8,10 +8,12 @@ and user from the execution context, and makes exactly one `set_session_mode` ca
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from modes.catalog import ModeValidationError
 
+from ..arguments import ToolArgumentError, json_object_arguments
 from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
 
 ERROR_EMPTY_ARGUMENTS = "ModeChangeTool requires a non-empty arguments object."
@@ -102,57 +104,33 @@ class ModeChangeTool:
                 tool_call_id=context.tool_call_id,
             )
             return InvokeResult.from_error(ERROR_NO_SESSION)
-
         try:
-            args = json.loads(arguments_json)
-        except (TypeError, ValueError):
-            return InvokeResult.from_error(ERROR_INVALID_JSON)
-        if not isinstance(args, dict):
-            return InvokeResult.from_error(ERROR_INVALID_JSON)
+            request = _parse_arguments(arguments_json)
+        except ToolArgumentError as exc:
+            return InvokeResult.from_error(str(exc))
+        return await self._change_mode(request, context)
 
-        identity = [name for name in _IDENTITY_ARGUMENTS if name in args]
-        if identity:
-            return InvokeResult.from_error(ERROR_IDENTITY_ARGUMENT.format(names=", ".join(f"'{n}'" for n in identity)))
-
-        mode = args.get("mode")
-        if not isinstance(mode, str) or not mode.strip():
-            return InvokeResult.from_error(ERROR_MODE)
-        branch = args.get("branch")
-        if not isinstance(branch, bool):
-            return InvokeResult.from_error(ERROR_BRANCH)
-        reason = args.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            return InvokeResult.from_error(ERROR_REASON)
-
+    async def _change_mode(self, request: _ModeRequest, context: ToolContext) -> InvokeResult:
+        """Exactly one set_session_mode call; a failure is logged and comes back as a tool error."""
         try:
             outcome = await self._session_manager.set_session_mode(
                 context.session_id,
-                mode,
-                reason,
+                request.mode,
+                request.reason,
                 context.org,
                 context.user,
-                branch=branch,
+                branch=request.branch,
                 turn=context.turn_id,
                 tool_call_id=context.tool_call_id,
             )
         except ModeValidationError as exc:
             # The model can recover from this one: tell it which modes exist.
-            self._log_failure(exc, context, mode)
+            self._log_failure(exc, context, request.mode)
             return InvokeResult.from_error(f"{ERROR_FAILED} {exc}")
         except Exception as exc:  # noqa: BLE001 - any failure must come back as a tool error
-            self._log_failure(exc, context, mode)
+            self._log_failure(exc, context, request.mode)
             return InvokeResult.from_error(ERROR_FAILED)
-
-        previous_mode, new_mode = _unpack_outcome(outcome, mode)
-        payload = {
-            "success": True,
-            "mode": new_mode,
-            "branch": branch,
-            "reason": reason,
-            "previousMode": previous_mode,
-            "newMode": new_mode,
-        }
-        return InvokeResult.create(json.dumps(payload))
+        return _success(request, outcome)
 
     def _log_failure(self, exc: BaseException, context: ToolContext, mode: str) -> None:
         self._logger.add_exception(
@@ -175,3 +153,44 @@ def _unpack_outcome(outcome: Any, requested: str) -> tuple[str | None, str]:
         previous, new = outcome
         return previous, new or requested
     return None, requested
+
+
+@dataclass(frozen=True)
+class _ModeRequest:
+    """The model's arguments, checked: the target mode, whether to branch, and why."""
+
+    mode: str
+    branch: bool
+    reason: str
+
+
+def _parse_arguments(arguments_json: str) -> _ModeRequest:
+    args = json_object_arguments(arguments_json, ERROR_INVALID_JSON)
+
+    identity = [name for name in _IDENTITY_ARGUMENTS if name in args]
+    if identity:
+        raise ToolArgumentError(ERROR_IDENTITY_ARGUMENT.format(names=", ".join(f"'{n}'" for n in identity)))
+
+    mode = args.get("mode")
+    if not isinstance(mode, str) or not mode.strip():
+        raise ToolArgumentError(ERROR_MODE)
+    branch = args.get("branch")
+    if not isinstance(branch, bool):
+        raise ToolArgumentError(ERROR_BRANCH)
+    reason = args.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ToolArgumentError(ERROR_REASON)
+    return _ModeRequest(mode=mode, branch=branch, reason=reason)
+
+
+def _success(request: _ModeRequest, outcome: Any) -> InvokeResult:
+    previous_mode, new_mode = _unpack_outcome(outcome, request.mode)
+    payload = {
+        "success": True,
+        "mode": new_mode,
+        "branch": request.branch,
+        "reason": request.reason,
+        "previousMode": previous_mode,
+        "newMode": new_mode,
+    }
+    return InvokeResult.create(json.dumps(payload))

@@ -6,10 +6,11 @@ in mcp.json files) or, the same, `python -m tools.sql_mcp <database-url>`.
     postgresql://reader@db.example.com/shop    a password comes from PGPASSWORD or ~/.pgpass
 
 Tools, all annotated readOnlyHint: list_tables, describe_table, query, explain. Results are a
-markdown table (`| a | b |`, `|---|---|`, rows) and one closing line such as "12 rows": the offline
-model parses exactly that shape. Refused writes, timeouts and SQL errors are tool errors
-(is_error) carrying the database's own message. How writes are refused: sqlite.py (SQLite) and
-postgres.py (PostgreSQL); backends.py picks one for the URL.
+markdown table (`| a | b |`, `|---|---|`, rows) and one closing line such as "12 rows". That table
+format has a single owner, tools/tables.py: it writes the tables here and reads them back for the
+offline model. Refused writes, timeouts and SQL errors are tool errors (is_error) carrying the
+database's own message. How writes are refused: sqlite.py (SQLite) and postgres.py (PostgreSQL);
+backends.py picks one for the URL.
 
 Environment: APTIX_SQL_MAX_ROWS, the row cap (default 200); APTIX_SQL_TIMEOUT_MS, the time limit
 per call (default 5000).
@@ -19,7 +20,6 @@ No Django here: this runs as its own process and must start fast.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -31,13 +31,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from tools.tables import markdown_table
+
 from .backends import open_backend
 from .base import Backend, Column, ConfigError, QueryError, Result, Table
 
 USAGE = "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 | postgresql://user@host/db>"
 DEFAULT_MAX_ROWS = 200
 DEFAULT_TIMEOUT_MS = 5000
-MAX_CELL_CHARS = 200
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 T = TypeVar("T")
@@ -48,29 +49,6 @@ LimitArg = Annotated[int | None, Field(ge=1, description="Return at most this ma
 
 
 # --- text for the model ------------------------------------------------------------------------
-
-
-def cell(value: Any) -> str:
-    """One value as a markdown table cell: one line, pipes escaped, at most MAX_CELL_CHARS."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        text = "\\x" + bytes(value[:MAX_CELL_CHARS]).hex()
-    elif isinstance(value, (dict, list)):
-        text = json.dumps(value, default=str, ensure_ascii=False)
-    else:
-        text = str(value)
-    if len(text) > MAX_CELL_CHARS:
-        text = text[: MAX_CELL_CHARS - 1] + "…"
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n").replace("|", "\\|")
-
-
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _count(n: int, noun: str) -> str:

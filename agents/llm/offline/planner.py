@@ -9,9 +9,9 @@ decides the next step with a few rules (answer from tool results, list modes, ma
 TUL-007 §4.1 proposal, propose a better mode, draw a chart, query the demo database, help);
 `OfflineModelApp` (app.py) serves it over the Chat Completions protocol.
 
-This module holds the rules; conversation.py reads the request, proposal.py writes and recognises
-the mode proposal, data.py is the demo-database path (rule f), and tables.py reads tables in tool
-results and chart values in the user's message.
+This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
+recognises the mode proposal, data.py is the demo-database path (rule f), and tables.py reads tables
+in tool results and chart values in the user's message.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import json
 import logging
 import re
 
+from modes.proposal import is_proposal, parse_proposal, proposal_text
+
 from ..protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
 from .conversation import Conversation, Plan, ToolResult
 from .data import data_step, describe_mcp_result, is_data_question, is_data_result
-from .proposal import is_proposal, parse_proposal, proposal_text
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
 

@@ -1,6 +1,7 @@
 """Tables in tool results, for the offline model: read a result as a table (JSON rows, a markdown
 table, CSV or MCP text content) and turn a small one into chart arguments or back into markdown;
-also the label/number pairs of a chart the user asks for in their message (rule e)."""
+also the label/number pairs of a chart the user asks for in their message (rule e). The markdown
+table format itself (writing and reading) belongs to tools/tables.py."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import io
 import re
 from typing import Any
 
+from tools import tables
+from tools.tables import parse_markdown_table
+
 from .text import parse_json, shorten
 
 MAX_CHART_POINTS = 50  # image_gen's own limit
 MAX_TABLE_ROWS_SHOWN = 12
 _NUMBER = re.compile(r"^-?(\d+|\d{1,3}(,\d{3})+)(\.\d+)?$")
-_CELL_SEPARATOR = re.compile(r"(?<!\\)\|")  # a pipe, unless escaped as \| inside a cell
 
 
 def number(text: str) -> float | int:
@@ -27,17 +30,10 @@ def parse_table(text: str) -> Table | None:
     data = parse_json(text)
     if data is not None:
         return _table_from_json(data)
+    table = parse_markdown_table(text)
+    if table is not None:
+        return table
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    piped = [line for line in lines if line.startswith("|") or line.count("|") >= 1]
-    if len(piped) >= 2 and len(piped) >= len(lines) - 2:
-        cells = [
-            [c.strip().replace("\\|", "|") for c in _CELL_SEPARATOR.split(line.strip().strip("|"))]
-            for line in piped
-            if not re.fullmatch(r"[\s|:\-+]+", line)
-        ]
-        width = len(cells[0])
-        if width >= 2 and all(len(row) == width for row in cells[1:]):
-            return cells[0], cells[1:]
     if len(lines) >= 2 and "," in lines[0]:
         rows = list(csv.reader(io.StringIO("\n".join(lines))))
         if len(rows[0]) >= 2 and all(len(r) == len(rows[0]) for r in rows):
@@ -119,14 +115,8 @@ def chart_of(text: str) -> tuple[list[str], list, str, str] | None:
 
 
 def markdown_table(columns: list, rows: list) -> str:
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|") if v is not None else ""
-
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:MAX_TABLE_ROWS_SHOWN]]
-    if len(rows) > MAX_TABLE_ROWS_SHOWN:
-        lines.append(f"\n…and {len(rows) - MAX_TABLE_ROWS_SHOWN} more rows.")
-    return "\n".join(lines)
+    """A table shown to the user: the tools' table format (tools/tables.py), at most MAX_TABLE_ROWS_SHOWN rows."""
+    return tables.markdown_table(columns, rows, max_rows=MAX_TABLE_ROWS_SHOWN)
 
 
 def fmt(value: float) -> str:

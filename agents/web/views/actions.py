@@ -10,8 +10,8 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.html import escape
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from agents.branching import session_branch as session_branch_service
 from agents.models import AgentSession, Turn
@@ -21,6 +21,7 @@ from agents.turns import turn_cancel, turn_start
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
 
+from ..fragments import composer_error, session_fragments
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 from .sessions import get_session_or_404
@@ -29,8 +30,7 @@ from .sessions import get_session_or_404
 def _error(message: str, status: int = 422) -> HttpResponse:
     """Shown under the composer (the `#composer-error` region); htmx swaps 422 answers (see the
     htmx-config meta tag in workspace.html)."""
-    html = f'<div class="composer-error" id="composer-error" role="alert" hx-swap-oob="true">{escape(message)}</div>'
-    return HttpResponse(html, status=status)
+    return HttpResponse(composer_error(message), status=status)
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -65,19 +65,11 @@ async def turn_new(request, session_id: str):
 
 
 def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
-    # Upsert: appended to the timeline unless the stream already drew this turn (see aptix.js).
-    turn_html = render_turn(turn, [], if_absent=True)
-    first = ""
+    # An upsert: appended to the timeline unless the stream already drew this turn (see aptix.js).
     if turn.index == 1:  # the first message names the session: header and sidebar follow
         session.refresh_from_db(fields=["title"])
-        title = escape(str(session))
-        first = (
-            '<div id="empty-chat" hx-swap-oob="delete"></div>'
-            f'<h1 id="session-title" title="{title}" hx-swap-oob="true">{title}</h1>'
-            f'<span id="session-title-{session.id}" hx-swap-oob="true">{title}</span>'
-        )
-    return f'<div hx-swap-oob="beforeend:#timeline">{turn_html}</div>{first}' + render_to_string(
-        "agents/_composer.html", {"session": session, "busy": True, "oob": True}
+    return session_fragments(
+        session, append=render_turn(turn, [], if_absent=True), first_turn=turn.index == 1, composer="busy", turn=turn
     )
 
 
@@ -111,18 +103,11 @@ def session_mode(request, session_id: str):
         return _error(str(exc))
     session.refresh_from_db()
     change = session.mode_history.filter(turn__isnull=True).select_related("user").order_by("-created_at").first()
-    html: str = render_to_string("agents/_mode_badge.html", {"session": session, "oob": True})
-    html += render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
-    html += render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
+    appended = ""
     if change is not None and change.new_mode == session.mode:
-        html += (
-            '<div hx-swap-oob="beforeend:#timeline">'
-            + render_to_string("agents/_mode_change.html", {"change": change})
-            + "</div>"
-        )
-    response = HttpResponse(html)
-    response["HX-Trigger"] = "aptix:modeChanged"
-    return response
+        appended = render_to_string("agents/_mode_change.html", {"change": change})
+    html = session_fragments(session, append=appended, mode_badge=True, tools=True, meta=True)
+    return trigger_client_event(HttpResponse(html), "aptix:modeChanged")
 
 
 @require_POST
@@ -134,10 +119,7 @@ def session_execution(request, session_id: str):
         session_set_execution(session=session, execution=request.POST.get("execution", ""))
     except ValidationError as exc:
         return HttpResponseBadRequest(_first_error(exc))
-    return HttpResponse(
-        render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
-        + render_to_string("agents/_session_meta.html", {"s": session, "oob": True})
-    )
+    return HttpResponse(session_fragments(session, tools=True, meta=True))
 
 
 @require_POST
@@ -155,9 +137,7 @@ def session_tools(request, session_id: str):
     if name not in known:
         return HttpResponseBadRequest(f"Unknown tool {name!r}.")
     session_toggle_tool(session=session, name=name, enabled=request.POST.get("enabled") == "on")
-    return HttpResponse(
-        render_to_string("agents/_tools.html", {"session": session, "tools": tool_panel(session), "oob": True})
-    )
+    return HttpResponse(session_fragments(session, tools=True))
 
 
 @require_POST
@@ -175,6 +155,6 @@ async def session_branch(request, session_id: str):
         return _error(_first_error(exc))
     if turn is not None:
         get_runner().start(turn.id)
-    response = HttpResponse(status=204)
-    response["HX-Redirect"] = reverse("session-detail", args=[child.id])
+    response = HttpResponseClientRedirect(reverse("session-detail", args=[child.id]))
+    response.status_code = 204  # nothing to swap: htmx follows HX-Redirect on any 2xx
     return response

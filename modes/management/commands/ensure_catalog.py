@@ -5,14 +5,11 @@ Idempotent: entries a curator edited are left as they are; only missing seed ent
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from modes.models import DEFAULT_MODE_KEY, AgentMode
-
-SEED_MODES = import_module("modes.migrations.0002_seed_catalog").SEED_MODES
+from modes.seed import SEED_MODES
 
 
 class Command(BaseCommand):

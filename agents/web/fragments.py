@@ -1,0 +1,57 @@
+"""The htmx fragments of the session page that are not a turn: the one place that builds the
+out-of-band set (composer, mode badge, tool panel, session meta and title, timeline appends), the
+composer's error line and the stream cursor. Views and the live stream ask for the parts they changed;
+the markup lives in templates (`agents/_oob.html` and the partials it includes)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from django.template.loader import render_to_string
+
+from agents.models import AgentSession, Turn
+
+from .toolpanel import tool_panel
+
+ComposerState = Literal["busy", "idle"]
+
+
+def session_fragments(
+    session: AgentSession,
+    *,
+    append: str = "",
+    first_turn: bool = False,
+    composer: ComposerState | None = None,
+    turn: Turn | None = None,
+    mode_badge: bool = False,
+    tools: bool = False,
+    meta: bool = False,
+) -> str:
+    """Out-of-band swaps for the parts of the session page named: `append` is HTML added at the end of
+    the timeline; `first_turn` retitles the session (header and sidebar) and drops the empty-chat
+    hint; `composer` redraws the composer busy (with the `turn` that keeps it busy) or idle; the
+    others redraw their region as stored."""
+    context = {
+        "session": session,
+        "append": append,
+        "first_turn": first_turn,
+        "composer": composer is not None,
+        "busy": composer == "busy",
+        "turn": turn,
+        "mode_badge": mode_badge,
+        "tools": tool_panel(session) if tools else None,
+        "meta": meta,
+    }
+    return render_to_string("agents/_oob.html", context)
+
+
+def composer_error(message: str) -> str:
+    """The line under the composer, replaced out of band with `message`."""
+    return render_to_string("agents/_composer.html#composer-error", {"error": message, "error_oob": True})
+
+
+def stream_cursor(turn_id: str, seq: int) -> str:
+    """The last event the page shows (out of band): a reconnecting socket resumes after it."""
+    return render_to_string(
+        "agents/session_detail.html#stream-cursor", {"cursor_turn": turn_id, "cursor_seq": seq, "oob": True}
+    )

@@ -1,0 +1,154 @@
+"""The live stream's HTML: each broadcast event becomes htmx out-of-band fragments for one websocket
+connection, drawn with the same templates as the page (timeline.py), so a reloaded page and a live
+stream end in exactly the same HTML.
+
+A new event type gets its fragment from one function here, registered with `@renders(<type>)`; an
+event type with no renderer only advances the stream cursor. Fragments are keyed by element ids:
+`turn-<id>` (the whole turn), `turn-<id>-items` (its timeline), `turn-<id>-live` (the text being
+streamed), `turn-<id>-status` (step and tokens, with Stop), `tool-<call id>` (a tool card), and
+the session parts of fragments.py (composer, mode badge, meta, stream cursor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from django.template.loader import render_to_string
+
+from agents.events import EVENT_TYPES, FINAL_EVENT_TYPES, live_payload
+from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, ToolCalled, ToolResult
+from agents.models import AgentSession, Turn
+from agents.state import ModeChange
+
+from .fragments import session_fragments, stream_cursor
+from .markdown import render_markdown
+from .timeline import live_text, mode_item, render_turn, text_item, tool_item
+
+Renderer = Callable[["LiveRenderer", Turn, Any, int], str]
+LIVE_RENDERERS: dict[str, Renderer] = {}
+
+
+def renders(*event_types: str) -> Callable[[Renderer], Renderer]:
+    """Register the decorated function as the live renderer of `event_types`."""
+    unknown = set(event_types) - set(EVENT_TYPES)
+    if unknown:
+        raise ValueError(f"No such event type: {', '.join(sorted(unknown))} (see agents/events/payloads.py).")
+
+    def register(renderer: Renderer) -> Renderer:
+        for event_type in event_types:
+            LIVE_RENDERERS[event_type] = renderer
+        return renderer
+
+    return register
+
+
+class LiveRenderer:
+    """Turns broadcast events into HTML fragments for one websocket connection. It remembers the
+    tool calls it has seen so a result can redraw its card; a result whose call it did not see
+    (a client that resumed between the two) reads the call from the database."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+        self.calls: dict[str, dict] = {}
+        self.live: dict[str, str] = {}  # turn id → text streamed since its last model message
+        self.max_steps: dict[str, int | None] = {}
+
+    def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
+        """Sync (templates and, for some events, the database): call through sync_to_async."""
+        renderer = LIVE_RENDERERS.get(event_type)
+        html = renderer(self, turn, live_payload(payload), seq) if renderer else ""
+        return html + stream_cursor(turn.id, seq)
+
+    def streamed(self, turn: Turn, seq: int) -> str:
+        """What the turn streamed before event `seq`: remembered, or (a connection that resumed
+        mid-reply, whose page already shows the start) read from the database."""
+        if turn.id not in self.live:
+            self.live[turn.id] = live_text(list(turn.events.filter(seq__lt=seq).order_by("seq")))
+        return self.live[turn.id]
+
+    def status(self, turn: Turn, step: int | None, tokens: int | None) -> str:
+        context = {
+            "turn": turn,
+            "running": True,
+            "step": step,
+            "max_steps": self.max_steps.get(turn.id),
+            "tokens": tokens,
+            "oob": True,
+        }
+        return render_to_string("agents/_turn_status.html", context)
+
+
+def _stored_turn(turn: Turn, seq: int) -> list:
+    """The turn as of event `seq`: the run may have written later events already, and those follow on
+    this stream as fragments of their own (drawn here too, they would show twice)."""
+    turn.refresh_from_db()
+    return list(turn.events.filter(seq__lte=seq).order_by("seq"))
+
+
+@renders("turn.started")
+def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
+    stored = _stored_turn(turn, seq)
+    if turn.is_finished:  # ...and may even have ended: its end follows too, so draw it running until then
+        turn.status, turn.answer, turn.error = Turn.Status.RUNNING, "", ""
+    # Appended, unless the page has the turn already (the send request's answer drew it): aptix.js.
+    return session_fragments(live.session, append=render_turn(turn, stored, if_absent=True))
+
+
+@renders(*FINAL_EVENT_TYPES)
+def _turn_ended(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
+    html = render_turn(turn, _stored_turn(turn, seq), oob=True)
+    live.session.refresh_from_db()
+    return html + session_fragments(live.session, composer="idle", mode_badge=True, meta=True)
+
+
+@renders("step.started")
+def _step_started(live: LiveRenderer, turn: Turn, payload: StepStarted, seq: int) -> str:
+    live.max_steps[turn.id] = payload.get("max_steps")
+    return live.status(turn, payload.get("step"), None)
+
+
+@renders("model.delta")
+def _model_delta(live: LiveRenderer, turn: Turn, payload: ModelDelta, seq: int) -> str:
+    # The text so far, as Markdown (re-rendered whole: a half-written table or list must look like
+    # one as it grows, not like raw asterisks until the turn ends).
+    text = live.streamed(turn, seq) + payload.get("text", "")
+    live.live[turn.id] = text
+    return render_to_string("agents/_event.html", {"streamed_html": render_markdown(text), "turn": turn})
+
+
+@renders("model.message")
+def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: int) -> str:
+    live.live.pop(turn.id, None)  # the text moves into an item (tool step) or the answer
+    status = live.status(turn, payload.get("step"), (payload.get("usage") or {}).get("turn_total"))
+    if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
+        return status
+    item = text_item(payload.get("content", ""))
+    context = {"turn": turn, "item": item, "append": True, "clear_live": True}
+    return status + render_to_string("agents/_event.html", context)
+
+
+@renders("tool.called")
+def _tool_called(live: LiveRenderer, turn: Turn, payload: ToolCalled, seq: int) -> str:
+    live.calls[payload.get("id", "")] = cast(dict, payload)
+    return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(payload, None), "append": True})
+
+
+@renders("tool.result")
+def _tool_result(live: LiveRenderer, turn: Turn, payload: ToolResult, seq: int) -> str:
+    called = live.calls.pop(payload.get("id", ""), None) or _stored_call(turn, payload.get("id"))
+    return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(called, payload), "replace": True})
+
+
+@renders("mode.changed")
+def _mode_changed(live: LiveRenderer, turn: Turn, payload: ModeChange, seq: int) -> str:
+    live.session.refresh_from_db()
+    item = render_to_string("agents/_event.html", {"turn": turn, "item": mode_item(payload), "append": True})
+    return item + session_fragments(live.session, mode_badge=True, meta=True)
+
+
+def _stored_call(turn: Turn, call_id: str | None) -> dict:
+    for event in turn.events.filter(type="tool.called").order_by("seq"):
+        if event.payload.get("id") == call_id:
+            return event.payload
+    return {"id": call_id or "", "name": "tool"}
