@@ -19,10 +19,10 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents.events.payloads import branch_of
 from agents.llm import get_llm_client
-from agents.models import Turn
+from agents.models import Execution, Turn
 from agents.run.current import get_runner
 from agents.run.pipeline import normalize_turn_mode
-from agents.sessions import SessionNotFoundError, session_create, session_get
+from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_create, session_get
 from agents.state import PausedState, turn_state
 from agents.turns import CODE_TURN_RUNNING, error_code, turn_cancel, turn_start
 from aptix.teams import team_list_for_user
@@ -77,8 +77,8 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
         execution=_optional_str(body, "execution"),
         message=_optional_str(body, "message"),
     )
-    if request.execution is not None and request.execution not in ("ask", "agent"):
-        raise ApiError(400, "'execution' must be \"ask\" or \"agent\".", "execution")
+    if request.execution is not None and request.execution not in Execution.values:
+        raise ApiError(400, ERROR_BAD_EXECUTION, "execution")
     request.tools = _parse_tools(body.get("tools"))
     request.tool_results = _parse_tool_results(body.get("toolResults"))
     if request.tool_results:
