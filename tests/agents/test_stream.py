@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from html.parser import HTMLParser
 
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -142,3 +143,50 @@ async def test_a_page_without_a_cursor_gets_the_running_turn_from_its_start(llm,
     await task
     assert seqs(messages) == [e.seq async for e in turn.events.order_by("seq")]
     await communicator.disconnect()
+
+
+class _TopLevel(HTMLParser):
+    """The top-level elements of a fragment: (tag, attributes)."""
+
+    VOID = frozenset({"img", "br", "hr", "input", "meta", "link"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.elements: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth == 0:
+            self.elements.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID:
+            self.depth -= 1
+
+
+async def test_every_live_fragment_names_its_target(llm, model, make_session, alice):
+    """htmx's ws extension swaps each top-level element of a message out of band: one without
+    hx-swap-oob (or, swapped in place, without an id) has no target, which htmx reports as a console
+    error (oobErrorNoTarget, "#null") and drops. A chart's image after its tool card was one."""
+    session = await make_session(execution="agent")
+    chart = {"prompt": "Sales", "kind": "bar", "title": "Sales", "labels": ["a", "b"], "values": [1, 2]}
+    model.reply("Drawing it.", tool_calls=[("image_gen", chart)])
+    model.reply("Here it is.")
+    communicator, connected = await connect(session.id, alice)
+    assert connected
+    turn = await sync_to_async(turn_start)(session=session, text="Chart a=1 b=2")
+    get_runner().start(turn.id)
+    messages = await collect(communicator)
+    await communicator.disconnect()
+
+    assert any('class="item item-image"' in m for m in messages)  # the image was streamed
+    for message in messages:
+        parser = _TopLevel()
+        parser.feed(message)
+        for tag, attrs in parser.elements:
+            swap = attrs.get("hx-swap-oob")
+            assert swap, f"<{tag} {attrs}> has no hx-swap-oob in {message[:300]}"
+            if ":" not in swap:
+                assert attrs.get("id"), f"<{tag} {attrs}> is swapped by id but has none"

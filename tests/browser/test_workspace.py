@@ -127,7 +127,8 @@ async def test_turns_append_without_console_errors(sign_in, alice, make_session)
     stream's turn.started, in either order; one copy yields to the other. Neither order may go
     through an htmx error (a turn was once appended from oobErrorNoTarget: a console error whenever
     the stream came first). The first turn here forces that order by holding the send's answer until
-    the turn has ended: its stale copy and busy composer must not undo what the stream drew."""
+    the turn has ended: its stale copy and busy composer must not undo what the stream drew. The
+    second turn calls tools and draws a chart: every live fragment must find its target too."""
     session = await sync_to_async(make_session)(mode="data-analysis", execution="agent")
     page = await sign_in(alice)
     console_errors: list[str] = []
@@ -146,8 +147,9 @@ async def test_turns_append_without_console_errors(sign_in, alice, make_session)
     await send(page, "Hello, who are you?")
     await asyncio.wait_for(answered.wait(), 30)
     await page.unroute("**/turns/")
-    await send(page, "Which tables are in the database?")
+    await send(page, "What was the revenue by month?")  # tool cards and a chart, live
     await turn_ended(turns(page).nth(1))
+    await expect(turns(page).nth(1).locator(".answer img")).to_have_count(1)
 
     await expect(turns(page)).to_have_count(2)
     await expect(page.locator("#empty-chat")).to_have_count(0)
