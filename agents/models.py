@@ -25,6 +25,9 @@ class AgentSession(models.Model):
     execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)
     # Per-session tool switches: {"image_gen": false, "sql__query": false}. A missing name means on.
     tool_toggles = models.JSONField(default=dict, blank=True)
+    # Tools the user allowed "for this session" from an approval card: ["fs__write_file"]. Revocable
+    # in the Tools panel; written only by agents/approvals.py.
+    approval_grants = models.JSONField(default=list, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -42,12 +45,20 @@ class AgentSession(models.Model):
     def __str__(self) -> str:
         return self.title or f"Session {self.id[:8]}"
 
+    @property
+    def is_waiting(self) -> bool:
+        """Whether a turn of this session waits for the user's approval (annotated by session_list)."""
+        if "has_waiting_turn" in self.__dict__:
+            return bool(self.__dict__["has_waiting_turn"])
+        return self.turns.filter(status=Turn.Status.AWAITING_APPROVAL).exists()
+
 
 class Turn(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         REQUIRES_ACTION = "requires_action", "Requires action"
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
@@ -60,7 +71,7 @@ class Turn(models.Model):
     mode = models.CharField(max_length=64, help_text="The session's mode when the turn started.")
     response_mode = models.CharField(max_length=64, blank=True, help_text="The session's mode when the turn ended.")
     execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED, db_index=True)
     answer = models.TextField(blank=True)
     error = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -70,8 +81,12 @@ class Turn(models.Model):
         max_length=120, blank=True, help_text="Model that answered; 'offline' for the built-in one."
     )
     cancel_requested = models.BooleanField(default=False)
-    # While `requires_action`: the conversation so far, the tool list and the pending client tool
-    # calls, so the turn continues exactly where it stopped when the client posts tool results.
+    # The user's structured answer to a mode proposal sent with this turn's message (an option
+    # button, or the API's `choice`): {"mode": key, "branch": bool}. Consent to change to that mode
+    # in this turn (TUL-007 §4.3); None when the message was typed.
+    choice = models.JSONField(null=True, blank=True)
+    # While `requires_action` or `awaiting_approval`: the conversation so far, the tool list and the
+    # pending calls, so the turn continues exactly where it stopped (agents/state.py).
     state = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -87,6 +102,7 @@ class Turn(models.Model):
         ]
 
     FINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "limit_reached"})
+    PAUSED_STATUSES = frozenset({"requires_action", "awaiting_approval"})  # no run holds the turn
 
     def __str__(self) -> str:
         return f"Turn {self.index} of {self.session_id}"
@@ -94,6 +110,10 @@ class Turn(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINAL_STATUSES
+
+    @property
+    def is_paused(self) -> bool:
+        return self.status in self.PAUSED_STATUSES
 
 
 class TurnEvent(models.Model):
@@ -113,3 +133,56 @@ class TurnEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.seq}. {self.type}"
+
+
+class ToolApproval(models.Model):
+    """One tool call that waited for the user's consent, and what they decided: the audit record of
+    agents/approvals.py (a mode change by the model, or a tool the approval policy says to ask for)."""
+
+    class Kind(models.TextChoices):
+        MODE_CHANGE = "mode_change", "Mode change"
+        TOOL = "tool", "Tool"
+
+    class Decision(models.TextChoices):
+        APPROVED = "approved", "Approved"
+        DENIED = "denied", "Denied"
+        DECLINED_BY_NEW_MESSAGE = "declined_by_new_message", "Declined by a new message"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Scope(models.TextChoices):
+        ONCE = "once", "Once"
+        SESSION = "session", "For this session"
+        POLICY = "policy", "By policy"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="approvals")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="approvals")
+    team = models.ForeignKey("aptix.Team", on_delete=models.CASCADE, related_name="+")
+    tool_call_id = models.CharField(max_length=128)
+    tool = models.CharField(max_length=200)
+    server = models.CharField(max_length=100, blank=True, help_text="The MCP server; empty for an internal tool.")
+    arguments = models.TextField(blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    reason = models.TextField(blank=True, help_text="The model's reason, for a mode change.")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    decision = models.CharField(max_length=32, choices=Decision.choices, blank=True, db_index=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices, blank=True)
+    branch = models.BooleanField(null=True, blank=True, help_text="A mode change: the user's choice of a new session.")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "tool_call_id"], name="toolapproval_unique_turn_call"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.get_decision_display() or 'pending'})"
+
+    @property
+    def is_pending(self) -> bool:
+        return not self.decision

@@ -11,7 +11,7 @@ from typing import Any, TypedDict, Unpack
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
@@ -73,6 +73,9 @@ def session_list(*, user) -> QuerySet[AgentSession]:
     return (
         AgentSession.objects.filter(user=user, team__memberships__user=user)
         .select_related("team")
+        .annotate(
+            has_waiting_turn=Exists(Turn.objects.filter(session=OuterRef("pk"), status=Turn.Status.AWAITING_APPROVAL))
+        )
         .order_by("-updated_at")
     )
 

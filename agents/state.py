@@ -3,6 +3,8 @@
 - `queued`, `running`: empty (`{}`) — the run holds what it needs in memory.
 - `requires_action`: a `PausedState`: the conversation so far, the tools offered, the pending
   client tool calls; the turn continues exactly where it stopped when the client posts results.
+- `awaiting_approval`: a `PausedState` whose `awaiting` lists the calls waiting for the user's
+  decision (agents/approvals.py); the run continues from there once every one is decided.
 - an ended status: an `EndedState`: the mode changes the turn made (the API's `modeChanges`).
 
 `turn_state(turn)` reads whichever shape the turn's status says it holds.
@@ -31,6 +33,18 @@ class PendingCall(TypedDict):
     arguments: str
 
 
+class PendingApproval(TypedDict):
+    """A tool call waiting for the user's approval (the card shows these fields)."""
+
+    id: str
+    name: str
+    arguments: str
+    kind: str  # ToolApproval.Kind: "mode_change" or "tool"
+    server: str  # the MCP server, "" for an internal tool
+    annotations: dict[str, Any]
+    reason: str  # a mode change's reason
+
+
 class ToolOutput(TypedDict):
     name: str
     ok: bool
@@ -47,6 +61,7 @@ class PausedState:
     mode: str
     mode_changes: list[ModeChange] = field(default_factory=list)
     pending: list[PendingCall] = field(default_factory=list)
+    awaiting: list[PendingApproval] = field(default_factory=list)
     tool_outputs: list[ToolOutput] = field(default_factory=list)  # this step's results, for Ask answers
     traced: int = 0  # how many messages the trace (step.started events) already holds
 
@@ -78,7 +93,7 @@ class EndedState:
 
 def turn_state(turn: Turn) -> PausedState | EndedState | None:
     """The state the turn's status says it holds (None while queued or running)."""
-    if turn.status == Turn.Status.REQUIRES_ACTION:
+    if turn.status in (Turn.Status.REQUIRES_ACTION, Turn.Status.AWAITING_APPROVAL):
         return PausedState.from_json(turn.state or {})
     if turn.is_finished:
         return EndedState.from_json(turn.state or {})

@@ -28,10 +28,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from .approvals import approvals_close
 from .events import broadcast_written
 from .events.payloads import final_payload
 from .events.writer import TurnWrite
-from .models import AgentSession, Execution, Turn, TurnEvent
+from .models import AgentSession, Execution, ToolApproval, Turn, TurnEvent
 from .run.current import get_runner
 from .sessions import ERROR_BAD_EXECUTION
 from .state import EndedState, ModeChange, PausedState
@@ -42,12 +43,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger("aptix.runs")
 
 Status = Turn.Status
-OPEN = frozenset({Status.QUEUED, Status.RUNNING, Status.REQUIRES_ACTION})
+OPEN = frozenset({Status.QUEUED, Status.RUNNING, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL})
 # The statuses a turn may move to each status from. A new turn is created queued.
 ALLOWED_FROM: dict[str, frozenset[str]] = {
     Status.QUEUED: frozenset(),
-    Status.RUNNING: frozenset({Status.QUEUED, Status.REQUIRES_ACTION}),
+    Status.RUNNING: frozenset({Status.QUEUED, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL}),
     Status.REQUIRES_ACTION: frozenset({Status.RUNNING}),
+    Status.AWAITING_APPROVAL: frozenset({Status.RUNNING}),
     Status.COMPLETED: frozenset({Status.RUNNING}),
     Status.LIMIT_REACHED: frozenset({Status.RUNNING}),
     Status.FAILED: OPEN,
@@ -83,8 +85,13 @@ def transition(status: str, **columns: Any) -> TurnWrite:
 # --- starting ---------------------------------------------------------------------------------
 
 
-def turn_start(*, session: AgentSession, text: str, execution: str | None = None) -> Turn:
-    """Create the next turn of `session` (status queued) in the session's persisted mode."""
+def turn_start(
+    *, session: AgentSession, text: str, execution: str | None = None, choice: dict[str, Any] | None = None
+) -> Turn:
+    """Create the next turn of `session` (status queued) in the session's persisted mode. `choice` is
+    the user's structured answer to a mode proposal ({"mode", "branch"}): consent to that mode change
+    in this turn. A turn of the session still waiting for approvals is ended first: the new message
+    declines what it waits for."""
     text = (text or "").strip()
     if not text:
         raise ValidationError({"message": ValidationError(ERROR_EMPTY_MESSAGE, code=CODE_INVALID)})
@@ -93,9 +100,12 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
     execution = execution or session.execution
     if execution not in Execution.values:
         raise ValidationError({"execution": ValidationError(ERROR_BAD_EXECUTION, code=CODE_INVALID)})
+    choice = clean_choice(choice)
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         turn_end_orphans(locked)
+        for waiting in locked.turns.filter(status=Status.AWAITING_APPROVAL):
+            turn_end_waiting(waiting, decision=ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE)
         if locked.turns.filter(status__in=[Status.QUEUED, Status.RUNNING]).exists():
             raise ValidationError(ERROR_TURN_RUNNING, code=CODE_TURN_RUNNING)
         index = (locked.turns.aggregate(m=Max("index"))["m"] or 0) + 1
@@ -105,11 +115,31 @@ def turn_start(*, session: AgentSession, text: str, execution: str | None = None
             user_message=text,
             mode=locked.mode,
             execution=execution,
+            choice=choice,
         )
         if not locked.title:
             locked.title = text[:80]
         locked.save(update_fields=["title", "updated_at"])
     return turn
+
+
+ERROR_BAD_CHOICE = "A choice is {\"mode\": a mode key, \"branch\": true or false}."
+
+
+def clean_choice(choice: Any) -> dict[str, Any] | None:
+    """The user's answer to a mode proposal, checked: {"mode": key, "branch": bool}, or None."""
+    if choice is None:
+        return None
+    mode = choice.get("mode") if isinstance(choice, dict) else None
+    branch = choice.get("branch", False) if isinstance(choice, dict) else None
+    if (
+        not isinstance(mode, str)
+        or not mode.strip()
+        or not isinstance(branch, bool)
+        or set(choice) - {"mode", "branch"}
+    ):
+        raise ValidationError({"choice": ValidationError(ERROR_BAD_CHOICE, code=CODE_INVALID)})
+    return {"mode": mode.strip().lower(), "branch": branch}
 
 
 def error_code(exc: ValidationError) -> str | None:
@@ -172,8 +202,15 @@ async def turn_pause(turn: Turn, state: PausedState) -> bool:
     return await _apply(turn, write)
 
 
+def awaiting_approval(state: PausedState) -> TurnWrite:
+    """running → awaiting_approval, written with the approval.requested event: the run stops here
+    until the user decided every held call (agents/approvals.py)."""
+    return transition(Status.AWAITING_APPROVAL, state=state.to_json(), response_mode=state.mode)
+
+
 async def turn_resume(turn: Turn) -> bool:
-    """requires_action → running: the client's tool results arrived."""
+    """requires_action / awaiting_approval → running: the client's tool results or the user's
+    decisions arrived."""
     return await _apply(turn, transition(Status.RUNNING))
 
 
@@ -197,28 +234,52 @@ def turn_end_unrun(
     mode: str,
     error: str = "",
     now: datetime | None = None,
+    before: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> bool:
-    """End a turn that no run holds (so no EventRecorder): its row and its final event in one
-    transaction, broadcast once committed. False if it had ended meanwhile."""
+    """End a turn that no run holds (so no EventRecorder): its row and its final event (after the
+    events `before`) in one transaction, broadcast once committed. False if it had ended meanwhile."""
     turn_id = turn if isinstance(turn, str) else turn.pk
     write = transition(status, error=error, finished_at=now or timezone.now(), response_mode=mode, state={})
     with transaction.atomic():
         updated = Turn.objects.filter(pk=turn_id, status__in=write.from_statuses or ()).update(**write.fields)
         if not updated:
             return False
-        seq = (TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0) + 1
-        event = TurnEvent.objects.create(
-            turn_id=turn_id,
-            seq=seq,
-            type=event_type,
-            payload=final_payload(payload, status=status, answer="", mode=mode, mode_changes=[]),
-        )
-        transaction.on_commit(lambda: broadcast_written(session_id, turn_id, [event]))
+        seq = TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0
+        final = final_payload(payload, status=status, answer="", mode=mode, mode_changes=[])
+        events = [
+            TurnEvent.objects.create(turn_id=turn_id, seq=seq + i, type=kind, payload=body)
+            for i, (kind, body) in enumerate([*(before or []), (event_type, final)], start=1)
+        ]
+        transaction.on_commit(lambda: broadcast_written(session_id, turn_id, events))
     return True
 
 
+DECLINED_BY_NEW_MESSAGE = "A new message was sent, so what this turn waited for was declined."
+
+
+def turn_end_waiting(turn: Turn, *, decision: str) -> bool:
+    """End a turn that waits for approvals: what is pending is closed as `decision` (a new message,
+    or a cancel), the turn ends cancelled with its approval.decided and final events."""
+    with transaction.atomic():
+        decided = approvals_close(turn, decision)
+        reason = (
+            DECLINED_BY_NEW_MESSAGE if decision == ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE else STOPPED_BY_USER
+        )
+        return turn_end_unrun(
+            turn,
+            session_id=turn.session_id,
+            status=Status.CANCELLED,
+            event_type="turn.cancelled",
+            payload={"reason": reason},
+            mode=turn.response_mode or turn.mode,
+            before=[("approval.decided", {"decisions": decided})] if decided else [],
+        )
+
+
 def turn_cancel_unrun(turn: Turn) -> bool:
-    """Cancel a turn no run holds here (queued, or waiting for client tool results)."""
+    """Cancel a turn no run holds here (queued, or waiting for client tool results or approvals)."""
+    if turn.status == Status.AWAITING_APPROVAL:
+        return turn_end_waiting(turn, decision=ToolApproval.Decision.CANCELLED)
     return turn_end_unrun(
         turn,
         session_id=turn.session_id,
@@ -292,6 +353,10 @@ async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:
     if turn.is_finished:
         return False
     await Turn.objects.filter(pk=turn.pk).aupdate(cancel_requested=True)
+    await turn.arefresh_from_db(fields=["status", "response_mode"])
+    if turn.is_paused:  # no run holds a paused turn, in this process or any worker
+        await sync_to_async(turn_cancel_unrun)(turn)
+        return True
     runner = runner or get_runner()
     if not runner.stop(turn.pk) and runner.ends_unheld_turns:
         await sync_to_async(turn_cancel_unrun)(turn)

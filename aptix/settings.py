@@ -229,6 +229,13 @@ APTIX_RUN_SWEEP = env_bool("APTIX_RUN_SWEEP", True)
 APTIX_MAX_STEPS = env_int("APTIX_MAX_STEPS", 10, minimum=1)
 APTIX_TOKEN_BUDGET = env_int("APTIX_TOKEN_BUDGET", 200_000, minimum=1)
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)
+# TUL-007 §4.3: "ask" (default) holds a model's mode change until the user consents (a proposal's
+# option button, or the approval card); "trust" lets the model change the mode at once.
+APTIX_MODE_CHANGE_CONSENT = env_str("APTIX_MODE_CHANGE_CONSENT", "ask").lower()
+if APTIX_MODE_CHANGE_CONSENT not in ("ask", "trust"):
+    raise ImproperlyConfigured(
+        f"APTIX_MODE_CHANGE_CONSENT must be 'ask' or 'trust', not {APTIX_MODE_CHANGE_CONSENT!r}."
+    )
 # Seconds between a running turn's heartbeats; one silent for 6 of them is ended as interrupted.
 APTIX_RUN_HEARTBEAT = env_float("APTIX_RUN_HEARTBEAT", 10.0, minimum=0.01)
 

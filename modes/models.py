@@ -6,7 +6,7 @@ from django.db import models
 
 from aptix.ids import new_hex_id
 
-from .validators import validate_mode_key, validate_string_list, validate_tool_policy
+from .validators import validate_approval_policy, validate_mode_key, validate_string_list, validate_tool_policy
 
 DEFAULT_MODE_KEY = "general"
 
@@ -46,6 +46,15 @@ class AgentMode(models.Model):
         validators=[validate_tool_policy],
         help_text="Tools this mode offers: '*', an internal tool such as 'image_gen', '<server>.*' or "
         "'<server>.<tool>'. agent_change_mode is always offered.",
+    )
+    approval_policy = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_approval_policy],
+        help_text="Which tool calls wait for the user's approval: entries '<pattern>: auto' or '<pattern>: ask' "
+        "with the tool policy's patterns ('fs.write_file: ask', 'sql.*: auto', '*: ask'); the most specific "
+        "wins. Unmatched: read-only MCP tools run, other MCP tools ask, internal tools run. Mode changes "
+        "always need the user's consent.",
     )
     is_active = models.BooleanField(default=True)
     ordering = models.PositiveIntegerField(default=100)

@@ -45,3 +45,27 @@ def validate_tool_policy(value) -> None:
             params={"entries": ", ".join(repr(b) for b in bad)},
             code="bad_policy",
         )
+
+
+APPROVAL_DECISIONS = ("auto", "ask")
+
+
+def parse_approval_entry(entry: str) -> tuple[str, str] | None:
+    """("sql.*", "auto") from "sql.*: auto"; None when the entry is malformed."""
+    pattern, sep, decision = entry.rpartition(":")
+    pattern, decision = pattern.strip(), decision.strip().lower()
+    if not sep or decision not in APPROVAL_DECISIONS or not TOOL_POLICY_ENTRY_RE.match(pattern):
+        return None
+    return pattern, decision
+
+
+def validate_approval_policy(value) -> None:
+    validate_string_list(value)
+    bad = [item for item in value if parse_approval_entry(item) is None]
+    if bad:
+        raise ValidationError(
+            "Invalid approval policy entries: %(entries)s. Use '<pattern>: auto' or '<pattern>: ask', the "
+            "pattern as in the tool policy: '*', 'image_gen', '<server>.*' or '<server>.<tool>'.",
+            params={"entries": ", ".join(repr(b) for b in bad)},
+            code="bad_approval_policy",
+        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-from ..state import ModeChange
+from ..state import ModeChange, PendingApproval
 
 
 class Usage(TypedDict):
@@ -99,6 +99,27 @@ class TurnEnded(TypedDict):
     used: NotRequired[int]
 
 
+class ApprovalRequested(TypedDict):
+    """The turn waits for the user: the calls to decide (agents/approvals.py)."""
+
+    calls: list[PendingApproval]
+    mode: str  # the session's mode when the turn paused (a mode change card says "from <mode>")
+
+
+class ApprovalDecision(TypedDict):
+    id: str
+    name: str
+    kind: str
+    decision: str  # ToolApproval.Decision
+    scope: str
+    branch: bool | None
+    decided_by: str | None
+
+
+class ApprovalDecided(TypedDict):
+    decisions: list[ApprovalDecision]
+
+
 EVENT_PAYLOADS: dict[str, type] = {
     "turn.started": TurnStarted,
     "step.started": StepStarted,
@@ -107,6 +128,8 @@ EVENT_PAYLOADS: dict[str, type] = {
     "tool.called": ToolCalled,
     "tool.result": ToolResult,
     "mode.changed": ModeChange,
+    "approval.requested": ApprovalRequested,
+    "approval.decided": ApprovalDecided,
     "limit.reached": TurnEnded,
     "turn.completed": TurnEnded,
     "turn.failed": TurnEnded,

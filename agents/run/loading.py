@@ -29,8 +29,8 @@ def load_run(turn_id: str) -> LoadedRun:
     last_seq = 0
     if turn.status != Turn.Status.QUEUED:  # a queued turn has no events yet
         last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
-    if turn.status == Turn.Status.REQUIRES_ACTION:
-        return LoadedRun(turn=turn, mode=None, history=[], last_seq=last_seq)
+    if turn.is_paused:  # continues from its stored state: the mode (for its approval policy), no history
+        return LoadedRun(turn=turn, mode=AgentMode.objects.filter(key=turn.mode).first(), history=[], last_seq=last_seq)
     previous = (
         Turn.objects.filter(
             session_id=turn.session_id,

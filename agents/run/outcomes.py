@@ -23,6 +23,11 @@ class PausedForClientTools:
 
 
 @dataclass(frozen=True)
+class PausedForApproval:
+    """Tool calls wait for the user's approval (agents/approvals.py): the turn waits for decisions."""
+
+
+@dataclass(frozen=True)
 class Ending:
     """A way a run ends: its status, its final event, and what goes in that event."""
 
@@ -81,5 +86,5 @@ class Failed(Ending):
         return {"error": self.message, "kind": self.kind}
 
 
-StepOutcome = RunAgain | PausedForClientTools | FinalAnswer | LimitReached
-RunOutcome = PausedForClientTools | FinalAnswer | LimitReached | Stopped | Failed
+StepOutcome = RunAgain | PausedForClientTools | PausedForApproval | FinalAnswer | LimitReached
+RunOutcome = PausedForClientTools | PausedForApproval | FinalAnswer | LimitReached | Stopped | Failed

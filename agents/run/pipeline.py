@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.builtin.mode_change import ModeChangeTool
+from tools.mcp.config import TOOL_SEPARATOR
 from tools.registry import ToolRegistry, internal_registry, mcp_registry
 
 logger = logging.getLogger("aptix.pipeline")
 
 ALWAYS_ON = ModeChangeTool.TOOL_NAME  # TUL-007 §3.1: no mode, policy or toggle removes it
-MCP_SEPARATOR = "__"
+MCP_SEPARATOR = TOOL_SEPARATOR  # an MCP tool is named <server>__<tool>
 CURRENT_MODE_RE = re.compile(r"^Current mode: .*$", re.MULTILINE)
 
 BASE_PROMPT = (

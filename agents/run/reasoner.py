@@ -10,26 +10,23 @@ end status by agents/turns.py.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import time
-from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from aptix.logging import admin_logger
 from modes.models import AgentMode
-from tools.base import InvokeResult, ToolContext
-from tools.builtin.mode_change import ModeChangeTool
 from tools.registry import ToolRegistry, mcp_registry
 
 from .. import turns
+from ..approvals import approvals_request
 from ..events import EventRecorder
-from ..events.payloads import ModelMessage, ToolResult, final_payload
+from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
 from ..models import Turn
-from ..state import ModeChange, PausedState
+from ..state import PausedState
 from .answers import ask_answer
 from .loading import LoadedRun, load_run
 from .outcomes import (
@@ -37,33 +34,21 @@ from .outcomes import (
     Failed,
     FinalAnswer,
     LimitReached,
+    PausedForApproval,
     PausedForClientTools,
     RunAgain,
     RunOutcome,
     StepOutcome,
     Stopped,
 )
-from .pipeline import build_system_prompt, select_tools, with_current_mode
+from .pipeline import build_system_prompt, select_tools
+from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
 
 logger = logging.getLogger("aptix.reasoner")
 
 RESULT_TRACE_LIMIT = 20_000  # characters of a tool result kept in its event
 ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
-
-
-@dataclass
-class Run:
-    """One run of one turn: what the loop's steps share."""
-
-    turn: Turn
-    recorder: EventRecorder
-    state: PausedState | None = None
-    last_content: str = ""  # the last step's text (the answer if a limit stops the run)
-
-    @property
-    def agent(self) -> bool:
-        return self.turn.execution == "agent"
 
 
 class Reasoner:
@@ -90,6 +75,7 @@ class Reasoner:
         self.tools = build_internal_tools(
             session_manager=session_manager, logger=self.admin_logger, image_remote=image_remote
         )
+        self.calls = ToolCalls(tools=self.tools, mcp=self.mcp, admin_logger=self.admin_logger)
 
     # --- entry point ------------------------------------------------------------------------
 
@@ -102,12 +88,16 @@ class Reasoner:
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
+        run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
+        resumed = turn.status
         try:
-            if turn.status == Turn.Status.REQUIRES_ACTION:
+            if resumed == Turn.Status.REQUIRES_ACTION:
                 run.state = self._continue_state(turn, tool_results or [])
+            elif resumed == Turn.Status.AWAITING_APPROVAL:
+                run.state = PausedState.from_json(turn.state)
             else:
                 run.state = await self._start(run, loaded, client_tools)
-            await self._end(run, await self._loop(run))
+            await self._end(run, await self._loop(run, resumed))
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
@@ -171,10 +161,14 @@ class Reasoner:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    async def _loop(self, run: Run) -> RunOutcome:
-        if run.turn.status == Turn.Status.REQUIRES_ACTION:
+    async def _loop(self, run: Run, resumed: str) -> RunOutcome:
+        if resumed in Turn.PAUSED_STATUSES:
             await turns.turn_resume(run.turn)
-            if not run.agent and not self.ask_followup:
+            if resumed == Turn.Status.AWAITING_APPROVAL:
+                await self.calls.resume_approved(run)
+                if after := self._after_tools(run):
+                    return after
+            elif not run.agent and not self.ask_followup:
                 return FinalAnswer(answer=ask_answer(self._state(run)))
         while True:
             outcome = await self._step_once(run)
@@ -192,12 +186,21 @@ class Reasoner:
         if not reply.tool_calls or followup:
             return FinalAnswer(answer=reply.content)
         state.tool_outputs = []
-        await self._run_tool_calls(run, reply)
+        await self.calls.run_reply(run, [Call(c.id, c.name, c.arguments) for c in reply.tool_calls])
+        return self._after_tools(run, reply.content) or RunAgain()
+
+    def _after_tools(
+        self, run: Run, content: str = ""
+    ) -> PausedForApproval | PausedForClientTools | FinalAnswer | None:
+        """Where the run goes once a reply's tool calls ran (or were held): None to call the model again."""
+        state = self._state(run)
+        if state.awaiting:
+            return PausedForApproval()
         if state.pending:
             return PausedForClientTools()
         if not run.agent and not self.ask_followup:
-            return FinalAnswer(answer=ask_answer(state, reply.content))
-        return RunAgain()
+            return FinalAnswer(answer=ask_answer(state, content))
+        return None
 
     def _limit_hit(self, run: Run) -> dict[str, Any] | None:
         turn = run.turn
@@ -261,96 +264,20 @@ class Reasoner:
         state.messages.append(assistant)
         return reply
 
-    # --- tools ------------------------------------------------------------------------------
-
-    async def _run_tool_calls(self, run: Run, reply: ModelReply) -> None:
-        turn, state, session = run.turn, self._state(run), run.turn.session
-        for call in reply.tool_calls:
-            kind = state.kinds.get(call.name)
-            await run.recorder.emit(
-                "tool.called",
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "kind": kind or "unknown",
-                },
-            )
-            if kind == "client":
-                state.pending.append({"id": call.id, "name": call.name, "arguments": call.arguments})
-                continue
-            context = ToolContext(
-                session_id=session.id, org=session.team, user=session.user, turn_id=turn.id, tool_call_id=call.id
-            )
-            started = time.monotonic()
-            result = await self._execute(call.name, kind, call.arguments, context, state)
-            duration_ms = round((time.monotonic() - started) * 1000, 1)
-            content = result.content_for_model()
-            state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
-            payload: ToolResult = {
-                "id": call.id,
-                "name": call.name,
-                "ok": result.successful,
-                "duration_ms": duration_ms,
-            }
-            if result.successful:
-                payload["result"] = (result.result or "")[:RESULT_TRACE_LIMIT]
-            else:
-                payload["error"] = result.error_message
-            await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
-            if call.name == ModeChangeTool.TOOL_NAME and result.successful:
-                await self._mode_changed(run, result)
-
-    async def _execute(
-        self, name: str, kind: str | None, arguments: str, context: ToolContext, state: PausedState
-    ) -> InvokeResult:
-        if kind is None:
-            offered = ", ".join(n for n in state.kinds) or "none"
-            return InvokeResult.from_error(f"Unknown tool '{name}'. Tools available in this turn: {offered}.")
-        if arguments and arguments.strip():
-            try:
-                json.loads(arguments)
-            except ValueError as exc:
-                return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
-        tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
-        if tool is None:
-            return InvokeResult.from_error(f"Tool '{name}' is unavailable right now (its server is down).")
-        try:
-            result = await tool.execute(arguments or "{}", context)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one failing tool does not lose the others
-            self.admin_logger.add_exception(exc, "Reasoner.ToolFailed", tool=name, turn_id=context.turn_id)
-            return InvokeResult.from_error(f"Tool '{name}' failed unexpectedly.")
-        if not isinstance(result, InvokeResult):
-            return InvokeResult.from_error(f"Tool '{name}' returned no result.")
-        return result
-
-    async def _mode_changed(self, run: Run, result: InvokeResult) -> None:
-        """AGN-011 §5: the tool already persisted the change (one ModeHistory row); here the in-flight
-        mode follows it and the change is surfaced. The tool list stays as it is until next turn."""
-        state = self._state(run)
-        data = json.loads(result.result or "{}")
-        change: ModeChange = {
-            "previousMode": data.get("previousMode"),
-            "newMode": data.get("newMode") or data.get("mode"),
-            "reason": data.get("reason", ""),
-            "branch": bool(data.get("branch")),
-        }
-        state.mode_changes.append(change)
-        state.mode = change["newMode"]
-        system = state.messages[0]
-        if system.get("role") == "system":
-            system["content"] = with_current_mode(system["content"], state.mode)
-        await run.recorder.emit("mode.changed", change, defer=True)
-
     # --- endings ----------------------------------------------------------------------------
 
     async def _end(self, run: Run, outcome: RunOutcome) -> None:
         if isinstance(outcome, PausedForClientTools):
             await run.recorder.drain()  # the columns written with the events so far go first
             await turns.turn_pause(run.turn, self._state(run))
+        elif isinstance(outcome, PausedForApproval):
+            state = self._state(run)
+            await run.recorder.drain()
+            await sync_to_async(approvals_request)(run.turn, state.awaiting)
+            write = turns.awaiting_approval(state)
+            turns.apply_locally(run.turn, write)
+            requested = {"calls": list(state.awaiting), "mode": state.mode}
+            await run.recorder.emit("approval.requested", requested, turn_write=write)
         else:
             await self._finish(run, outcome)
         await run.recorder.drain()
@@ -393,6 +320,4 @@ class Reasoner:
 
     @staticmethod
     def _state(run: Run) -> PausedState:
-        if run.state is None:
-            raise RuntimeError("The run has no state before it started.")
-        return run.state
+        return run.paused_state

@@ -171,7 +171,7 @@ class WorkerRunner(Runner):
         try:
             while True:
                 turn = await Turn.objects.aget(pk=turn_id)
-                if turn.is_finished or turn.status == Turn.Status.REQUIRES_ACTION:
+                if turn.is_finished or turn.is_paused:
                     break
                 try:
                     async with asyncio.timeout(5):  # then look at the turn again

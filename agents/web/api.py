@@ -17,6 +17,7 @@ from django.db import transaction
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from agents.approvals import CODE_STALE, UserDecision, approval_decide
 from agents.events.payloads import branch_of
 from agents.llm import get_llm_client
 from agents.models import Execution, Turn
@@ -51,6 +52,8 @@ class ExecuteRequest:
     message: str | None
     tools: list[dict] = field(default_factory=list)
     tool_results: list[dict] = field(default_factory=list)
+    approvals: list[UserDecision] = field(default_factory=list)
+    choice: Any = None
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -67,7 +70,7 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
         raise ApiError(400, "The request body must be a JSON object.", None) from None
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.", None)
-    known = {"conversationId", "mode", "execution", "message", "tools", "toolResults"}
+    known = {"conversationId", "mode", "execution", "message", "tools", "toolResults", "approvals", "choice"}
     unknown = sorted(set(body) - known)
     if unknown:
         raise ApiError(400, f"Unknown field '{unknown[0]}'. Known fields: {', '.join(sorted(known))}.", unknown[0])
@@ -81,7 +84,16 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
         raise ApiError(400, ERROR_BAD_EXECUTION, "execution")
     request.tools = _parse_tools(body.get("tools"))
     request.tool_results = _parse_tool_results(body.get("toolResults"))
-    if request.tool_results:
+    request.approvals = _parse_approvals(body.get("approvals"))
+    request.choice = body.get("choice")
+    if request.approvals:
+        if not request.conversation_id:
+            raise ApiError(400, "'conversationId' is required with 'approvals'.", "conversationId")
+        if request.message or request.tool_results:
+            raise ApiError(
+                400, "'approvals' continue a turn: send them without 'message' or 'toolResults'.", "approvals"
+            )
+    elif request.tool_results:
         if not request.conversation_id:
             raise ApiError(400, "'conversationId' is required with 'toolResults'.", "conversationId")
     elif not (request.message or "").strip():
@@ -137,8 +149,34 @@ def _parse_tool_results(value: Any) -> list[dict]:
     return value
 
 
+def _parse_approvals(value: Any) -> list[UserDecision]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not value:
+        raise ApiError(400, "'approvals' must be a non-empty list of decisions.", "approvals")
+    decisions = []
+    for i, item in enumerate(value):
+        where = f"approvals[{i}]"
+        if not isinstance(item, dict):
+            raise ApiError(400, f"'{where}' must be an object with 'toolCallId' and 'decision'.", where)
+        if not isinstance(item.get("toolCallId"), str) or not item["toolCallId"]:
+            raise ApiError(400, f"'{where}.toolCallId' must be a non-empty string.", f"{where}.toolCallId")
+        if item.get("decision") not in ("approve", "deny"):
+            raise ApiError(400, f"'{where}.decision' must be \"approve\" or \"deny\".", f"{where}.decision")
+        scope = item.get("scope") or "once"
+        if scope not in ("once", "session"):
+            raise ApiError(400, f"'{where}.scope' must be \"once\" or \"session\".", f"{where}.scope")
+        branch = item.get("branch")
+        if branch is not None and not isinstance(branch, bool):
+            raise ApiError(400, f"'{where}.branch' must be true, false or null.", f"{where}.branch")
+        decisions.append(UserDecision(item["toolCallId"], item["decision"] == "approve", scope, branch))
+    return decisions
+
+
 def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
     """Create (or load) the session and the turn in one transaction: nothing is half-written."""
+    if request.approvals:
+        return _decided_turn(user=user, request=request)
     if request.tool_results:
         return _pending_turn(user=user, request=request)
     with transaction.atomic():
@@ -159,7 +197,9 @@ def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
                     raise ApiError(400, str(exc), "mode") from None
             session = session_create(team=team, user=user, mode=request.mode, execution=request.execution or "ask")
         try:
-            return turn_start(session=session, text=request.message or "", execution=request.execution)
+            return turn_start(
+                session=session, text=request.message or "", execution=request.execution, choice=request.choice
+            )
         except ValidationError as exc:
             field_name = next(iter(getattr(exc, "message_dict", {}) or {}), None)
             status = STATUS_OF_CODE.get(error_code(exc) or "", 400)
@@ -185,6 +225,23 @@ def _pending_turn(*, user, request: ExecuteRequest) -> Turn:
     return turn
 
 
+def _decided_turn(*, user, request: ExecuteRequest) -> Turn:
+    try:
+        session = session_get(user=user, session_id=request.conversation_id or "")
+    except SessionNotFoundError:
+        raise ApiError(404, "No conversation with this id.", "conversationId") from None
+    turn = session.turns.order_by("-index").first()
+    if turn is None or turn.status != Turn.Status.AWAITING_APPROVAL:
+        raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")
+    try:
+        approval_decide(turn=turn, decisions=request.approvals, user=user, complete=True)
+    except ValidationError as exc:
+        field_name = next(iter(getattr(exc, "message_dict", {}) or {}), "approvals")
+        status = 409 if error_code(exc) == CODE_STALE else 400
+        raise ApiError(status, " ".join(exc.messages), field_name) from None
+    return turn
+
+
 def execute_response(turn: Turn) -> dict:
     state = turn_state(turn)
     changes = state.mode_changes if state is not None else []
@@ -202,6 +259,16 @@ def execute_response(turn: Turn) -> dict:
         "toolCalls": [
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
             for c in pending
+        ],
+        "approvals": [
+            {
+                "toolCallId": c["id"],
+                "tool": c["name"],
+                "kind": c["kind"],
+                "arguments": c["arguments"],
+                "reason": c["reason"] or None,
+            }
+            for c in (state.awaiting if isinstance(state, PausedState) else [])
         ],
         "modeChanges": [
             {"previousMode": c["previousMode"], "newMode": c["newMode"], "reason": c["reason"], "branch": c["branch"]}

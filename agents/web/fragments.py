@@ -26,11 +26,12 @@ def session_fragments(
     mode_badge: bool = False,
     tools: bool = False,
     meta: bool = False,
+    waiting: bool = False,
 ) -> str:
     """Out-of-band swaps for the parts of the session page named: `append` is HTML added at the end of
     the timeline; `first_turn` retitles the session (header and sidebar) and drops the empty-chat
-    hint; `composer` redraws the composer busy (with the `turn` that keeps it busy) or idle; the
-    others redraw their region as stored."""
+    hint; `composer` redraws the composer busy (with the `turn` that keeps it busy) or idle;
+    `waiting` the header's "waiting for your approval"; the others redraw their region as stored."""
     context = {
         "session": session,
         "append": append,
@@ -41,6 +42,7 @@ def session_fragments(
         "mode_badge": mode_badge,
         "tools": tool_panel(session) if tools else None,
         "meta": meta,
+        "waiting": waiting,
     }
     return render_to_string("agents/_oob.html", context)
 

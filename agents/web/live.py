@@ -21,7 +21,7 @@ from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, ToolCa
 from agents.models import AgentSession, Turn
 from agents.state import ModeChange
 
-from .fragments import session_fragments, stream_cursor
+from .fragments import ComposerState, session_fragments, stream_cursor
 from .markdown import render_markdown
 from .timeline import live_text, mode_item, render_turn, text_item, tool_item
 
@@ -99,7 +99,17 @@ def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> st
 def _turn_ended(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     html = render_turn(turn, _stored_turn(turn, seq), oob=True)
     live.session.refresh_from_db()
-    return html + session_fragments(live.session, composer="idle", mode_badge=True, meta=True)
+    return html + session_fragments(live.session, composer="idle", mode_badge=True, meta=True, waiting=True)
+
+
+@renders("approval.requested", "approval.decided")
+def _approval(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
+    """The turn redrawn with its cards (asked, or decided); the composer stays free while the turn
+    waits (a new message declines what it waits for) and is busy again once its run continues."""
+    html = render_turn(turn, _stored_turn(turn, seq), oob=True)
+    waiting = turn.status == Turn.Status.AWAITING_APPROVAL and turn.approvals.filter(decision="").exists()
+    composer: ComposerState = "idle" if waiting or turn.is_finished else "busy"
+    return html + session_fragments(live.session, composer=composer, turn=turn, meta=True, waiting=True)
 
 
 @renders("step.started")

@@ -10,10 +10,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
 from django.template.loader import render_to_string
 
+from agents.approvals import requested_mode
 from agents.events import FINAL_EVENT_TYPES
 from agents.models import Turn, TurnEvent
+from modes.models import AgentMode
 from modes.proposal import find_proposal
 
 from .markdown import render_markdown
@@ -23,18 +26,21 @@ RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
 
 @dataclass
 class Item:
-    """One entry of a turn's timeline: "text", "tool" or "mode"."""
+    """One entry of a turn's timeline: "text", "tool", "mode" or "approval"."""
 
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> Item:
-    arguments = called.get("arguments") or ""
+def _pretty(arguments: str) -> str:
     try:
-        pretty = json.dumps(json.loads(arguments), indent=2, ensure_ascii=False) if arguments.strip() else "{}"
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False) if arguments.strip() else "{}"
     except ValueError:
-        pretty = arguments
+        return arguments
+
+
+def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> Item:
+    pretty = _pretty(called.get("arguments") or "")
     data: dict[str, Any] = {
         "id": called.get("id", ""),
         "name": called.get("name", ""),
@@ -103,24 +109,90 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
                 item.data["image"] = None  # the answer shows it
         elif event.type == "mode.changed":
             items.append(mode_item(p))
+        elif event.type == "approval.requested":
+            for call in p.get("calls", []):
+                cards[f"approval:{call['id']}"] = len(items)
+                items.append(approval_item(call, p.get("mode", turn.mode)))
+        elif event.type == "approval.decided":
+            for decision in p.get("decisions", []):
+                if (at := cards.get(f"approval:{decision['id']}")) is not None:
+                    items[at].data.update(decided(decision))
     return items
+
+
+def approval_item(call: Mapping[str, Any], mode: str) -> Item:
+    """A card asking the user to approve a held tool call (agents/approvals.py)."""
+    data: dict[str, Any] = {
+        "id": call.get("id", ""),
+        "name": call.get("name", ""),
+        "kind": call.get("kind", "tool"),
+        "server": call.get("server", ""),
+        "annotations": sorted((call.get("annotations") or {}).items()),
+        "arguments": _pretty(call.get("arguments") or ""),
+        "reason": call.get("reason", ""),
+        "decision": "",
+        "from_mode": mode,
+    }
+    if data["kind"] == "mode_change":
+        key = requested_mode(call.get("arguments") or "") or ""
+        data["to_mode"] = key
+        data["to_display"] = AgentMode.objects.filter(key=key).values_list("display_name", flat=True).first() or key
+    return Item("approval", data)
+
+
+DECISION_LABELS = {
+    "approved": "Approved",
+    "denied": "Denied",
+    "declined_by_new_message": "Declined by a new message",
+    "cancelled": "Cancelled with the turn",
+}
+
+
+def decided(decision: Mapping[str, Any]) -> dict[str, Any]:
+    """What a card shows once decided: "Approved for this session by alice"."""
+    label = DECISION_LABELS.get(decision.get("decision", ""), decision.get("decision", ""))
+    if decision.get("decision") == "approved":
+        if decision.get("branch"):
+            label += " (in a new session)"
+        elif decision.get("scope") == "session":
+            label += " for this session"
+    by = decision.get("decided_by")
+    return {"decision": decision.get("decision", ""), "decided_label": label + (f" by {by}" if by else "")}
 
 
 def last_seq(events: Iterable[TurnEvent]) -> int:
     return max((e.seq for e in events), default=0)
 
 
-def proposal_choices(answer: str) -> list[tuple[str, str]]:
-    """The three options of a TUL-007 §4.1 proposal in an answer, as (reply sent, button label)."""
+def proposal_choices(answer: str) -> list[dict[str, Any]]:
+    """The three options of a TUL-007 §4.1 proposal in an answer: the reply each sends, its button
+    label, and for the two switches the structured choice sent with it (the user's consent to that
+    mode, agents/approvals.py) when the proposed mode is in the catalog."""
     proposal = find_proposal(answer)
     if proposal is None:
         return []
     name = proposal.display_name
+    key = proposal.key or _mode_key_named(name)
     return [
-        ("1) Stay in the current mode", "Stay in the current mode"),
-        (f"2) Switch this session to {name}", f"Switch this session to {name}"),
-        (f"3) Switch to {name} and start a new session", f"New session in {name}"),
+        {"send": "1) Stay in the current mode", "label": "Stay in the current mode", "mode": ""},
+        {
+            "send": f"2) Switch this session to {name}",
+            "label": f"Switch this session to {name}",
+            "mode": key,
+            "branch": "false",
+        },
+        {
+            "send": f"3) Switch to {name} and start a new session",
+            "label": f"New session in {name}",
+            "mode": key,
+            "branch": "true",
+        },
     ]
+
+
+def _mode_key_named(name: str) -> str:
+    mode = AgentMode.objects.filter(Q(display_name__iexact=name) | Q(key__iexact=name), is_active=True).first()
+    return mode.key if mode else ""
 
 
 def live_text(events: list[TurnEvent]) -> str:

@@ -103,6 +103,10 @@
   });
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = e.detail.elt;
+    if (form && form.id === "composer") {  // a button's choice goes with its own message only
+      form.elements.choice_mode.value = "";
+      form.elements.choice_branch.value = "";
+    }
     if (form && form.id === "composer" && e.detail.successful) {
       var error = document.getElementById("composer-error");
       if (error) error.textContent = "";
@@ -127,6 +131,9 @@
     var box = document.getElementById("message");
     if (!box || box.closest("fieldset").disabled) return;
     box.value = button.dataset.send;
+    // A proposal's switch option also sends its answer structured: the user's consent to that mode.
+    box.form.elements.choice_mode.value = button.dataset.choiceMode || "";
+    box.form.elements.choice_branch.value = button.dataset.choiceBranch || "";
     box.form.requestSubmit();
   });
 

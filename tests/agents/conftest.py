@@ -48,8 +48,8 @@ def make_session(team_a, alice):
 def run_turn(llm):
     """Start a turn in `session` and run it to its end with a Reasoner on the scripted model."""
 
-    async def run(session, text="Hello", execution=None, reasoner=None, **kwargs) -> Turn:
-        turn = await sync_to_async(turn_start)(session=session, text=text, execution=execution)
+    async def run(session, text="Hello", execution=None, reasoner=None, choice=None, **kwargs) -> Turn:
+        turn = await sync_to_async(turn_start)(session=session, text=text, execution=execution, choice=choice)
         await (reasoner or Reasoner(llm=llm)).run(turn.id, **kwargs)
         return await Turn.objects.select_related("session").aget(pk=turn.id)
 
@@ -71,6 +71,7 @@ class StandInMcpTool:
     TOOL_USAGE_METADATA = "Run a read-only SQL query."
     is_tool_fully_executed_on_server = True
     TOOL_NAME = "sql__query"
+    read_only = True  # annotated readOnlyHint, as our SQL server's tools are: runs without approval
     calls: ClassVar[list] = []
 
     @staticmethod

@@ -83,7 +83,8 @@ async def test_follow_up_uses_the_persisted_mode_and_warns_on_mismatch(llm, mode
 
 async def test_mode_change_is_reported_and_persisted_once(llm, model, token):
     model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True, "reason": "Charts."})])
-    status, body = await post({"message": "3", "execution": "ask"}, token)
+    choice = {"mode": "data-analysis", "branch": True}  # the answer to the proposal: consent to the switch
+    status, body = await post({"message": "3", "execution": "ask", "choice": choice}, token)
     assert status == 200
     assert body["mode"] == "data-analysis"
     assert body["modeChanges"] == [

@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 from agents.events import message_events, session_group
 from agents.models import AgentSession, Turn
 from agents.run.reasoner import Reasoner
+from agents.run.tool_calls import ToolCalls
 from modes.models import AgentMode, ModeHistory
 from tests.helpers import async_db
 
@@ -20,6 +21,7 @@ from .conftest import event_types, events_of
 pytestmark = async_db
 
 SWITCH = {"mode": "data-analysis", "branch": False, "reason": "The user wants revenue charts."}
+CONSENT = {"mode": "data-analysis", "branch": False}  # the user clicked "Switch this session to Data Analysis"
 
 
 # --- AGN-011 §3: mode persistence and normalisation -------------------------------------------
@@ -137,7 +139,7 @@ async def test_tool_list_is_not_changed_mid_turn_by_a_mode_change(make_session, 
     session = await make_session(mode="general", execution="agent")
     model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
     model.reply("Switched.")
-    await run_turn(session, "2")
+    await run_turn(session, "2", choice=CONSENT)
     first, second = model.requests
     assert [t["function"]["name"] for t in first["tools"]] == [t["function"]["name"] for t in second["tools"]]
     assert "image_gen" in [t["function"]["name"] for t in first["tools"]]
@@ -152,7 +154,7 @@ async def test_tool_list_is_not_changed_mid_turn_by_a_mode_change(make_session, 
 async def test_mode_change_persists_once_and_response_mode_follows(make_session, run_turn, model):
     session = await make_session(execution="ask")
     model.reply("Switching.", tool_calls=[("agent_change_mode", SWITCH)])
-    turn = await run_turn(session, "2")
+    turn = await run_turn(session, "2", choice=CONSENT)
     assert turn.status == "completed"
     assert turn.mode == "general" and turn.response_mode == "data-analysis"
     assert (await AgentSession.objects.aget(pk=session.id)).mode == "data-analysis"
@@ -170,8 +172,9 @@ async def test_mode_change_persists_once_and_response_mode_follows(make_session,
     assert "Mode changed: general → data-analysis." in turn.answer
 
 
-async def test_two_mode_changes_last_successful_wins_with_a_warning(make_session, run_turn, model, caplog):
+async def test_two_mode_changes_last_successful_wins_with_a_warning(make_session, run_turn, model, caplog, settings):
     caplog.set_level(logging.WARNING, logger="aptix.reasoner")
+    settings.APTIX_MODE_CHANGE_CONSENT = "trust"  # two model-initiated changes in one turn: no one to ask
     session = await make_session(execution="agent")
     model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
     model.reply(
@@ -196,7 +199,7 @@ async def test_two_mode_changes_last_successful_wins_with_a_warning(make_session
 async def test_branch_is_surfaced(make_session, run_turn, model):
     session = await make_session()
     model.reply("", tool_calls=[("agent_change_mode", {**SWITCH, "branch": True})])
-    turn = await run_turn(session, "3")
+    turn = await run_turn(session, "3", choice={"mode": "data-analysis", "branch": True})
     [final] = await events_of(turn, "turn.completed")
     assert final["branch"] == {"mode": "data-analysis", "reason": SWITCH["reason"]}
     assert (await ModeHistory.objects.aget(session_id=session.id)).branch is True
@@ -207,7 +210,7 @@ async def test_next_turn_uses_the_new_mode_and_its_tools(make_session, run_turn,
     session = await make_session(execution="agent")
     model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
     model.reply("Switched.")
-    await run_turn(session, "2")
+    await run_turn(session, "2", choice=CONSENT)
     assert "sql__query" not in model.last_tools
     model.reply("ok")
     turn = await run_turn(session, "revenue?")
@@ -328,7 +331,7 @@ async def test_a_step_writes_its_events_and_counters_together(make_session, run_
         "Switching.", tool_calls=[("agent_change_mode", '{"mode": "data-analysis", "reason": "data", "branch": false}')]
     )
     model.reply("Done.")
-    turn = await run_turn(session)
+    turn = await run_turn(session, choice=CONSENT)
     types = [e.type async for e in turn.events.order_by("seq")]
     assert [t for t in types if t != "model.delta"] == [
         "turn.started",
@@ -443,6 +446,6 @@ async def test_turn_never_stays_running_after_an_internal_error(make_session, ru
     async def explode(*args, **kwargs):
         raise RuntimeError("recorder broke")
 
-    monkeypatch.setattr(Reasoner, "_run_tool_calls", explode)
+    monkeypatch.setattr(ToolCalls, "run_reply", explode)
     turn = await run_turn(session)
     assert turn.status == "failed" and "logged" in turn.error and turn.finished_at is not None

@@ -122,7 +122,9 @@ async def test_branch_opens_a_linked_child_session_carrying_the_request(llm, mod
         "", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": True, "reason": "Data questions"})]
     )
     model.reply("Switched; continue in a new session.")
-    await client.post(reverse("turn-new", args=[session.id]), {"message": "3"})
+    # the "New session in Data Analysis" button: its text and the structured choice (consent)
+    answer = {"message": "3", "choice_mode": "data-analysis", "choice_branch": "true"}
+    await client.post(reverse("turn-new", args=[session.id]), answer)
     second = await get_runner().wait((await Turn.objects.aget(session=session, index=2)).id)
     assert second.status == "completed"
     response = await client.post(reverse("session-branch", args=[session.id]), {"turn": first.id})

@@ -13,11 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
+from agents.approvals import CODE_STALE, UserDecision, grant_revoke
+from agents.approvals import approval_decide as approval_decide_service
 from agents.branching import session_branch as session_branch_service
 from agents.models import AgentSession, Turn
 from agents.run.current import get_runner
 from agents.sessions import session_manager, session_set_execution, session_toggle_tool
-from agents.turns import turn_cancel, turn_start
+from agents.turns import error_code, turn_cancel, turn_start
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
 
@@ -56,12 +58,21 @@ async def turn_new(request, session_id: str):
     if session is None:
         return HttpResponse(status=401)
     try:
-        turn = await sync_to_async(turn_start)(session=session, text=request.POST.get("message", ""))
+        turn = await sync_to_async(turn_start)(
+            session=session, text=request.POST.get("message", ""), choice=_choice(request.POST)
+        )
     except ValidationError as exc:
         return _error(_first_error(exc))
     get_runner().start(turn.id)
     html = await sync_to_async(_turn_started_fragments)(session, turn)
     return HttpResponse(html)
+
+
+def _choice(data) -> dict | None:
+    """A proposal's option button sends its answer structured as well as in words: consent to that
+    mode change in this turn (agents/approvals.py). A typed message carries none."""
+    mode = data.get("choice_mode", "").strip()
+    return {"mode": mode, "branch": data.get("choice_branch") == "true"} if mode else None
 
 
 def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
@@ -158,3 +169,49 @@ async def session_branch(request, session_id: str):
     response = HttpResponseClientRedirect(reverse("session-detail", args=[child.id]))
     response.status_code = 204  # nothing to swap: htmx follows HX-Redirect on any 2xx
     return response
+
+
+DECISIONS = {
+    "allow-once": (True, "once", None),
+    "allow-session": (True, "session", None),
+    "deny": (False, "once", None),
+    "switch": (True, "once", False),
+    "switch-new": (True, "once", True),
+    "stay": (False, "once", None),
+}
+
+
+@require_POST
+async def approval_decide(request, session_id: str, turn_id: str):
+    """A button of an approval card: record the decision; once the turn waits for nothing more, its
+    run continues (the stream shows the rest)."""
+    session = await _session(request, session_id)
+    if session is None:
+        return HttpResponse(status=401)
+    turn = await Turn.objects.filter(pk=turn_id, session=session).select_related("session").afirst()
+    if turn is None:
+        raise Http404("No such turn.")
+    choice = DECISIONS.get(request.POST.get("decision", ""))
+    if choice is None:
+        return HttpResponseBadRequest("Unknown decision.")
+    approve, scope, branch = choice
+    decision = UserDecision(request.POST.get("call", ""), approve, scope, branch)
+    try:
+        done = await sync_to_async(approval_decide_service)(turn=turn, decisions=[decision], user=request.user)
+    except ValidationError as exc:
+        return _error(_first_error(exc), status=409 if error_code(exc) == CODE_STALE else 422)
+    if done:
+        get_runner().start(turn.id)
+    return HttpResponse(status=204)
+
+
+@require_POST
+@login_required
+def session_grant_revoke(request, session_id: str):
+    """Take back an "Allow for this session" grant (the Tools panel)."""
+    session = get_session_or_404(request, session_id)
+    tool = request.POST.get("tool", "").strip()
+    if tool not in (session.approval_grants or []):
+        return HttpResponseBadRequest(f"No grant for {tool!r} in this session.")
+    grant_revoke(session=session, tool=tool)
+    return HttpResponse(session_fragments(session, tools=True))

@@ -1,0 +1,212 @@
+"""The tool calls of a model reply: each is recorded, then run now, left to the API client (client
+tools), or held for the user's approval (agents/approvals.py decides which); and, when the turn
+resumes after the user decided, the held calls run or reach the model as declined."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from tools.base import InvokeResult, ToolContext
+from tools.builtin.mode_change import ModeChangeTool
+from tools.registry import ToolRegistry
+
+from ..approvals import (
+    DECLINED_MODE_CHANGE,
+    DENIED_TOOL,
+    Kind,
+    approval_kind,
+    with_branch,
+)
+from ..events import EventRecorder
+from ..events.payloads import ToolResult
+from ..models import ToolApproval, Turn
+from ..state import ModeChange, PausedState, PendingApproval
+from .pipeline import MCP_SEPARATOR, with_current_mode
+
+RESULT_TRACE_LIMIT = 20_000  # characters of a tool result kept in its event
+
+
+@dataclass
+class Run:
+    """One run of one turn: what the loop's steps share."""
+
+    turn: Turn
+    recorder: EventRecorder
+    state: PausedState | None = None
+    last_content: str = ""  # the last step's text (the answer if a limit stops the run)
+    approval_policy: list[str] = field(default_factory=list)  # the mode's (agents/approvals.py)
+
+    @property
+    def agent(self) -> bool:
+        return self.turn.execution == "agent"
+
+    @property
+    def paused_state(self) -> PausedState:
+        if self.state is None:
+            raise RuntimeError("The run has no state before it started.")
+        return self.state
+
+
+@dataclass(frozen=True)
+class Call:
+    id: str
+    name: str
+    arguments: str
+
+
+class ToolCalls:
+    """Runs a reply's tool calls for the reasoner, with the internal tools and the MCP registry."""
+
+    def __init__(self, *, tools: Any, mcp: ToolRegistry, admin_logger: Any) -> None:
+        self.tools = tools
+        self.mcp = mcp
+        self.admin_logger = admin_logger
+
+    async def run_reply(self, run: Run, calls: list[Call]) -> None:
+        """Record each call; run it, or add it to the state's `pending` (client tools) or
+        `awaiting` (the user must approve it first)."""
+        state = run.paused_state
+        for call in calls:
+            kind = state.kinds.get(call.name)
+            called = {"id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown"}
+            await run.recorder.emit("tool.called", called)
+            if kind == "client":
+                state.pending.append({"id": call.id, "name": call.name, "arguments": call.arguments})
+            elif waiting := self._approval_needed(run, call, kind):
+                state.awaiting.append(waiting)
+            else:
+                await self._call(run, call, kind)
+
+    async def resume_approved(self, run: Run) -> None:
+        """The user decided every held call: run the approved ones, tell the model of the others."""
+        state = run.paused_state
+        decisions = await _decisions(run.turn, [c["id"] for c in state.awaiting])
+        held, state.awaiting = state.awaiting, []
+        for waiting in held:
+            row = decisions.get(waiting["id"])
+            call = Call(waiting["id"], waiting["name"], waiting["arguments"])
+            if row is not None and row.decision == ToolApproval.Decision.APPROVED:
+                if waiting["kind"] == Kind.MODE_CHANGE:
+                    call = Call(call.id, call.name, with_branch(call.arguments, row.branch))
+                await self._call(run, call, state.kinds.get(call.name))
+            else:
+                declined = DECLINED_MODE_CHANGE if waiting["kind"] == Kind.MODE_CHANGE else DENIED_TOOL
+                await self._record(run, call, InvokeResult.from_error(declined), 0.0)
+
+    def _approval_needed(self, run: Run, call: Call, kind: str | None) -> PendingApproval | None:
+        state = run.paused_state
+        entry = self.mcp.get(call.name) if kind == "mcp" else None
+        approval = approval_kind(
+            name=call.name,
+            kind=kind,
+            arguments=call.arguments,
+            current_mode=state.mode,
+            policy=run.approval_policy,
+            grants=run.turn.session.approval_grants or [],
+            choice=run.turn.choice,
+            read_only=bool(getattr(entry, "read_only", False)),
+        )
+        if approval is None:
+            return None
+        return {
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "kind": approval,
+            "server": call.name.partition(MCP_SEPARATOR)[0] if kind == "mcp" else "",
+            "annotations": _annotations(entry),
+            "reason": _reason(call.arguments) if approval == Kind.MODE_CHANGE else "",
+        }
+
+    async def _call(self, run: Run, call: Call, kind: str | None) -> None:
+        session = run.turn.session
+        context = ToolContext(
+            session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
+        )
+        started = time.monotonic()
+        result = await self._execute(call, kind, context, run.paused_state)
+        await self._record(run, call, result, round((time.monotonic() - started) * 1000, 1))
+        if call.name == ModeChangeTool.TOOL_NAME and result.successful:
+            await self._mode_changed(run, result)
+
+    async def _record(self, run: Run, call: Call, result: InvokeResult, duration_ms: float) -> None:
+        state = run.paused_state
+        content = result.content_for_model()
+        state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
+        payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful, "duration_ms": duration_ms}
+        if result.successful:
+            payload["result"] = (result.result or "")[:RESULT_TRACE_LIMIT]
+        else:
+            payload["error"] = result.error_message
+        await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
+
+    async def _execute(self, call: Call, kind: str | None, context: ToolContext, state: PausedState) -> InvokeResult:
+        name, arguments = call.name, call.arguments
+        if kind is None:
+            offered = ", ".join(n for n in state.kinds) or "none"
+            return InvokeResult.from_error(f"Unknown tool '{name}'. Tools available in this turn: {offered}.")
+        if arguments and arguments.strip():
+            try:
+                json.loads(arguments)
+            except ValueError as exc:
+                return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
+        tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
+        if tool is None:
+            return InvokeResult.from_error(f"Tool '{name}' is unavailable right now (its server is down).")
+        try:
+            result = await tool.execute(arguments or "{}", context)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one failing tool does not lose the others
+            self.admin_logger.add_exception(exc, "Reasoner.ToolFailed", tool=name, turn_id=context.turn_id)
+            return InvokeResult.from_error(f"Tool '{name}' failed unexpectedly.")
+        if not isinstance(result, InvokeResult):
+            return InvokeResult.from_error(f"Tool '{name}' returned no result.")
+        return result
+
+    async def _mode_changed(self, run: Run, result: InvokeResult) -> None:
+        """AGN-011 §5: the tool already persisted the change (one ModeHistory row); here the in-flight
+        mode follows it and the change is surfaced. The tool list stays as it is until next turn."""
+        state = run.paused_state
+        data = json.loads(result.result or "{}")
+        change: ModeChange = {
+            "previousMode": data.get("previousMode"),
+            "newMode": data.get("newMode") or data.get("mode"),
+            "reason": data.get("reason", ""),
+            "branch": bool(data.get("branch")),
+        }
+        state.mode_changes.append(change)
+        state.mode = change["newMode"]
+        system = state.messages[0]
+        if system.get("role") == "system":
+            system["content"] = with_current_mode(system["content"], state.mode)
+        await run.recorder.emit("mode.changed", change, defer=True)
+
+
+@sync_to_async
+def _decisions(turn: Turn, call_ids: list[str]) -> dict[str, ToolApproval]:
+    return {row.tool_call_id: row for row in ToolApproval.objects.filter(turn=turn, tool_call_id__in=call_ids)}
+
+
+def _annotations(entry: Any) -> dict[str, Any]:
+    annotations = getattr(entry, "annotations", None)
+    if annotations is None:
+        return {}
+    dump = getattr(annotations, "model_dump", None)
+    return {k: v for k, v in (dump(by_alias=True) if dump else {}).items() if v is not None}
+
+
+def _reason(arguments: str) -> str:
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        return ""
+    reason = args.get("reason") if isinstance(args, dict) else None
+    return reason.strip() if isinstance(reason, str) else ""
