@@ -1,8 +1,15 @@
 from __future__ import annotations
 
-from django.contrib import admin
+import csv
+import json
 
-from .models import AgentSession, Turn, TurnEvent
+from django.contrib import admin
+from django.http import HttpResponse
+from django.utils import timezone
+
+from modes.admin import csv_safe
+
+from .models import AgentSession, ToolApproval, Turn, TurnEvent
 
 
 class ReadOnlyAdminMixin:
@@ -54,3 +61,109 @@ class TurnEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["type"]
     search_fields = ["turn__id"]
     list_select_related = ["turn"]
+
+
+class ApprovalDecisionFilter(admin.SimpleListFilter):
+    """The decision, with "Pending" for the calls nobody decided yet (an empty decision)."""
+
+    title = "decision"
+    parameter_name = "decision"
+    PENDING = "pending"
+
+    def lookups(self, request, model_admin):
+        return [(self.PENDING, "Pending"), *ToolApproval.Decision.choices]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(decision="" if value == self.PENDING else value)
+
+
+APPROVAL_CSV_COLUMNS = [
+    "id",
+    "requested_at",
+    "session_id",
+    "turn_id",
+    "team",
+    "tool_call_id",
+    "tool",
+    "server",
+    "kind",
+    "arguments",
+    "annotations",
+    "reason",
+    "decision",
+    "scope",
+    "branch",
+    "decided_by",
+    "decided_at",
+]
+
+
+def _iso(value) -> str:
+    return value.isoformat() if value else ""
+
+
+@admin.register(ToolApproval)
+class ToolApprovalAdmin(admin.ModelAdmin):
+    """The consent audit trail (DESIGN.md "Consent and approvals"): read-only for everyone,
+    superusers included; rows are written by agents/approvals.py only. Auditors export it as CSV."""
+
+    list_display = [
+        "requested_at",
+        "session",
+        "turn",
+        "tool",
+        "server",
+        "kind",
+        "decision",
+        "scope",
+        "decided_by",
+        "decided_at",
+    ]
+    list_filter = ["kind", ApprovalDecisionFilter, "scope", "team", "tool"]
+    date_hierarchy = "requested_at"
+    search_fields = ["tool", "tool_call_id", "session__id", "decided_by__username"]
+    list_select_related = ["session", "turn", "decided_by"]
+    actions = ["export_csv"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Export selected as CSV", permissions=["view"])
+    def export_csv(self, request, queryset):
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="tool-approvals-{stamp}.csv"'
+        writer = csv.writer(response)
+        writer.writerow(APPROVAL_CSV_COLUMNS)
+        rows = queryset.select_related("team", "decided_by").order_by("requested_at", "id")
+        for row in rows.iterator():
+            cells = [
+                row.id,
+                _iso(row.requested_at),
+                row.session_id,
+                row.turn_id,
+                row.team.name,
+                row.tool_call_id,
+                row.tool,
+                row.server,
+                row.kind,
+                row.arguments,
+                json.dumps(row.annotations, sort_keys=True) if row.annotations else "",
+                row.reason,
+                row.decision,
+                row.scope,
+                "" if row.branch is None else ("true" if row.branch else "false"),
+                row.decided_by.username if row.decided_by else "",
+                _iso(row.decided_at),
+            ]
+            writer.writerow([csv_safe(cell) for cell in cells])  # every cell: the model writes many of them
+        return response

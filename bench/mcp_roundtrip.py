@@ -5,7 +5,7 @@ and the time until the servers of the shipped mcp.json are ready.
   caller's own event loop, so the figures include the hop to the host's thread and back;
 - persistent, direct: `session.call_tool` on a connection owned by the caller's loop;
 - spawn per call: connect (spawn + handshake), call once, disconnect;
-- start-up: `McpHost.start()` until every server of mcp.json (time, sql) is ready. The demo
+- start-up: `McpHost.start()` until every server of mcp.json (time, sql, notes) is ready. The demo
   database is built first when tools.demo_data is available; otherwise sql is skipped.
 
 Targets: p95 <= 10 ms per persistent call; all default servers ready <= 2 s.

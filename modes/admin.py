@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import csv
 
+from django.apps import apps
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db.models import OuterRef, Subquery
 from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 from .forms import AgentModeForm
 from .models import AgentMode, ModeHistory
@@ -23,7 +26,7 @@ class AgentModeAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering"]}),
         ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
-        ("Routing", {"fields": ["human_role_hints", "example_utterances", "tool_policy"]}),
+        ("Routing", {"fields": ["human_role_hints", "example_utterances", "tool_policy", "approval_policy"]}),
         ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 
@@ -73,8 +76,9 @@ CSV_COLUMNS = [
 ]
 
 
-def _csv_safe(value) -> str:
-    # Neutralise spreadsheet formulas in free text (CSV injection).
+def csv_safe(value) -> str:
+    """A CSV cell that a spreadsheet will not run as a formula (CSV injection): text starting with
+    = + - @ or a tab/carriage return gets a leading apostrophe. Shared with agents/admin.py."""
     text = "" if value is None else str(value)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
@@ -93,12 +97,45 @@ class ModeHistoryAdmin(admin.ModelAdmin):
         "branch",
         "source",
         "reason",
+        "approval",
     ]
+    readonly_fields = ["approval"]
     list_filter = ["team", "user", "previous_mode", "new_mode", "source", "branch", "created_at"]
     date_hierarchy = "created_at"
     search_fields = ["session__id", "reason", "user__username", "previous_mode", "new_mode"]
     list_select_related = ["session", "team", "user"]
     actions = ["export_csv"]
+
+    def get_queryset(self, request):
+        # The approval that consented to a change by the model: the ToolApproval of the same turn and
+        # tool call (agents/approvals.py), approved. Subqueries, so the changelist stays one query.
+        # By app label: `modes` never imports `agents`.
+        approvals = (
+            apps.get_model("agents", "ToolApproval")
+            .objects.filter(turn=OuterRef("turn"), tool_call_id=OuterRef("tool_call_id"), decision="approved")
+            .exclude(tool_call_id="")
+            .order_by("-decided_at")
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                approval_id=Subquery(approvals.values("pk")[:1]),
+                approval_by=Subquery(approvals.values("decided_by__username")[:1]),
+                approval_at=Subquery(approvals.values("decided_at")[:1]),
+            )
+        )
+
+    @admin.display(description="approval")
+    def approval(self, entry) -> str:
+        if getattr(entry, "approval_id", None) is None:
+            return "—"
+        text = "approved"
+        if entry.approval_by:
+            text += f" by {entry.approval_by}"
+        if entry.approval_at:
+            text += f" at {date_format(timezone.localtime(entry.approval_at), 'H:i')}"
+        return text
 
     def has_add_permission(self, request):
         return False
@@ -125,15 +162,15 @@ class ModeHistoryAdmin(admin.ModelAdmin):
                 [
                     entry.created_at.isoformat(),
                     entry.session_id,
-                    _csv_safe(entry.team.name),
-                    _csv_safe(entry.user.username if entry.user else ""),
+                    csv_safe(entry.team.name),
+                    csv_safe(entry.user.username if entry.user else ""),
                     entry.previous_mode,
                     entry.new_mode,
                     "true" if entry.branch else "false",
                     entry.source,
-                    _csv_safe(entry.reason),
+                    csv_safe(entry.reason),
                     entry.turn_id or "",
-                    _csv_safe(entry.tool_call_id),
+                    csv_safe(entry.tool_call_id),
                 ]
             )
         return response

@@ -41,6 +41,13 @@ class AgentModeForm(forms.ModelForm):
         help_text="One entry per line: '*', an internal tool such as 'image_gen', '<server>.*' or "
         "'<server>.<tool>'. agent_change_mode is always offered.",
     )
+    approval_policy = LinesField(
+        label="Approval policy",
+        help_text="One entry per line: '<pattern>: auto' (runs) or '<pattern>: ask' (waits for the user's "
+        "approval), the pattern as in the tool policy, e.g. 'sql.*: auto', 'notes.add_note: ask', '*: ask'. "
+        "The most specific entry wins. Unmatched: read-only MCP tools run, other MCP tools ask, internal "
+        "tools run. Mode changes always need the user's consent.",
+    )
 
     class Meta:
         model = AgentMode
@@ -54,6 +61,7 @@ class AgentModeForm(forms.ModelForm):
             "human_role_hints",
             "example_utterances",
             "tool_policy",
+            "approval_policy",
             "is_default",
             "is_active",
             "ordering",

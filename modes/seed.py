@@ -68,7 +68,7 @@ SEED_MODES: list[dict] = [
             "What time is it in Tokyo right now?",
             "Draft an agenda for tomorrow's team meeting",
         ],
-        "tool_policy": ["agent_list_modes", "image_gen", "time.*"],
+        "tool_policy": ["agent_list_modes", "image_gen", "time.*", "notes.*"],
         "is_active": True,
         "ordering": 10,
     },

@@ -20,12 +20,13 @@ from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 
 from tools.registry import ToolRegistry, mcp_registry
 
 from ..events import FINAL_EVENT_TYPES, message_events, session_group
-from ..models import Turn
+from ..models import Turn, TurnEvent
 from ..turns import (
     ERROR_INTERRUPTED,
     ERROR_NO_WORKER,
@@ -159,19 +160,28 @@ class WorkerRunner(Runner):
         self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
     ) -> asyncio.Task:
         message = {"type": "run.turn", "turn_id": turn_id, "client_tools": client_tools, "tool_results": tool_results}
-        return asyncio.get_running_loop().create_task(get_channel_layer().send(RUN_CHANNEL, message))
+        return asyncio.get_running_loop().create_task(self._dispatch(turn_id, message))
+
+    @staticmethod
+    async def _dispatch(turn_id: str, message: dict[str, Any]) -> int:
+        """Send the run to the workers; the turn's last event before it (what `wait` waits past: a
+        paused turn being resumed is still paused until a worker takes it)."""
+        before = await TurnEvent.objects.filter(turn_id=turn_id).aaggregate(m=Max("seq"))
+        await get_channel_layer().send(RUN_CHANNEL, message)
+        return before["m"] or 0
 
     async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
         """Follow the session's events until the turn's final one (looking at the row now and then)."""
         layer = get_channel_layer()
         turn = await Turn.objects.aget(pk=turn_id)
+        dispatched_after = await started if started is not None else None
         channel = await layer.new_channel()
         group = session_group(turn.session_id)
         await layer.group_add(group, channel)
         try:
             while True:
                 turn = await Turn.objects.aget(pk=turn_id)
-                if turn.is_finished or turn.is_paused:
+                if turn.is_finished or (turn.is_paused and await _moved_past(turn_id, dispatched_after)):
                     break
                 try:
                     async with asyncio.timeout(5):  # then look at the turn again
@@ -185,6 +195,7 @@ class WorkerRunner(Runner):
         return await Turn.objects.select_related("session").aget(pk=turn_id)
 
     def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
+        # (Paused turns are never orphans: no process holds them, by design.)
         # A running turn whose heartbeat stopped (its worker died), or one queued for longer than a
         # minute (no worker took it; the channel layer drops undelivered runs then).
         if turn.status == Turn.Status.RUNNING:
@@ -210,3 +221,8 @@ def start_runs() -> None:
     timer. Must be called on the serving event loop."""
     if settings.APTIX_RUN_SWEEP:
         get_runner().start_sweeping()
+
+
+async def _moved_past(turn_id: str, seq: int | None) -> bool:
+    """Whether the turn has events after `seq` (None: nothing to wait past)."""
+    return seq is None or await TurnEvent.objects.filter(turn_id=turn_id, seq__gt=seq).aexists()

@@ -59,8 +59,25 @@ HEARTBEAT = 0.5  # seconds, in the worker and here: a turn silent for 3 s lost i
 class Worker:
     """The `runworker` process and the scripted model it talks to (attributes of the model pass through)."""
 
-    def __init__(self, model: ScriptedModel, process: subprocess.Popen) -> None:
-        self.model, self.process = model, process
+    def __init__(self, model: ScriptedModel, env: dict[str, str], log: Path) -> None:
+        self.model, self.env, self.log = model, env, log
+        self.process = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen:
+        with self.log.open("a") as out:
+            return subprocess.Popen(
+                [sys.executable, "manage.py", "runworker", "aptix-runs"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    async def restart(self) -> None:
+        """SIGKILL the worker (no clean-up of any kind) and start a new one."""
+        self.process.kill()
+        await asyncio.to_thread(self.process.wait, 10)
+        self.process = self._spawn()
 
     def __getattr__(self, name):
         return getattr(self.model, name)
@@ -85,17 +102,11 @@ async def worker(redis_layer, tmp_path, settings):
             "APTIX_RUN_HEARTBEAT": str(HEARTBEAT),
         }
         log = tmp_path / "worker.log"
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [sys.executable, "manage.py", "runworker", "aptix-runs"],
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        started = Worker(model, env, log)
         try:
-            yield Worker(model, process)
+            yield started
         finally:
+            process = started.process
             if process.poll() is None:
                 process.terminate()
             try:
@@ -182,3 +193,35 @@ async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, 
     assert ERROR_INTERRUPTED.split(" because")[0] in response.content.decode()
     # The session is usable again.
     await sync_to_async(turn_start)(session=session, text="Again")
+
+
+async def test_an_approval_survives_every_process_and_resumes_on_a_new_worker(worker, alice):
+    """The turn waits for approval with no process holding it: the worker that ran it is killed, the
+    orphan sweep leaves the waiting turn alone, and the decision (through the web process's API)
+    resumes the run on a freshly started worker."""
+    first = worker.reply(
+        "", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": False, "reason": "Charts."})]
+    )
+    _, secret = await sync_to_async(api_token_create)(user=alice)
+    client = ServerLikeAsyncClient()
+    headers = {"Authorization": f"Bearer {secret}"}
+
+    async def execute(body):
+        response = await client.post(
+            "/api/v1/agent/execute", data=json.dumps(body), content_type="application/json", headers=headers
+        )
+        return json.loads(response.content)
+
+    body = await execute({"message": "Revenue by month?", "execution": "agent"})
+    assert body["status"] == "awaiting_approval", body
+    await worker.restart()
+    turn = await Turn.objects.aget(pk=body["turnId"])
+    await Turn.objects.filter(pk=turn.id).aupdate(heartbeat_at=turn.heartbeat_at - lease())  # long gone
+    assert await sync_to_async(turn_end_orphans)() == []  # waiting is not orphaned
+    assert (await Turn.objects.aget(pk=turn.id)).status == Turn.Status.AWAITING_APPROVAL
+
+    worker.reply("Switched to Data Analysis.")
+    decision = {"toolCallId": first.tool_calls[0].id, "decision": "approve"}
+    body = await execute({"conversationId": body["conversationId"], "approvals": [decision]})
+    assert body["status"] == "completed" and body["mode"] == "data-analysis", body
+    assert body["answer"] == "Switched to Data Analysis." and worker.calls == 2

@@ -25,6 +25,7 @@ def form_data(mode: AgentMode, **changes) -> dict:
         "human_role_hints": "\n".join(mode.human_role_hints),
         "example_utterances": "\n".join(mode.example_utterances),
         "tool_policy": "\n".join(mode.tool_policy),
+        "approval_policy": "\n".join(mode.approval_policy),
         "ordering": mode.ordering,
     }
     if mode.is_default:

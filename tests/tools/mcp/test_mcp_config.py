@@ -159,13 +159,15 @@ def test_file_level_problems_are_reported_with_the_path(tmp_path):
         load_config(wrong)
 
 
-def test_the_shipped_mcp_json_runs_time_and_the_demo_sql_server_from_the_repo_root():
+def test_the_shipped_mcp_json_runs_time_and_the_demo_sql_and_notes_servers_from_the_repo_root():
     config = load_config(settings.BASE_DIR / "mcp.json", environ={})
     assert config.errors == {}
-    time_server, sql = config.servers
+    time_server, sql, notes = config.servers
     assert (time_server.name, Path(time_server.command).name) == ("time", "mcp-server-time")
     assert (sql.name, sql.command, sql.cwd) == ("sql", sys.executable, str(settings.BASE_DIR))
     assert sql.args == ("-m", "tools.mcp.sql_server", "sqlite:///var/demo.sqlite3")
+    assert (notes.name, notes.command, notes.cwd) == ("notes", sys.executable, str(settings.BASE_DIR))
+    assert notes.args == ("-m", "tools.notes_mcp", "var/notes.md")
 
 
 def test_a_disabled_server_is_kept_without_its_command_or_variables(tmp_path):
