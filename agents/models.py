@@ -45,11 +45,16 @@ class AgentSession(models.Model):
     def __str__(self) -> str:
         return self.title or f"Session {self.id[:8]}"
 
+    # Whether a turn waits for approval, when known without a query: set by agents/web/fragments.py
+    # when it redraws the parts that show it (session_list annotates `waiting_flag` instead).
+    has_waiting_turn: bool | None = None
+
     @property
     def is_waiting(self) -> bool:
-        """Whether a turn of this session waits for the user's approval (annotated by session_list)."""
-        if "has_waiting_turn" in self.__dict__:
-            return bool(self.__dict__["has_waiting_turn"])
+        """Whether a turn of this session waits for the user's approval."""
+        known = self.has_waiting_turn if self.has_waiting_turn is not None else self.__dict__.get("waiting_flag")
+        if known is not None:
+            return bool(known)
         return self.turns.filter(status=Turn.Status.AWAITING_APPROVAL).exists()
 
 

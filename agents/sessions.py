@@ -74,7 +74,7 @@ def session_list(*, user) -> QuerySet[AgentSession]:
         AgentSession.objects.filter(user=user, team__memberships__user=user)
         .select_related("team")
         .annotate(
-            has_waiting_turn=Exists(Turn.objects.filter(session=OuterRef("pk"), status=Turn.Status.AWAITING_APPROVAL))
+            waiting_flag=Exists(Turn.objects.filter(session=OuterRef("pk"), status=Turn.Status.AWAITING_APPROVAL))
         )
         .order_by("-updated_at")
     )

@@ -32,6 +32,8 @@ def session_fragments(
     the timeline; `first_turn` retitles the session (header and sidebar) and drops the empty-chat
     hint; `composer` redraws the composer busy (with the `turn` that keeps it busy) or idle;
     `waiting` the header's "waiting for your approval"; the others redraw their region as stored."""
+    if waiting or meta:  # both show whether a turn waits for approval: as of now, not as loaded
+        session.has_waiting_turn = session.turns.filter(status=Turn.Status.AWAITING_APPROVAL).exists()
     context = {
         "session": session,
         "append": append,

@@ -107,9 +107,12 @@ def _approval(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     """The turn redrawn with its cards (asked, or decided); the composer stays free while the turn
     waits (a new message declines what it waits for) and is busy again once its run continues."""
     html = render_turn(turn, _stored_turn(turn, seq), oob=True)
+    live.session.refresh_from_db()  # its grants may have changed
     waiting = turn.status == Turn.Status.AWAITING_APPROVAL and turn.approvals.filter(decision="").exists()
     composer: ComposerState = "idle" if waiting or turn.is_finished else "busy"
-    return html + session_fragments(live.session, composer=composer, turn=turn, meta=True, waiting=True)
+    # tools: an "Allow for this session" is listed in the Tools panel at once
+    parts = session_fragments(live.session, composer=composer, turn=turn, tools=True, meta=True, waiting=True)
+    return html + parts
 
 
 @renders("step.started")

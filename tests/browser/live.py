@@ -104,9 +104,9 @@ class LiveServer:
         except FileNotFoundError:
             return ""
 
-    def start(self) -> LiveServer:
+    def start(self, port: int | None = None) -> LiveServer:
         self.var_dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = port or free_port()
         env = {k: v for k, v in os.environ.items() if k not in INHERITED_NOT}
         env.update(
             {
@@ -153,6 +153,11 @@ class LiveServer:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Daphne did not answer within {START_TIMEOUT} s:\n{self.log_text()[-4000:]}")
             time.sleep(0.05)
+
+    def restart(self) -> None:
+        """Stop the server (and the MCP servers it spawned) and start a new one on the same port."""
+        self.stop()
+        self.start(self.port)
 
     def stop(self) -> None:
         process, self.process = self.process, None

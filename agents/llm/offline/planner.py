@@ -6,7 +6,7 @@ same request body always gives the same reply, tool-call ids included.
 
 `plan_reply(body, modes=None)` reads a Chat Completions request body (`messages`, `tools`) and
 decides the next step with a few rules (answer from tool results, list modes, map a choice after a
-TUL-007 §4.1 proposal, propose a better mode, draw a chart, query the demo database, help);
+TUL-007 §4.1 proposal, keep notes, propose a better mode, draw a chart, query the demo database, help);
 `OfflineModelApp` (app.py) serves it over the Chat Completions protocol.
 
 This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
@@ -79,7 +79,7 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
         return Plan(text=help_text(conv))
     if LIST_MODES in conv.offered and _MODES_QUESTION.search(conv.user_text):  # rule b
         return Plan.call(LIST_MODES, {"includeExamples": False})
-    plan = _choice(conv) or await _propose_mode(conv, modes)  # rules c, d
+    plan = _choice(conv) or _notes(conv) or await _propose_mode(conv, modes)  # rules c, h, d
     if plan is not None:
         return plan
     data_plan = data_step(conv)
@@ -99,6 +99,26 @@ def _draw(conv: Conversation, data_plan: Plan | None) -> Plan | None:
         return Plan.call(IMAGE_GEN, chart_args(text, pairs, chart_kind(text)))
     if data_plan is None or not is_data_question(text):  # "chart revenue by month" (Agent) queries first
         return Plan.call(IMAGE_GEN, {"prompt": text[:4000], "kind": "card"})
+    return None
+
+
+# rule h: notes (the demo notes MCP server: add_note writes, so the user approves it first)
+
+_ADD_NOTE = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:add|take|make|write)\s+(?:a\s+)?note\b(?:\s+that)?\s*[:,-]?|note\s*:|note\s+that\b)"
+    r"\s*(.+)$",
+    re.I | re.S,
+)
+_LIST_NOTES = re.compile(r"\b(show|list|read|what are)\b.*\bnotes\b", re.I)
+
+
+def _notes(conv: Conversation) -> Plan | None:
+    add, read = conv.mcp_tool("add_note"), conv.mcp_tool("list_notes")
+    if read and _LIST_NOTES.search(conv.user_text):
+        return Plan.call(read, {})
+    found = _ADD_NOTE.match(conv.user_text)
+    if add and found and found.group(1).strip():
+        return Plan.call(add, {"text": shorten(found.group(1).strip(), 2000)})
     return None
 
 
@@ -284,6 +304,8 @@ def help_text(conv: Conversation) -> str:
     can.append("propose a better mode when your request fits one, and switch after you agree")
     if IMAGE_GEN in conv.offered:
         can.append("draw charts (try *\"draw a bar chart: apples 3, pears 5\"*)")
+    if conv.mcp_tool("add_note"):
+        can.append("keep notes (try *\"note: call the supplier on Monday\"*; you approve each write)")
     if conv.execution == "agent" and conv.mcp_tool("query"):
         can.append("query the demo database (try *\"revenue by month\"* or *\"top customers\"*)")
     else:
