@@ -52,12 +52,18 @@ def card(page):
     return page.locator(".approval-card")
 
 
-async def test_a_typed_choice_shows_the_mode_card_and_switch_runs_it(sign_in, alice, make_session):
+async def proposed(sign_in, alice, make_session):
+    """A page whose session (general, Ask) has just been offered DDR Authoring."""
     session = await sync_to_async(make_session)(mode="general", execution="ask")
     page = await sign_in(alice)
     await open_session(page, session.id)
     await send(page, DDR_REQUEST)
     await turn_ended(turns(page).nth(0))
+    return page
+
+
+async def test_a_typed_choice_shows_the_mode_card_and_switch_runs_it(sign_in, alice, make_session):
+    page = await proposed(sign_in, alice, make_session)
 
     await send(page, "2")  # typed, not the button: no consent yet
     asked = card(page)
@@ -80,11 +86,7 @@ async def test_a_typed_choice_shows_the_mode_card_and_switch_runs_it(sign_in, al
 
 
 async def test_stay_keeps_the_mode(sign_in, alice, make_session):
-    session = await sync_to_async(make_session)(mode="general", execution="ask")
-    page = await sign_in(alice)
-    await open_session(page, session.id)
-    await send(page, DDR_REQUEST)
-    await turn_ended(turns(page).nth(0))
+    page = await proposed(sign_in, alice, make_session)
     await send(page, "switch")
     await card(page).locator("button", has_text="Stay in general").click()
     await turn_ended(turns(page).nth(1))
