@@ -42,13 +42,14 @@
   // A turn that arrives as an append (data-if-absent) may already be on the page: the send request's
   // answer and the stream's turn.started both carry it, in either order. The copy that has seen more
   // events (data-seq) wins: it replaces the one shown, or yields to it.
-  // Likewise the busy composer of a send's answer yields when the stream has already ended that turn.
+  // Likewise the busy composer of a send's answer yields when the stream has already ended that turn...
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var incoming = e.detail.fragment && e.detail.fragment.firstElementChild;
     if (!incoming || !incoming.dataset) return;
     if (incoming.dataset.busyTurn) {
       var turn = document.getElementById("turn-" + incoming.dataset.busyTurn);
-      if (turn && turn.dataset.finished) e.detail.shouldSwap = false;
+      // ...or waits for the user's approval (the composer stays free: a new message declines it).
+      if (turn && (turn.dataset.finished || turn.classList.contains("status-awaiting_approval"))) e.detail.shouldSwap = false;
       return;
     }
     if (!incoming.dataset.ifAbsent) return;

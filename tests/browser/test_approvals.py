@@ -163,3 +163,27 @@ async def test_a_waiting_card_survives_a_reload_and_a_server_restart(
     await card(page).locator("button", has_text="Allow once").click()
     await turn_ended(turns(page).nth(0))
     assert "survive a restart" in notes_file.read_text()
+
+
+async def test_a_late_send_answer_does_not_lock_the_composer_of_a_waiting_turn(sign_in, alice, make_session):
+    """The send request's answer (a busy composer) may arrive after the stream showed the card: the
+    composer must stay free, since a new message is how the user declines what waits."""
+    session = await sync_to_async(make_session)(mode="general", execution="agent")
+    page = await sign_in(alice)
+    answered = asyncio.Event()
+
+    async def answer_after_the_card(route):
+        response = await route.fetch()
+        await expect(card(page).locator("button", has_text="Allow once")).to_be_visible()
+        await route.fulfill(response=response)
+        answered.set()
+
+    await page.route("**/turns/", answer_after_the_card)
+    await open_session(page, session.id)
+    await send(page, "note: late answers")
+    await asyncio.wait_for(answered.wait(), 30)
+    await page.unroute("**/turns/")
+    await expect(page.locator("#message")).to_be_enabled()
+    await send(page, "Never mind")  # declines the waiting call
+    await turn_ended(turns(page).nth(0), "cancelled")
+    await expect(card(page)).to_contain_text("Declined by a new message")
