@@ -111,6 +111,8 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
             items.append(mode_item(p))
         elif event.type == "approval.requested":
             for call in p.get("calls", []):
+                if (card := cards.get(call["id"])) is not None and items[card].data["state"] == "running":
+                    items[card].data["state"] = "waiting"  # held for the user, not running
                 cards[f"approval:{call['id']}"] = len(items)
                 items.append(approval_item(call, p.get("mode", turn.mode)))
         elif event.type == "approval.decided":
