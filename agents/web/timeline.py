@@ -110,16 +110,21 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
         elif event.type == "mode.changed":
             items.append(mode_item(p))
         elif event.type == "approval.requested":
-            for call in p.get("calls", []):
-                if (card := cards.get(call["id"])) is not None and items[card].data["state"] == "running":
-                    items[card].data["state"] = "waiting"  # held for the user, not running
-                cards[f"approval:{call['id']}"] = len(items)
-                items.append(approval_item(call, p.get("mode", turn.mode)))
+            _approvals_requested(items, cards, p.get("calls", []), p.get("mode", turn.mode))
         elif event.type == "approval.decided":
             for decision in p.get("decisions", []):
                 if (at := cards.get(f"approval:{decision['id']}")) is not None:
                     items[at].data.update(decided(decision))
     return items
+
+
+def _approvals_requested(items: list[Item], cards: dict[str, int], calls: list[dict], mode: str) -> None:
+    """A card per held call; the call's tool card says it waits (held for the user, not running)."""
+    for call in calls:
+        if (card := cards.get(call["id"])) is not None and items[card].data["state"] == "running":
+            items[card].data["state"] = "waiting"
+        cards[f"approval:{call['id']}"] = len(items)
+        items.append(approval_item(call, mode))
 
 
 def approval_item(call: Mapping[str, Any], mode: str) -> Item:
