@@ -3,13 +3,17 @@ from __future__ import annotations
 import csv
 import json
 
-from django.contrib import admin
+from django.conf import settings
+from django.contrib import admin, messages
 from django.http import HttpResponse
 from django.utils import timezone
 
-from modes.admin import csv_safe
+from modes.admin import AgentModeAdmin, csv_safe
+from modes.models import AgentMode
+from tools.registry import internal_registry, mcp_registry
 
 from .models import AgentSession, ToolApproval, Turn, TurnEvent
+from .run.pipeline import budget_order, mcp_server_order, policy_allows
 
 
 class ReadOnlyAdminMixin:
@@ -167,3 +171,29 @@ class ToolApprovalAdmin(admin.ModelAdmin):
             ]
             writer.writerow([csv_safe(cell) for cell in cells])  # every cell: the model writes many of them
         return response
+
+
+class AgentModeBudgetAdmin(AgentModeAdmin):
+    """The catalog admin (modes/admin.py) plus a warning when a mode's tool policy allows more tools
+    than one request carries (APTIX_MAX_TOOLS). It lives here because only this layer knows the
+    tools a policy reaches; modes does not import tools."""
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        allowed = [name for name, _ in internal_registry() if policy_allows(obj.tool_policy, name)]
+        allowed += [name for name, _ in mcp_registry if policy_allows(obj.tool_policy, name)]
+        budget = settings.APTIX_MAX_TOOLS
+        if len(allowed) > budget:
+            _, left_out = budget_order(allowed, obj.tool_policy, mcp_server_order(), budget)
+            shown = ", ".join(left_out[:10]) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
+            self.message_user(
+                request,
+                f"The {obj.display_name} mode's tool policy allows {len(allowed)} tools; a request carries at "
+                f"most {budget} (APTIX_MAX_TOOLS), so {len(left_out)} are left out of Agent turns: {shown}. "
+                "Name the tools that matter one by one (they go first), or narrow the policy.",
+                level=messages.WARNING,
+            )
+
+
+admin.site.unregister(AgentMode)
+admin.site.register(AgentMode, AgentModeBudgetAdmin)

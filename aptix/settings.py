@@ -228,6 +228,12 @@ APTIX_MCP_AUTOSTART = env_bool("APTIX_MCP_AUTOSTART", True)
 APTIX_RUN_SWEEP = env_bool("APTIX_RUN_SWEEP", True)
 APTIX_MAX_STEPS = env_int("APTIX_MAX_STEPS", 10, minimum=1)
 APTIX_TOKEN_BUDGET = env_int("APTIX_TOKEN_BUDGET", 200_000, minimum=1)
+# Tool schemas per model request (OpenAI refuses more than 128); the rest are left out, and said so.
+APTIX_MAX_TOOLS = env_int("APTIX_MAX_TOOLS", 128, minimum=1)
+# Characters of one tool result the model gets (more is cut, with a marker saying so), and the
+# characters the trace (the tool.result event) keeps for people.
+APTIX_TOOL_RESULT_CHARS = env_int("APTIX_TOOL_RESULT_CHARS", 40_000, minimum=100)
+APTIX_TOOL_RESULT_STORE_CHARS = env_int("APTIX_TOOL_RESULT_STORE_CHARS", 200_000, minimum=100)
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)
 # TUL-007 §4.3: "ask" (default) holds a model's mode change until the user consents (a proposal's
 # option button, or the approval card); "trust" lets the model change the mode at once.

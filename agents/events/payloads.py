@@ -29,6 +29,8 @@ class TurnStarted(TypedDict):
     system_prompt: str  # trace only
     tools: list[dict[str, Any]]  # trace only
     tool_kinds: dict[str, str]
+    tools_allowed: NotRequired[int]  # what policy and toggles allowed (more than offered: the budget cut)
+    tools_left_out: NotRequired[list[str]]
 
 
 class StepStarted(TypedDict):
@@ -67,8 +69,10 @@ class ToolResult(TypedDict):
     name: str
     ok: bool
     duration_ms: float
-    result: NotRequired[str]
+    result: NotRequired[str]  # at most APTIX_TOOL_RESULT_STORE_CHARS
     error: NotRequired[str | None]
+    size: NotRequired[int]  # characters of the whole result
+    cut_for_model: NotRequired[int]  # the result was cut to this many characters for the model
 
 
 class Branch(TypedDict):

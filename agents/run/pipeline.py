@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from tools.builtin.mode_change import ModeChangeTool
 from tools.mcp.config import TOOL_SEPARATOR
 from tools.registry import ToolRegistry, internal_registry, mcp_registry
@@ -73,11 +75,15 @@ def toggle_allows(toggles: dict[str, Any], name: str) -> bool:
 
 @dataclass
 class ToolSelection:
-    """The tools of one turn. `kinds` maps each offered name to "internal", "mcp" or "client"."""
+    """The tools of one turn. `kinds` maps each offered name to "internal", "mcp" or "client";
+    `allowed` counts what the policy and toggles allowed, `left_out` names what the tool budget
+    (APTIX_MAX_TOOLS) kept out of the request."""
 
     schemas: list[dict] = field(default_factory=list)
     kinds: dict[str, str] = field(default_factory=dict)
     usage: dict[str, str] = field(default_factory=dict)
+    allowed: int = 0
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -98,18 +104,66 @@ def select_tools(
     execution: str,
     client_tools: list[dict] | None = None,
     mcp: ToolRegistry | None = None,
+    server_order: list[str] | None = None,
+    max_tools: int | None = None,
 ) -> ToolSelection:
-    selection = ToolSelection()
-    for name, tool in internal_registry():
-        if policy_allows(policy, name) and toggle_allows(toggles, name):
-            selection.add(tool.get_schema(), "internal", tool.TOOL_USAGE_METADATA)
+    """The turn's tools: allowed by the policy and the toggles, then cut to the tool budget in the
+    order of `budget_order`. Client tools (AGN-011 §4.3) are appended, never removed, and count."""
+    registry = mcp if mcp is not None else mcp_registry
+    candidates: list[tuple[str, Any, str]] = [
+        (name, tool, "internal")
+        for name, tool in internal_registry()
+        if policy_allows(policy, name) and toggle_allows(toggles, name)
+    ]
     if execution == "agent":
-        for name, tool in mcp if mcp is not None else mcp_registry:
-            if policy_allows(policy, name) and toggle_allows(toggles, name):
-                selection.add(tool.get_schema(), "mcp", getattr(tool, "TOOL_USAGE_METADATA", ""))
-    for schema in client_tools or []:  # AGN-011 §4.3: appended, never removed
+        candidates += [
+            (name, tool, "mcp")
+            for name, tool in registry
+            if policy_allows(policy, name) and toggle_allows(toggles, name)
+        ]
+    budget = (max_tools or settings.APTIX_MAX_TOOLS) - len(client_tools or [])
+    kept, left_out = budget_order([c[0] for c in candidates], policy, server_order or mcp_server_order(), budget)
+    by_name = {name: (tool, kind) for name, tool, kind in candidates}
+    selection = ToolSelection(allowed=len(candidates) + len(client_tools or []), left_out=left_out)
+    for name in kept:
+        tool, kind = by_name[name]
+        selection.add(tool.get_schema(), kind, getattr(tool, "TOOL_USAGE_METADATA", ""))
+    for schema in client_tools or []:
         selection.add(schema, "client")
     return selection
+
+
+def budget_order(
+    names: list[str], policy: list[str], server_order: list[str], budget: int
+) -> tuple[list[str], list[str]]:
+    """(kept, left out) of the allowed tool `names` under a budget of `budget` schemas. Kept first:
+    agent_change_mode, the internal tools, the MCP tools the policy names one by one, then the other
+    MCP tools server by server in the config's order (by name within a server). Deterministic, so
+    the panel and the turn agree; the list stays fixed for the turn (AGN-011 §4.4)."""
+    named = set(policy or [])
+    rank = {server: i for i, server in enumerate(server_order)}
+
+    def key(name: str) -> tuple:
+        if name == ALWAYS_ON:
+            return (0,)
+        if MCP_SEPARATOR not in name:
+            return (1, name)
+        server, _, tool = name.partition(MCP_SEPARATOR)
+        if f"{server}.{tool}" in named:
+            return (2, rank.get(server, len(rank)), server, tool)
+        return (3, rank.get(server, len(rank)), server, tool)
+
+    ordered = sorted(names, key=key)
+    cut = max(budget, 1)  # agent_change_mode always goes
+    kept = set(ordered[:cut])
+    return [n for n in names if n in kept], ordered[cut:]
+
+
+def mcp_server_order() -> list[str]:
+    """This process's MCP servers in the config's order (empty when none run here)."""
+    from tools.mcp.host import mcp_status
+
+    return [status.name for status in mcp_status()]
 
 
 def build_system_prompt(*, mode, execution: str, selection: ToolSelection) -> str:

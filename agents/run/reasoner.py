@@ -47,7 +47,6 @@ from .toolbox import build_internal_tools
 
 logger = logging.getLogger("aptix.reasoner")
 
-RESULT_TRACE_LIMIT = 20_000  # characters of a tool result kept in its event
 ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
 
 
@@ -124,6 +123,15 @@ class Reasoner:
             client_tools=client_tools,
             mcp=self.mcp,
         )
+        if selection.left_out:
+            logger.warning(
+                "Turn %s: %d tools allowed, %d offered (APTIX_MAX_TOOLS); left out: %s",
+                turn.id,
+                selection.allowed,
+                len(selection.kinds),
+                ", ".join(selection.left_out),
+                extra={"event": "pipeline.tool_budget", "turn_id": turn.id, "left_out": selection.left_out},
+            )
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
         messages = [
             {"role": "system", "content": system_prompt},
@@ -146,6 +154,8 @@ class Reasoner:
                 "system_prompt": system_prompt,
                 "tools": selection.schemas,
                 "tool_kinds": selection.kinds,
+                "tools_allowed": selection.allowed,
+                "tools_left_out": selection.left_out,
             },
         )
         return PausedState(messages=messages, tools=selection.schemas, kinds=selection.kinds, mode=turn.mode)

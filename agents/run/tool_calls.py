@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
@@ -29,7 +30,20 @@ from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
 from .pipeline import MCP_SEPARATOR, with_current_mode
 
-RESULT_TRACE_LIMIT = 20_000  # characters of a tool result kept in its event
+CUT_MARKER = (
+    "\n\n[Aptix cut this tool result: it is {size:,} characters and you got the first {kept:,}. "
+    "If you need more, call the tool again asking for less (a narrower query, a LIMIT, fewer columns or "
+    "a smaller range).]"
+)
+
+
+def budgeted(content: str) -> str:
+    """A tool result as the model gets it: at most APTIX_TOOL_RESULT_CHARS, with a marker saying how
+    much was cut and how to ask for less (the trace keeps more: APTIX_TOOL_RESULT_STORE_CHARS)."""
+    limit = settings.APTIX_TOOL_RESULT_CHARS
+    if len(content) <= limit:
+        return content
+    return content[:limit] + CUT_MARKER.format(size=len(content), kept=limit)
 
 
 @dataclass
@@ -137,14 +151,18 @@ class ToolCalls:
 
     async def _record(self, run: Run, call: Call, result: InvokeResult, duration_ms: float) -> None:
         state = run.paused_state
-        content = result.content_for_model()
+        full = result.content_for_model()
+        content = budgeted(full)
         state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
         payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful, "duration_ms": duration_ms}
         if result.successful:
-            payload["result"] = (result.result or "")[:RESULT_TRACE_LIMIT]
+            payload["result"] = (result.result or "")[: settings.APTIX_TOOL_RESULT_STORE_CHARS]
+            payload["size"] = len(result.result or "")
         else:
             payload["error"] = result.error_message
+        if content != full:
+            payload["cut_for_model"] = settings.APTIX_TOOL_RESULT_CHARS
         await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
 
     async def _execute(self, call: Call, kind: str | None, context: ToolContext, state: PausedState) -> InvokeResult:

@@ -50,6 +50,8 @@ def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> It
     }
     if result is not None:
         data["state"] = "ok" if result.get("ok") else "error"
+        data["size"] = result.get("size")
+        data["cut_for_model"] = result.get("cut_for_model")
         data["duration_ms"] = result.get("duration_ms")
         data["error"] = result.get("error") or ""
         text = result.get("result") or ""

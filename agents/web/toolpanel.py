@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from agents.models import AgentSession, Execution
-from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, policy_allows
+from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, budget_order, policy_allows
 from modes.models import AgentMode
 from tools.mcp.host import mcp_status
 from tools.mcp.supervisor import ServerStatus
@@ -88,9 +90,26 @@ def tool_panel(session: AgentSession) -> dict:
                 blocked=blocked,
             )
         )
+    budget = _budget(session, policy, internal, groups)
     return {
+        "budget": budget,
         "internal": internal,
         "servers": sorted(groups.values(), key=lambda g: g.name),
         "mcp_disabled": "MCP tools run only in Agent mode; switch to Agent to use them." if ask else "",
         "mode_label": label,
     }
+
+
+def _budget(session: AgentSession, policy: list[str], internal: list[ToolRow], groups: dict) -> dict:
+    """The tool budget as the next turn applies it (pipeline.budget_order): rows it leaves out are
+    marked, and the panel says "315 tools allowed, 128 offered"."""
+    rows = [row for row in internal if row.offered]
+    if session.execution == Execution.AGENT:
+        rows += [row for group in groups.values() for row in group.tools if row.offered]
+    order = [status.name for status in mcp_status()]
+    _, left_out = budget_order([row.name for row in rows], policy, order, settings.APTIX_MAX_TOOLS)
+    cut = set(left_out)
+    for row in rows:
+        if row.name in cut:
+            row.blocked = f"over the tool budget (APTIX_MAX_TOOLS = {settings.APTIX_MAX_TOOLS})"
+    return {"allowed": len(rows), "offered": len(rows) - len(cut), "left_out": left_out}
