@@ -56,6 +56,7 @@ format: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/agent_overhead.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_roundtrip.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_build.py
 
 clean:
 	rm -rf $(VENV) var/static

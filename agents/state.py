@@ -64,6 +64,7 @@ class PausedState:
     awaiting: list[PendingApproval] = field(default_factory=list)
     tool_outputs: list[ToolOutput] = field(default_factory=list)  # this step's results, for Ask answers
     traced: int = 0  # how many messages the trace (step.started events) already holds
+    history_sizes: list[int] = field(default_factory=list)  # earlier turns' message counts (context.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

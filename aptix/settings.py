@@ -234,6 +234,10 @@ APTIX_MAX_TOOLS = env_int("APTIX_MAX_TOOLS", 128, minimum=1)
 # characters the trace (the tool.result event) keeps for people.
 APTIX_TOOL_RESULT_CHARS = env_int("APTIX_TOOL_RESULT_CHARS", 40_000, minimum=100)
 APTIX_TOOL_RESULT_STORE_CHARS = env_int("APTIX_TOOL_RESULT_STORE_CHARS", 200_000, minimum=100)
+# Tokens of the model's context a request may fill (earlier turns drop oldest first to fit), and the
+# room kept for the reply (at most a quarter of the context).
+APTIX_CONTEXT_TOKENS = env_int("APTIX_CONTEXT_TOKENS", 32_000, minimum=1_000)
+APTIX_REPLY_TOKENS = env_int("APTIX_REPLY_TOKENS", 4_096, minimum=1)
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)
 # TUL-007 §4.3: "ask" (default) holds a model's mode change until the user consents (a proposal's
 # option button, or the approval card); "trust" lets the model change the mode at once.

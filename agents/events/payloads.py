@@ -31,6 +31,7 @@ class TurnStarted(TypedDict):
     tool_kinds: dict[str, str]
     tools_allowed: NotRequired[int]  # what policy and toggles allowed (more than offered: the budget cut)
     tools_left_out: NotRequired[list[str]]
+    history: NotRequired[dict[str, Any]]  # earlier turns sent and dropped for the context budget, their tokens
 
 
 class StepStarted(TypedDict):
@@ -40,6 +41,8 @@ class StepStarted(TypedDict):
     messages_from: int
     messages: list[dict[str, Any]]  # trace only
     tools: list[str]  # trace only
+    tokens: NotRequired[int]  # the request's size (context.py's count)
+    history_turns: NotRequired[int]  # earlier turns in it
 
 
 class ModelDelta(TypedDict):

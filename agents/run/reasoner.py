@@ -28,6 +28,7 @@ from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
+from .context import ContextTooLong, TokenCounter, context_budget, load_history, trim
 from .loading import LoadedRun, load_run
 from .outcomes import (
     Ending,
@@ -133,11 +134,12 @@ class Reasoner:
                 extra={"event": "pipeline.tool_budget", "turn_id": turn.id, "left_out": selection.left_out},
             )
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
-        messages = [
-            {"role": "system", "content": system_prompt},
-            *loaded.history,
-            {"role": "user", "content": turn.user_message},
-        ]
+        system = {"role": "system", "content": system_prompt}
+        current = {"role": "user", "content": turn.user_message}
+        counter = self._counter(run)
+        fixed = counter.tools(selection.schemas) + counter.messages([system, current])
+        history = await load_history(turn, counter, max(context_budget() - fixed, 0))
+        messages = [system, *history.messages, current]
         # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
         # but the orphan check, which knows the run's task).
         write = turns.started(model_label=self.llm.label)
@@ -156,9 +158,21 @@ class Reasoner:
                 "tool_kinds": selection.kinds,
                 "tools_allowed": selection.allowed,
                 "tools_left_out": selection.left_out,
+                "history": {
+                    "turns_sent": len(history.sizes),
+                    "turns_dropped": history.dropped,
+                    "tokens": history.tokens,
+                    "exact": counter.exact,
+                },
             },
         )
-        return PausedState(messages=messages, tools=selection.schemas, kinds=selection.kinds, mode=turn.mode)
+        return PausedState(
+            messages=messages,
+            tools=selection.schemas,
+            kinds=selection.kinds,
+            mode=turn.mode,
+            history_sizes=history.sizes,
+        )
 
     def _continue_state(self, turn: Turn, tool_results: list[dict]) -> PausedState:
         state = PausedState.from_json(turn.state)
@@ -233,6 +247,7 @@ class Reasoner:
     async def _step(self, run: Run, *, tools: list[dict] | None) -> ModelReply:
         turn, state = run.turn, self._state(run)
         turn.step_count += 1
+        tokens = self._fit(run, tools)
         # The trace keeps each message once: the first step carries the whole prompt, later steps
         # what was appended since (tool results), so a long turn does not store n² messages.
         sent_before = state.traced
@@ -246,6 +261,8 @@ class Reasoner:
                 "messages_from": sent_before,
                 "messages": state.messages[sent_before:],
                 "tools": [t["function"]["name"] for t in tools or []],
+                "tokens": tokens,
+                "history_turns": len(state.history_sizes),
             },
         )
         reply = await self.llm.stream_chat(messages=state.messages, tools=tools, on_delta=run.recorder.delta)
@@ -327,6 +344,22 @@ class Reasoner:
             ),
         )
         await run.recorder.drain()
+
+    def _counter(self, run: Run) -> TokenCounter:
+        if run.counter is None:
+            run.counter = TokenCounter(self.llm.model)
+        return run.counter
+
+    def _fit(self, run: Run, tools: list[dict] | None) -> int:
+        """The request's tokens, after dropping the oldest earlier turns if the turn outgrew the budget."""
+        state, counter = self._state(run), self._counter(run)
+        before = len(state.messages)
+        try:
+            used = trim(state.messages, state.history_sizes, counter, context_budget(), counter.tools(tools or []))
+        except ContextTooLong as exc:
+            raise ModelError(str(exc), kind="context") from None
+        state.traced = max(state.traced - (before - len(state.messages)), 0)
+        return used
 
     @staticmethod
     def _state(run: Run) -> PausedState:

@@ -55,6 +55,7 @@ class Run:
     state: PausedState | None = None
     last_content: str = ""  # the last step's text (the answer if a limit stops the run)
     approval_policy: list[str] = field(default_factory=list)  # the mode's (agents/approvals.py)
+    counter: Any = None  # the model's TokenCounter (context.py)
 
     @property
     def agent(self) -> bool:

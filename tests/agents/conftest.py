@@ -78,9 +78,11 @@ class StandInMcpTool:
     def get_schema():
         return function_schema("sql__query", "Run SQL.", {"sql": {"type": "string"}}, required=["sql"])
 
+    result = "| month | revenue |\n|---|---|\n| 2026-01 | 10 |"
+
     async def execute(self, arguments_json, context):
         type(self).calls.append(arguments_json)
-        return InvokeResult.create("| month | revenue |\n|---|---|\n| 2026-01 | 10 |")
+        return InvokeResult.create(self.result)
 
 
 @pytest.fixture

@@ -1,0 +1,200 @@
+"""The context budget (APTIX_CONTEXT_TOKENS): what of a session's past goes into a request.
+
+The system prompt, the tool schemas, the current message and the current turn's steps always go.
+Earlier turns fill what is left, newest first (so the oldest drop first), each whole: the user's
+message, the assistant's tool calls with their results (cut to the result budget) and the answer,
+so a follow-up ("now by product") sees what the previous turn looked up. Before every model call the
+request is measured again; when the current turn has grown past the budget, more history goes, and
+when none is left the turn fails with a message a user understands.
+
+Tokens are counted with the model family's real tokenizer where one is known (OpenAI's: the
+`bpe-openai` package, whose encodings ship inside it, so nothing is downloaded) and otherwise
+estimated as one token per 3.5 characters, a little generous for English and code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import bpe_openai
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from ..models import Turn, TurnEvent
+from .tool_calls import budgeted
+
+CHARS_PER_TOKEN = 3.5  # the estimate for models without a known tokenizer
+MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its text (role, separators)
+ENCODE_CHUNK = 20_000  # characters per encode call (the tokenizer refuses very long inputs)
+HISTORY_BATCH = 25  # past turns read per database trip, newest first
+ERROR_TOO_LONG = (
+    "This turn no longer fits the model's context ({used:,} tokens of {budget:,}): even with the earlier "
+    "conversation left out, the system prompt, the tools and this turn's own steps are too long. Start a new "
+    "session, ask for less at a time, or offer fewer tools."
+)
+
+
+class TokenCounter:
+    """Counts tokens for one model: its family's tokenizer, or the documented estimate."""
+
+    def __init__(self, model: str) -> None:
+        self.encoding = _encoding_for(model)
+
+    @property
+    def exact(self) -> bool:
+        return self.encoding is not None
+
+    def text(self, text: str) -> int:
+        if not text:
+            return 0
+        if self.encoding is None:
+            return int(len(text) / CHARS_PER_TOKEN) + 1
+        return sum(
+            len(self.encoding.encode(text[i : i + ENCODE_CHUNK], disallowed_special=()))
+            for i in range(0, len(text), ENCODE_CHUNK)
+        )
+
+    def message(self, message: dict[str, Any]) -> int:
+        tokens = MESSAGE_OVERHEAD + self.text(message.get("content") or "")
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            tokens += self.text(function.get("name", "")) + self.text(function.get("arguments", "")) + 3
+        return tokens
+
+    def messages(self, messages: Iterable[dict[str, Any]]) -> int:
+        return sum(self.message(m) for m in messages)
+
+    def tools(self, schemas: list[dict[str, Any]]) -> int:
+        return self.text(json.dumps(schemas)) if schemas else 0
+
+
+@lru_cache(maxsize=32)
+def _encoding_for(model: str) -> Any:
+    try:
+        return bpe_openai.encoding_for_model(model)
+    except Exception:  # noqa: BLE001 - any unknown model (Qwen, Llama, …) falls back to the estimate
+        return None
+
+
+def context_budget() -> int:
+    """Tokens a request may use: APTIX_CONTEXT_TOKENS less room for the reply."""
+    total = settings.APTIX_CONTEXT_TOKENS
+    return total - min(settings.APTIX_REPLY_TOKENS, total // 4)
+
+
+# --- earlier turns ---------------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """Earlier turns as chat messages (oldest first), each turn's message count, and what was left out."""
+
+    messages: list[dict[str, Any]]
+    sizes: list[int]  # messages per turn, oldest first: what `trim` drops a turn at a time
+    dropped: int  # earlier turns left out for the budget
+    tokens: int
+
+
+@sync_to_async
+def load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
+    """The session's earlier finished turns that fit in `budget` tokens, newest first until one does
+    not fit (each whole, never a part of one)."""
+    kept: list[list[dict[str, Any]]] = []
+    used = dropped = 0
+    past = Turn.objects.filter(
+        session_id=turn.session_id,
+        index__lt=turn.index,
+        status__in=[Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED],
+    ).order_by("-index")
+    full = False
+    for start in range(0, past.count(), HISTORY_BATCH):
+        batch = list(past.only("id", "user_message", "answer")[start : start + HISTORY_BATCH])
+        if full:
+            dropped += len(batch)
+            continue
+        steps = _steps_of([t.pk for t in batch])
+        for old in batch:
+            messages = past_turn_messages(old, steps.get(old.pk, []))
+            tokens = counter.messages(messages)
+            if full or used + tokens > budget:
+                full = True
+                dropped += 1
+                continue
+            kept.append(messages)
+            used += tokens
+    kept.reverse()
+    return History(
+        messages=[m for turn_messages in kept for m in turn_messages],
+        sizes=[len(m) for m in kept],
+        dropped=dropped,
+        tokens=used,
+    )
+
+
+def _steps_of(turn_ids: list[str]) -> dict[str, list[TurnEvent]]:
+    steps: dict[str, list[TurnEvent]] = {}
+    events = TurnEvent.objects.filter(turn_id__in=turn_ids, type__in=["model.message", "tool.result"]).order_by(
+        "turn_id", "seq"
+    )
+    for event in events.only("turn_id", "type", "payload"):
+        if event.type == "tool.result" or event.payload.get("tool_calls"):
+            steps.setdefault(event.turn_id, []).append(event)
+    return steps
+
+
+def past_turn_messages(turn: Turn, steps: list[TurnEvent]) -> list[dict[str, Any]]:
+    """One earlier turn as chat messages: the user's message, each tool step (the assistant's calls
+    and their results, cut to the result budget) and the answer."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": turn.user_message}]
+    results = {e.payload.get("id"): e.payload for e in steps if e.type == "tool.result"}
+    for event in steps:
+        calls = event.payload.get("tool_calls") or [] if event.type == "model.message" else []
+        if not calls or any(c.get("id") not in results for c in calls):
+            continue  # a step whose results are not all there (client tools, a stop) is left out
+        messages.append(
+            {
+                "role": "assistant",
+                "content": event.payload.get("content") or None,
+                "tool_calls": [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls
+                ],
+            }
+        )
+        messages += [
+            {"role": "tool", "tool_call_id": c["id"], "content": _result_text(results[c["id"]])} for c in calls
+        ]
+    messages.append({"role": "assistant", "content": turn.answer or "(no answer)"})
+    return messages
+
+
+def _result_text(result: dict[str, Any]) -> str:
+    if result.get("ok"):
+        return budgeted(result.get("result") or "")
+    return json.dumps({"error": result.get("error") or "The tool failed."})
+
+
+# --- before every model call -----------------------------------------------------------------------
+
+
+def trim(messages: list[dict[str, Any]], sizes: list[int], counter: TokenCounter, budget: int, fixed: int) -> int:
+    """Drop the oldest history turns (they sit right after the system prompt) until `messages` and
+    `fixed` (the tool schemas) fit in `budget`; returns the tokens used. Raises ContextTooLong when
+    they do not fit without any history."""
+    used = counter.messages(messages) + fixed
+    while used > budget and sizes:
+        size = sizes.pop(0)
+        gone = messages[1 : 1 + size]
+        del messages[1 : 1 + size]
+        used -= counter.messages(gone)
+    if used > budget:
+        raise ContextTooLong(ERROR_TOO_LONG.format(used=used, budget=budget))
+    return used
+
+
+class ContextTooLong(Exception):
+    """The request does not fit the model's context even without history."""
