@@ -61,6 +61,17 @@ class ModelMessage(TypedDict):
     tool_calls: list[ToolCall]
     finish_reason: str | None
     usage: StepUsage
+    reasoning: NotRequired[str]  # the model's reasoning (reasoning_content, <think>), apart from content
+    tools_dropped: NotRequired[bool]  # the server refused tools, so the step ran without them
+    usage_estimated: NotRequired[bool]  # the server sent no usage; the counts are estimates
+    truncated: NotRequired[bool]  # finish_reason "length": the answer hit the model's output limit
+
+
+class ModelRetry(TypedDict):
+    """A cut-off stream is asked again: the text streamed so far in this step is void."""
+
+    step: int
+    reason: str
 
 
 class ToolCalled(ToolCall):
@@ -132,6 +143,7 @@ EVENT_PAYLOADS: dict[str, type] = {
     "step.started": StepStarted,
     "model.delta": ModelDelta,
     "model.message": ModelMessage,
+    "model.retry": ModelRetry,
     "tool.called": ToolCalled,
     "tool.result": ToolResult,
     "mode.changed": ModeChange,

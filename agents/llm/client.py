@@ -10,46 +10,36 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable, Iterator
+import re
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx2
 import openai
 from django.conf import settings
-from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
+from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback, ToolCallRequest
+from .stream import StreamAssembler, estimate_usage
 from .transport import StreamingASGITransport
 
+__all__ = [
+    "OFFLINE_LABEL",
+    "DeltaCallback",
+    "LLMClient",
+    "ModelError",
+    "ModelReply",
+    "RestartCallback",
+    "ToolCallRequest",
+    "build_llm_client",
+    "describe_provider",
+    "get_llm_client",
+    "use_llm_client",
+]
+
 OFFLINE_LABEL = "offline"
-
-
-@dataclass(frozen=True)
-class ToolCallRequest:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ModelReply:
-    content: str = ""
-    tool_calls: list[ToolCallRequest] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finish_reason: str | None = None
-
-
-class ModelError(Exception):
-    """The model call failed; `str(exc)` is a message a user understands."""
-
-    def __init__(self, message: str, *, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-DeltaCallback = Callable[[str], Awaitable[None]]
 
 
 class LLMClient:
@@ -77,59 +67,107 @@ class LLMClient:
         return base64.b64decode(data.b64_json)
 
     async def stream_chat(
-        self, *, messages: list[dict], tools: list[dict] | None, on_delta: DeltaCallback | None = None
+        self,
+        *,
+        messages: list[dict],
+        tools: list[dict] | None,
+        on_delta: DeltaCallback | None = None,
+        on_reasoning: DeltaCallback | None = None,
+        on_restart: RestartCallback | None = None,
     ) -> ModelReply:
-        reply = ModelReply()
-        calls: dict[int, dict[str, str]] = {}
+        """Stream one model step: the answer's text goes to `on_delta` and the model's reasoning to
+        `on_reasoning` as they arrive. A server that refuses `tools` or `stream_options` (HTTP 400)
+        is asked again without them (`reply.tools_dropped`; `reply.usage_estimated` when no usage
+        came). A stream that ends without a finish reason is requested once more, `on_restart`
+        awaited first (what `on_delta` got so far is void); cut off again, it raises
+        `ModelError(kind="cut_off")` with the text received in `exc.partial`."""
+        request = _Request(messages=messages, tools=tools or None)
+        restarted = False
+        while True:
+            stream = StreamAssembler(on_delta=on_delta, on_reasoning=on_reasoning)
+            try:
+                await self._stream_once(request, stream)
+            except openai.BadRequestError as exc:
+                if request.drop_refused(exc):
+                    continue
+                raise _user_facing(exc, self) from exc
+            if stream.finished:
+                break
+            if restarted:
+                raise ModelError(_CUT_OFF, kind="cut_off", partial=stream.reply.content)
+            restarted = True
+            if on_restart is not None:
+                await on_restart()
+        reply = stream.reply
+        if reply.tool_calls and any(not c.name for c in reply.tool_calls):
+            raise ModelError("The model sent a tool call without a name (malformed stream).", kind="malformed")
+        reply.tools_dropped = request.tools_dropped
+        if not stream.saw_usage:
+            estimate_usage(reply, messages, request.tools)
+        return reply
+
+    async def _stream_once(self, request: _Request, stream: StreamAssembler) -> None:
+        """Send the request and feed its stream to `stream`. A 400 is raised as is (the caller may
+        drop what the server refused and retry); other failures as a `ModelError`."""
         try:
-            stream = await self.client.chat.completions.create(
+            chunks = await self.client.chat.completions.create(
                 model=self.model,
-                messages=cast("list[ChatCompletionMessageParam]", messages),
-                tools=cast("list[ChatCompletionToolParam]", tools) or openai.omit,
+                messages=cast("list[ChatCompletionMessageParam]", request.messages),
+                tools=cast("list[ChatCompletionToolParam]", request.tools) or openai.omit,
                 stream=True,
-                stream_options={"include_usage": True},
+                stream_options={"include_usage": True} if request.stream_options else openai.omit,
             )
-            async with stream:
-                async for chunk in stream:
-                    await _absorb_chunk(chunk, reply, calls, on_delta)
+            async with chunks:
+                async for chunk in chunks:
+                    await stream.absorb(chunk)
+        except openai.BadRequestError:
+            raise
         except openai.APIError as exc:
             raise _user_facing(exc, self) from exc
         except (json.JSONDecodeError, ValueError, KeyError, TypeError, httpx2.HTTPError) as exc:
             raise ModelError(_MALFORMED, kind="malformed") from exc
-        reply.tool_calls = [
-            ToolCallRequest(id=slot["id"] or f"call_{index}", name=slot["name"], arguments=slot["arguments"])
-            for index, slot in sorted(calls.items())
-        ]
-        if reply.tool_calls and any(not c.name for c in reply.tool_calls):
-            raise ModelError("The model sent a tool call without a name (malformed stream).", kind="malformed")
-        return reply
+        await stream.close()
 
 
 _MALFORMED = "The model's reply could not be read (malformed stream). Try again, or check the model server."
+_CUT_OFF = "The model's answer was cut off before it finished. Try again."
+
+# HTTP 400 messages of servers that cannot take `tools`: Ollama ("... does not support tools"),
+# OpenAI ("Unsupported parameter: 'tools'"), vLLM without a tool parser ("... requires
+# --enable-auto-tool-choice ..."), llama.cpp without --jinja ("tools param requires --jinja flag")
+# and the like ("tools is not supported", "tool use is not supported").
+_TOOLS_REFUSED = re.compile(
+    r"(does\s*n[o']t|do\s*n[o']t|cannot|can't)\s+(support|use|accept)\s+"
+    r"(tools?|tool[ _-]?(use|calls?|calling)|function)"
+    r"|\b(tools?|tool[ _-]?(use|calls?|calling|choice)|function[ _-]?call(s|ing)?)(\s+param(eter)?s?)?"
+    r"(\s+(is|are))?\s+(not\s+|un)supported"
+    r"|unsupported\s+(parameter|argument|field)s?\W+tools"
+    r"|enable-auto-tool-choice|tools\s+param(eter)?\s+requires"
+)
+# ... and of those that cannot take `stream_options` (or its `include_usage`).
+_STREAM_OPTIONS_REFUSED = re.compile(r"stream_options|include_usage")
 
 
-async def _absorb_chunk(
-    chunk: ChatCompletionChunk, reply: ModelReply, calls: dict[int, dict[str, str]], on_delta: DeltaCallback | None
-) -> None:
-    """Add one stream chunk to `reply` (usage, text, finish reason) and `calls` (tool-call pieces by index)."""
-    if chunk.usage is not None:
-        reply.prompt_tokens = chunk.usage.prompt_tokens or 0
-        reply.completion_tokens = chunk.usage.completion_tokens or 0
-    for choice in chunk.choices:
-        delta = choice.delta
-        if delta is not None and delta.content:
-            reply.content += delta.content
-            if on_delta is not None:
-                await on_delta(delta.content)
-        for part in (delta.tool_calls or []) if delta is not None else []:
-            slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-            if part.id:
-                slot["id"] = part.id
-            if part.function is not None:
-                slot["name"] += part.function.name or ""
-                slot["arguments"] += part.function.arguments or ""
-        if choice.finish_reason:
-            reply.finish_reason = choice.finish_reason
+@dataclass
+class _Request:
+    """What one model step sends, less what the server refused."""
+
+    messages: list[dict]
+    tools: list[dict] | None
+    stream_options: bool = True
+    tools_dropped: bool = False
+
+    def drop_refused(self, exc: openai.BadRequestError) -> bool:
+        """Drop the option `exc` says the server refuses (`tools`, `stream_options`; each once).
+        False when it is about something else."""
+        text = f"{exc.message} {json.dumps(exc.body, default=str)}".lower()
+        if self.tools and _TOOLS_REFUSED.search(text):
+            self.tools, self.tools_dropped = None, True
+            return True
+        if self.stream_options and _STREAM_OPTIONS_REFUSED.search(text):
+            self.stream_options = False
+            return True
+        return False
 
 
 def _user_facing(exc: openai.APIError, client: LLMClient) -> ModelError:

@@ -103,8 +103,8 @@ class Reasoner:
             if current is not None:
                 current.uncancel()
             await self._end(run, Stopped(answer=run.recorder.streamed))
-        except ModelError as exc:
-            await self._end(run, Failed(message=str(exc), kind=exc.kind))
+        except ModelError as exc:  # a cut-off answer keeps what arrived, as a failed turn's partial answer
+            await self._end(run, Failed(message=str(exc), kind=exc.kind, answer=exc.partial))
         except Exception as exc:  # noqa: BLE001 - a turn never stays running
             self.admin_logger.add_exception(exc, "Reasoner.Run", turn_id=turn.id, session_id=turn.session_id)
             await self._end(run, Failed(message=ERROR_INTERNAL, kind="internal"))
@@ -265,7 +265,15 @@ class Reasoner:
                 "history_turns": len(state.history_sizes),
             },
         )
-        reply = await self.llm.stream_chat(messages=state.messages, tools=tools, on_delta=run.recorder.delta)
+
+        async def restart() -> None:  # a cut-off stream is asked again: its partial text goes
+            await run.recorder.flush_delta()
+            run.recorder.streamed = ""
+            await run.recorder.emit("model.retry", {"step": turn.step_count, "reason": "cut_off"})
+
+        reply = await self.llm.stream_chat(
+            messages=state.messages, tools=tools, on_delta=run.recorder.delta, on_restart=restart
+        )
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
@@ -280,6 +288,14 @@ class Reasoner:
                 "turn_total": turn.prompt_tokens + turn.completion_tokens,
             },
         }
+        for name, value in [
+            ("reasoning", reply.reasoning),  # shown apart, never sent back as content
+            ("tools_dropped", reply.tools_dropped),  # the server refused tools: the step ran without
+            ("usage_estimated", reply.usage_estimated),  # the server sent no usage: counted here
+            ("truncated", reply.truncated),  # finish_reason "length": the model's output limit
+        ]:
+            if value:
+                message[name] = value  # type: ignore[literal-required]
         # Written with the turn's counters; deferred when tool calls follow (tool.called writes both).
         await run.recorder.emit("model.message", message, defer=bool(calls), turn_write=turns.counters(turn))
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.content or None}

@@ -130,6 +130,13 @@ def _model_delta(live: LiveRenderer, turn: Turn, payload: ModelDelta, seq: int) 
     return render_to_string("agents/_event.html", {"streamed_html": render_markdown(text), "turn": turn})
 
 
+@renders("model.retry")
+def _model_retry(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
+    """The stream was cut off and is asked again: the text shown so far goes."""
+    live.live[turn.id] = ""
+    return render_to_string("agents/_event.html", {"streamed_html": "", "turn": turn})
+
+
 @renders("model.message")
 def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: int) -> str:
     live.live.pop(turn.id, None)  # the text moves into an item (tool step) or the answer

@@ -26,7 +26,7 @@ RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
 
 @dataclass
 class Item:
-    """One entry of a turn's timeline: "text", "tool", "mode" or "approval"."""
+    """One entry of a turn's timeline: "text", "reasoning", "tool", "mode" or "approval"."""
 
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -97,6 +97,8 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
     calls: dict[str, dict] = {}
     for event in events:
         p = event.payload
+        if event.type == "model.message" and p.get("reasoning"):
+            items.append(Item("reasoning", {"text": p["reasoning"]}))
         if event.type == "model.message" and (p.get("tool_calls") or not turn.is_finished):
             if item := text_item(p.get("content", "")):
                 items.append(item)
@@ -210,7 +212,7 @@ def live_text(events: list[TurnEvent]) -> str:
     for event in events:
         if event.type == "model.delta":
             parts.append(event.payload.get("text", ""))
-        elif event.type == "model.message":
+        elif event.type in ("model.message", "model.retry"):
             parts = []
     return "".join(parts)
 
@@ -231,8 +233,25 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
         "step": steps[-1].get("step") if steps else 0,
         "max_steps": started.get("max_steps") or (steps[-1].get("max_steps") if steps else None),
         "limit": final.get("message") if final and final.get("limit") else "",
+        "notices": model_notices(events),
+        "estimated": any(e.payload.get("usage_estimated") for e in events if e.type == "model.message"),
         "branch": (final or {}).get("branch") if completed and latest else None,
     }
+
+
+NOTICE_TOOLS_DROPPED = "This model's server does not accept tools, so the turn ran without them."
+NOTICE_TRUNCATED = "The answer hit the model's output limit and may be cut short."
+
+
+def model_notices(events: list[TurnEvent]) -> list[str]:
+    """What the model's server did that the user should know (once each)."""
+    messages = [e.payload for e in events if e.type == "model.message"]
+    notices = []
+    if any(m.get("tools_dropped") for m in messages):
+        notices.append(NOTICE_TOOLS_DROPPED)
+    if messages and messages[-1].get("truncated"):
+        notices.append(NOTICE_TRUNCATED)
+    return notices
 
 
 def render_turn(

@@ -10,6 +10,7 @@ back what the client sent:
     model.error(429)                       # retried by the SDK at once (retry-after-ms: 1)
     model.delay(0.5); model.reply("late")  # waits before its first byte
     model.reply("slow", chunk_delay=0.05)  # sleeps between SSE chunks
+    model.reply("Hi", reasoning="Greet.")  # quirks of real servers: see `reply`
     model.malformed()                      # a stream with a garbage event in it
     model.image(png_bytes)                 # the next POST /v1/images/generations answer
     model.image_error(500)                 # ... or an error from the Images API
@@ -46,6 +47,7 @@ import uvicorn
 from agents.llm.protocol import (
     PlannedReply,
     PlannedToolCall,
+    WireQuirks,
     completion_body,
     prompt_token_estimate,
     read_body,
@@ -74,6 +76,17 @@ class _Reply:
     reply: PlannedReply
     chunk_delay: float = 0.0
     delay: float = 0.0
+    quirks: WireQuirks = field(default_factory=WireQuirks)
+    reject_tools: bool = False
+    reject_stream_options: bool = False
+
+    def refusal(self, request: dict) -> dict | None:
+        """The HTTP 400 body for a request this reply's server refuses, or None."""
+        if self.reject_tools and request.get("tools"):
+            return _error_body("This model does not support tools")
+        if self.reject_stream_options and "stream_options" in request:
+            return _error_body("Unrecognized request argument supplied: stream_options")
+        return None
 
 
 @dataclass
@@ -92,6 +105,11 @@ class _Malformed:
 
 class _Disconnected(Exception):
     pass
+
+
+def _error_body(message: str, type: str = "invalid_request_error") -> dict:
+    """An error response body in OpenAI's shape."""
+    return {"error": {"message": message, "type": type, "param": None, "code": None}}
 
 
 def _tool_call(spec: ToolCallSpec) -> PlannedToolCall:
@@ -124,15 +142,55 @@ class ScriptedModel:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         chunk_delay: float = 0.0,
+        reasoning: str = "",
+        finish_reason: str | None = None,
+        pieces: list[str] | None = None,
+        reject_tools: bool = False,
+        reject_stream_options: bool = False,
+        cut_off: bool = False,
+        no_usage: bool = False,
+        index0_parallel: bool = False,
+        no_ids: bool = False,
+        odd_split: bool = False,
     ) -> PlannedReply:
-        """Queue one reply; returns it (its tool calls carry their ids)."""
+        """Queue one reply; returns it (its tool calls carry their ids). Quirks of real servers:
+
+        - `reasoning`: sent first, as `reasoning_content` deltas (DeepSeek, llama.cpp, vLLM);
+        - `finish_reason`: sent instead of "tool_calls" / "stop" (e.g. "length");
+        - `pieces`: the exact text deltas (the content is their concatenation), e.g. to split a
+          `<think>` tag across chunks;
+        - `reject_tools`: while the request offers tools, answer HTTP 400 "This model does not
+          support tools" and keep this reply queued (a request without tools gets it);
+        - `reject_stream_options`: the same for a request with `stream_options` (HTTP 400
+          "Unrecognized request argument supplied: stream_options");
+        - `cut_off=True`: the stream ends without finish reason, usage or `[DONE]`;
+        - `no_usage=True`: no usage chunk, even when asked for;
+        - `index0_parallel=True`: every tool call is sent with `index: 0` (told apart by its id);
+        - `no_ids=True`: tool calls carry no id;
+        - `odd_split=True`: each tool call as an id-only delta, a name-only delta and arguments a
+          few characters at a time, the calls interleaved (see `agents.llm.protocol.WireQuirks`).
+        """
+        if pieces is not None:
+            assert not content, "give the content either whole or in pieces"
+            content = "".join(pieces)
         planned = PlannedReply(
             content=content,
             tool_calls=[_tool_call(t) for t in tool_calls or []],
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
+            reasoning=reasoning,
+            finish=finish_reason,
         )
-        self._queue.append(_Reply(planned, chunk_delay=chunk_delay, delay=self._take_delay()))
+        wire = WireQuirks(
+            cut_off=cut_off,
+            no_usage=no_usage,
+            index0_parallel=index0_parallel,
+            no_ids=no_ids,
+            odd_split=odd_split,
+            content_pieces=tuple(pieces) if pieces is not None else None,
+        )
+        queued = _Reply(planned, chunk_delay, self._take_delay(), wire, reject_tools, reject_stream_options)
+        self._queue.append(queued)
         return planned
 
     def error(
@@ -148,14 +206,8 @@ class ScriptedModel:
         `retry-after: 0` and `retry-after-ms: 1` unless `headers` is given: the SDK ignores a
         zero `retry-after` and would back off for ~0.5 s, but honours 1 ms."""
         default_type, default_code = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "api_error", None))
-        body = {
-            "error": {
-                "message": message or f"ScriptedModel error {status}",
-                "type": type or default_type,
-                "param": None,
-                "code": code if code is not None else default_code,
-            }
-        }
+        body = _error_body(message or f"ScriptedModel error {status}", type or default_type)
+        body["error"]["code"] = code if code is not None else default_code
         if headers is None:
             headers = {"retry-after": "0", "retry-after-ms": "1"} if status in _RETRYABLE or status >= 500 else {}
         self._queue.append(_Error(status, body, headers, delay=self._take_delay()))
@@ -166,14 +218,7 @@ class ScriptedModel:
 
     def image_error(self, status: int, message: str = "") -> None:
         """Queue an Images API error (not retried: `x-should-retry: false`)."""
-        body = {
-            "error": {
-                "message": message or f"ScriptedModel image error {status}",
-                "type": "server_error",
-                "param": None,
-                "code": None,
-            }
-        }
+        body = _error_body(message or f"ScriptedModel image error {status}", "server_error")
         self._images.append(_Error(status, body, {"x-should-retry": "false"}))
 
     def delay(self, seconds: float) -> None:
@@ -183,7 +228,8 @@ class ScriptedModel:
     def malformed(self, kind: str = "garbage") -> None:
         """Queue a broken response. "garbage": a valid first chunk, then an event whose data is not
         JSON (the SDK raises while iterating); "truncated": a content chunk, then half a chunk and
-        the end of the stream, without finish reason or `[DONE]`. A non-streaming request gets a
+        the end of the stream, without finish reason or `[DONE]` (the SDK drops the half chunk, so
+        `LLMClient` sees a cut-off stream). A non-streaming request gets a
         truncated JSON body either way."""
         if kind not in ("garbage", "truncated"):
             raise ValueError(f"unknown malformed kind {kind!r}")
@@ -246,52 +292,19 @@ class ScriptedModel:
         if method == "POST" and path.endswith("/images/generations"):
             return await self._image(json.loads(body or b"{}"), send)
         if method != "POST" or not path.endswith("/chat/completions"):
-            return await self._json(
-                send,
-                404,
-                {
-                    "error": {
-                        "message": f"ScriptedModel: no route {method} {scope['path']}",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-            )
+            return await self._json(send, 404, _error_body(f"ScriptedModel: no route {method} {scope['path']}"))
         try:
             request = json.loads(body)
         except ValueError:
-            return await self._json(
-                send,
-                400,
-                {
-                    "error": {
-                        "message": "ScriptedModel: body is not JSON",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-            )
+            return await self._json(send, 400, _error_body("ScriptedModel: body is not JSON"))
         self.requests.append(request)
         await self._complete(request, receive, send)
 
     async def _image(self, request: dict, send) -> None:
         self.image_requests.append(request)
         if not self._images:
-            return await self._json(
-                send,
-                500,
-                {
-                    "error": {
-                        "message": "ScriptedModel: no image queued",
-                        "type": "server_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-                {"x-should-retry": "false"},
-            )
+            body = _error_body("ScriptedModel: no image queued", "server_error")
+            return await self._json(send, 500, body, {"x-should-retry": "false"})
         planned = self._images.popleft()
         if isinstance(planned, _Error):
             return await self._json(send, planned.status, planned.body, planned.headers)
@@ -299,19 +312,11 @@ class ScriptedModel:
 
     async def _complete(self, request: dict, receive, send) -> None:
         if not self._queue:
-            return await self._json(
-                send,
-                500,
-                {
-                    "error": {
-                        "message": "ScriptedModel: no reply queued",
-                        "type": "server_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-                {"x-should-retry": "false"},
-            )
+            body = _error_body("ScriptedModel: no reply queued", "server_error")
+            return await self._json(send, 500, body, {"x-should-retry": "false"})
+        refusal = self._queue[0].refusal(request) if isinstance(self._queue[0], _Reply) else None
+        if refusal is not None:  # the reply stays queued for the request without the refused option
+            return await self._json(send, 400, refusal)
         planned = self._queue.popleft()
         if planned.delay:
             await asyncio.sleep(planned.delay)
@@ -333,8 +338,10 @@ class ScriptedModel:
         if not streaming:
             return await self._json(send, 200, completion_body(planned.reply, model=model, prompt_tokens=prompt_tokens))
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-        chunks = sse_chunks(planned.reply, model=model, prompt_tokens=prompt_tokens, include_usage=include_usage)
-        await self._stream(send, receive, chunks, planned.chunk_delay)
+        chunks = sse_chunks(
+            planned.reply, model=model, prompt_tokens=prompt_tokens, include_usage=include_usage, quirks=planned.quirks
+        )
+        await self._stream(send, receive, chunks, planned.chunk_delay, complete=not planned.quirks.cut_off)
 
     async def _stream(self, send, receive, chunks, chunk_delay: float, complete: bool = True) -> None:
         """Send SSE chunks, watching for the client leaving (uvicorn does not cancel the app when
