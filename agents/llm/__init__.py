@@ -7,18 +7,8 @@ Import the client's API from here: `from agents.llm import LLMClient, get_llm_cl
 
 from __future__ import annotations
 
-from .client import (
-    OFFLINE_LABEL,
-    DeltaCallback,
-    LLMClient,
-    ModelError,
-    ModelReply,
-    ToolCallRequest,
-    build_llm_client,
-    describe_provider,
-    get_llm_client,
-    use_llm_client,
-)
+from .client import OFFLINE_LABEL, LLMClient, build_llm_client, describe_provider, get_llm_client, use_llm_client
+from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback, ToolCallRequest
 
 __all__ = [
     "OFFLINE_LABEL",
@@ -26,6 +16,7 @@ __all__ = [
     "LLMClient",
     "ModelError",
     "ModelReply",
+    "RestartCallback",
     "ToolCallRequest",
     "build_llm_client",
     "describe_provider",

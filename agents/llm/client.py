@@ -21,23 +21,9 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
-from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback, ToolCallRequest
+from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback
 from .stream import StreamAssembler, estimate_usage
 from .transport import StreamingASGITransport
-
-__all__ = [
-    "OFFLINE_LABEL",
-    "DeltaCallback",
-    "LLMClient",
-    "ModelError",
-    "ModelReply",
-    "RestartCallback",
-    "ToolCallRequest",
-    "build_llm_client",
-    "describe_provider",
-    "get_llm_client",
-    "use_llm_client",
-]
 
 OFFLINE_LABEL = "offline"
 
