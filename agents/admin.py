@@ -12,6 +12,7 @@ from modes.admin import AgentModeAdmin, csv_safe
 from modes.models import AgentMode
 from tools.registry import internal_registry, mcp_registry
 
+from .llm.catalog import models_config
 from .models import AgentSession, ToolApproval, Turn, TurnEvent
 from .run.pipeline import budget_order, mcp_server_order, policy_allows
 
@@ -180,6 +181,7 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
+        self._warn_about_model(request, obj)
         allowed = [name for name, _ in internal_registry() if policy_allows(obj.tool_policy, name)]
         allowed += [name for name, _ in mcp_registry if policy_allows(obj.tool_policy, name)]
         budget = settings.APTIX_MAX_TOOLS
@@ -191,6 +193,17 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
                 f"The {obj.display_name} mode's tool policy allows {len(allowed)} tools; a request carries at "
                 f"most {budget} (APTIX_MAX_TOOLS), so {len(left_out)} are left out of Agent turns: {shown}. "
                 "Name the tools that matter one by one (they go first), or narrow the policy.",
+                level=messages.WARNING,
+            )
+
+    def _warn_about_model(self, request, obj) -> None:
+        config = models_config()
+        if obj.model and config.get(obj.model) is None:
+            self.message_user(
+                request,
+                f'The model "{obj.model}" is not in this deployment\'s models configuration '
+                f"({', '.join(config.models)}); the {obj.display_name} mode's turns use the default model "
+                f"({config.default}) until it is.",
                 level=messages.WARNING,
             )
 

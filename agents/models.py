@@ -28,6 +28,8 @@ class AgentSession(models.Model):
     # Tools the user allowed "for this session" from an approval card: ["fs__write_file"]. Revocable
     # in the Tools panel; written only by agents/approvals.py.
     approval_grants = models.JSONField(default=list, blank=True)
+    # The model the user picked for this session (a key of the models configuration); empty: the mode's.
+    model = models.CharField(max_length=100, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -68,6 +68,19 @@ def session_toggle_tool(*, session: AgentSession, name: str, enabled: bool) -> A
     return session
 
 
+def session_set_model(*, session: AgentSession, model: str) -> AgentSession:
+    """The user's pick of a model for this session's next turns ("" goes back to the mode's)."""
+    from .llm.catalog import models_config
+
+    config = models_config()
+    model = (model or "").strip()
+    if model and config.get(model) is None:
+        raise ValidationError({"model": f"Unknown model {model!r}. Available: {', '.join(config.models)}."})
+    session.model = model
+    session.save(update_fields=["model", "updated_at"])
+    return session
+
+
 def session_list(*, user) -> QuerySet[AgentSession]:
     """The user's own sessions in teams they still belong to, newest first."""
     return (

@@ -238,6 +238,9 @@ APTIX_TOOL_RESULT_STORE_CHARS = env_int("APTIX_TOOL_RESULT_STORE_CHARS", 200_000
 # room kept for the reply (at most a quarter of the context).
 APTIX_CONTEXT_TOKENS = env_int("APTIX_CONTEXT_TOKENS", 32_000, minimum=1_000)
 APTIX_REPLY_TOKENS = env_int("APTIX_REPLY_TOKENS", 4_096, minimum=1)
+# Several providers and models (agents/llm/catalog.py); without the file, OPENAI_* define one model,
+# and without those the built-in offline model serves.
+APTIX_MODELS_CONFIG = env_str("APTIX_MODELS_CONFIG", "models.json")
 APTIX_ASK_FOLLOWUP = env_bool("APTIX_ASK_FOLLOWUP", False)
 # TUL-007 §4.3: "ask" (default) holds a model's mode change until the user consents (a proposal's
 # option button, or the approval card); "trust" lets the model change the mode at once.

@@ -62,6 +62,7 @@ class AgentModeForm(forms.ModelForm):
             "example_utterances",
             "tool_policy",
             "approval_policy",
+            "model",
             "is_default",
             "is_active",
             "ordering",

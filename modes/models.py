@@ -47,6 +47,12 @@ class AgentMode(models.Model):
         help_text="Tools this mode offers: '*', an internal tool such as 'image_gen', '<server>.*' or "
         "'<server>.<tool>'. agent_change_mode is always offered.",
     )
+    model = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="A model from the deployment's models configuration for this mode's turns (e.g. a stronger one "
+        "for data analysis); empty: the default model. A user may pick another for their session.",
+    )
     approval_policy = models.JSONField(
         default=list,
         blank=True,

@@ -31,6 +31,7 @@ class TurnStarted(TypedDict):
     tool_kinds: dict[str, str]
     tools_allowed: NotRequired[int]  # what policy and toggles allowed (more than offered: the budget cut)
     tools_left_out: NotRequired[list[str]]
+    tools_unsupported: NotRequired[bool]  # the turn's model takes no tools (models configuration)
     history: NotRequired[dict[str, Any]]  # earlier turns sent and dropped for the context budget, their tokens
 
 

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx2
@@ -21,6 +21,7 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
+from .catalog import ModelSpec, model_for, reset_models_config, sdk_client
 from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback
 from .stream import StreamAssembler, estimate_usage
 from .transport import StreamingASGITransport
@@ -31,10 +32,20 @@ OFFLINE_LABEL = "offline"
 class LLMClient:
     """Streams one model step. `label` is what the UI and API show ("offline" or the model name)."""
 
-    def __init__(self, client: openai.AsyncOpenAI, *, model: str, label: str | None = None) -> None:
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        *,
+        model: str,
+        label: str | None = None,
+        context_tokens: int | None = None,
+        supports_tools: bool = True,
+    ) -> None:
         self.client = client
         self.model = model
         self.label = label or model
+        self.context_tokens = context_tokens  # None: APTIX_CONTEXT_TOKENS
+        self.supports_tools = supports_tools
 
     @property
     def is_offline(self) -> bool:
@@ -192,19 +203,17 @@ def _status_error(exc: openai.APIStatusError, client: LLMClient) -> ModelError:
     )
 
 
-def build_llm_client() -> LLMClient:
-    """A client for the configured provider, or the built-in offline model."""
-    api_key = settings.OPENAI_API_KEY or None
-    base_url = settings.OPENAI_BASE_URL or None
-    if api_key or base_url:
-        model = settings.APTIX_LLM_MODEL or "gpt-4o-mini"
-        client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed",  # local servers (Ollama, vLLM) accept any key
-            base_url=base_url,
-            timeout=settings.APTIX_LLM_TIMEOUT,
-            max_retries=settings.APTIX_LLM_MAX_RETRIES,
+def build_llm_client(spec: ModelSpec | None = None) -> LLMClient:
+    """A client for `spec` (default: the configured default model), or the built-in offline model."""
+    spec = spec or model_for()
+    if spec.provider is not None:
+        return LLMClient(
+            sdk_client(spec),
+            model=spec.model,
+            label=spec.label,
+            context_tokens=spec.context_tokens,
+            supports_tools=spec.tools,
         )
-        return LLMClient(client, model=model)
 
     from .offline.app import OFFLINE_MODEL_NAME, OfflineModelApp  # loaded only when it serves
 
@@ -221,20 +230,27 @@ def build_llm_client() -> LLMClient:
 
 @dataclass
 class _Clients:
-    built: LLMClient | None = None  # the configured provider's client, built on first use
+    built: dict[str, LLMClient] = field(default_factory=dict)  # per model key, built on first use
     override: LLMClient | None = None  # use_llm_client's
 
 
 _clients = _Clients()
 
 
-def get_llm_client() -> LLMClient:
-    """The client every model call uses: `use_llm_client`'s if set, else the configured provider's."""
+def get_llm_client(spec: ModelSpec | None = None) -> LLMClient:
+    """The client a model call uses: `use_llm_client`'s if set, else `spec`'s (default: the default model)."""
     if _clients.override is not None:
         return _clients.override
-    if _clients.built is None:
-        _clients.built = build_llm_client()
-    return _clients.built
+    spec = spec or model_for()
+    if spec.key not in _clients.built:
+        _clients.built[spec.key] = build_llm_client(spec)
+    return _clients.built[spec.key]
+
+
+def reset_llm_clients() -> None:
+    """Forget the clients built so far and read the models configuration again (after changing it)."""
+    _clients.built.clear()
+    reset_models_config()
 
 
 @contextmanager
@@ -247,7 +263,7 @@ def use_llm_client(client: LLMClient) -> Iterator[LLMClient]:
         _clients.override = previous
 
 
-def describe_provider() -> dict[str, Any]:
-    """What the UI and API show about the model: its label, name and whether it is the offline one."""
-    client = get_llm_client()
+def describe_provider(spec: ModelSpec | None = None) -> dict[str, Any]:
+    """What the UI and API show about a model: its label, name and whether it is the offline one."""
+    client = get_llm_client(spec)
     return {"label": client.label, "model": client.model, "offline": client.is_offline}

@@ -80,9 +80,9 @@ def _encoding_for(model: str) -> Any:
         return None
 
 
-def context_budget() -> int:
-    """Tokens a request may use: APTIX_CONTEXT_TOKENS less room for the reply."""
-    total = settings.APTIX_CONTEXT_TOKENS
+def context_budget(total: int | None = None) -> int:
+    """Tokens a request may use: the model's context (default APTIX_CONTEXT_TOKENS) less room for the reply."""
+    total = total or settings.APTIX_CONTEXT_TOKENS
     return total - min(settings.APTIX_REPLY_TOKENS, total // 4)
 
 

@@ -25,6 +25,7 @@ from ..approvals import approvals_request
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
+from ..llm.catalog import model_for
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
@@ -42,7 +43,7 @@ from .outcomes import (
     StepOutcome,
     Stopped,
 )
-from .pipeline import build_system_prompt, select_tools
+from .pipeline import ToolSelection, build_system_prompt, select_tools
 from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
 
@@ -64,6 +65,7 @@ class Reasoner:
         image_remote: Any = None,
         mcp: ToolRegistry | None = None,
     ) -> None:
+        self.llm_override = llm  # tests hand in a scripted model; otherwise each turn's model (catalog.py)
         self.llm = llm or get_llm_client()
         self.max_steps = max_steps or settings.APTIX_MAX_STEPS
         self.token_budget = token_budget or settings.APTIX_TOKEN_BUDGET
@@ -88,6 +90,9 @@ class Reasoner:
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
+        run.llm = self.llm_override or get_llm_client(
+            model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
+        )
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
         try:
@@ -124,6 +129,8 @@ class Reasoner:
             client_tools=client_tools,
             mcp=self.mcp,
         )
+        if not run.llm.supports_tools:  # the models configuration says so: no tool goes out
+            selection = ToolSelection(allowed=selection.allowed, left_out=selection.names)
         if selection.left_out:
             logger.warning(
                 "Turn %s: %d tools allowed, %d offered (APTIX_MAX_TOOLS); left out: %s",
@@ -138,11 +145,11 @@ class Reasoner:
         current = {"role": "user", "content": turn.user_message}
         counter = self._counter(run)
         fixed = counter.tools(selection.schemas) + counter.messages([system, current])
-        history = await load_history(turn, counter, max(context_budget() - fixed, 0))
+        history = await load_history(turn, counter, max(context_budget(run.llm.context_tokens) - fixed, 0))
         messages = [system, *history.messages, current]
         # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
         # but the orphan check, which knows the run's task).
-        write = turns.started(model_label=self.llm.label)
+        write = turns.started(model_label=run.llm.label)
         turns.apply_locally(turn, write)
         await run.recorder.emit(
             "turn.started",
@@ -151,13 +158,14 @@ class Reasoner:
             payload={
                 "mode": turn.mode,
                 "execution": turn.execution,
-                "model": self.llm.label,
+                "model": run.llm.label,
                 "max_steps": self.max_steps if turn.execution == "agent" else 1,
                 "system_prompt": system_prompt,
                 "tools": selection.schemas,
                 "tool_kinds": selection.kinds,
                 "tools_allowed": selection.allowed,
                 "tools_left_out": selection.left_out,
+                "tools_unsupported": not run.llm.supports_tools,
                 "history": {
                     "turns_sent": len(history.sizes),
                     "turns_dropped": history.dropped,
@@ -271,7 +279,7 @@ class Reasoner:
             run.recorder.streamed = ""
             await run.recorder.emit("model.retry", {"step": turn.step_count, "reason": "cut_off"})
 
-        reply = await self.llm.stream_chat(
+        reply = await run.llm.stream_chat(
             messages=state.messages, tools=tools, on_delta=run.recorder.delta, on_restart=restart
         )
         turn.prompt_tokens += reply.prompt_tokens
@@ -363,7 +371,7 @@ class Reasoner:
 
     def _counter(self, run: Run) -> TokenCounter:
         if run.counter is None:
-            run.counter = TokenCounter(self.llm.model)
+            run.counter = TokenCounter(run.llm.model)
         return run.counter
 
     def _fit(self, run: Run, tools: list[dict] | None) -> int:
@@ -371,7 +379,13 @@ class Reasoner:
         state, counter = self._state(run), self._counter(run)
         before = len(state.messages)
         try:
-            used = trim(state.messages, state.history_sizes, counter, context_budget(), counter.tools(tools or []))
+            used = trim(
+                state.messages,
+                state.history_sizes,
+                counter,
+                context_budget(run.llm.context_tokens),
+                counter.tools(tools or []),
+            )
         except ContextTooLong as exc:
             raise ModelError(str(exc), kind="context") from None
         state.traced = max(state.traced - (before - len(state.messages)), 0)

@@ -56,6 +56,7 @@ class Run:
     last_content: str = ""  # the last step's text (the answer if a limit stops the run)
     approval_policy: list[str] = field(default_factory=list)  # the mode's (agents/approvals.py)
     counter: Any = None  # the model's TokenCounter (context.py)
+    llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
 
     @property
     def agent(self) -> bool:

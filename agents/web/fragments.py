@@ -27,11 +27,13 @@ def session_fragments(
     tools: bool = False,
     meta: bool = False,
     waiting: bool = False,
+    model: bool = False,
 ) -> str:
     """Out-of-band swaps for the parts of the session page named: `append` is HTML added at the end of
     the timeline; `first_turn` retitles the session (header and sidebar) and drops the empty-chat
     hint; `composer` redraws the composer busy (with the `turn` that keeps it busy) or idle;
-    `waiting` the header's "waiting for your approval"; the others redraw their region as stored."""
+    `waiting` the header's "waiting for your approval"; `model` the header's model; the others redraw
+    their region as stored."""
     if waiting or meta:  # both show whether a turn waits for approval: as of now, not as loaded
         session.has_waiting_turn = session.turns.filter(status=Turn.Status.AWAITING_APPROVAL).exists()
     context = {
@@ -45,7 +47,12 @@ def session_fragments(
         "tools": tool_panel(session) if tools else None,
         "meta": meta,
         "waiting": waiting,
+        "model_part": model,
     }
+    if model:
+        from .views.sessions import session_model_context
+
+        context.update(session_model_context(session))
     return render_to_string("agents/_oob.html", context)
 
 

@@ -240,6 +240,7 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
 
 
 NOTICE_TOOLS_DROPPED = "This model's server does not accept tools, so the turn ran without them."
+NOTICE_NO_TOOLS = "This model takes no tools (the models configuration says so), so the turn ran without them."
 NOTICE_TRUNCATED = "The answer hit the model's output limit and may be cut short."
 
 
@@ -247,6 +248,8 @@ def model_notices(events: list[TurnEvent]) -> list[str]:
     """What the model's server did that the user should know (once each)."""
     messages = [e.payload for e in events if e.type == "model.message"]
     notices = []
+    if any(e.payload.get("tools_unsupported") for e in events if e.type == "turn.started"):
+        notices.append(NOTICE_NO_TOOLS)
     if any(m.get("tools_dropped") for m in messages):
         notices.append(NOTICE_TOOLS_DROPPED)
     if messages and messages[-1].get("truncated"):

@@ -12,6 +12,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/turns/<str:turn_id>/approvals/", actions.approval_decide, name="approval-decide"),
     path("sessions/<str:session_id>/grants/revoke/", actions.session_grant_revoke, name="session-grant-revoke"),
     path("sessions/<str:session_id>/mode/", actions.session_mode, name="session-mode"),
+    path("sessions/<str:session_id>/model/", actions.session_model, name="session-model"),
     path("sessions/<str:session_id>/execution/", actions.session_execution, name="session-execution"),
     path("sessions/<str:session_id>/tools/", actions.session_tools, name="session-tools"),
     path("sessions/<str:session_id>/branch/", actions.session_branch, name="session-branch"),

@@ -122,7 +122,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
     misplaced = sorted((HTTP_KEYS if kind == "stdio" else STDIO_KEYS) & entry.keys())
     if misplaced:
         raise fail(f'"{misplaced[0]}" does not apply to a "type": "{kind}" server')
-    expand = _Expander(environ, fail)
+    expand = EnvExpander(environ, fail)
     common = {"name": name, "type": kind, "timeout": _timeout(entry, fail), "disabled": _flag(entry, fail)}
     if common["disabled"]:
         # Kept for later: its command need not exist nor its ${VARS} be set while it is off.
@@ -157,7 +157,7 @@ def _check_keys(entry: dict, fail) -> None:
             raise fail(f'unknown key "{key}"{hint}')
 
 
-class _Expander:
+class EnvExpander:
     """Replaces ${VAR} / ${env:VAR} with the environment's value; an unset variable is an error."""
 
     def __init__(self, environ: Mapping[str, str], fail) -> None:
@@ -181,7 +181,7 @@ def _string_list(entry: dict, key: str, fail) -> list[str]:
     return value
 
 
-def _string_map(entry: dict, key: str, expand: _Expander, fail) -> dict[str, str]:
+def _string_map(entry: dict, key: str, expand: EnvExpander, fail) -> dict[str, str]:
     value = entry.get(key, {})
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise fail(f'"{key}" must be an object of strings')
@@ -202,7 +202,7 @@ def _flag(entry: dict, fail) -> bool:
     return value
 
 
-def _url(entry: dict, expand: _Expander, fail) -> str:
+def _url(entry: dict, expand: EnvExpander, fail) -> str:
     value = entry.get("url")
     if not isinstance(value, str) or not value:
         raise fail('"url" is required for a "type": "http" server')
@@ -212,7 +212,7 @@ def _url(entry: dict, expand: _Expander, fail) -> str:
     return url
 
 
-def _cwd(entry: dict, base_dir: Path, expand: _Expander, fail) -> str:
+def _cwd(entry: dict, base_dir: Path, expand: EnvExpander, fail) -> str:
     value = entry.get("cwd", ".")
     if not isinstance(value, str) or not value:
         raise fail('"cwd" must be a non-empty string')
@@ -222,7 +222,7 @@ def _cwd(entry: dict, base_dir: Path, expand: _Expander, fail) -> str:
     return str(cwd)
 
 
-def _command(entry: dict, cwd: Path, env: Mapping[str, str], expand: _Expander, fail) -> str:
+def _command(entry: dict, cwd: Path, env: Mapping[str, str], expand: EnvExpander, fail) -> str:
     value = entry.get("command")
     if not isinstance(value, str) or not value.strip():
         raise fail('"command" is required (a non-empty string)')

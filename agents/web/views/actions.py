@@ -18,7 +18,7 @@ from agents.approvals import approval_decide as approval_decide_service
 from agents.branching import session_branch as session_branch_service
 from agents.models import AgentSession, Turn
 from agents.run.current import get_runner
-from agents.sessions import session_manager, session_set_execution, session_toggle_tool
+from agents.sessions import session_manager, session_set_execution, session_set_model, session_toggle_tool
 from agents.turns import error_code, turn_cancel, turn_start
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
@@ -215,3 +215,15 @@ def session_grant_revoke(request, session_id: str):
         return HttpResponseBadRequest(f"No grant for {tool!r} in this session.")
     grant_revoke(session=session, tool=tool)
     return HttpResponse(session_fragments(session, tools=True))
+
+
+@require_POST
+@login_required
+def session_model(request, session_id: str):
+    """The model select in the session's header: the next turns run on the picked model."""
+    session = get_session_or_404(request, session_id)
+    try:
+        session_set_model(session=session, model=request.POST.get("model", ""))
+    except ValidationError as exc:
+        return HttpResponseBadRequest(_first_error(exc))
+    return HttpResponse(session_fragments(session, model=True))

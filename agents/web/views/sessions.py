@@ -15,10 +15,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.llm import describe_provider
-from agents.models import AgentSession, TurnEvent
+from agents.llm.catalog import model_for, models_config
+from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
+from modes.models import AgentMode
 
 from ..forms import SessionCreateForm
 from ..timeline import render_turn
@@ -109,9 +111,10 @@ def session_detail(request, session_id: str):
         **_sidebar(request, current=session),
         "session": session,
         "children": session.children.filter(user=request.user).order_by("created_at"),
-        "model": describe_provider(),
+        **session_model_context(session),
         "tools": tool_panel(session),
-        "busy": session.turns.filter(finished_at__isnull=True).exclude(status="requires_action").exists(),
+        # a paused turn leaves the composer free (a new message declines what an approval waits for)
+        "busy": session.turns.filter(finished_at__isnull=True).exclude(status__in=Turn.PAUSED_STATUSES).exists(),
         **timeline_context(session, request),
     }
     mode = next((m for m in context["catalog"] if m.key == session.mode), None)
@@ -148,3 +151,11 @@ def timeline_context(session: AgentSession, request=None) -> dict:
         "cursor_seq": cursor_seq,
         "ws_url": f"/ws/sessions/{session.id}/" + (f"?{query}" if query else ""),
     }
+
+
+def session_model_context(session: AgentSession) -> dict:
+    """The model the session's next turn uses (its pick, else its mode's, else the default) and the
+    models the user may pick from."""
+    mode_model = AgentMode.objects.filter(key=session.mode).values_list("model", flat=True).first() or ""
+    spec = model_for(session_model=session.model, mode_model=mode_model)
+    return {"model": describe_provider(spec), "model_key": spec.key, "models": models_config().choices}

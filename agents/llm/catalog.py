@@ -1,0 +1,209 @@
+"""The models a deployment offers: several providers and models from a file in the style of mcp.json
+(`APTIX_MODELS_CONFIG`, default `models.json`), or one model from the `OPENAI_*` variables, or the
+built-in offline model when nothing is configured (so `make run` needs no configuration).
+
+    {
+      "providers": {
+        "openai": {"baseUrl": "https://api.openai.com/v1", "apiKey": "${OPENAI_API_KEY}"},
+        "local": {"baseUrl": "http://127.0.0.1:8081/v1", "apiKey": "${LOCAL_KEY}", "headers": {}}
+      },
+      "models": {
+        "gpt-4.1": {"provider": "openai", "model": "gpt-4.1", "label": "GPT-4.1", "contextTokens": 128000,
+                    "tools": true, "vision": true, "reasoning": false},
+        "qwen-small": {"provider": "local", "model": "local", "contextTokens": 8192}
+      },
+      "default": "gpt-4.1"
+    }
+
+Secrets come only from the environment: `apiKey` and header values must be `${VAR}` references (a
+literal key in the file is refused, naming the field); an unset variable is an error naming it. A
+mode may name a model (the catalog's `model` field) and a user may pick another for a session;
+`model_for(session, mode)` decides which one a turn uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+from django.conf import settings
+
+from tools.mcp.config import ENV_REF_RE, EnvExpander
+
+PROVIDER_KEYS = {"baseUrl", "apiKey", "headers"}
+MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning"}
+OFFLINE_KEY = "offline"
+
+
+class ModelsConfigError(ValueError):
+    """The models file is wrong; the message names the entry and the problem."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    base_url: str | None
+    api_key: str = field(repr=False, default="")
+    headers: tuple[tuple[str, str], ...] = field(repr=False, default=())
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model a turn can use. `provider` None is the built-in offline model."""
+
+    key: str
+    model: str
+    label: str
+    provider: Provider | None
+    context_tokens: int | None = None  # None: APTIX_CONTEXT_TOKENS
+    tools: bool = True
+    vision: bool = False
+    reasoning: bool = False
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    models: dict[str, ModelSpec]
+    default: str
+    source: str  # "file", "environment" or "offline"
+
+    def get(self, key: str | None) -> ModelSpec | None:
+        return self.models.get(key or "")
+
+    @property
+    def choices(self) -> list[ModelSpec]:
+        return list(self.models.values())
+
+
+def load_models_config(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> ModelsConfig:
+    file = Path(path)
+    try:
+        raw = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelsConfigError(f"{file}: cannot read the models configuration ({exc})") from None
+    return parse_models_config(raw, environ=os.environ if environ is None else environ, where=str(file))
+
+
+def parse_models_config(raw: Any, *, environ: Mapping[str, str], where: str = "models.json") -> ModelsConfig:
+    if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict) or not raw["models"]:
+        raise ModelsConfigError(f'{where}: needs a "models" object with at least one model')
+    providers = {name: _provider(name, entry, environ, where) for name, entry in (raw.get("providers") or {}).items()}
+    models = {key: _model(key, entry, providers, where) for key, entry in raw["models"].items()}
+    default = raw.get("default") or next(iter(models))
+    if default not in models:
+        raise ModelsConfigError(f'{where}: "default" names "{default}", which is not in "models"')
+    return ModelsConfig(models=models, default=default, source="file")
+
+
+def _provider(name: str, entry: Any, environ: Mapping[str, str], where: str) -> Provider:
+    def fail(problem: str) -> ModelsConfigError:
+        return ModelsConfigError(f'{where}: provider "{name}": {problem}')
+
+    if not isinstance(entry, dict):
+        raise fail("must be an object")
+    unknown = sorted(set(entry) - PROVIDER_KEYS)
+    if unknown:
+        raise fail(f'unknown key "{unknown[0]}" (known keys: {", ".join(sorted(PROVIDER_KEYS))})')
+    expand = EnvExpander(environ, fail)
+    headers = entry.get("headers") or {}
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise fail('"headers" must be an object of strings')
+    for field_name, value in [("apiKey", entry.get("apiKey", "")), *((f"headers.{k}", v) for k, v in headers.items())]:
+        if value and not ENV_REF_RE.search(value):
+            raise fail(f'"{field_name}" must come from the environment, as "${{VAR}}" (no secrets in the file)')
+    base_url = entry.get("baseUrl")
+    if base_url is not None and not isinstance(base_url, str):
+        raise fail('"baseUrl" must be a string')
+    return Provider(
+        name=name,
+        base_url=expand(base_url, "baseUrl") if base_url else None,
+        api_key=expand(entry.get("apiKey") or "", "apiKey"),
+        headers=tuple((k, expand(v, f"headers.{k}")) for k, v in headers.items()),
+    )
+
+
+def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> ModelSpec:
+    def fail(problem: str) -> ModelsConfigError:
+        return ModelsConfigError(f'{where}: model "{key}": {problem}')
+
+    if not isinstance(entry, dict):
+        raise fail("must be an object")
+    unknown = sorted(set(entry) - MODEL_KEYS)
+    if unknown:
+        raise fail(f'unknown key "{unknown[0]}" (known keys: {", ".join(sorted(MODEL_KEYS))})')
+    provider = entry.get("provider")
+    if provider not in providers:
+        raise fail(f'"provider" must be one of: {", ".join(providers) or "(none declared)"}')
+    context = entry.get("contextTokens")
+    if context is not None and (not isinstance(context, int) or context < 1000):
+        raise fail('"contextTokens" must be a whole number of at least 1000')
+    defaults = {"tools": True, "vision": False, "reasoning": False}
+    flags = {name: entry.get(name, default) for name, default in defaults.items()}
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise fail('"tools", "vision" and "reasoning" must be true or false')
+    return ModelSpec(
+        key=key,
+        model=str(entry.get("model") or key),
+        label=str(entry.get("label") or key),
+        provider=providers[provider],
+        context_tokens=context,
+        **flags,
+    )
+
+
+def environment_config() -> ModelsConfig:
+    """No models file: today's variables define one model, or the offline model serves."""
+    api_key, base_url = settings.OPENAI_API_KEY or "", settings.OPENAI_BASE_URL or ""
+    if api_key or base_url:
+        name = settings.APTIX_LLM_MODEL or "gpt-4o-mini"
+        provider = Provider(name="environment", base_url=base_url or None, api_key=api_key)
+        spec = ModelSpec(key=name, model=name, label=name, provider=provider)
+        return ModelsConfig(models={name: spec}, default=name, source="environment")
+    spec = ModelSpec(key=OFFLINE_KEY, model=OFFLINE_KEY, label=OFFLINE_KEY, provider=None)
+    return ModelsConfig(models={OFFLINE_KEY: spec}, default=OFFLINE_KEY, source="offline")
+
+
+_config: dict[str, ModelsConfig] = {}
+
+
+def models_config() -> ModelsConfig:
+    """The deployment's models (read once per process)."""
+    if "current" not in _config:
+        path = Path(settings.APTIX_MODELS_CONFIG)
+        if not path.is_absolute():
+            path = Path(settings.BASE_DIR) / path
+        _config["current"] = load_models_config(path) if path.is_file() else environment_config()
+    return _config["current"]
+
+
+def reset_models_config() -> None:
+    """Read the configuration again on next use (tests, after changing it)."""
+    _config.clear()
+
+
+def model_for(*, session_model: str = "", mode_model: str = "") -> ModelSpec:
+    """The model a turn uses: the session's pick, else its mode's, else the default (a name no longer
+    configured falls through to the next)."""
+    config = models_config()
+    for key in (session_model, mode_model):
+        if spec := config.get(key):
+            return spec
+    return config.models[config.default]
+
+
+def sdk_client(spec: ModelSpec) -> openai.AsyncOpenAI:
+    provider = spec.provider
+    if provider is None:
+        raise ValueError("The offline model has no provider.")
+    return openai.AsyncOpenAI(
+        api_key=provider.api_key or "not-needed",  # local servers (Ollama, vLLM) accept any key
+        base_url=provider.base_url,
+        default_headers=dict(provider.headers) or None,
+        timeout=settings.APTIX_LLM_TIMEOUT,
+        max_retries=settings.APTIX_LLM_MAX_RETRIES,
+    )
