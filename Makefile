@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-sqlite lint format bench clean
+.PHONY: run test test-sqlite test-real-model lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Aptix needs Python >= 3.11")'
@@ -40,6 +40,13 @@ test: $(VENV)/.installed-test lint
 ## test-sqlite: the same suite on SQLite
 test-sqlite: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+## test-real-model: the opt-in tier against a real model server (not in CI), e.g.
+##   ../shared/local-llm/start.sh 8081 && make test-real-model APTIX_REAL_MODEL_URL=http://127.0.0.1:8081/v1
+test-real-model: $(VENV)/.installed-test
+	@test -n "$(APTIX_REAL_MODEL_URL)" || { echo "set APTIX_REAL_MODEL_URL (an OpenAI-compatible /v1 URL)"; exit 2; }
+	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= APTIX_REAL_MODEL_URL=$(APTIX_REAL_MODEL_URL) \
+	  $(VENV)/bin/pytest tests/real_model $(PYTEST_ARGS)
 
 ## lint: ruff (lint + format check) and mypy with django-stubs, as configured in pyproject.toml
 lint: $(VENV)/.installed-test

@@ -1,0 +1,77 @@
+"""Ask and Agent turns through a real model server: every turn ends in a final state, tool calls are
+well-formed or reported as errors, the stream renders, and the budgets hold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agents.models import Turn, TurnEvent
+from agents.run.context import context_budget
+from agents.run.reasoner import Reasoner
+from agents.sessions import session_create
+from agents.turns import turn_start
+from agents.web.live import LiveRenderer
+from modes.models import AgentMode
+from tests.helpers import async_db
+
+pytestmark = async_db
+
+FINAL = {"completed", "failed", "limit_reached"}
+
+
+async def run(real_llm, session, text: str, **reasoner) -> tuple[Turn, list[TurnEvent]]:
+    turn = await sync_to_async(turn_start)(session=session, text=text)
+    turn = await Reasoner(llm=real_llm, **reasoner).run(turn.id)
+    turn = await Turn.objects.select_related("session").aget(pk=turn.id)
+    return turn, [e async for e in TurnEvent.objects.filter(turn=turn).order_by("seq")]
+
+
+async def check_turn(turn: Turn, events: list[TurnEvent], budget: int) -> None:
+    assert turn.status in FINAL, (turn.status, turn.error)
+    assert turn.status != "failed" or turn.error  # a failure says why
+    for event in events:
+        if event.type == "tool.called":
+            try:
+                json.loads(event.payload["arguments"] or "{}")
+            except ValueError:
+                result = next(e for e in events if e.type == "tool.result" and e.payload["id"] == event.payload["id"])
+                assert result.payload["ok"] is False and "not valid JSON" in result.payload["error"]
+        if event.type == "step.started":
+            assert event.payload["tokens"] <= budget
+            assert len(event.payload["tools"]) <= 128
+    renderer = LiveRenderer(turn.session)
+    for event in events:  # the stream renders every event of the turn
+        html = await sync_to_async(renderer.render)(turn, event.type, event.payload, event.seq)
+        assert 'id="stream-cursor"' in html
+
+
+@pytest.mark.parametrize("execution", ["ask", "agent"])
+async def test_a_plain_question(real_llm, team_a, alice, execution):
+    session = await sync_to_async(session_create)(team=team_a, user=alice, execution=execution)
+    turn, events = await run(real_llm, session, "In one sentence: what is a design decision record?", max_steps=3)
+    await check_turn(turn, events, context_budget(real_llm.context_tokens))
+    assert turn.status != "completed" or turn.answer.strip()
+
+
+async def test_an_agent_turn_with_tools(real_llm, team_a, alice):
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
+    session = await sync_to_async(session_create)(team=team_a, user=alice, execution="agent")
+    turn, events = await run(
+        real_llm, session, "List the available modes, then tell me which fits data work.", max_steps=4
+    )
+    await check_turn(turn, events, context_budget(real_llm.context_tokens))
+
+
+async def test_a_follow_up_in_a_long_session_stays_in_budget(real_llm, team_a, alice):
+    session = await sync_to_async(session_create)(team=team_a, user=alice, execution="ask")
+    await sync_to_async(Turn.objects.bulk_create)(
+        Turn(session=session, index=i, user_message=f"Note {i}", answer="ok " * 400, mode="general", status="completed")
+        for i in range(1, 41)
+    )
+    turn, events = await run(real_llm, session, "Reply with the word yes.")
+    await check_turn(turn, events, context_budget(real_llm.context_tokens))
+    [started] = [e.payload for e in events if e.type == "turn.started"]
+    assert started["history"]["turns_dropped"] > 0
