@@ -5,6 +5,7 @@ run in CI. The tests assert only what a small model cannot break."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import openai
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from agents.llm import LLMClient
 from agents.llm.client import use_llm_client
 
+HERE = Path(__file__).parent
 URL = os.environ.get("APTIX_REAL_MODEL_URL", "")
 MODEL = os.environ.get("APTIX_REAL_MODEL_NAME", "local")
 
@@ -20,8 +22,8 @@ def pytest_collection_modifyitems(config, items):
     if URL:
         return
     skip = pytest.mark.skip(reason="real-model tier: set APTIX_REAL_MODEL_URL (see tests/real_model/conftest.py)")
-    for item in items:
-        if "real_model" in item.nodeid:
+    for item in items:  # this hook sees every test of the run: only this folder's are skipped
+        if item.path.is_relative_to(HERE):
             item.add_marker(skip)
 
 
