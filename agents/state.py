@@ -65,6 +65,9 @@ class PausedState:
     tool_outputs: list[ToolOutput] = field(default_factory=list)  # this step's results, for Ask answers
     traced: int = 0  # how many messages the trace (step.started events) already holds
     history_sizes: list[int] = field(default_factory=list)  # earlier turns' message counts (context.py)
+    seen_calls: dict[str, str] = field(default_factory=dict)  # call_key → the result the model got
+    repeats: int = 0  # consecutive replies that only repeated earlier calls
+    nudged: bool = False  # an empty reply was answered with one nudge
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

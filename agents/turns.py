@@ -66,6 +66,9 @@ ERROR_NO_WORKER = (
     "(REDIS_URL is set, so turns run in worker processes)."
 )
 STOPPED_BY_USER = "Stopped by the user."
+CONTINUE_MESSAGE = "Continue from where you stopped."
+ERROR_NOTHING_TO_CONTINUE = "There is nothing to continue: the session's last turn did not stop at a limit."
+CODE_NOTHING_TO_CONTINUE = "nothing_to_continue"
 # Codes on the ValidationErrors raised here; the API maps them to HTTP statuses.
 CODE_TURN_RUNNING = "turn_running"
 CODE_INVALID = "invalid"
@@ -86,12 +89,21 @@ def transition(status: str, **columns: Any) -> TurnWrite:
 
 
 def turn_start(
-    *, session: AgentSession, text: str, execution: str | None = None, choice: dict[str, Any] | None = None
+    *,
+    session: AgentSession,
+    text: str,
+    execution: str | None = None,
+    choice: dict[str, Any] | None = None,
+    resume: bool = False,
 ) -> Turn:
     """Create the next turn of `session` (status queued) in the session's persisted mode. `choice` is
     the user's structured answer to a mode proposal ({"mode", "branch"}): consent to that mode change
     in this turn. A turn of the session still waiting for approvals is ended first: the new message
-    declines what it waits for."""
+    declines what it waits for. `resume` ("Continue") carries on after a turn that stopped at a limit:
+    a fresh step budget, the stopped turn's steps in its context (context.py); the message defaults to
+    CONTINUE_MESSAGE."""
+    if resume:
+        text = text or CONTINUE_MESSAGE
     text = (text or "").strip()
     if not text:
         raise ValidationError({"message": ValidationError(ERROR_EMPTY_MESSAGE, code=CODE_INVALID)})
@@ -108,6 +120,11 @@ def turn_start(
             turn_end_waiting(waiting, decision=ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE)
         if locked.turns.filter(status__in=[Status.QUEUED, Status.RUNNING]).exists():
             raise ValidationError(ERROR_TURN_RUNNING, code=CODE_TURN_RUNNING)
+        last = locked.turns.order_by("-index").first()
+        if resume and (last is None or last.status != Status.LIMIT_REACHED):
+            raise ValidationError(
+                {"continue": ValidationError(ERROR_NOTHING_TO_CONTINUE, code=CODE_NOTHING_TO_CONTINUE)}
+            )
         index = (locked.turns.aggregate(m=Max("index"))["m"] or 0) + 1
         turn = Turn.objects.create(
             session=locked,

@@ -227,6 +227,9 @@ APTIX_MCP_AUTOSTART = env_bool("APTIX_MCP_AUTOSTART", True)
 # tests turn it off and sweep when they mean to.
 APTIX_RUN_SWEEP = env_bool("APTIX_RUN_SWEEP", True)
 APTIX_MAX_STEPS = env_int("APTIX_MAX_STEPS", 10, minimum=1)
+# Consecutive replies that only repeat tool calls already made in the turn before the run stops and
+# answers from what it has (agents/run/limits.py).
+APTIX_MAX_REPEATS = env_int("APTIX_MAX_REPEATS", 2, minimum=1)
 APTIX_TOKEN_BUDGET = env_int("APTIX_TOKEN_BUDGET", 200_000, minimum=1)
 # Tool schemas per model request (OpenAI refuses more than 128); the rest are left out, and said so.
 APTIX_MAX_TOOLS = env_int("APTIX_MAX_TOOLS", 128, minimum=1)

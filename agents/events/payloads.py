@@ -88,6 +88,7 @@ class ToolResult(TypedDict):
     error: NotRequired[str | None]
     size: NotRequired[int]  # characters of the whole result
     cut_for_model: NotRequired[int]  # the result was cut to this many characters for the model
+    repeat: NotRequired[bool]  # the same call was made earlier in the turn: its result was given again
 
 
 class Branch(TypedDict):

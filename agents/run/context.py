@@ -24,6 +24,7 @@ import bpe_openai
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from ..llm.reply import ModelError
 from ..models import Turn, TurnEvent
 from .tool_calls import budgeted
 
@@ -198,3 +199,18 @@ def trim(messages: list[dict[str, Any]], sizes: list[int], counter: TokenCounter
 
 class ContextTooLong(Exception):
     """The request does not fit the model's context even without history."""
+
+
+def fit_request(state: Any, counter: TokenCounter, context_tokens: int | None, tools: list[dict] | None) -> int:
+    """Make the run's next request fit its model (`trim`), keeping the trace's index of the messages it
+    already holds in step; a request that cannot fit is a ModelError the user reads."""
+
+    before = len(state.messages)
+    try:
+        used = trim(
+            state.messages, state.history_sizes, counter, context_budget(context_tokens), counter.tools(tools or [])
+        )
+    except ContextTooLong as exc:
+        raise ModelError(str(exc), kind="context") from None
+    state.traced = max(state.traced - (before - len(state.messages)), 0)
+    return used

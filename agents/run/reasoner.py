@@ -29,7 +29,8 @@ from ..llm.catalog import model_for
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
-from .context import ContextTooLong, TokenCounter, context_budget, load_history, trim
+from .context import TokenCounter, context_budget, fit_request, load_history
+from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
 from .outcomes import (
     Ending,
@@ -211,15 +212,29 @@ class Reasoner:
         state = self._state(run)
         limit = self._limit_hit(run)
         if limit:
-            return LimitReached(answer=run.last_content, limit=limit)
+            return LimitReached(answer=await self._final_answer(run, limit), limit=limit)
         followup = not run.agent and run.turn.step_count >= 1  # Ask's optional second call: no tools
         reply = await self._step(run, tools=None if followup else state.tools)
         run.last_content = reply.content
+        if not reply.tool_calls and not reply.content.strip() and run.agent and not state.nudged:
+            state.nudged = True  # one nudge for an empty reply, then it is accepted
+            state.messages[-1:] = [{"role": "user", "content": NUDGE}]
+            return RunAgain()
         if not reply.tool_calls or followup:
             return FinalAnswer(answer=reply.content)
         state.tool_outputs = []
         await self.calls.run_reply(run, [Call(c.id, c.name, c.arguments) for c in reply.tool_calls])
         return self._after_tools(run, reply.content) or RunAgain()
+
+    async def _final_answer(self, run: Run, limit: dict[str, Any]) -> str:
+        """One last call without tools for an answer from what was gathered (limits.py)."""
+        state = self._state(run)
+        state.messages.append({"role": "user", "content": FINAL_REQUEST.format(message=limit["message"])})
+        try:
+            reply = await self._step(run, tools=None)
+        except ModelError:
+            return plain_answer(state, limit)
+        return reply.content if reply.content.strip() else plain_answer(state, limit)
 
     def _after_tools(
         self, run: Run, content: str = ""
@@ -236,21 +251,14 @@ class Reasoner:
 
     def _limit_hit(self, run: Run) -> dict[str, Any] | None:
         turn = run.turn
-        if run.agent and turn.step_count >= self.max_steps:
-            return {
-                "limit": "steps",
-                "max_steps": self.max_steps,
-                "message": f"Stopped after {self.max_steps} steps (APTIX_MAX_STEPS).",
-            }
-        used = turn.prompt_tokens + turn.completion_tokens
-        if turn.step_count and used >= self.token_budget:
-            return {
-                "limit": "tokens",
-                "token_budget": self.token_budget,
-                "used": used,
-                "message": f"Stopped after using {used} tokens of the {self.token_budget} budget (APTIX_TOKEN_BUDGET).",
-            }
-        return None
+        return limit_hit(
+            agent=run.agent,
+            steps=turn.step_count,
+            tokens=turn.prompt_tokens + turn.completion_tokens,
+            state=self._state(run),
+            max_steps=self.max_steps,
+            budget=self.token_budget,
+        )
 
     async def _step(self, run: Run, *, tools: list[dict] | None) -> ModelReply:
         turn, state = run.turn, self._state(run)
@@ -376,20 +384,7 @@ class Reasoner:
 
     def _fit(self, run: Run, tools: list[dict] | None) -> int:
         """The request's tokens, after dropping the oldest earlier turns if the turn outgrew the budget."""
-        state, counter = self._state(run), self._counter(run)
-        before = len(state.messages)
-        try:
-            used = trim(
-                state.messages,
-                state.history_sizes,
-                counter,
-                context_budget(run.llm.context_tokens),
-                counter.tools(tools or []),
-            )
-        except ContextTooLong as exc:
-            raise ModelError(str(exc), kind="context") from None
-        state.traced = max(state.traced - (before - len(state.messages)), 0)
-        return used
+        return fit_request(self._state(run), self._counter(run), run.llm.context_tokens, tools)
 
     @staticmethod
     def _state(run: Run) -> PausedState:

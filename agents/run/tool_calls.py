@@ -37,6 +37,18 @@ CUT_MARKER = (
 )
 
 
+REPEAT_NOTE = "\n\n[Already called in this turn with the same arguments: this is that result. Use it.]"
+
+
+def call_key(name: str, arguments: str) -> str:
+    """A tool call's identity within a turn: the tool and its arguments as canonical JSON."""
+    try:
+        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        canonical = arguments
+    return f"{name}\n{canonical}"
+
+
 def budgeted(content: str) -> str:
     """A tool result as the model gets it: at most APTIX_TOOL_RESULT_CHARS, with a marker saying how
     much was cut and how to ask for less (the trace keeps more: APTIX_TOOL_RESULT_STORE_CHARS)."""
@@ -88,16 +100,32 @@ class ToolCalls:
         """Record each call; run it, or add it to the state's `pending` (client tools) or
         `awaiting` (the user must approve it first)."""
         state = run.paused_state
+        repeats = 0
         for call in calls:
             kind = state.kinds.get(call.name)
             called = {"id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown"}
             await run.recorder.emit("tool.called", called)
             if kind == "client":
                 state.pending.append({"id": call.id, "name": call.name, "arguments": call.arguments})
+            elif (earlier := self._earlier_result(run, call, kind)) is not None:
+                repeats += 1
+                await self._record(run, call, InvokeResult.create(earlier + REPEAT_NOTE), 0.0, repeat=True)
             elif waiting := self._approval_needed(run, call, kind):
                 state.awaiting.append(waiting)
             else:
                 await self._call(run, call, kind)
+        # consecutive replies that only repeated earlier calls: the loop stops at APTIX_MAX_REPEATS
+        state.repeats = state.repeats + 1 if calls and repeats == len(calls) else 0
+
+    def _earlier_result(self, run: Run, call: Call, kind: str | None) -> str | None:
+        """What the model got for the same call (tool and canonical arguments) earlier in this turn,
+        unless the tool says it is not idempotent and may change something (a second call means a
+        second effect: it runs)."""
+        entry = self.mcp.get(call.name) if kind == "mcp" else None
+        annotations = getattr(entry, "annotations", None)
+        if annotations is not None and annotations.idempotent_hint is False and not getattr(entry, "read_only", False):
+            return None
+        return run.paused_state.seen_calls.get(call_key(call.name, call.arguments))
 
     async def resume_approved(self, run: Run) -> None:
         """The user decided every held call: run the approved ones, tell the model of the others."""
@@ -151,10 +179,14 @@ class ToolCalls:
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
 
-    async def _record(self, run: Run, call: Call, result: InvokeResult, duration_ms: float) -> None:
+    async def _record(
+        self, run: Run, call: Call, result: InvokeResult, duration_ms: float, *, repeat: bool = False
+    ) -> None:
         state = run.paused_state
         full = result.content_for_model()
         content = budgeted(full)
+        if not repeat:
+            state.seen_calls.setdefault(call_key(call.name, call.arguments), content)
         state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
         payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful, "duration_ms": duration_ms}
@@ -165,6 +197,8 @@ class ToolCalls:
             payload["error"] = result.error_message
         if content != full:
             payload["cut_for_model"] = settings.APTIX_TOOL_RESULT_CHARS
+        if repeat:
+            payload["repeat"] = True
         await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
 
     async def _execute(self, call: Call, kind: str | None, context: ToolContext, state: PausedState) -> InvokeResult:

@@ -25,14 +25,14 @@ from agents.run.current import get_runner
 from agents.run.pipeline import normalize_turn_mode
 from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_create, session_get
 from agents.state import PausedState, turn_state
-from agents.turns import CODE_TURN_RUNNING, error_code, turn_cancel, turn_start
+from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_TURN_RUNNING, error_code, turn_cancel, turn_start
 from aptix.teams import team_list_for_user
 from aptix.tokens import api_token_user
 from modes.catalog import ModeValidationError, mode_validate
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
 # Service error codes (ValidationError.code) that are not a plain 400.
-STATUS_OF_CODE = {CODE_TURN_RUNNING: 409}
+STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409}
 
 
 class ApiError(Exception):
@@ -54,6 +54,7 @@ class ExecuteRequest:
     tool_results: list[dict] = field(default_factory=list)
     approvals: list[UserDecision] = field(default_factory=list)
     choice: Any = None
+    resume: bool = False  # "continue": carry on after a turn that stopped at a limit
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -70,7 +71,17 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
         raise ApiError(400, "The request body must be a JSON object.", None) from None
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.", None)
-    known = {"conversationId", "mode", "execution", "message", "tools", "toolResults", "approvals", "choice"}
+    known = {
+        "conversationId",
+        "mode",
+        "execution",
+        "message",
+        "tools",
+        "toolResults",
+        "approvals",
+        "choice",
+        "continue",
+    }
     unknown = sorted(set(body) - known)
     if unknown:
         raise ApiError(400, f"Unknown field '{unknown[0]}'. Known fields: {', '.join(sorted(known))}.", unknown[0])
@@ -86,6 +97,12 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
     request.tool_results = _parse_tool_results(body.get("toolResults"))
     request.approvals = _parse_approvals(body.get("approvals"))
     request.choice = body.get("choice")
+    resume = body.get("continue", False)
+    if not isinstance(resume, bool):
+        raise ApiError(400, "'continue' must be true or false.", "continue")
+    request.resume = resume
+    if resume and not request.conversation_id:
+        raise ApiError(400, "'conversationId' is required with 'continue'.", "conversationId")
     if request.approvals:
         if not request.conversation_id:
             raise ApiError(400, "'conversationId' is required with 'approvals'.", "conversationId")
@@ -96,7 +113,7 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
     elif request.tool_results:
         if not request.conversation_id:
             raise ApiError(400, "'conversationId' is required with 'toolResults'.", "conversationId")
-    elif not (request.message or "").strip():
+    elif not (request.message or "").strip() and not request.resume:
         raise ApiError(400, "'message' is required (a non-empty string).", "message")
     return request
 
@@ -198,7 +215,11 @@ def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
             session = session_create(team=team, user=user, mode=request.mode, execution=request.execution or "ask")
         try:
             return turn_start(
-                session=session, text=request.message or "", execution=request.execution, choice=request.choice
+                session=session,
+                text=request.message or "",
+                execution=request.execution,
+                choice=request.choice,
+                resume=request.resume,
             )
         except ValidationError as exc:
             field_name = next(iter(getattr(exc, "message_dict", {}) or {}), None)

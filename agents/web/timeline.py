@@ -236,6 +236,7 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
         "notices": model_notices(events),
         "estimated": any(e.payload.get("usage_estimated") for e in events if e.type == "model.message"),
         "branch": (final or {}).get("branch") if completed and latest else None,
+        "latest": latest and turn.status == Turn.Status.LIMIT_REACHED,
     }
 
 

@@ -36,7 +36,7 @@
   function retireOlderTurns() {
     var turns = document.querySelectorAll("#timeline > .turn");
     for (var i = 0; i < turns.length - 1; i++) {
-      turns[i].querySelectorAll(".choices, form.branch").forEach(function (el) { el.remove(); });
+      turns[i].querySelectorAll(".choices, form.branch, form.continue").forEach(function (el) { el.remove(); });
     }
   }
   // A turn that arrives as an append (data-if-absent) may already be on the page: the send request's

@@ -253,8 +253,10 @@ async def test_agent_stops_at_max_steps(make_session, llm, run_turn, model):
     session = await make_session(execution="agent")
     for _ in range(3):
         model.reply("still working", tool_calls=[("agent_list_modes", {})])
+    model.reply("Here is what I found so far.")  # the final call: no tools, its text is the answer
     turn = await run_turn(session, reasoner=Reasoner(llm=llm, max_steps=3))
-    assert turn.status == "limit_reached" and turn.step_count == 3 and model.calls == 3
+    assert turn.status == "limit_reached" and model.calls == 4 and turn.step_count == 4
+    assert "tools" not in model.last_request and turn.answer == "Here is what I found so far."
     [limit] = await events_of(turn, "limit.reached")
     assert limit["limit"] == "steps" and "3 steps" in limit["message"]
     assert (await event_types(turn))[-1] == "limit.reached"
@@ -263,10 +265,11 @@ async def test_agent_stops_at_max_steps(make_session, llm, run_turn, model):
 async def test_agent_stops_when_the_token_budget_is_spent(make_session, llm, run_turn, model):
     session = await make_session(execution="agent")
     model.reply("", tool_calls=[("agent_list_modes", {})], prompt_tokens=900, completion_tokens=200)
-    model.reply("never sent")
+    model.reply("The answer from what was gathered.", prompt_tokens=50, completion_tokens=10)  # the final call
     turn = await run_turn(session, reasoner=Reasoner(llm=llm, token_budget=1000))
-    assert turn.status == "limit_reached" and model.calls == 1
-    assert (turn.prompt_tokens, turn.completion_tokens) == (900, 200)
+    assert turn.status == "limit_reached" and model.calls == 2 and "tools" not in model.last_request
+    assert turn.answer == "The answer from what was gathered."
+    assert (turn.prompt_tokens, turn.completion_tokens) == (950, 210)
     [limit] = await events_of(turn, "limit.reached")
     assert limit["limit"] == "tokens" and limit["used"] == 1100
 

@@ -59,7 +59,10 @@ async def turn_new(request, session_id: str):
         return HttpResponse(status=401)
     try:
         turn = await sync_to_async(turn_start)(
-            session=session, text=request.POST.get("message", ""), choice=_choice(request.POST)
+            session=session,
+            text=request.POST.get("message", ""),
+            choice=_choice(request.POST),
+            resume=request.POST.get("continue") == "1",  # the Continue button of a turn stopped at a limit
         )
     except ValidationError as exc:
         return _error(_first_error(exc))
