@@ -52,6 +52,7 @@ def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> It
         data["state"] = "ok" if result.get("ok") else "error"
         data["size"] = result.get("size")
         data["cut_for_model"] = result.get("cut_for_model")
+        data["repeat"] = bool(result.get("repeat"))
         data["duration_ms"] = result.get("duration_ms")
         data["error"] = result.get("error") or ""
         text = result.get("result") or ""

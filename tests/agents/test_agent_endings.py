@@ -183,3 +183,23 @@ async def test_the_api_continues_a_stopped_turn(llm, model, alice, settings, mcp
     assert status == 409 and body["error"]["field"] == "continue"
     status, body = await post({"conversationId": conversation, "continue": "yes"})
     assert status == 400 and body["error"]["field"] == "continue"
+
+
+async def test_the_offline_model_demonstrates_a_loop_that_still_ends_with_an_answer(make_session, settings):
+    """The built-in model's looping demo ("keep checking the modes"): it calls agent_list_modes again
+    and again; the call runs once, the repeats stop the run, and the final call answers."""
+    from agents.llm.client import reset_llm_clients
+
+    settings.OPENAI_API_KEY = settings.OPENAI_BASE_URL = ""
+    settings.APTIX_MODELS_CONFIG = "no-such-models.json"
+    reset_llm_clients()
+    session = await make_session(execution="agent")
+    turn = await sync_to_async(turn_start)(session=session, text="Keep checking the modes")
+    turn = await Reasoner().run(turn.id)
+    reset_llm_clients()
+    assert turn.model_label == "offline" and turn.status == "limit_reached"
+    [limit] = await events_of(turn, "limit.reached")
+    assert limit["limit"] == "repeats"
+    results = await events_of(turn, "tool.result")
+    assert [r.get("repeat", False) for r in results] == [False, True, True]
+    assert "Here are the available modes" in turn.answer

@@ -40,6 +40,7 @@ class Conversation:
     calls: list[tuple[str, dict]] = field(default_factory=list)  # tool calls made in this turn
     results: list[ToolResult] = field(default_factory=list)  # every tool result of this turn
     trailing: list[ToolResult] = field(default_factory=list)  # the tool results that end the conversation
+    noted: bool = False  # the conversation ends with Aptix's note: answer now, without tools
 
     @classmethod
     def from_body(cls, body: dict) -> Conversation:
@@ -50,8 +51,10 @@ class Conversation:
             conv.mode = found.group(1).lower()
         if found := re.search(r"^\s*Execution:\s*(ask|agent)\b", system, re.M | re.I):
             conv.execution = found.group(1).lower()
-        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        # Aptix's own notes to the model (the final-answer request, the nudge) are no new request
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_note(m)]
         start = users[-1] if users else 0
+        conv.noted = bool(messages) and messages[-1].get("role") == "user" and _is_note(messages[-1])
         if users:
             conv._read_history(start)
         conv._read_tool_traffic(start)
@@ -83,7 +86,8 @@ class Conversation:
                     names[str(call.get("id"))] = entry
             elif message.get("role") == "tool":
                 name, args = names.get(str(message.get("tool_call_id")), (str(message.get("name") or ""), {}))
-                self.results.append(ToolResult(name, args, content_text(message.get("content"))))
+                content = _REPEAT_NOTE.sub("", content_text(message.get("content")))  # the result under the note
+                self.results.append(ToolResult(name, args, content))
         ending = 0
         for message in reversed(self.messages):
             if message.get("role") != "tool":
@@ -111,8 +115,16 @@ class Plan:
 
     text: str = ""
     calls: list[tuple[str, dict]] = field(default_factory=list)
+    again: bool = False  # may repeat a call already made (the looping demo, rule i)
 
     @classmethod
     def call(cls, name: str, arguments: dict) -> Plan:
         """A step that calls one tool."""
         return cls(calls=[(name, arguments)])
+
+
+_REPEAT_NOTE = re.compile(r"\n\n\[Already called in this turn[^\]]*\]\s*$")
+
+
+def _is_note(message: dict) -> bool:
+    return content_text(message.get("content")).startswith("[Aptix]")

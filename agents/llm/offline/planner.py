@@ -54,7 +54,7 @@ async def plan_reply(body: dict, modes: list | None = None) -> PlannedReply:
     conv = Conversation.from_body(body if isinstance(body, dict) else {})
     plan = await _plan(conv, modes)
     # Guardrails: only offered tools, and never the same call twice in a turn (answer instead).
-    if any(name not in conv.offered or conv.called(name, args) for name, args in plan.calls):
+    if any(name not in conv.offered or (conv.called(name, args) and not plan.again) for name, args in plan.calls):
         plan = Plan(text=_answer(conv) if conv.results else help_text(conv))
     seed = json.dumps(conv.messages, sort_keys=True, default=str)
     tool_calls = [
@@ -73,6 +73,10 @@ def _call_id(seed: str, index: int) -> str:
 
 
 async def _plan(conv: Conversation, modes: list | None) -> Plan:
+    if conv.noted:  # Aptix asks for the answer now (a limit was reached, or the last reply was empty)
+        return Plan(text=_answer(conv) if conv.results else help_text(conv))
+    if (loop := _loop_demo(conv)) is not None:  # rule i
+        return loop
     if conv.trailing:
         return _after_tools(conv)  # rule a
     if not conv.user_text:
@@ -100,6 +104,21 @@ def _draw(conv: Conversation, data_plan: Plan | None) -> Plan | None:
     if data_plan is None or not is_data_question(text):  # "chart revenue by month" (Agent) queries first
         return Plan.call(IMAGE_GEN, {"prompt": text[:4000], "kind": "card"})
     return None
+
+
+# rule i: the looping demo. "Keep checking the modes" makes this model call agent_list_modes again and
+# again, as real models sometimes do: Aptix gives it the earlier result, stops the loop after
+# APTIX_MAX_REPEATS, and asks once more, without tools, for the answer.
+
+_LOOP = re.compile(r"\bkeep (checking|calling|listing)\b", re.I)
+
+
+def _loop_demo(conv: Conversation) -> Plan | None:
+    if LIST_MODES not in conv.offered or not _LOOP.search(conv.user_text) or conv.execution != "agent":
+        return None
+    plan = Plan.call(LIST_MODES, {"includeExamples": False})
+    plan.again = True
+    return plan
 
 
 # rule h: notes (the demo notes MCP server: add_note writes, so the user approves it first)
