@@ -75,3 +75,42 @@ async def test_a_follow_up_in_a_long_session_stays_in_budget(real_llm, team_a, a
     await check_turn(turn, events, context_budget(real_llm.context_tokens))
     [started] = [e.payload for e in events if e.type == "turn.started"]
     assert started["history"]["turns_dropped"] > 0
+
+
+@pytest.fixture
+def demo_sql(tmp_path):
+    """The demo database behind the real SQL MCP server, in a registry of its own."""
+    import sys
+
+    from tools.demo_data import build_demo_database
+    from tools.mcp.host import McpHost
+    from tools.registry import ToolRegistry
+
+    demo = tmp_path / "demo.sqlite3"
+    build_demo_database(demo)
+    config = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{demo}"]}
+    config.write_text(json.dumps({"mcpServers": {"sql": server}}))
+    registry = ToolRegistry("mcp")
+    host = McpHost(config, registry=registry)
+    host.start()
+    host.wait_until_sync(lambda statuses: all(s.state == "ready" for s in statuses), 60)
+    yield registry, demo
+    host.stop()
+
+
+async def test_the_data_question_ends_with_the_number(real_llm, team_a, alice, demo_sql):
+    """The README's data question in Agent + data-analysis ends with an answer holding the count, in
+    one turn or after one Continue."""
+    import sqlite3
+
+    registry, demo = demo_sql
+    count = sqlite3.connect(demo).execute("select count(*) from orders").fetchone()[0]
+    session = await sync_to_async(session_create)(team=team_a, user=alice, mode="data-analysis", execution="agent")
+    turn, events = await run(real_llm, session, "How many orders are in the orders table?", max_steps=5, mcp=registry)
+    await check_turn(turn, events, context_budget(real_llm.context_tokens))
+    assert turn.answer.strip()  # never empty, whatever limit stopped it
+    if str(count) not in turn.answer.replace(",", "") and turn.status == "limit_reached":
+        resumed = await sync_to_async(turn_start)(session=session, text="", resume=True)
+        turn = await Reasoner(llm=real_llm, max_steps=5, mcp=registry).run(resumed.id)
+    assert str(count) in turn.answer.replace(",", ""), turn.answer
