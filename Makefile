@@ -64,6 +64,7 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/agent_overhead.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_roundtrip.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_build.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/prompt_size.py
 
 clean:
 	rm -rf $(VENV) var/static

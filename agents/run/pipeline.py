@@ -22,11 +22,13 @@ MCP_SEPARATOR = TOOL_SEPARATOR  # an MCP tool is named <server>__<tool>
 CURRENT_MODE_RE = re.compile(r"^Current mode: .*$", re.MULTILINE)
 
 BASE_PROMPT = (
-    "You are Aptix, an assistant that works with a team inside a mode: a behavioural context chosen "
-    "from the team's catalog. Follow the mode's instructions below. Answer in Markdown. Use tools "
-    "only when they help; never invent tool results. If the request clearly belongs to another mode, "
-    "propose it and ask whether the user wants to (1) stay in the current mode, (2) switch this "
-    "session, or (3) switch and start a new session; change the mode only after the user agrees."
+    "You are Aptix, a team's assistant. Follow the mode below and answer in Markdown. Use tools only when "
+    "they help; never invent their results."
+)
+# Said only when agent_change_mode is not offered (a model without tools); otherwise its usage says it.
+SWITCH_PROPOSAL = (
+    "If another mode clearly fits better, propose it and ask: (1) stay in the current mode, (2) switch this "
+    "session, (3) switch and start a new session."
 )
 
 
@@ -167,14 +169,29 @@ def mcp_server_order() -> list[str]:
 
 
 def build_system_prompt(*, mode, execution: str, selection: ToolSelection) -> str:
+    """The base prompt, the mode's prompt and the tools' usage guidance, each rule said once: the mode
+    switch rule lives in agent_change_mode's usage, and a usage text that only repeats the tool's
+    schema description (an MCP tool's: its description and a parenthesised note of its annotations,
+    which the approval flow acts on) is left out, since the schema already goes with the request."""
     parts = [
         BASE_PROMPT,
         f"Current mode: {mode.key}\nExecution: {execution}",
         f"# Mode: {mode.display_name}\n{mode.system_prompt or mode.description}",
     ]
-    if selection.usage:
-        guidance = "\n".join(f"- {name}: {text}" for name, text in selection.usage.items())
-        parts.append(f"# Tools\n{guidance}")
+    if ALWAYS_ON not in selection.kinds:
+        parts.append(SWITCH_PROPOSAL)
+    described = {
+        schema["function"]["name"]: (schema["function"].get("description") or "").strip()
+        for schema in selection.schemas
+    }
+    guidance = []
+    for name, text in selection.usage.items():
+        said = next(iter(described.get(name, "").splitlines()), "").strip().rstrip(".")
+        if said and text.startswith(said) and re.fullmatch(r"\s*(\(.*\))?\.?\s*", text[len(said) :]):
+            continue
+        guidance.append(f"- {name}: {text}")
+    if guidance:
+        parts.append("# Tools\n" + "\n".join(guidance))
     return "\n\n".join(parts)
 
 

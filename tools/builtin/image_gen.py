@@ -65,19 +65,11 @@ RemoteRenderer = Callable[[str, str], Awaitable[bytes]]
 class ImageGenTool:
     TOOL_NAME: ClassVar[str] = "image_gen"
     TOOL_USAGE_METADATA: ClassVar[str] = (
-        "Use this tool when the user asks you to draw, illustrate, chart or plot something, or asks for "
-        "a picture, diagram-like card or graph. For charts (kind 'bar', 'line' or 'pie') always give "
-        "'labels' and 'values' of the same length (at most 50 points, numbers only) plus a short "
-        "'title'; take the numbers from the conversation or from data you already have and never "
-        "invent them. For an illustration or title card give a clear, descriptive 'prompt' (kind "
-        "'card' forces a simple text card). The result is a JSON object with the image 'url' and "
-        "'alt' text: show the image to the user with that URL. Do not call it for plain text "
-        "answers, for tables the user can read as text, or when the user did not ask for a visual."
+        "Use this tool when the user asks you to draw, illustrate, chart or plot something. A chart needs "
+        "'labels' and 'values' of the same length (max 50) from real data, never invented. Show the "
+        "returned url with its alt text. Do not call it for plain text or tables."
     )
-    SCHEMA_DESCRIPTION: ClassVar[str] = (
-        "Creates an image and returns its URL: a bar, line or pie chart from 'labels' and 'values', "
-        "or an illustration/title card from 'prompt'. Call only when the user wants a visual."
-    )
+    SCHEMA_DESCRIPTION: ClassVar[str] = "Creates a chart or picture and returns its URL."
     is_tool_fully_executed_on_server = True
 
     @classmethod
@@ -101,32 +93,26 @@ class ImageGenTool:
             {
                 "prompt": {
                     "type": "string",
-                    "description": "What to draw, or for a chart what it shows (used as the title "
-                    "when 'title' is omitted).",
+                    "description": "What the image shows.",
                 },
                 "kind": {
                     "type": "string",
                     "enum": list(KINDS),
-                    "description": "Chart type when 'labels' and 'values' are given (default 'bar'); "
-                    "'card' makes a simple text card from the prompt.",
                 },
-                "title": {"type": "string", "description": "Short title shown on the image and used as alt text."},
+                "title": {"type": "string"},
                 "labels": {
                     "type": "array",
                     "items": {"type": "string"},
                     "maxItems": MAX_POINTS,
-                    "description": "Category or x-axis labels for a chart, one per value.",
                 },
                 "values": {
                     "type": "array",
                     "items": {"type": "number"},
                     "maxItems": MAX_POINTS,
-                    "description": "Numbers for a chart, one per label.",
                 },
                 "size": {
                     "type": "string",
                     "enum": list(SIZES),
-                    "description": f"Image size in pixels, width x height (default {DEFAULT_SIZE}).",
                 },
             },
             required=["prompt"],

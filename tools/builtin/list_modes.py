@@ -17,18 +17,11 @@ LOG_TAG = "AgentListModesTool.GetAllModes"
 class AgentListModesTool:
     TOOL_NAME: ClassVar[str] = "agent_list_modes"
     TOOL_USAGE_METADATA: ClassVar[str] = (
-        "Use this tool to read the catalog of agent modes (key, name, description, prompt summary, "
-        "whether it is the default, suitable roles and, with includeExamples=true, example requests). "
-        "Call it when the user asks what modes are available, when the user wants help understanding "
-        "or choosing between modes, or when you are about to propose a mode change and want to present "
-        "the options with their descriptions. Do not call it on every user message, do not call it when "
-        "you already know which mode you are in and do not need to present options, and do not use it "
-        "as a substitute for agent_change_mode: it is informational only and never changes the mode."
+        "Read-only mode catalog, for when the user asks what modes are available or is choosing between "
+        "modes, or to propose a mode change. Do not call it on every user message or when no options are "
+        "needed. Informational only: no substitute for agent_change_mode."
     )
-    SCHEMA_DESCRIPTION: ClassVar[str] = (
-        "Lists the available agent modes with their descriptions (read-only). Use it to explain or "
-        "compare modes, or before proposing a mode change; it never changes the session's mode."
-    )
+    SCHEMA_DESCRIPTION: ClassVar[str] = "Lists the agent modes."
     is_tool_fully_executed_on_server = True
 
     @classmethod
@@ -51,8 +44,7 @@ class AgentListModesTool:
             {
                 "includeExamples": {
                     "type": "boolean",
-                    "description": "When true, include example user requests for each mode. "
-                    "Omit or set false for a shorter list.",
+                    "description": "Include example requests per mode.",
                 }
             },
         )

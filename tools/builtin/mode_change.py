@@ -39,20 +39,13 @@ _IDENTITY_ARGUMENTS = ("sessionId", "session_id", "org", "orgId", "org_id", "use
 class ModeChangeTool:
     TOOL_NAME: ClassVar[str] = "agent_change_mode"
     TOOL_USAGE_METADATA: ClassVar[str] = (
-        "Use this tool to change the current agent session mode, but only after the user "
-        "has explicitly agreed to switch. First, propose a specific target mode and ask "
-        "whether the user wants to (1) stay in the current mode, (2) switch this session "
-        "to that mode, or (3) switch and start a new session. "
-        "Call this tool only for options (2) or (3): use branch=false for switching the "
-        "current session, and branch=true when the user wants to switch and start a new session. "
-        "Never call it without explicit confirmation, always give a non-empty 'mode', a 'branch' "
-        "boolean and a short non-empty 'reason', never include sessionId, org or user, and call it "
-        "sparingly: the tool is always available, but only a confirmed switch justifies using it."
+        "Use this tool to change the current agent session mode once the user explicitly agreed. If "
+        "another mode clearly fits better, propose it, say why and ask: (1) stay in the current mode, "
+        "(2) switch this session (branch=false), (3) switch and start a new session (branch=true). Give "
+        "a non-empty mode and reason, never sessionId, org or user. Use sparingly."
     )
     SCHEMA_DESCRIPTION: ClassVar[str] = (
-        "Changes the mode for the current agent session to the specified mode string. Call only after "
-        "the user confirms a mode change, and provide a short 'reason' describing why this mode fits the "
-        "current request. Set branch=true when the user wants the new work to start as a separate session."
+        "Changes this session's mode once the user confirms; branch=true: in a new session."
     )
     is_tool_fully_executed_on_server = True
 
@@ -76,17 +69,10 @@ class ModeChangeTool:
             {
                 "mode": {
                     "type": "string",
-                    "description": "Key of the target mode for the current session, e.g. 'data-analysis'.",
+                    "description": "Target mode key.",
                 },
-                "branch": {
-                    "type": "boolean",
-                    "description": "false: switch this session and keep working here. true: switch and "
-                    "start the new work as a separate session in that mode.",
-                },
-                "reason": {
-                    "type": "string",
-                    "description": "Short explanation of why this mode fits the user's request.",
-                },
+                "branch": {"type": "boolean"},
+                "reason": {"type": "string", "description": "Why it fits the request."},
             },
             required=["mode", "branch", "reason"],
         )
