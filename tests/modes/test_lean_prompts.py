@@ -34,19 +34,13 @@ def test_forwards_replaces_only_unedited_prompts_and_backwards_restores_them():
     AgentMode.objects.filter(key="ddr-authoring").update(system_prompt="A curator's own DDR prompt.")
 
     lean.forwards(django_apps, None)
-    after = prompts()
-    assert after["general"] == lean.NEW_PROMPTS["general"]
-    assert after["data-analysis"] == lean.NEW_PROMPTS["data-analysis"]
-    assert after["ddr-authoring"] == "A curator's own DDR prompt."
-    assert after["workflow-authoring"] == lean.NEW_PROMPTS["workflow-authoring"]
+    curated = {"ddr-authoring": "A curator's own DDR prompt."}
+    assert prompts() == {**lean.NEW_PROMPTS, **curated}  # unedited prompts replaced, the edit kept
 
     AgentMode.objects.filter(key="workflow-authoring").update(system_prompt="Edited after the upgrade.")
     lean.backwards(django_apps, None)
-    before = prompts()
-    assert before["general"] == lean.OLD_PROMPTS["general"]
-    assert before["data-analysis"] == lean.OLD_PROMPTS["data-analysis"]
-    assert before["ddr-authoring"] == "A curator's own DDR prompt."
-    assert before["workflow-authoring"] == "Edited after the upgrade."
+    curated["workflow-authoring"] = "Edited after the upgrade."
+    assert prompts() == {**lean.OLD_PROMPTS, **curated}
 
 
 def test_the_mode_prompts_leave_the_switch_rule_to_agent_change_mode():
