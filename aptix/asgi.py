@@ -21,17 +21,17 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from agents.run.runners import RUN_CHANNEL, RunWorkerConsumer, start_runs  # noqa: E402
 from agents.web.routing import websocket_urlpatterns  # noqa: E402
+from aptix.origins import SameOriginValidator  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
 from tools.mcp.host import start_mcp_host  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         # `manage.py runworker aptix-runs` (with REDIS_URL): turns dispatched by web processes.
         "channel": ChannelNameRouter({RUN_CHANNEL: RunWorkerConsumer.as_asgi()}),
     }

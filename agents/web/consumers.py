@@ -1,7 +1,7 @@
 """`/ws/sessions/<id>/`: the live stream of a session's turns, as htmx out-of-band fragments.
 
 Auth and ownership are checked before the socket is accepted or joins the group (the Origin is
-checked by AllowedHostsOriginValidator in aptix/asgi.py); anything else is refused without a word.
+checked, port included, by aptix/origins.py); anything else is refused without a word.
 Resuming: the client connects with `?turn=<id>&seq=<n>`, the last event its page shows (the page's
 `stream-cursor`; the client rewrites the URL on every reconnect). The consumer joins the group
 first, then replays from the database every event after that cursor — the rest of that turn and

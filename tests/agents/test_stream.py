@@ -190,3 +190,41 @@ async def test_every_live_fragment_names_its_target(llm, model, make_session, al
             assert swap, f"<{tag} {attrs}> has no hx-swap-oob in {message[:300]}"
             if ":" not in swap:
                 assert attrs.get("id"), f"<{tag} {attrs}> is swapped by id but has none"
+
+
+async def test_the_origin_must_match_the_servers_host_and_port(make_session, alice, settings):
+    """A page on another port of the same host (another local service) may not open the user's
+    stream: the Origin's port counts (it once did not)."""
+    session = await make_session()
+    cookie = (b"cookie", await session_cookie(alice))
+    path = f"/ws/sessions/{session.id}/"
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    for origin, allowed in [
+        (b"http://127.0.0.1:8000", True),
+        (b"http://127.0.0.1:9999", False),
+        (b"http://localhost:8000", False),
+        (b"null", False),
+    ]:
+        headers = [(b"origin", origin), (b"host", b"127.0.0.1:8000"), cookie]
+        communicator = WebsocketCommunicator(application, path, headers=headers)
+        connected, _ = await communicator.connect()
+        assert connected is allowed, origin
+        await communicator.disconnect()
+    settings.CSRF_TRUSTED_ORIGINS = ["https://aptix.example.com"]
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "aptix.example.com"]
+    headers = [(b"origin", b"https://aptix.example.com"), (b"host", b"127.0.0.1:8000"), cookie]
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected  # a trusted origin (a proxy in front) is accepted
+    await communicator.disconnect()
+
+
+def test_origin_rules(settings):
+    from aptix.origins import origin_allowed
+
+    settings.ALLOWED_HOSTS = ["aptix.local"]
+    assert not origin_allowed("http://evil.example", None)  # not an allowed host
+    assert origin_allowed("https://aptix.local", "aptix.local:443")
+    assert origin_allowed("http://aptix.local", "aptix.local")
+    assert not origin_allowed("http://aptix.local:8080", "aptix.local")
+    assert not origin_allowed("ftp://aptix.local", "aptix.local")
