@@ -225,6 +225,21 @@ def awaiting_approval(state: PausedState) -> TurnWrite:
     return transition(Status.AWAITING_APPROVAL, state=state.to_json(), response_mode=state.mode)
 
 
+def turn_claim_results(turn: Turn) -> bool:
+    """Claim a turn waiting for client tool results for one request: a conditional UPDATE, so of two
+    requests carrying the same results only one continues the turn (the other is told 409). The mark
+    lives in its paused state and goes with it when the run pauses again or ends."""
+    claimed = (
+        Turn.objects.filter(pk=turn.pk, status=Status.REQUIRES_ACTION)
+        .exclude(state__has_key=RESULTS_CLAIMED)
+        .update(state={**(turn.state or {}), RESULTS_CLAIMED: True})
+    )
+    return bool(claimed)
+
+
+RESULTS_CLAIMED = "results_claimed"
+
+
 async def turn_resume(turn: Turn) -> bool:
     """requires_action / awaiting_approval → running: the client's tool results or the user's
     decisions arrived."""

@@ -25,7 +25,14 @@ from agents.run.current import get_runner
 from agents.run.pipeline import normalize_turn_mode
 from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_create, session_get
 from agents.state import PausedState, turn_state
-from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_TURN_RUNNING, error_code, turn_cancel, turn_start
+from agents.turns import (
+    CODE_NOTHING_TO_CONTINUE,
+    CODE_TURN_RUNNING,
+    error_code,
+    turn_cancel,
+    turn_claim_results,
+    turn_start,
+)
 from aptix.teams import team_list_for_user
 from aptix.tokens import api_token_user
 from modes.catalog import ModeValidationError, mode_validate
@@ -243,6 +250,8 @@ def _pending_turn(*, user, request: ExecuteRequest) -> Turn:
     missing = sorted(pending - set(given))
     if missing:
         raise ApiError(400, f"Missing results for toolCallId {', '.join(missing)}.", "toolResults")
+    if not turn_claim_results(turn):  # a second request for the same results lost the race
+        raise ApiError(409, "This turn is already being continued with these tool results.", "toolResults")
     return turn
 
 

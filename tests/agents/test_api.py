@@ -235,3 +235,26 @@ async def test_a_turn_left_running_by_a_stopped_server_does_not_block_the_sessio
     assert status == 200 and body["answer"] == "back again"
     orphan = await Turn.objects.aget(pk=orphan.id)
     assert orphan.status == "failed" and orphan.error == ERROR_INTERRUPTED
+
+
+async def test_continuing_a_turn_twice_at_once_runs_it_once(llm, model, token):
+    """Two identical toolResults requests at the same moment: one continues the turn, the other is
+    told 409; the turn runs once (no second model call, no duplicate events) and completes."""
+    import asyncio
+
+    tool = {"type": "function", "function": {"name": "read_local_file", "parameters": {"type": "object"}}}
+    planned = model.reply("", tool_calls=[("read_local_file", {"path": "notes.md"})])
+    _, body = await post({"message": "Summarise notes.md", "execution": "agent", "tools": [tool]}, token)
+    assert body["status"] == "requires_action"
+    model.reply("The notes say hello.")
+    result = {
+        "conversationId": body["conversationId"],
+        "toolResults": [{"toolCallId": planned.tool_calls[0].id, "content": "hello"}],
+    }
+    answers = await asyncio.gather(post(result, token), post(result, token))
+    assert sorted(status for status, _ in answers) == [200, 409]
+    done = next(answer for status, answer in answers if status == 200)
+    assert done["status"] == "completed" and done["answer"] == "The notes say hello."
+    assert model.calls == 2
+    turn = await Turn.objects.aget(pk=body["turnId"])
+    assert [e.type async for e in turn.events.order_by("seq")][-1] == "turn.completed"
