@@ -28,13 +28,16 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from modes.catalog import default_mode_key
+from modes.models import AgentMode, ModeHistory
+
 from .approvals import approvals_close
 from .events import broadcast_written
 from .events.payloads import final_payload
 from .events.writer import TurnWrite
 from .models import AgentSession, Execution, ToolApproval, Turn, TurnEvent
 from .run.current import get_runner
-from .sessions import ERROR_BAD_EXECUTION
+from .sessions import ERROR_BAD_EXECUTION, session_manager
 from .state import EndedState, ModeChange, PausedState
 
 if TYPE_CHECKING:
@@ -116,6 +119,7 @@ def turn_start(
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         turn_end_orphans(locked)
+        leave_deactivated_mode(locked)
         for waiting in locked.turns.filter(status=Status.AWAITING_APPROVAL):
             turn_end_waiting(waiting, decision=ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE)
         if locked.turns.filter(status__in=[Status.QUEUED, Status.RUNNING]).exists():
@@ -157,6 +161,26 @@ def clean_choice(choice: Any) -> dict[str, Any] | None:
     ):
         raise ValidationError({"choice": ValidationError(ERROR_BAD_CHOICE, code=CODE_INVALID)})
     return {"mode": mode.strip().lower(), "branch": branch}
+
+
+DEACTIVATED_REASON = "The {mode} mode was deactivated in the catalog; the session continues in the default mode."
+
+
+def leave_deactivated_mode(session: AgentSession) -> None:
+    """A session whose mode a curator deactivated moves to the default mode before its next turn, with
+    a ModeHistory row (source "system") that the timeline shows: a deactivated mode serves no turn."""
+    if AgentMode.objects.filter(key=session.mode, is_active=True).exists():
+        return
+    previous = session.mode
+    session_manager.set_session_mode_sync(
+        session.pk,
+        default_mode_key(),
+        DEACTIVATED_REASON.format(mode=previous),
+        None,
+        None,
+        source=ModeHistory.Source.SYSTEM,
+    )
+    session.refresh_from_db(fields=["mode"])
 
 
 def error_code(exc: ValidationError) -> str | None:

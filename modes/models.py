@@ -101,6 +101,7 @@ class ModeHistory(models.Model):
     class Source(models.TextChoices):
         TOOL = "tool", "Tool (agent_change_mode)"
         USER = "user", "User"
+        SYSTEM = "system", "System (the mode was deactivated)"
 
     # Sessions and turns are referenced by string so `modes` never imports `agents`. PROTECT keeps
     # the audit trail from disappearing with them.

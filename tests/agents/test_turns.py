@@ -95,3 +95,21 @@ async def test_turn_state_has_one_shape_per_status(make_session):
     await Turn.objects.filter(pk=turn.pk).aupdate(**write.fields)
     state = turn_state(await Turn.objects.aget(pk=turn.pk))
     assert isinstance(state, EndedState) and state.mode_changes == [change] and state.branch == change
+
+
+@pytest.mark.django_db
+def test_a_deactivated_mode_serves_no_turn(team_a, alice):
+    """A curator deactivates a mode sessions are in: the next turn of such a session runs in the
+    default mode, with a ModeHistory row (source "system") saying why."""
+    from agents.sessions import session_create
+    from agents.turns import turn_start
+    from modes.models import AgentMode, ModeHistory
+
+    session = session_create(team=team_a, user=alice, mode="workflow-authoring")
+    AgentMode.objects.filter(key="workflow-authoring").update(is_active=False)
+    turn = turn_start(session=session, text="Design an approval flow")
+    session.refresh_from_db()
+    assert session.mode == "general" and turn.mode == "general"
+    [change] = ModeHistory.objects.filter(session=session)
+    assert (change.previous_mode, change.new_mode, change.source) == ("workflow-authoring", "general", "system")
+    assert "workflow-authoring mode was deactivated" in change.reason and change.turn_id is None
