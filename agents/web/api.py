@@ -33,6 +33,7 @@ from agents.turns import (
     turn_claim_results,
     turn_start,
 )
+from aptix.inputs import unstorable_in
 from aptix.teams import team_list_for_user
 from aptix.tokens import api_token_user
 from modes.catalog import ModeValidationError, mode_validate
@@ -71,13 +72,23 @@ def _optional_str(body: dict, name: str) -> str | None:
     return value
 
 
-def parse_execute_request(raw: bytes) -> ExecuteRequest:
+def _json_body(raw: bytes) -> dict:
+    """The request body as a JSON object whose every string can be stored, or an ApiError naming why not."""
     try:
         body = json.loads(raw or b"")
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "The request body must be a JSON object.", None) from None
+    except RecursionError:
+        raise ApiError(400, "The request body is nested too deeply.", None) from None
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.", None)
+    if bad := unstorable_in(body):
+        raise ApiError(400, f"'{bad[0]}' contains {bad[1]}.", bad[0])
+    return body
+
+
+def parse_execute_request(raw: bytes) -> ExecuteRequest:
+    body = _json_body(raw)
     known = {
         "conversationId",
         "mode",

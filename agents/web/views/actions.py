@@ -149,7 +149,7 @@ def session_tools(request, session_id: str):
         | {t.name for g in panel["servers"] for t in g.tools}
     )
     if name not in known:
-        return HttpResponseBadRequest(f"Unknown tool {name!r}.")
+        return HttpResponseBadRequest(f"Unknown tool {name!r}.", content_type="text/plain")
     session_toggle_tool(session=session, name=name, enabled=request.POST.get("enabled") == "on")
     return HttpResponse(session_fragments(session, tools=True))
 
@@ -215,7 +215,7 @@ def session_grant_revoke(request, session_id: str):
     session = get_session_or_404(request, session_id)
     tool = request.POST.get("tool", "").strip()
     if tool not in (session.approval_grants or []):
-        return HttpResponseBadRequest(f"No grant for {tool!r} in this session.")
+        return HttpResponseBadRequest(f"No grant for {tool!r} in this session.", content_type="text/plain")
     grant_revoke(session=session, tool=tool)
     return HttpResponse(session_fragments(session, tools=True))
 

@@ -96,7 +96,7 @@ def session_new(request):
     context = {
         **_sidebar(request),
         "form": form,
-        "has_team": True,
+        "has_team": teams.exists(),  # a user with no team posting the form gets the page that says so
         "teams_count": teams.count(),
         "model": describe_provider(),
     }

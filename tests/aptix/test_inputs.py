@@ -1,0 +1,80 @@
+"""Crafted input is refused with a 4xx naming the field, never a 500, and nothing is written: NUL
+characters and unpaired surrogates (PostgreSQL cannot store them), JSON nested past the parser's
+limit, a signed-in user with no team creating a session, and an unknown tool name echoed back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from agents.models import AgentSession, Turn
+from agents.sessions import session_create
+from aptix.tokens import api_token_create
+
+API = "/api/v1/agent/execute"
+
+
+@pytest.fixture
+def token(alice):
+    return api_token_create(user=alice, name="ci")[1]
+
+
+def api(client, token, raw: str | bytes):
+    response = client.post(API, data=raw, content_type="application/json", headers={"Authorization": f"Bearer {token}"})
+    return response.status_code, json.loads(response.content)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"message": "hi\u0000there"}, "message"),
+        ({"message": "hi", "conversationId": "abc\u0000"}, "conversationId"),
+        ({"message": "hi \ud800"}, "message"),
+        (
+            {"message": "hi", "tools": [{"type": "function", "function": {"name": "x", "description": "a\u0000"}}]},
+            "tools[0].function.description",
+        ),
+    ],
+)
+def test_the_api_refuses_unstorable_strings_naming_the_field(client, token, body, field):
+    status, answer = api(client, token, json.dumps(body))
+    assert status == 400 and answer["error"]["field"] == field, answer
+    assert AgentSession.objects.count() == 0 and Turn.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_json_nested_too_deeply(client, token):
+    status, answer = api(client, token, "[" * 100_000 + "]" * 100_000)
+    assert status == 400 and "nested too deeply" in answer["error"]["message"]
+
+
+@pytest.mark.django_db
+def test_pages_and_forms_refuse_nul_naming_the_field(client, alice, team_a, password):
+    session = session_create(team=team_a, user=alice)
+    client.login(username=alice.username, password=password)
+    response = client.get(reverse("home"), {"q": "a\x00b"})
+    assert response.status_code == 400 and b"parameter 'q' contains a NUL character" in response.content
+    response = client.post(reverse("turn-new", args=[session.id]), {"message": "hi\x00"})
+    assert response.status_code == 400 and b"field 'message'" in response.content
+    response = client.get("/sessions/abc%00def/")
+    assert response.status_code == 400 and b"address contains a NUL" in response.content
+    assert Turn.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_an_unknown_tool_is_not_echoed_as_html(client, alice, team_a, password):
+    session = session_create(team=team_a, user=alice)
+    client.login(username=alice.username, password=password)
+    response = client.post(reverse("session-tools", args=[session.id]), {"tool": "<script>alert(1)</script>"})
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/plain")
+
+
+@pytest.mark.django_db
+def test_a_user_without_a_team_cannot_create_a_session_and_gets_no_500(client, django_user_model, password):
+    django_user_model.objects.create_user("loner", password=password)
+    client.login(username="loner", password=password)
+    response = client.post(reverse("session-new"), {"mode": "general", "execution": "ask"})
+    assert response.status_code in (400, 403, 422) and AgentSession.objects.count() == 0
