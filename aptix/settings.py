@@ -205,9 +205,21 @@ SESSION_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 if env_bool("APTIX_HTTPS", False):
+    # Served over HTTPS only (usually behind a TLS-terminating proxy that sets X-Forwarded-Proto):
+    # secure cookies, plain HTTP redirected, and HSTS (APTIX_HSTS_SECONDS; 0 turns it off).
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = env_int("APTIX_HSTS_SECONDS", 31_536_000, minimum=0)
+    # Subdomains and the browsers' preload list commit the whole domain, which Aptix cannot know is
+    # all HTTPS: opt-in, and Django's reminders for them (W005, W021) are silenced while they are off.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("APTIX_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("APTIX_HSTS_PRELOAD", False)
+    SILENCED_SYSTEM_CHECKS = [
+        *([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]),
+        *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
+    ]
 
 # Agent runtime (used by the reasoner; documented in README and .env.example).
 APTIX_LLM_MODEL = env_str("APTIX_LLM_MODEL")
