@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import csv
 import json
 
 from django.conf import settings
 from django.contrib import admin, messages
-from django.http import HttpResponse
-from django.utils import timezone
 
-from modes.admin import AgentModeAdmin, csv_safe
+from modes.admin import AgentModeAdmin, csv_download
 from modes.models import AgentMode
 from tools.registry import internal_registry, mcp_registry
 
@@ -111,7 +108,7 @@ def _iso(value) -> str:
 
 
 @admin.register(ToolApproval)
-class ToolApprovalAdmin(admin.ModelAdmin):
+class ToolApprovalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The consent audit trail (DESIGN.md "Consent and approvals"): read-only for everyone,
     superusers included; rows are written by agents/approvals.py only. Auditors export it as CSV."""
 
@@ -133,45 +130,35 @@ class ToolApprovalAdmin(admin.ModelAdmin):
     list_select_related = ["session", "turn", "decided_by"]
     actions = ["export_csv"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
     def has_delete_permission(self, request, obj=None):
         return False
 
     @admin.action(description="Export selected as CSV", permissions=["view"])
     def export_csv(self, request, queryset):
-        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="tool-approvals-{stamp}.csv"'
-        writer = csv.writer(response)
-        writer.writerow(APPROVAL_CSV_COLUMNS)
         rows = queryset.select_related("team", "decided_by").order_by("requested_at", "id")
-        for row in rows.iterator():
-            cells = [
-                row.id,
-                _iso(row.requested_at),
-                row.session_id,
-                row.turn_id,
-                row.team.name,
-                row.tool_call_id,
-                row.tool,
-                row.server,
-                row.kind,
-                row.arguments,
-                json.dumps(row.annotations, sort_keys=True) if row.annotations else "",
-                row.reason,
-                row.decision,
-                row.scope,
-                "" if row.branch is None else ("true" if row.branch else "false"),
-                row.decided_by.username if row.decided_by else "",
-                _iso(row.decided_at),
-            ]
-            writer.writerow([csv_safe(cell) for cell in cells])  # every cell: the model writes many of them
-        return response
+        return csv_download("tool-approvals", APPROVAL_CSV_COLUMNS, (_approval_cells(row) for row in rows.iterator()))
+
+
+def _approval_cells(row: ToolApproval) -> list:
+    return [
+        row.id,
+        _iso(row.requested_at),
+        row.session_id,
+        row.turn_id,
+        row.team.name,
+        row.tool_call_id,
+        row.tool,
+        row.server,
+        row.kind,
+        row.arguments,
+        json.dumps(row.annotations, sort_keys=True) if row.annotations else "",
+        row.reason,
+        row.decision,
+        row.scope,
+        "" if row.branch is None else ("true" if row.branch else "false"),
+        row.decided_by.username if row.decided_by else "",
+        _iso(row.decided_at),
+    ]
 
 
 class AgentModeBudgetAdmin(AgentModeAdmin):

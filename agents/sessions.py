@@ -16,6 +16,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
 
+from .llm.catalog import models_config
 from .models import AgentSession, Execution, Turn
 
 logger = logging.getLogger("aptix.sessions")
@@ -70,7 +71,6 @@ def session_toggle_tool(*, session: AgentSession, name: str, enabled: bool) -> A
 
 def session_set_model(*, session: AgentSession, model: str) -> AgentSession:
     """The user's pick of a model for this session's next turns ("" goes back to the mode's)."""
-    from .llm.catalog import models_config
 
     config = models_config()
     model = (model or "").strip()

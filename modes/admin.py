@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
+from typing import Any
 
 from django.apps import apps
 from django.contrib import admin, messages
@@ -83,6 +85,19 @@ def csv_safe(value) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
+def csv_download(name: str, header: list[str], rows: Iterable[list[Any]]) -> HttpResponse:
+    """An audit export: `name`-<timestamp>.csv with `header` and `rows`, every cell through csv_safe.
+    Shared with agents/admin.py."""
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}-{stamp}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([csv_safe(cell) for cell in row])
+    return response
+
+
 @admin.register(ModeHistory)
 class ModeHistoryAdmin(admin.ModelAdmin):
     """Read-only for everyone, superusers included: the audit trail is append-only."""
@@ -151,26 +166,24 @@ class ModeHistoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Export selected entries as CSV", permissions=["export"])
     def export_csv(self, request, queryset):
-        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="mode-history-{stamp}.csv"'
-        writer = csv.writer(response)
-        writer.writerow(CSV_COLUMNS)
         rows = queryset.select_related("team", "user").order_by("created_at", "id")
-        for entry in rows.iterator():
-            writer.writerow(
+        return csv_download(
+            "mode-history",
+            CSV_COLUMNS,
+            (
                 [
                     entry.created_at.isoformat(),
                     entry.session_id,
-                    csv_safe(entry.team.name),
-                    csv_safe(entry.user.username if entry.user else ""),
+                    entry.team.name,
+                    entry.user.username if entry.user else "",
                     entry.previous_mode,
                     entry.new_mode,
                     "true" if entry.branch else "false",
                     entry.source,
-                    csv_safe(entry.reason),
+                    entry.reason,
                     entry.turn_id or "",
-                    csv_safe(entry.tool_call_id),
+                    entry.tool_call_id,
                 ]
-            )
-        return response
+                for entry in rows.iterator()
+            ),
+        )

@@ -9,7 +9,10 @@ from typing import Literal
 
 from django.template.loader import render_to_string
 
+from agents.llm import describe_provider
+from agents.llm.catalog import model_for, models_config
 from agents.models import AgentSession, Turn
+from modes.models import AgentMode
 
 from .toolpanel import tool_panel
 
@@ -66,3 +69,11 @@ def stream_cursor(turn_id: str, seq: int) -> str:
     return render_to_string(
         "agents/session_detail.html#stream-cursor", {"cursor_turn": turn_id, "cursor_seq": seq, "oob": True}
     )
+
+
+def session_model_context(session: AgentSession) -> dict:
+    """The model the session's next turn uses (its pick, else its mode's, else the default) and the
+    models the user may pick from."""
+    mode_model = AgentMode.objects.filter(key=session.mode).values_list("model", flat=True).first() or ""
+    spec = model_for(session_model=session.model, mode_model=mode_model)
+    return {"model": describe_provider(spec), "model_key": spec.key, "models": models_config().choices}

@@ -90,7 +90,7 @@ def tool_panel(session: AgentSession) -> dict:
                 blocked=blocked,
             )
         )
-    budget = _budget(session, policy, internal, groups)
+    budget = _budget(session, policy, internal, groups, server_order=list(statuses))
     return {
         "budget": budget,
         "internal": internal,
@@ -100,14 +100,15 @@ def tool_panel(session: AgentSession) -> dict:
     }
 
 
-def _budget(session: AgentSession, policy: list[str], internal: list[ToolRow], groups: dict) -> dict:
+def _budget(
+    session: AgentSession, policy: list[str], internal: list[ToolRow], groups: dict, *, server_order: list[str]
+) -> dict:
     """The tool budget as the next turn applies it (pipeline.budget_order): rows it leaves out are
     marked, and the panel says "315 tools allowed, 128 offered"."""
     rows = [row for row in internal if row.offered]
     if session.execution == Execution.AGENT:
         rows += [row for group in groups.values() for row in group.tools if row.offered]
-    order = [status.name for status in mcp_status()]
-    _, left_out = budget_order([row.name for row in rows], policy, order, settings.APTIX_MAX_TOOLS)
+    _, left_out = budget_order([row.name for row in rows], policy, server_order, settings.APTIX_MAX_TOOLS)
     cut = set(left_out)
     for row in rows:
         if row.name in cut:

@@ -15,14 +15,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.llm import describe_provider
-from agents.llm.catalog import model_for, models_config
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
-from modes.models import AgentMode
 
 from ..forms import SessionCreateForm
+from ..fragments import session_model_context
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 
@@ -151,11 +150,3 @@ def timeline_context(session: AgentSession, request=None) -> dict:
         "cursor_seq": cursor_seq,
         "ws_url": f"/ws/sessions/{session.id}/" + (f"?{query}" if query else ""),
     }
-
-
-def session_model_context(session: AgentSession) -> dict:
-    """The model the session's next turn uses (its pick, else its mode's, else the default) and the
-    models the user may pick from."""
-    mode_model = AgentMode.objects.filter(key=session.mode).values_list("model", flat=True).first() or ""
-    spec = model_for(session_model=session.model, mode_model=mode_model)
-    return {"model": describe_provider(spec), "model_key": spec.key, "models": models_config().choices}
