@@ -30,7 +30,7 @@ run: $(VENV)/.installed
 	  $(PY) manage.py demo_data && \
 	  $(PY) manage.py collectstatic --noinput --verbosity 0 && \
 	  echo "Aptix on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)" && \
-	  exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) aptix.asgi:application
+	  exec $(PY) manage.py aptix_serve -b $(HOST) -p $(PORT)
 
 ## test: lint and types, then the whole suite, on a throwaway PostgreSQL cluster and Redis server (installed when missing)
 test: $(VENV)/.installed-test lint
@@ -64,6 +64,7 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/agent_overhead.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_roundtrip.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_build.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/ws_replay.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/prompt_size.py
 
 clean:

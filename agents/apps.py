@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     name = "agents"
     verbose_name = "Agent sessions"
+
+    def ready(self) -> None:
+        from .web import streams  # noqa: F401  (connects the signals that close sockets whose access ended)

@@ -7,6 +7,8 @@ built-in offline model. Secrets never have a default outside DEBUG.
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import overload
 
@@ -287,6 +289,14 @@ if APTIX_MODE_CHANGE_CONSENT not in ("ask", "trust"):
     )
 # Seconds between a running turn's heartbeats; one silent for 6 of them is ended as interrupted.
 APTIX_RUN_HEARTBEAT = env_float("APTIX_RUN_HEARTBEAT", 10.0, minimum=0.01)
+# Session streams (agents/web/streams.py): live views per user and per session in one process, the
+# events a reconnect may replay (a page further behind is told to reload), the largest frame a
+# client may send (the stream is one-way), and seconds between checks that the socket's access holds.
+APTIX_WS_MAX_PER_USER = env_int("APTIX_WS_MAX_PER_USER", 20, minimum=1)
+APTIX_WS_MAX_PER_SESSION = env_int("APTIX_WS_MAX_PER_SESSION", 8, minimum=1)
+APTIX_WS_REPLAY_MAX = env_int("APTIX_WS_REPLAY_MAX", 400, minimum=1)
+APTIX_WS_MAX_MESSAGE = env_int("APTIX_WS_MAX_MESSAGE", 4096, minimum=128)
+APTIX_WS_RECHECK = env_float("APTIX_WS_RECHECK", 60.0, minimum=0.01)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
@@ -305,3 +315,68 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
+
+# --- Login lockout and request rate limits (README "Rate limits") ---------------------------------
+# Failed logins are counted by django-axes in the database (Admin → Axes shows them) and, at the
+# limit, further logins from that address as that user are refused with 429 until the cool-off ends.
+# Request rates are counted by django-ratelimit in Django's cache: per process without REDIS_URL, in
+# Redis (shared by every process) with it.
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as django-axes requires
+AUTHENTICATION_BACKENDS = ["aptix.lockout.LockoutBackend", "django.contrib.auth.backends.ModelBackend"]
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Proxies in front of Aptix that append the client's address to X-Forwarded-For (0: none, the
+# connection's address is the client's). Limits per address need the real one.
+APTIX_TRUSTED_PROXIES = env_int("APTIX_TRUSTED_PROXIES", 0)
+
+AXES_FAILURE_LIMIT = env_int("APTIX_LOGIN_FAILURE_LIMIT", 5)  # 0 turns the lockout off
+AXES_ENABLED = AXES_FAILURE_LIMIT > 0
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("APTIX_LOGIN_COOLOFF_MINUTES", 15.0, minimum=0.1))
+
+
+def env_lockout_parameters(name: str, default: str) -> list[str | list[str]]:
+    """Comma-separated alternatives, each `username`, `ip` or `username+ip`: what a failure count is
+    kept for (django-axes' AXES_LOCKOUT_PARAMETERS)."""
+    fields = {"username": "username", "ip": "ip_address"}
+    parameters: list[str | list[str]] = []
+    for group in env_list(name, [default]):
+        names = [part.strip() for part in group.split("+")]
+        if not names or any(part not in fields for part in names):
+            raise ImproperlyConfigured(f"{name}: {group!r} is not username, ip or username+ip.")
+        combined = [fields[part] for part in dict.fromkeys(names)]
+        parameters.append(combined[0] if len(combined) == 1 else combined)
+    return parameters
+
+
+# By username and address together (default): guessing one account's password from one address is
+# stopped, and nobody can lock a user out from elsewhere. `ip` also stops one address spraying many.
+AXES_LOCKOUT_PARAMETERS = env_lockout_parameters("APTIX_LOGIN_LOCKOUT_BY", "username+ip")
+# A successful login forgets that user's failures (typos do not add up over the day), unless a count
+# is kept for an address alone: logging in to one's own account would then wipe the count of a spray.
+AXES_RESET_ON_SUCCESS = all("username" in parameter for parameter in AXES_LOCKOUT_PARAMETERS)
+AXES_CLIENT_IP_CALLABLE = "aptix.ratelimits.client_ip"
+AXES_LOCKOUT_CALLABLE = "aptix.lockout.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False  # no start-up banner in every process's log
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A django-ratelimit rate such as `30/m` or `100/5m` (s, m, h, d); `off` or `0` turns it off."""
+    value = env_str(name, default).strip().lower()
+    if value in {"0", "off"}:
+        return None
+    if not re.fullmatch(r"[1-9]\d*/([1-9]\d*)?[smhd]", value):
+        raise ImproperlyConfigured(f"{name} must be a rate such as 30/m, 100/5m or 1000/h, or off; not {value!r}.")
+    return value
+
+
+# Turns (new messages, new conversations) per user, API requests per token, and requests with an
+# invalid bearer token per client address (past it, that address's bearer requests all get 429).
+APTIX_RATE_TURNS = env_rate("APTIX_RATE_TURNS", "30/m")
+APTIX_RATE_API = env_rate("APTIX_RATE_API", "120/m")
+APTIX_RATE_BAD_TOKENS = env_rate("APTIX_RATE_BAD_TOKENS", "20/m")
+# --- end of login lockout and rate limits ---------------------------------------------------------

@@ -8,7 +8,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import FileResponse, Http404, JsonResponse
 from django.views.decorators.http import require_GET
 
-from aptix.tokens import api_token_user
+from aptix.bearer import RateLimited, bearer_user
 
 # images/<session id>/<random id>.png: written by image_gen for the session it drew in.
 IMAGE_PATH = re.compile(r"images/([0-9a-f]{32})/[0-9a-f]{32}\.png")
@@ -23,7 +23,12 @@ def media(request, path: str):
 
     user = request.user if request.user.is_authenticated else None
     if user is None and "Authorization" in request.headers:
-        user = api_token_user(request.headers["Authorization"])
+        try:
+            user = bearer_user(request)  # within the rate limits of tokens (aptix/bearer.py)
+        except RateLimited as exc:
+            refused = JsonResponse({"error": {"message": exc.limited.message}}, status=429)
+            refused["Retry-After"] = str(exc.limited.retry_after)
+            return refused
         if user is None:
             return JsonResponse({"error": {"message": "Invalid or missing API token."}}, status=401)
     if user is None:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from asgiref.sync import SyncToAsync
 from django.contrib.auth.models import Group
+from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.db import connections
 from django.test import override_settings
 
@@ -42,6 +44,15 @@ def _close_async_thread_connections():
 def _fast_password_hashing(settings):
     # PBKDF2's deliberate slowness costs seconds across the suite; tests need no such protection.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Request rate counts (aptix/ratelimits.py) live in the cache, in this process for the tests:
+    users and addresses repeat from test to test, so each test starts with none counted. (A Redis
+    cache, with REDIS_URL set, is left alone: clearing it would flush the whole database.)"""
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()
 
 
 @pytest.fixture

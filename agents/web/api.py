@@ -33,9 +33,10 @@ from agents.turns import (
     turn_claim_results,
     turn_start,
 )
+from aptix.bearer import RateLimited, bearer_user
 from aptix.inputs import unstorable_in
+from aptix.ratelimits import TURNS, Limited, rate_limit, user_key
 from aptix.teams import team_list_for_user
-from aptix.tokens import api_token_user
 from modes.catalog import ModeValidationError, mode_validate
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
@@ -44,12 +45,19 @@ STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409}
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+    def __init__(self, status: int, message: str, field: str | None = None, *, retry_after: int | None = None) -> None:
         super().__init__(message)
-        self.status, self.message, self.field = status, message, field
+        self.status, self.message, self.field, self.retry_after = status, message, field, retry_after
+
+    @classmethod
+    def too_many(cls, limited: Limited) -> ApiError:
+        return cls(429, limited.message, retry_after=limited.retry_after)
 
     def response(self) -> JsonResponse:
-        return JsonResponse({"error": {"message": self.message, "field": self.field}}, status=self.status)
+        response = JsonResponse({"error": {"message": self.message, "field": self.field}}, status=self.status)
+        if self.retry_after is not None:
+            response["Retry-After"] = str(self.retry_after)
+        return response
 
 
 @dataclass
@@ -87,19 +95,14 @@ def _json_body(raw: bytes) -> dict:
     return body
 
 
+EXECUTE_FIELDS = frozenset(
+    {"conversationId", "mode", "execution", "message", "tools", "toolResults", "approvals", "choice", "continue"}
+)
+
+
 def parse_execute_request(raw: bytes) -> ExecuteRequest:
     body = _json_body(raw)
-    known = {
-        "conversationId",
-        "mode",
-        "execution",
-        "message",
-        "tools",
-        "toolResults",
-        "approvals",
-        "choice",
-        "continue",
-    }
+    known = EXECUTE_FIELDS
     unknown = sorted(set(body) - known)
     if unknown:
         raise ApiError(400, f"Unknown field '{unknown[0]}'. Known fields: {', '.join(sorted(known))}.", unknown[0])
@@ -321,7 +324,11 @@ def execute_response(turn: Turn) -> dict:
 
 
 async def _authenticate(request):
-    user = await sync_to_async(api_token_user)(request.headers.get("Authorization"))
+    """The token's user, within the rate limits (aptix/bearer.py): 429 past them, 401 without a valid token."""
+    try:
+        user = await sync_to_async(bearer_user)(request)
+    except RateLimited as exc:
+        raise ApiError.too_many(exc.limited) from None
     if user is None:
         raise ApiError(401, "Missing or invalid bearer token. Send 'Authorization: Bearer <token>'.")
     return user
@@ -334,6 +341,9 @@ async def agent_execute(request):
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
         parsed = parse_execute_request(request.body)
+        new_turn = not (parsed.approvals or parsed.tool_results)  # counted against the user's turn rate
+        if new_turn and (limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request)):
+            raise ApiError.too_many(limited)
         turn = await sync_to_async(prepare_turn)(user=user, request=parsed)
         runner = get_runner()
         started = runner.start(turn.id, client_tools=parsed.tools, tool_results=parsed.tool_results or None)

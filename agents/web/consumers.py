@@ -6,28 +6,45 @@ Resuming: the client connects with `?turn=<id>&seq=<n>`, the last event its page
 `stream-cursor`; the client rewrites the URL on every reconnect). The consumer joins the group
 first, then replays from the database every event after that cursor — the rest of that turn and
 all of any later turn — then streams live events, skipping any seq it already sent. So a reload
-or a reconnect mid-turn sees each event exactly once, in order.
+or a reconnect mid-turn sees each event exactly once, in order. A socket without a cursor (not from
+a session page) gets only the open turns; a replay is bounded, a page too far behind is told to
+reload; sockets are capped per user and per session; a socket closes when its user's access ends
+(all in agents/web/streams.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import NamedTuple
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.template.loader import render_to_string
 
 from agents.events import message_events, session_group
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_get
 
 from .live import LiveRenderer
+from .streams import CLOSE_ACCESS_LOST, CLOSE_TOO_BIG, CLOSE_TOO_MANY, open_streams, still_allowed, user_group
 
 logger = logging.getLogger("aptix.stream")
 
 
+class Cursor(NamedTuple):
+    """Where the page's stream stands: after event `seq` of `turn_id` ("" when the page showed no
+    turn: before every turn)."""
+
+    turn_id: str
+    seq: int
+
+
 class SessionStreamConsumer(AsyncWebsocketConsumer):
     session: AgentSession | None = None
+    closed = False
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -36,24 +53,39 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             return
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
         try:
-            self.session = await sync_to_async(session_get)(user=user, session_id=session_id)
+            session = await sync_to_async(session_get)(user=user, session_id=session_id)
         except SessionNotFoundError:
             await self.close()
             return
-        self.group = session_group(self.session.id)
+        refused = open_streams.admit(self, user_id=user.pk, session_id=session.id)
+        if refused:
+            logger.info("Stream refused: %s", refused, extra={"event": "stream.refused", "session_id": session.id})
+            await self.accept()
+            await self._close(CLOSE_TOO_MANY)
+            return
+        self.session, self.user_id = session, user.pk
+        self.group = session_group(session.id)
         self.sent: dict[str, int] = {}  # turn id → highest seq sent on this connection
         self.turns: dict[str, Turn] = {}
-        self.renderer = LiveRenderer(self.session)
+        self.renderer = LiveRenderer(session)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         await self.accept()
-        await self._replay(*self._cursor())
+        self.rechecks = asyncio.create_task(self._recheck_forever())
+        await self._replay(self._cursor())
 
     async def disconnect(self, code) -> None:
+        self.closed = True
         if self.session is not None:
+            self.rechecks.cancel()
+            open_streams.release(self, user_id=self.user_id, session_id=self.session.id)
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
-        """The stream is one-way; messages from the client are ignored."""
+        """The stream is one-way: a message from the client is ignored, an oversized one closes it."""
+        if len(text_data or bytes_data or "") > settings.APTIX_WS_MAX_MESSAGE:
+            await self._close(CLOSE_TOO_BIG)
 
     async def turn_events(self, message: dict) -> None:
         """A batch of live events from the session's group (agents/events.py)."""
@@ -62,26 +94,63 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         for event in message_events(message):
             await self._send_event(event["turn_id"], event["event"], event["payload"], event["seq"])
 
+    async def access_check(self, message: dict) -> None:
+        """From the user's group: their access may have changed (agents/web/streams.py)."""
+        ended = message.get("ended_session")
+        if (ended and ended == self._login_key()) or not await self._allowed():
+            await self._close(CLOSE_ACCESS_LOST)
+
     # --- internals ---------------------------------------------------------------------------
 
-    def _cursor(self) -> tuple[str | None, int]:
-        query = parse_qs((self.scope.get("query_string") or b"").decode())
-        turn_id = (query.get("turn") or [""])[0] or None
+    def _login_key(self) -> str | None:
+        login = self.scope.get("session")
+        return getattr(login, "session_key", None)
+
+    async def _allowed(self) -> bool:
+        assert self.session is not None
+        return await sync_to_async(still_allowed)(
+            user_id=self.user_id, session_key=self._login_key(), session_id=self.session.id
+        )
+
+    async def _recheck_forever(self) -> None:
+        while not self.closed:
+            await asyncio.sleep(settings.APTIX_WS_RECHECK)
+            if not self.closed and not await self._allowed():
+                await self._close(CLOSE_ACCESS_LOST)
+
+    async def _close(self, code: int) -> None:
+        if not self.closed:
+            self.closed = True
+            await self.close(code=code)
+
+    def _cursor(self) -> Cursor | None:
+        """The page's cursor (`?turn=<id>&seq=<n>`; `turn` empty: the page showed no turn), or None
+        when the socket did not come from a session page."""
+        query = parse_qs((self.scope.get("query_string") or b"").decode(), keep_blank_values=True)
+        if "seq" not in query:
+            return None
         try:
-            seq = max(0, int((query.get("seq") or ["0"])[0]))
+            seq = max(0, int(query["seq"][0]))
         except ValueError:
             seq = 0
-        return turn_id, seq
+        return Cursor((query.get("turn") or [""])[0], seq)
 
-    async def _replay(self, turn_id: str | None, seq: int) -> None:
+    async def _replay(self, cursor: Cursor | None) -> None:
         assert self.session is not None  # connect() replays only after it found the session
-        events = await sync_to_async(_events_after)(self.session.id, turn_id, seq)
+        limit = settings.APTIX_WS_REPLAY_MAX
+        events = await sync_to_async(_events_after)(self.session.id, cursor, limit + 1)
+        if len(events) > limit:
+            logger.info("Replay of more than %d events refused", limit, extra={"event": "stream.stale"})
+            await self.send(text_data=render_to_string("agents/_stream_notice.html", {"reason": "stale"}))
+            return
         for event in events:
+            if self.closed:
+                return
             await self._send_event(event.turn_id, event.type, event.payload, event.seq)
 
     async def _send_event(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
-        if seq <= self.sent.get(turn_id, 0):
-            return  # already sent (replayed, then broadcast again)
+        if self.closed or seq <= self.sent.get(turn_id, 0):
+            return  # closed, or already sent (replayed, then broadcast again)
         self.sent[turn_id] = seq
         turn = self.turns.get(turn_id)
         if turn is None:
@@ -94,14 +163,18 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
 
-def _events_after(session_id: str, turn_id: str | None, seq: int) -> list[TurnEvent]:
-    """Events the client has not seen: after `seq` in its cursor turn, and all of later turns. Without
-    a cursor (a page that showed no turn), every event of the session: its turns all started after
-    the page was drawn, and one may have ended before the socket connected (a fast turn, a slow
-    network), so it must be replayed even though it is finished."""
+def _events_after(session_id: str, cursor: Cursor | None, limit: int) -> list[TurnEvent]:
+    """At most `limit` events the client has not seen: after the cursor's `seq` in its turn, and all
+    of later turns. A page that showed no turn gets every event of the session: its turns all started
+    after the page was drawn, and one may have ended before the socket connected (a fast turn, a slow
+    network), so it must be replayed even though it is finished. Without a cursor, only the events of
+    the turns still open."""
     events = TurnEvent.objects.filter(turn__session_id=session_id).order_by("turn__index", "seq")
-    cursor = Turn.objects.filter(pk=turn_id, session_id=session_id).values("index").first() if turn_id else None
     if cursor is None:
-        return list(events)
-    later = events.filter(turn__index__gt=cursor["index"]) | events.filter(turn_id=turn_id, seq__gt=seq)
-    return list(later.order_by("turn__index", "seq"))
+        events = events.filter(turn__finished_at__isnull=True)
+    elif cursor.turn_id:
+        index = Turn.objects.filter(pk=cursor.turn_id, session_id=session_id).values_list("index", flat=True).first()
+        if index is not None:
+            later = events.filter(turn__index__gt=index) | events.filter(turn_id=cursor.turn_id, seq__gt=cursor.seq)
+            events = later.order_by("turn__index", "seq")
+    return list(events[:limit])

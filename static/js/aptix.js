@@ -7,12 +7,26 @@
   function withCursor(url) {
     var cursor = document.getElementById("stream-cursor");
     var u = new URL(url, window.location.href);
-    if (cursor && cursor.dataset.turn) {
-      u.searchParams.set("turn", cursor.dataset.turn);
+    if (cursor) {  // an empty turn: the page showed no turn yet
+      u.searchParams.set("turn", cursor.dataset.turn || "");
       u.searchParams.set("seq", cursor.dataset.seq || "0");
     }
     return u.toString();
   }
+
+  // A stream the server closed for good (no access any more, too many open, a frame too big: codes
+  // the ws extension does not retry) says so above the timeline, with a way back.
+  document.addEventListener("htmx:wsClose", function (e) {
+    var notice = document.getElementById("stream-notice");
+    var code = e.detail && e.detail.event && e.detail.event.code;
+    var text = notice && notice.getAttribute("data-close-" + code);
+    if (!text) return;
+    notice.textContent = text + " ";
+    var reload = document.createElement("a");
+    reload.href = "";
+    reload.textContent = "Reload";
+    notice.appendChild(reload);
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     if (window.htmx) {
@@ -108,7 +122,8 @@
       form.elements.choice_mode.value = "";
       form.elements.choice_branch.value = "";
     }
-    if (form && form.id === "composer" && e.detail.successful) {
+    // Only a 2xx clears the error: a 422/429 has just swapped its reason in (responseHandling).
+    if (form && form.id === "composer" && e.detail.successful && e.detail.xhr.status < 300) {
       var error = document.getElementById("composer-error");
       if (error) error.textContent = "";
       stickToBottom(true);

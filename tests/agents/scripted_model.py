@@ -125,6 +125,7 @@ class ScriptedModel:
     def __init__(self, model_name: str = "scripted-model") -> None:
         self.model_name = model_name
         self.requests: list[dict] = []  # parsed JSON bodies of the chat completion requests, in order
+        self.requested = asyncio.Event()  # a chat completion request arrived
         self.stream_finished = asyncio.Event()
         self.stream_cancelled = asyncio.Event()
         self.cancellations = 0
@@ -298,6 +299,7 @@ class ScriptedModel:
         except ValueError:
             return await self._json(send, 400, _error_body("ScriptedModel: body is not JSON"))
         self.requests.append(request)
+        self.requested.set()
         await self._complete(request, receive, send)
 
     async def _image(self, request: dict, send) -> None:

@@ -195,6 +195,21 @@ async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, 
     await sync_to_async(turn_start)(session=session, text="Again")
 
 
+async def test_a_new_worker_ends_a_dead_workers_turn_before_any_message(worker, redis_layer, make_session):
+    """Issue 14, item 10: the sweep starts with the worker, not with its first turn."""
+    worker.reply("word " * 400, chunk_delay=0.05)  # ~20 s of streaming
+    session = await make_session()
+    turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
+    await get_runner().start(turn.id)
+    await _until_streaming(redis_layer, session.id)
+    await worker.restart()  # SIGKILL mid-turn; the new worker gets no message
+    async with asyncio.timeout(lease().total_seconds() + 20):
+        while (await Turn.objects.aget(pk=turn.id)).status == Turn.Status.RUNNING:
+            await asyncio.sleep(HEARTBEAT / 5)  # another process ends it: the database is where to look
+    turn = await Turn.objects.aget(pk=turn.id)
+    assert turn.status == Turn.Status.FAILED and turn.error == ERROR_INTERRUPTED
+
+
 async def test_an_approval_survives_every_process_and_resumes_on_a_new_worker(worker, alice):
     """The turn waits for approval with no process holding it: the worker that ran it is killed, the
     orphan sweep leaves the waiting turn alone, and the decision (through the web process's API)

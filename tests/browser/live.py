@@ -1,5 +1,5 @@
-"""The live server of the browser tests: `daphne aptix.asgi:application` as a real subprocess on
-loopback, sharing the test database pytest-django created (its data must be committed: the tests use
+"""The live server of the browser tests: `manage.py aptix_serve` (Daphne, as `make run` starts it) as a
+real subprocess on loopback, sharing the test database pytest-django created (its data must be committed: the tests use
 `async_db`, i.e. transaction=True), plus the page helpers the tests share (open a session, send,
 wait for a turn to end).
 
@@ -34,7 +34,6 @@ except ImportError:  # conftest skips the browser tests (or fails them under APT
     expect = None
 
 ROOT = Path(settings.BASE_DIR)
-DAPHNE = Path(sys.executable).parent / "daphne"
 ARTIFACTS = ROOT / "var" / "test-artifacts"
 START_TIMEOUT = 30.0
 # Settings the live server must not inherit from the environment of the test run: a DATABASE_URL names
@@ -104,7 +103,9 @@ class LiveServer:
         except FileNotFoundError:
             return ""
 
-    def start(self, port: int | None = None) -> LiveServer:
+    def start(self, port: int | None = None, *, wait_ready: bool = True) -> LiveServer:
+        """Start Daphne; with `wait_ready`, wait until it answers a request (which is its first scope:
+        a test of what happens before any request passes False)."""
         self.var_dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         env = {k: v for k, v in os.environ.items() if k not in INHERITED_NOT}
@@ -124,7 +125,7 @@ class LiveServer:
         with self.log_path.open("w") as log:
             # A session of its own, so stop() also ends the MCP servers Daphne spawned.
             self.process = subprocess.Popen(
-                [str(DAPHNE), "-b", "127.0.0.1", "-p", str(self.port), "aptix.asgi:application"],
+                [sys.executable, "manage.py", "aptix_serve", "-b", "127.0.0.1", "-p", str(self.port)],
                 cwd=ROOT,
                 env=env,
                 stdout=log,
@@ -132,7 +133,8 @@ class LiveServer:
                 start_new_session=True,
             )
         try:
-            self._wait_ready()
+            if wait_ready:
+                self._wait_ready()
         except BaseException:
             self.stop()
             raise

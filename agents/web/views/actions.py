@@ -20,6 +20,7 @@ from agents.models import AgentSession, Turn
 from agents.run.current import get_runner
 from agents.sessions import session_manager, session_set_execution, session_set_model, session_toggle_tool
 from agents.turns import error_code, turn_cancel, turn_start
+from aptix.ratelimits import TURNS, Limited, rate_limit, user_key
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
 
@@ -33,6 +34,13 @@ def _error(message: str, status: int = 422) -> HttpResponse:
     """Shown under the composer (the `#composer-error` region); htmx swaps 422 answers (see the
     htmx-config meta tag in workspace.html)."""
     return HttpResponse(composer_error(message), status=status)
+
+
+def _too_many(limited: Limited) -> HttpResponse:
+    """Past the user's turn rate: the reason under the composer, 429 with Retry-After."""
+    response = _error(limited.message, status=429)
+    response["Retry-After"] = str(limited.retry_after)
+    return response
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -57,6 +65,8 @@ async def turn_new(request, session_id: str):
     session = await _session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
+    if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
+        return _too_many(limited)
     try:
         turn = await sync_to_async(turn_start)(
             session=session,
@@ -161,6 +171,8 @@ async def session_branch(request, session_id: str):
     session = await _session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
+    if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
+        return _too_many(limited)
     try:
         child, turn = await sync_to_async(session_branch_service)(
             session=session, turn_id=request.POST.get("turn", ""), user=request.user

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents.llm import describe_provider
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
+from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
 
@@ -83,6 +84,11 @@ def session_list_view(request):
 @login_required
 def session_new(request):
     form = _create_form(request.user, request.POST)
+    if limited := rate_limit(TURNS, user_key(request.user), request):  # a new conversation counts as a turn
+        messages.error(request, limited.message)
+        response = _home_again(request, form, status=429)
+        response["Retry-After"] = str(limited.retry_after)
+        return response
     if form.is_valid():
         try:
             session = session_create(user=request.user, **form.cleaned_data)
@@ -91,6 +97,11 @@ def session_new(request):
         else:
             return redirect("session-detail", session_id=session.id)
     messages.error(request, "The session could not be created. See the form for details.")
+    return _home_again(request, form, status=400)
+
+
+def _home_again(request, form: SessionCreateForm, *, status: int):
+    """The home page again with the posted form, for a session that was not created."""
     teams = team_list_for_user(user=request.user)
     context = {
         **_sidebar(request),
@@ -99,7 +110,7 @@ def session_new(request):
         "teams_count": teams.count(),
         "model": describe_provider(),
     }
-    return render(request, "agents/home.html", context, status=400)
+    return render(request, "agents/home.html", context, status=status)
 
 
 @require_GET

@@ -1,0 +1,134 @@
+"""What a session stream (agents/web/consumers.py) may cost and how long it may live.
+
+- **Caps.** A process holds at most `APTIX_WS_MAX_PER_USER` streams of one user and
+  `APTIX_WS_MAX_PER_SESSION` of one session; one more is accepted and closed at once with
+  `CLOSE_TOO_MANY` (a code htmx's ws extension does not retry, so the page says so instead of
+  reconnecting in a loop). The caps are per process: a web process counts the sockets it serves.
+- **Replay.** A reconnect replays at most `APTIX_WS_REPLAY_MAX` events; a page further behind is told
+  to reload (the page render is cheaper than replaying its history event by event).
+- **Access.** A socket lives only while its user may read the session: it joins its user's group,
+  and a logout, a change of the user (deactivated, new password), a lost team membership or a
+  deleted session sends that group `access.check`; each socket then checks again and closes with
+  `CLOSE_ACCESS_LOST` if its access is gone. A timer checks every `APTIX_WS_RECHECK` seconds too
+  (a session that expired, a change made where no signal fires).
+- **Frames from the client.** The stream is one-way; a frame over `APTIX_WS_MAX_MESSAGE` bytes closes
+  the socket with 1009 (Daphne, started by `manage.py aptix_serve`, refuses larger frames before
+  buffering them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
+from django.contrib.auth.signals import user_logged_out
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+from django.utils.crypto import constant_time_compare
+from django.utils.module_loading import import_string
+
+from aptix.models import Membership
+
+from ..models import AgentSession
+from ..sessions import session_list
+
+logger = logging.getLogger("aptix.stream")
+
+CLOSE_ACCESS_LOST = 4403  # the user may no longer read the session
+CLOSE_TOO_MANY = 4429  # over the per-user or per-session cap
+CLOSE_TOO_BIG = 1009  # RFC 6455: message too big
+
+
+def user_group(user_id: Any) -> str:
+    """The channel-layer group of every stream one user holds open."""
+    return f"aptix.user.{user_id}"
+
+
+class OpenStreams:
+    """The streams this process holds, by user and by session."""
+
+    def __init__(self) -> None:
+        self.by_user: dict[Any, set[object]] = defaultdict(set)
+        self.by_session: dict[str, set[object]] = defaultdict(set)
+
+    def admit(self, stream: object, *, user_id: Any, session_id: str) -> str | None:
+        """Count the stream in, or say why not."""
+        if len(self.by_user[user_id]) >= settings.APTIX_WS_MAX_PER_USER:
+            return f"more than {settings.APTIX_WS_MAX_PER_USER} live views of one user"
+        if len(self.by_session[session_id]) >= settings.APTIX_WS_MAX_PER_SESSION:
+            return f"more than {settings.APTIX_WS_MAX_PER_SESSION} live views of one session"
+        self.by_user[user_id].add(stream)
+        self.by_session[session_id].add(stream)
+        return None
+
+    def release(self, stream: object, *, user_id: Any, session_id: str) -> None:
+        for index, key in ((self.by_user, user_id), (self.by_session, session_id)):
+            streams = index.get(key)
+            if streams is not None:
+                streams.discard(stream)
+                if not streams:
+                    del index[key]
+
+
+open_streams = OpenStreams()
+
+
+def still_allowed(*, user_id: Any, session_key: str | None, session_id: str) -> bool:
+    """Whether the login behind a socket still holds and its user may still read the session: the
+    login session exists, names the user and carries its current auth hash (a new password logs
+    every other device out, as for pages); the user is active; the session is in one of their teams."""
+    if not session_key:
+        return False
+    store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
+    if (
+        str(store.get(SESSION_KEY, "")) != str(user_id)
+        or store.get(BACKEND_SESSION_KEY) not in settings.AUTHENTICATION_BACKENDS
+    ):
+        return False
+    user = load_backend(store[BACKEND_SESSION_KEY]).get_user(user_id)
+    if user is None or not user.is_active:
+        return False
+    if not constant_time_compare(store.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()):
+        return False
+    return session_list(user=user).filter(pk=session_id).exists()
+
+
+def access_changed(user_id: Any, *, ended_session: str | None = None) -> None:
+    """Ask every stream of the user to check its access again (`ended_session`: a login session
+    that has just ended; its sockets close without a look at the database, where it still exists
+    until the logout finishes)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": "access.check", "ended_session": ended_session}
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), message)
+    except Exception:  # the change itself must not fail because a broadcast did
+        logger.exception("Could not ask the streams of user %s to check their access", user_id)
+
+
+@receiver(user_logged_out, dispatch_uid="aptix-streams-logout")
+def _logged_out(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    if user is not None:
+        access_changed(user.pk, ended_session=getattr(request.session, "session_key", None))
+
+
+@receiver(post_save, sender=get_user_model(), dispatch_uid="aptix-streams-user-saved")
+def _user_saved(sender: Any, instance: Any, created: bool, update_fields: Any = None, **kwargs: Any) -> None:
+    if not created and set(update_fields or ()) != {"last_login"}:  # a login changes nothing here
+        access_changed(instance.pk)
+
+
+@receiver(post_delete, sender=Membership, dispatch_uid="aptix-streams-membership-deleted")
+def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> None:
+    access_changed(instance.user_id)
+
+
+@receiver(post_delete, sender=AgentSession, dispatch_uid="aptix-streams-session-deleted")
+def _session_deleted(sender: Any, instance: AgentSession, **kwargs: Any) -> None:
+    access_changed(instance.user_id)

@@ -1,0 +1,34 @@
+"""Bearer-token authentication of program requests (the JSON API, images), within the rate limits:
+requests with an invalid token are counted per client address, and past APTIX_RATE_BAD_TOKENS that
+address's bearer requests are refused before any token is looked at; a valid token's requests are
+counted against APTIX_RATE_API."""
+
+from __future__ import annotations
+
+import hashlib
+
+from .ratelimits import API, BAD_TOKENS, Limited, address_key, rate_limit
+from .tokens import api_token_user
+
+
+class RateLimited(Exception):
+    def __init__(self, limited: Limited) -> None:
+        super().__init__(limited.message)
+        self.limited = limited
+
+
+def bearer_user(request):
+    """The active user of the request's `Authorization: Bearer <token>`, or None for a missing or
+    invalid token (counted). Raises RateLimited when the address or the token is over its limit."""
+    address = address_key(request)
+    if limited := rate_limit(BAD_TOKENS, address, request, count=False):
+        raise RateLimited(limited)
+    authorization = request.headers.get("Authorization")
+    user = api_token_user(authorization)
+    if user is None:
+        rate_limit(BAD_TOKENS, address, request)
+        return None
+    secret = (authorization or "").partition(" ")[2].strip()
+    if limited := rate_limit(API, f"token:{hashlib.sha256(secret.encode()).hexdigest()}", request):
+        raise RateLimited(limited)
+    return user

@@ -1,0 +1,67 @@
+"""`manage.py aptix_serve [-b HOST] [-p PORT] [-- daphne options]`: Daphne serving aptix.asgi, with
+the start-up hooks (the MCP host, the orphan sweep) run as soon as the server runs, not on its first
+request.
+
+Plain `daphne aptix.asgi:application` runs them on the first scope (aptix/startup.py), so after a
+crash the turns the dead process held stay `running` until somebody visits; this command ends them
+at once. It also sets Daphne's websocket frame and message limits to `APTIX_WS_MAX_MESSAGE` (the
+session stream is one-way, so the server never buffers a large frame from a client).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any, cast
+
+from daphne.cli import CommandLineInterface
+from daphne.server import Server
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+APPLICATION = "aptix.asgi:application"
+logger = logging.getLogger("aptix.startup")
+
+
+class StartingServer(Server):
+    """Daphne's server, which runs the application's start-up hooks when its reactor starts."""
+
+    def __init__(self, application: Any, **kwargs: Any) -> None:
+        kwargs["ready_callable"] = self._schedule_hooks
+        super().__init__(application, **kwargs)
+
+    def _schedule_hooks(self) -> None:
+        from twisted.internet import reactor
+
+        from aptix.asgi import application
+
+        # On the reactor's asyncio loop once it runs: the hooks need a running loop (the sweep is a
+        # task on it). Not callWhenRunning: the asyncio reactor fires that before its loop runs.
+        cast(Any, reactor).callLater(0, _run_hooks, application)  # zope interfaces confuse mypy
+
+
+def _run_hooks(application: Any) -> None:
+    try:
+        application.run_hooks()
+    except Exception:  # Twisted would keep it in its own log, which nobody reads
+        logger.exception("A start-up hook failed", extra={"event": "startup.failed"})
+        raise
+
+
+class Command(BaseCommand):
+    help = "Serve Aptix with Daphne; start the MCP servers and the orphan sweep at once."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("-b", "--bind", default="127.0.0.1", help="address to listen on")
+        parser.add_argument("-p", "--port", type=int, default=8000, help="port to listen on")
+        parser.add_argument("daphne", nargs=argparse.REMAINDER, help="after --: more options for Daphne")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        extra = [a for a in options["daphne"] if a != "--"]
+        limits = []
+        if not any(a.startswith("--websocket-max") for a in extra):
+            size = str(settings.APTIX_WS_MAX_MESSAGE)
+            limits = ["--websocket-max-message-size", size, "--websocket-max-frame-size", size]
+        cli = CommandLineInterface()
+        cli.server_class = StartingServer
+        cli.run(["-b", options["bind"], "-p", str(options["port"]), *limits, *extra, APPLICATION])
