@@ -12,8 +12,11 @@ offline model. Refused writes, timeouts and SQL errors are tool errors (is_error
 database's own message. How writes are refused: sqlite.py (SQLite) and postgres.py (PostgreSQL);
 backends.py picks one for the URL.
 
-Environment: APTIX_SQL_MAX_ROWS, the row cap (default 200); APTIX_SQL_TIMEOUT_MS, the time limit
-per call (default 5000).
+Environment (all positive integers): APTIX_SQL_MAX_ROWS, the row cap (default 200);
+APTIX_SQL_TIMEOUT_MS, the time limit per call (default 5000); APTIX_SQL_MAX_BYTES, the result size
+limit (default 16 MiB: fetching stops there, and on SQLite no value may be longer);
+APTIX_SQL_MEMORY_MB, the process's address-space limit (RLIMIT_AS, default 1024, at least 128; the
+server runs in about 100), the backstop for whatever the other limits miss.
 
 No Django here: this runs as its own process and must start fast.
 """
@@ -21,7 +24,9 @@ No Django here: this runs as its own process and must start fast.
 from __future__ import annotations
 
 import os
+import resource
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
@@ -34,11 +39,16 @@ from pydantic import Field
 from tools.tables import markdown_table
 
 from .backends import open_backend
-from .base import Backend, Column, ConfigError, QueryError, Result, Table
+from .base import Backend, Column, ConfigError, QueryError, Result, Table, out_of_memory, size_text
 
 USAGE = "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 | postgresql://user@host/db>"
 DEFAULT_MAX_ROWS = 200
 DEFAULT_TIMEOUT_MS = 5000
+DEFAULT_MAX_BYTES = 16 << 20
+DEFAULT_MEMORY_MB = 1024
+MIN_MEMORY_MB = 128  # Python, the MCP SDK and a driver start in about 100 MiB of address space
+EXIT_STUCK = 75  # EX_TEMPFAIL: the process gave up a call it could not interrupt; start it again
+EXIT_DELAY_SECONDS = 1.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 T = TypeVar("T")
@@ -67,21 +77,66 @@ def columns_text(columns: list[Column]) -> str:
     return markdown_table(["column", "type", "nullable", "pk"], rows) + "\n\n" + _count(len(columns), "column")
 
 
-def result_text(result: Result) -> str:
+def result_text(result: Result, max_bytes: int) -> str:
     n = len(result.rows)
-    if result.more:
+    if result.cut == "rows":
         footer = f"showing the first {n} rows only (row cap {n}); the query has more rows"
+    elif result.cut == "bytes":
+        limit = size_text(max_bytes)
+        footer = f"showing the first {_count(n, 'row')} only (result size limit {limit}); the query has more rows"
     else:
         footer = _count(n, "row")
     return markdown_table(result.columns, result.rows) + "\n\n" + footer
 
 
+def stuck_after(timeout_ms: int) -> float:
+    """Seconds after which a call that ignored the time limit is given up: twice the limit, at least
+    one second past it (the backends stop a statement a little after its deadline)."""
+    return timeout_ms / 1000 + max(timeout_ms / 1000, 1.0)
+
+
 # --- the server --------------------------------------------------------------------------------
 
 
-def build_server(backend: Backend, *, max_rows: int) -> MCPServer:
-    """The MCP server over one backend. Calls run on a worker thread, one at a time, so a long
-    query never blocks the stdio session and the connection is never shared."""
+class Calls:
+    """Runs backend calls on a worker thread, one at a time, so a long query never blocks the stdio
+    session and the connection is never shared; turns their failures into tool errors.
+
+    The backends stop a statement at the time limit (SQLite's progress handler, PostgreSQL's
+    statement_timeout), but nothing interrupts one SQLite function call: replace() or instr() with a
+    long pattern is quadratic and runs for hours within the length limit. A thread cannot be killed,
+    and the connection stays busy in it, so a call still running `stuck_after` seconds in answers
+    with a tool error and the process exits a moment later; the MCP host restarts it.
+    """
+
+    def __init__(self, stuck_after: float, timeout_ms: int):
+        self._lock = anyio.Lock()
+        self._stuck_after = stuck_after
+        self._stuck = (
+            f"the statement ran past the time limit ({timeout_ms} ms) and could not be interrupted "
+            "(one SQLite function call never is): the SQL server restarts"
+        )
+        self._exiting = False
+
+    async def __call__(self, fn: Callable[..., T], *args: Any) -> T:
+        async with self._lock:
+            if not self._exiting:
+                with anyio.move_on_after(self._stuck_after):
+                    try:
+                        return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+                    except QueryError as exc:
+                        raise ToolError(str(exc)) from None
+                    except MemoryError:  # the address-space limit: what the call built is garbage now
+                        raise ToolError(out_of_memory()) from None
+                self._exiting = True
+                sys.stderr.write(f"sql_server: {self._stuck}\n")
+                # Time for this answer to reach stdout; then end the process and the thread with it.
+                threading.Timer(EXIT_DELAY_SECONDS, os._exit, (EXIT_STUCK,)).start()
+            raise ToolError(self._stuck)
+
+
+def build_server(backend: Backend, *, max_rows: int, max_bytes: int, timeout_ms: int) -> MCPServer:
+    """The MCP server over one backend; `Calls` runs the backend's calls."""
     server = MCPServer(
         "aptix-sql",
         log_level="WARNING",
@@ -90,14 +145,7 @@ def build_server(backend: Backend, *, max_rows: int) -> MCPServer:
             f"query returns at most {max_rows} rows, so aggregate in SQL."
         ),
     )
-    lock = anyio.Lock()
-
-    async def call(fn: Callable[..., T], *args: Any) -> T:
-        async with lock:
-            try:
-                return await anyio.to_thread.run_sync(fn, *args)
-            except QueryError as exc:
-                raise ToolError(str(exc)) from None
+    call = Calls(stuck_after(timeout_ms), timeout_ms)
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def list_tables() -> str:
@@ -114,12 +162,12 @@ def build_server(backend: Backend, *, max_rows: int) -> MCPServer:
         structured_output=False,
         description=(
             f"Run one read-only {backend.dialect} statement (SELECT, WITH, VALUES, …) and return the rows "
-            f"as a markdown table. At most {max_rows} rows are returned; aggregate in SQL rather than "
-            "fetching raw rows. Writes are refused."
+            f"as a markdown table. At most {max_rows} rows and {size_text(max_bytes)} are returned; aggregate "
+            "in SQL rather than fetching raw rows. Writes are refused."
         ),
     )
     async def query(sql: SqlArg, limit: LimitArg = None) -> str:
-        return result_text(await call(backend.query, sql, min(limit or max_rows, max_rows)))
+        return result_text(await call(backend.query, sql, min(limit or max_rows, max_rows)), max_bytes)
 
     @server.tool(
         annotations=READ_ONLY,
@@ -145,6 +193,19 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
+def limit_memory(megabytes: int) -> None:
+    """Cap the process's address space (RLIMIT_AS; never above a hard limit already set), so that a
+    query no other limit catches fails with MemoryError instead of taking the machine's memory."""
+    soft = megabytes << 20
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (ValueError, OSError) as exc:  # a platform without RLIMIT_AS: say so, serve anyway
+        sys.stderr.write(f"sql_server: cannot limit the address space to {megabytes} MiB: {exc}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if len(args) != 1:
@@ -152,11 +213,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         max_rows = _env_int("APTIX_SQL_MAX_ROWS", DEFAULT_MAX_ROWS)
-        backend = open_backend(args[0], _env_int("APTIX_SQL_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
+        timeout_ms = _env_int("APTIX_SQL_TIMEOUT_MS", DEFAULT_TIMEOUT_MS)
+        max_bytes = _env_int("APTIX_SQL_MAX_BYTES", DEFAULT_MAX_BYTES)
+        memory_mb = _env_int("APTIX_SQL_MEMORY_MB", DEFAULT_MEMORY_MB)
+        if memory_mb < MIN_MEMORY_MB:
+            raise ConfigError(f"APTIX_SQL_MEMORY_MB must be at least {MIN_MEMORY_MB} (MiB), not {memory_mb}")
+        if argv is None:  # run as a command, in its own process; a caller passing argv (a test) keeps its limits
+            limit_memory(memory_mb)
+        backend = open_backend(args[0], timeout_ms=timeout_ms, max_bytes=max_bytes)
     except ConfigError as exc:
         sys.stderr.write(f"sql_server: {exc}\n")
         return 1
-    build_server(backend, max_rows=max_rows).run()
+    build_server(backend, max_rows=max_rows, max_bytes=max_bytes, timeout_ms=timeout_ms).run()
     return 0
 
 

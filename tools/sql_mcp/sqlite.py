@@ -6,6 +6,15 @@ control and settings fail when the statement is prepared; the attached-database 
 ATTACH and VACUUM INTO create files even on a read-only connection; `sqlite3` runs one statement per
 execute; a progress handler interrupts a statement past its deadline.
 
+The progress handler runs between VM steps, never inside one function call: `replace(hex(zeroblob(
+100000000)), '0', 'x')` ran for seconds past the deadline and took the process near 1 GB. The length
+limit (no string or blob, even in mid-query, longer than the result size limit, at least 1 MiB) bounds
+what one call can build, so its memory and, for the linear functions, its time; the handler runs
+every PROGRESS_STEPS steps so that a few such calls in a row still stop near the deadline. A call
+that is slow without being big (replace() with a long pattern is quadratic) is the server's to end
+(server.Calls). The authorizer also refuses fts3_tokenizer(), which hands out a pointer into the
+process (an address leak).
+
 No Django here: the server is its own process and must start fast.
 """
 
@@ -19,9 +28,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
-from .base import NO_RESULT, Column, ConfigError, QueryError, Result, Table, unknown_table
+from .base import NO_RESULT, Column, ConfigError, QueryError, Result, Table, size_text, take_rows, unknown_table
 
 COUNT_BUDGET_SECONDS = 1.0  # list_tables counts rows only while that is cheap
+# The length limit is the result size limit, but never below this: SQLite reads its own schema (the
+# CREATE statements in sqlite_master) under the same limit.
+MIN_LENGTH_LIMIT = 1 << 20
+# VM steps between deadline checks. Most steps take nanoseconds, but a string function on a value near
+# the length limit takes up to ~0.1 s: every 1000 steps let a query run seconds past its deadline.
+PROGRESS_STEPS = 100
 
 
 def sqlite_path(url: str) -> Path:
@@ -37,6 +52,9 @@ def sqlite_path(url: str) -> Path:
 _SQLITE_READS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 )
+# Functions refused although they only read, and why: fts3_tokenizer(name) returns the address of a
+# tokenizer module, a pointer into this process (which helps an exploit of a memory bug).
+_SQLITE_DENIED_FUNCTIONS = {"fts3_tokenizer": "it reveals memory addresses, so this server refuses it"}
 _SQLITE_SCHEMA_PRAGMAS = frozenset(
     {
         "table_info",
@@ -99,10 +117,12 @@ class SqliteBackend:
     dialect = "SQLite"
     exact_counts = True
 
-    def __init__(self, path: Path, timeout_ms: int):
+    def __init__(self, path: Path, timeout_ms: int, max_bytes: int):
         self._timeout = timeout_ms / 1000
+        self._max_bytes = max_bytes
+        self._length_limit = max(max_bytes, MIN_LENGTH_LIMIT)
         self._deadline = math.inf
-        self._denied: str | None = None  # what the authorizer refused during the current call
+        self._denied: str | None = None  # why the authorizer refused something during the current call
         try:
             # check_same_thread=False: calls run on worker threads, one at a time (the server's lock).
             conn = sqlite3.connect(
@@ -117,17 +137,23 @@ class SqliteBackend:
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open SQLite database {path.resolve()}: {exc}") from None
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self._length_limit)
         conn.set_authorizer(self._authorize)
-        conn.set_progress_handler(self._past_deadline, 1000)
+        conn.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
         self._conn = conn
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+        reason = _SQLITE_DENIED_FUNCTIONS.get((arg2 or "").lower()) if action == sqlite3.SQLITE_FUNCTION else None
+        if reason:  # arg2 of SQLITE_FUNCTION is the function's name
+            self._denied = reason
+            return sqlite3.SQLITE_DENY
         if action in _SQLITE_READS:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_PRAGMA and arg1 and arg1.lower() in _SQLITE_SCHEMA_PRAGMAS:
             return sqlite3.SQLITE_OK
         subject = arg2 if action == sqlite3.SQLITE_ALTER_TABLE else arg1  # ALTER's arg1 is the schema
-        self._denied = " ".join(filter(None, (_SQLITE_ACTIONS.get(action, "this statement"), subject)))
+        refused = " ".join(filter(None, (_SQLITE_ACTIONS.get(action, "this statement"), subject)))
+        self._denied = f"{refused} is not allowed on this read-only connection"
         return sqlite3.SQLITE_DENY
 
     def _past_deadline(self) -> bool:
@@ -150,9 +176,11 @@ class SqliteBackend:
     def _message(self, exc: Exception) -> str:
         message = str(exc)
         if self._denied:
-            return f"{message}: {self._denied} is not allowed on this read-only connection"
+            return f"{message}: {self._denied}"
         if message == "interrupted":  # only our progress handler interrupts
             return f"interrupted: the statement ran past the time limit ({self._timeout * 1000:.0f} ms)"
+        if message == "string or blob too big":  # SQLITE_TOOBIG: the length limit
+            return f"{message}: no value, even mid-query, may exceed {size_text(self._length_limit)} here"
         return message
 
     def _names(self, cursor: sqlite3.Cursor) -> list[tuple[str, str]]:
@@ -192,9 +220,9 @@ class SqliteBackend:
             cursor.execute(sql)
             if cursor.description is None:
                 raise QueryError(NO_RESULT)
-            rows = cursor.fetchmany(max_rows + 1)
             columns = [d[0] for d in cursor.description]
-        return Result(columns, rows[:max_rows], more=len(rows) > max_rows)
+            rows, cut = take_rows(cursor, max_rows, self._max_bytes)
+        return Result(columns, rows, cut)
 
     def explain(self, sql: str) -> str:
         """The plan as an indented tree (rows are id, parent, -, detail)."""

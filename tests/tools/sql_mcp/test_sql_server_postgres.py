@@ -1,37 +1,31 @@
 """The SQL MCP server on PostgreSQL, as a real subprocess over stdio (run under bin/with-postgres).
 
 A database of its own holds the demo data. Two servers read it: one as a SELECT-only role (the
-set-up the README recommends) and one as the superuser, to show that the read-only transaction and
-the extended protocol refuse writes even then. Cases refused only by the role's privileges (reading
-server files, running programs, signalling backends) are not run as the superuser: a superuser can
-do those things inside a read-only transaction.
+set-up the README recommends) and one as a role that may write the tables, create databases and
+roles, to show that the read-only transaction and the extended protocol refuse writes even then.
+Cases refused only by the role's privileges (reading server files, running programs, signalling
+backends) are not run as the writer. A superuser, which can do those things inside a read-only
+transaction, is refused at start (test_sql_server_postgres_roles.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
 import pytest_asyncio
 from psycopg import sql as pgsql
 
-from tests.tools.sql_mcp.helpers import SqlServer, text
+from tests.tools.sql_mcp.helpers import ADMIN_URL, NEEDS_POSTGRES, SqlServer, pg_url, text
 from tools.demo_data import load_demo_postgres
 
-ADMIN_URL = os.environ.get("DATABASE_URL", "")
 pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.skipif(
-        not ADMIN_URL.startswith(("postgres://", "postgresql://")),
-        reason="needs PostgreSQL: run under bin/with-postgres",
-    ),
+    *NEEDS_POSTGRES,
     pytest.mark.asyncio(loop_scope="module"),
 ]
 
@@ -45,50 +39,47 @@ CREATE FUNCTION purge_orders_as_owner() RETURNS void LANGUAGE sql SECURITY DEFIN
 
 @dataclass(frozen=True)
 class Demo:
-    superuser_url: str
     reader_url: str
+    writer_url: str
     superuser: str
     admin: psycopg.Connection  # the superuser, connected to the demo database
 
 
-def _url(base: str, *, dbname: str, user: str | None = None, password: str | None = None) -> str:
-    parts = urlsplit(base)
-    netloc = parts.netloc
-    if user is not None:
-        host = netloc.rpartition("@")[2]
-        netloc = f"{quote(user)}:{quote(password or '')}@{host}"
-    return urlunsplit((parts.scheme, netloc, "/" + dbname, parts.query, ""))
-
-
 @pytest.fixture(scope="module")
 def demo():
-    """A throwaway database with the demo data, and a role that may only read it."""
-    name, reader, password = (
+    """A throwaway database with the demo data, a role that may only read it and one that may write it."""
+    name, reader, writer, password = (
         f"aptix_mcp_demo_{secrets.token_hex(4)}",
         f"aptix_reader_{secrets.token_hex(4)}",
+        f"aptix_writer_{secrets.token_hex(4)}",
         secrets.token_urlsafe(16),
     )
     with psycopg.connect(ADMIN_URL, autocommit=True) as server:
         server.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
-        server.execute(
-            pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(pgsql.Identifier(reader), pgsql.Literal(password))
-        )
-    superuser_url = _url(ADMIN_URL, dbname=name)
-    admin = psycopg.connect(superuser_url, autocommit=True)
+        for role, extra in ((reader, ""), (writer, " CREATEDB CREATEROLE")):
+            server.execute(
+                pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}" + extra).format(
+                    pgsql.Identifier(role), pgsql.Literal(password)
+                )
+            )
+    admin = psycopg.connect(pg_url(ADMIN_URL, dbname=name), autocommit=True)
     try:
         load_demo_postgres(admin)
         admin.execute(EXTRAS)
-        # SELECT on the tables only. USAGE and UPDATE on the sequence, so that nextval() and setval()
-        # are refused by the read-only transaction rather than by a missing privilege.
+        # The reader: SELECT on the tables only. USAGE and UPDATE on the sequence, so that nextval()
+        # and setval() are refused by the read-only transaction rather than by a missing privilege.
+        # The writer: everything on the tables, the sequence and the schema.
         admin.execute(
             pgsql.SQL(
                 "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {r}; "
-                "GRANT USAGE, UPDATE ON SEQUENCE invoice_numbers TO {r}"
-            ).format(r=pgsql.Identifier(reader))
+                "GRANT USAGE, UPDATE ON SEQUENCE invoice_numbers TO {r}; "
+                "GRANT ALL ON ALL TABLES IN SCHEMA public TO {w}; "
+                "GRANT ALL ON SEQUENCE invoice_numbers TO {w}; GRANT ALL ON SCHEMA public TO {w}"
+            ).format(r=pgsql.Identifier(reader), w=pgsql.Identifier(writer))
         )
         yield Demo(
-            superuser_url,
-            _url(ADMIN_URL, dbname=name, user=reader, password=password),
+            pg_url(ADMIN_URL, dbname=name, user=reader, password=password),
+            pg_url(ADMIN_URL, dbname=name, user=writer, password=password),
             admin.execute("SELECT current_user").fetchone()[0],
             admin,
         )
@@ -96,7 +87,8 @@ def demo():
         admin.close()
         with psycopg.connect(ADMIN_URL, autocommit=True) as server:
             server.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name)))
-            server.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(reader)))
+            for role in (reader, writer):
+                server.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
 
 
 CATALOG_QUERIES = (
@@ -139,8 +131,8 @@ async def reader(demo, pristine):
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def superuser(demo, pristine):
-    server = SqlServer(demo.superuser_url, APTIX_SQL_TIMEOUT_MS="500")
+async def writer(demo, pristine):
+    server = SqlServer(demo.writer_url, APTIX_SQL_TIMEOUT_MS="500")
     yield await server.start()
     await server.stop()
 
@@ -182,6 +174,12 @@ async def test_a_huge_result_is_capped_and_a_slow_one_cancelled(reader, demo, pr
     started = time.monotonic()
     capped = await reader.call_tool("query", {"sql": "SELECT generate_series(1, 100000000) AS n"})
     assert text(capped).endswith("showing the first 200 rows only (row cap 200); the query has more rows")
+    # Rows of a million characters: fetching stops at the 16 MiB result size limit, not at 200 rows.
+    wide = await reader.call_tool(
+        "query", {"sql": "SELECT n, repeat('x', 1000000) AS x FROM generate_series(1, 200) n"}
+    )
+    assert text(wide).endswith("showing the first 16 rows only (result size limit 16 MiB); the query has more rows")
+    assert len(text(wide).split("\n")) == 2 + 16 + 2
     slow = await reader.call_tool("query", {"sql": "SELECT pg_sleep(10)"})
     assert slow.is_error and "canceling statement due to statement timeout" in text(slow)
     assert time.monotonic() - started < 4
@@ -235,7 +233,7 @@ CASES = [
     ("PREPARE wipe AS DELETE FROM orders", "the statement returned no result set", "no rows"),
     ("COPY orders TO STDOUT", "the statement returned no result set", "no rows"),
 ]
-AS_SUPERUSER = [case for case in CASES if case[2] != "role"]
+AS_WRITER = [case for case in CASES if case[2] != "role"]
 
 
 def _ids(cases):
@@ -256,16 +254,16 @@ async def test_refused_for_the_reader(reader, demo, pristine, sql_text, message,
     await _assert_refused(reader, demo, pristine, sql_text, message)
 
 
-@pytest.mark.parametrize(("sql_text", "message", "mechanism"), AS_SUPERUSER, ids=_ids(AS_SUPERUSER))
-async def test_refused_even_for_the_superuser(superuser, demo, pristine, sql_text, message, mechanism):
-    await _assert_refused(superuser, demo, pristine, sql_text, message)
+@pytest.mark.parametrize(("sql_text", "message", "mechanism"), AS_WRITER, ids=_ids(AS_WRITER))
+async def test_refused_even_for_a_role_that_may_write(writer, demo, pristine, sql_text, message, mechanism):
+    await _assert_refused(writer, demo, pristine, sql_text, message)
 
 
 @pytest.mark.parametrize(
     "sql_text", ["COMMIT; DROP TABLE orders", "ANALYZE DELETE FROM orders", "(ANALYZE) DELETE FROM orders"]
 )
-async def test_explain_never_runs_the_statement(superuser, demo, pristine, sql_text):
-    result = await superuser.call_tool("explain", {"sql": sql_text})
+async def test_explain_never_runs_the_statement(writer, demo, pristine, sql_text):
+    result = await writer.call_tool("explain", {"sql": sql_text})
     assert result.is_error
     assert fingerprint(demo.admin) == pristine
 

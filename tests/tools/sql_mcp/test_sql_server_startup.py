@@ -103,3 +103,16 @@ def test_bad_limits(value, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("APTIX_SQL_MAX_ROWS", value)
     assert sql_server.main([f"sqlite:///{tmp_path}/any.sqlite3"]) == 1
     assert capsys.readouterr().err == f"sql_server: APTIX_SQL_MAX_ROWS must be a positive integer, not {value!r}\n"
+
+
+@pytest.mark.parametrize("name", ["APTIX_SQL_TIMEOUT_MS", "APTIX_SQL_MAX_BYTES", "APTIX_SQL_MEMORY_MB"])
+def test_every_limit_is_checked(name, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv(name, "0")
+    assert sql_server.main([f"sqlite:///{tmp_path}/any.sqlite3"]) == 1
+    assert capsys.readouterr().err == f"sql_server: {name} must be a positive integer, not '0'\n"
+
+
+def test_too_little_memory_for_the_server_itself(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("APTIX_SQL_MEMORY_MB", "64")
+    assert sql_server.main([f"sqlite:///{tmp_path}/any.sqlite3"]) == 1
+    assert capsys.readouterr().err == "sql_server: APTIX_SQL_MEMORY_MB must be at least 128 (MiB), not 64\n"
