@@ -7,11 +7,12 @@ from django.contrib import admin, messages
 
 from modes.admin import AgentModeAdmin, csv_download
 from modes.models import AgentMode
+from tools.mcp.config import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
 from .llm.catalog import models_config
 from .models import AgentSession, ToolApproval, Turn, TurnEvent
-from .run.pipeline import budget_order, mcp_server_order, policy_allows
+from .run.pipeline import MCP_SEPARATOR, budget_order, mcp_server_order, policy_allows
 
 
 class ReadOnlyAdminMixin:
@@ -50,11 +51,24 @@ class AgentSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["__str__", "status", "execution", "mode", "response_mode", "step_count", "created_at"]
+    """Newest first, each named by its session and what the user asked."""
+
+    list_display = ["title", "status", "execution", "mode", "response_mode", "step_count", "created_at"]
     list_filter = ["status", "execution", "mode"]
-    search_fields = ["id", "session__id", "user_message"]
+    search_fields = ["id", "session__id", "session__title", "user_message"]
     list_select_related = ["session"]
+    ordering = ["-created_at"]
+    date_hierarchy = "created_at"
     inlines = [TurnEventInline]
+
+    @admin.display(description="turn", ordering="created_at")
+    def title(self, obj: Turn) -> str:
+        message = " ".join(obj.user_message.split())
+        message = message if len(message) <= TITLE_MESSAGE_CHARS else message[: TITLE_MESSAGE_CHARS - 1] + "…"
+        return f"{obj.session} · #{obj.index}: {message}"
+
+
+TITLE_MESSAGE_CHARS = 80
 
 
 @admin.register(TurnEvent)
@@ -169,6 +183,7 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         self._warn_about_model(request, obj)
+        self._warn_about_policy(request, obj)
         allowed = [name for name, _ in internal_registry() if policy_allows(obj.tool_policy, name)]
         allowed += [name for name, _ in mcp_registry if policy_allows(obj.tool_policy, name)]
         budget = settings.APTIX_MAX_TOOLS
@@ -183,6 +198,26 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
                 level=messages.WARNING,
             )
 
+    def _warn_about_policy(self, request, obj) -> None:
+        """Entries that name no tool this deployment knows offer nothing: say so, with what is known."""
+        patterns = [*obj.tool_policy, *(entry.rpartition(":")[0].strip() for entry in obj.approval_policy)]
+        servers = known_mcp_tools()
+        unknown = [p for p in dict.fromkeys(patterns) if not policy_entry_known(p, servers)]
+        if not unknown:
+            return
+        internal = ", ".join(sorted(name for name, _ in internal_registry()))
+        mcp = "; ".join(
+            f"{server}.* ({', '.join(sorted(tools))})" if tools else f"{server}.* (not running: its tools are unknown)"
+            for server, tools in sorted(servers.items())
+        )
+        self.message_user(
+            request,
+            f"The {obj.display_name} mode's policy names tools this deployment does not know: "
+            f"{', '.join(unknown)}. Such an entry matches nothing. Known internal tools: {internal}. "
+            f"MCP servers: {mcp or 'none configured'}.",
+            level=messages.WARNING,
+        )
+
     def _warn_about_model(self, request, obj) -> None:
         config = models_config()
         if obj.model and config.get(obj.model) is None:
@@ -193,6 +228,32 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
                 f"({config.default}) until it is.",
                 level=messages.WARNING,
             )
+
+
+def known_mcp_tools() -> dict[str, set[str]]:
+    """MCP server name → the tools it serves here (empty while the server is not running): the
+    servers of the MCP config and those with registered tools."""
+    servers: dict[str, set[str]] = {}
+    try:
+        for name in load_config(settings.APTIX_MCP_CONFIG).names:
+            servers[name] = set()
+    except McpConfigError:
+        pass  # Admin → MCP servers says what is wrong with the file
+    for name, _ in mcp_registry:
+        server, _, tool = name.partition(MCP_SEPARATOR)
+        servers.setdefault(server, set()).add(tool)
+    return servers
+
+
+def policy_entry_known(pattern: str, servers: dict[str, set[str]]) -> bool:
+    """'*', an internal tool, '<server>.*' of a configured server, or '<server>.<tool>' of one (the
+    tool checked when the server runs here)."""
+    if pattern == "*" or pattern in internal_registry():
+        return True
+    server, dot, tool = pattern.partition(".")
+    if not dot or server not in servers:
+        return False
+    return tool == "*" or not servers[server] or tool in servers[server]
 
 
 admin.site.unregister(AgentMode)

@@ -27,14 +27,25 @@ def turn_branch(turn: Turn | None) -> Branch | None:
     return {"mode": change["newMode"], "reason": change["reason"]} if change else None
 
 
+def branch_child(turn: Turn) -> AgentSession | None:
+    """The session a turn's branch already opened. Only a session's newest turn offers its branch, so a
+    child created after that turn ended came from it."""
+    since = turn.finished_at or turn.created_at
+    return turn.session.children.filter(created_at__gte=since).order_by("created_at").first()
+
+
 def session_branch(*, session: AgentSession, turn_id: str, user: Any) -> tuple[AgentSession, Turn | None]:
-    """Create the child session (and its first turn, queued, when there is a request to carry)."""
+    """Create the child session (and its first turn, queued, when there is a request to carry), once:
+    asked again (a second click, another tab), it returns the child it made and starts no turn."""
     turn = session.turns.filter(pk=turn_id).first()
     branch = turn_branch(turn)
     if turn is None or branch is None:
         raise ValidationError(ERROR_NO_BRANCH, code="invalid")
     text = _request_before(turn)
     with transaction.atomic():
+        AgentSession.objects.select_for_update().filter(pk=session.pk).first()  # one branch at a time
+        if (existing := branch_child(turn)) is not None:
+            return existing, None
         child = session_create(
             team=session.team,
             user=user,

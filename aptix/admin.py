@@ -17,6 +17,9 @@ class TeamAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
 
+    class Media:
+        js = ["js/admin_prepopulate.js"]  # the slug follows a pasted name too, not only a typed one
+
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.html import escape
 
 from .models import AgentMode
 
@@ -38,15 +39,21 @@ class AgentModeForm(forms.ModelForm):
     example_utterances = LinesField(label="Example utterances")
     tool_policy = LinesField(
         label="Tool policy",
-        help_text="One entry per line: '*', an internal tool such as 'image_gen', '<server>.*' or "
-        "'<server>.<tool>'. agent_change_mode is always offered.",
+        # Escaped: the admin renders help text as HTML, where "<server>" would be read as a tag.
+        help_text=escape(
+            "One entry per line: '*', an internal tool such as 'image_gen', '<server>.*' or "
+            "'<server>.<tool>'. agent_change_mode is always offered. An entry that names no known tool "
+            "or server is saved with a warning."
+        ),
     )
     approval_policy = LinesField(
         label="Approval policy",
-        help_text="One entry per line: '<pattern>: auto' (runs) or '<pattern>: ask' (waits for the user's "
-        "approval), the pattern as in the tool policy, e.g. 'sql.*: auto', 'notes.add_note: ask', '*: ask'. "
-        "The most specific entry wins. Unmatched: read-only MCP tools run, other MCP tools ask, internal "
-        "tools run. Mode changes always need the user's consent.",
+        help_text=escape(
+            "One entry per line: '<pattern>: auto' (runs) or '<pattern>: ask' (waits for the user's "
+            "approval), the pattern as in the tool policy, e.g. 'sql.*: auto', 'notes.add_note: ask', '*: ask'. "
+            "The most specific entry wins. Unmatched: read-only MCP tools run, other MCP tools ask, internal "
+            "tools run. Mode changes always need the user's consent."
+        ),
     )
 
     class Meta:

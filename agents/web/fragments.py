@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
 from agents.models import AgentSession, Turn
+from modes.catalog import active_modes
 from modes.models import AgentMode
 
 from .toolpanel import tool_panel
@@ -52,11 +53,19 @@ def session_fragments(
         "waiting": waiting,
         "model_part": model,
     }
+    if mode_badge:  # the badge and the popover's catalog, which marks the current mode
+        context.update(mode_context(session))
     if model:
-        from .views.sessions import session_model_context
-
         context.update(session_model_context(session))
     return render_to_string("agents/_oob.html", context)
+
+
+def mode_context(session: AgentSession, catalog: list[AgentMode] | None = None) -> dict:
+    """The active catalog and the display name of the session's mode (the key for a mode no longer in
+    the catalog), for the mode badge and its popover."""
+    catalog = active_modes() if catalog is None else catalog
+    name = next((m.display_name for m in catalog if m.key == session.mode), session.mode)
+    return {"catalog": catalog, "mode_name": name}
 
 
 def composer_error(message: str) -> str:

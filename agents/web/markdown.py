@@ -1,14 +1,17 @@
 """Model output → safe HTML: CommonMark (plus tables and strikethrough) rendered on the server, then
 sanitised with an allowlist. Raw HTML in the model's text is never passed through: markdown-it
 escapes it, and nh3 removes anything outside the allowlist (scripts, event handlers, `javascript:`
-URLs) from what markdown produced. Links open safely (`rel="noopener noreferrer"`)."""
+URLs) from what markdown produced. Links open safely (`rel="noopener noreferrer"`). A user's message
+is shown as typed (render_user_message): whitespace kept, fenced code blocks as code, all escaped."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
 import nh3
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
@@ -86,3 +89,32 @@ def render_markdown(text: str | None) -> SafeString:
         link_rel="noopener noreferrer",
     )
     return mark_safe(clean)
+
+
+# A fenced code block of a user's message: ``` or ~~~ (three or more), an optional language, up to the
+# closing fence of the same kind or the end of the message.
+_FENCE = re.compile(
+    r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ \t]*$\n?|\Z)", re.M | re.S
+)
+
+
+def render_user_message(text: str | None) -> SafeString:
+    """A user's message as they typed it: line breaks and indentation kept (the text is shown with
+    `white-space: pre-wrap`), fenced code blocks as code. Nothing else is interpreted; all is escaped."""
+    if not text:
+        return mark_safe("")
+    parts: list[str] = []
+    at = 0
+    for match in _FENCE.finditer(text):
+        parts.append(_plain(text[at : match.start()]))
+        lang = match.group("lang")
+        css = f' class="language-{escape(lang)}"' if lang else ""
+        parts.append(f"<pre><code{css}>{escape(match.group('code').rstrip(chr(10)))}</code></pre>")
+        at = match.end()
+    parts.append(_plain(text[at:]))
+    return mark_safe("".join(parts))
+
+
+def _plain(text: str) -> str:
+    text = text.strip("\n")
+    return f'<span class="plain">{escape(text)}</span>' if text.strip() else ""

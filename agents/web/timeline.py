@@ -14,12 +14,14 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 
 from agents.approvals import requested_mode
+from agents.branching import branch_child
 from agents.events import FINAL_EVENT_TYPES
+from agents.llm.protocol import estimate_tokens
 from agents.models import Turn, TurnEvent
 from modes.models import AgentMode
 from modes.proposal import find_proposal
 
-from .markdown import render_markdown
+from .markdown import render_markdown, render_user_message
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
 
@@ -120,6 +122,17 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
             for decision in p.get("decisions", []):
                 if (at := cards.get(f"approval:{decision['id']}")) is not None:
                     items[at].data.update(decided(decision))
+    return _mark_unfinished_calls(turn, items)
+
+
+def _mark_unfinished_calls(turn: Turn, items: list[Item]) -> list[Item]:
+    """A call without a result in an ended turn never ran to its end (the turn was stopped, failed or
+    was interrupted first): its card says so instead of "running…" for ever."""
+    if not turn.is_finished:
+        return items
+    for item in items:
+        if item.kind == "tool" and item.data["state"] in ("running", "waiting"):
+            item.data["state"] = "stopped"
     return items
 
 
@@ -223,22 +236,46 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
     steps = [e.payload for e in events if e.type == "step.started"]
     final = next((e.payload for e in reversed(events) if e.type in FINAL_EVENT_TYPES), None)
     completed = turn.status == Turn.Status.COMPLETED
+    unreported = unreported_tokens(events) if turn.is_finished else 0
+    branch = (final or {}).get("branch") if completed and latest else None
     return {
         "turn": turn,
+        "user_html": render_user_message(turn.user_message),
         "items": turn_items(turn, events),
         "answer_html": render_markdown(turn.answer) if turn.is_finished else "",
         "live_html": "" if turn.is_finished else render_markdown(live_text(events)),
         "proposal": proposal_choices(turn.answer) if completed and latest else [],
-        "tokens": turn.prompt_tokens + turn.completion_tokens,
+        "tokens": turn.prompt_tokens + turn.completion_tokens + unreported,
         "seq": last_seq(events),
         "step": steps[-1].get("step") if steps else 0,
         "max_steps": started.get("max_steps") or (steps[-1].get("max_steps") if steps else None),
         "limit": final.get("message") if final and final.get("limit") else "",
         "notices": model_notices(events),
-        "estimated": any(e.payload.get("usage_estimated") for e in events if e.type == "model.message"),
-        "branch": (final or {}).get("branch") if completed and latest else None,
+        "estimated": bool(unreported)
+        or any(e.payload.get("usage_estimated") for e in events if e.type == "model.message"),
+        "branch": branch,
+        "branch_child": branch_child(turn) if branch else None,
         "latest": latest and turn.status == Turn.Status.LIMIT_REACHED,
     }
+
+
+def unreported_tokens(events: list[TurnEvent]) -> int:
+    """Tokens of a step that ended without the model's usage (stopped mid-stream): the request's size as
+    measured when it was sent and the text streamed back, estimated. A stopped turn used them too."""
+    step: dict[str, Any] | None = None
+    streamed: list[str] = []
+    for event in events:
+        if event.type == "step.started":
+            step, streamed = event.payload, []
+        elif event.type == "model.delta":
+            streamed.append(event.payload.get("text", ""))
+        elif event.type == "model.message":
+            step = None
+        elif event.type == "model.retry":
+            streamed = []
+    if step is None:
+        return 0
+    return int(step.get("tokens") or 0) + estimate_tokens("".join(streamed))
 
 
 NOTICE_TOOLS_DROPPED = "This model's server does not accept tools, so the turn ran without them."

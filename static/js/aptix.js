@@ -111,10 +111,28 @@
       e.preventDefault();
       if (box.value.trim()) box.form.requestSubmit();
     }
-    if (e.key === "Escape") {
-      var stop = document.querySelector(".turn-status .stop");
-      if (stop) { e.preventDefault(); stop.click(); }
+  });
+
+  // Esc closes the innermost open thing: an open popover (the browser closes it), a search field
+  // (the browser clears it), an open tool card or reasoning section. Only when none of those is open
+  // and focus is in the conversation (composer, timeline, or nowhere in particular) does it stop the
+  // running turn.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape" || e.defaultPrevented || e.isComposing) return;
+    if (document.querySelector(":popover-open")) return;
+    var focus = document.activeElement;
+    var inConversation = !focus || focus === document.body ||
+      !!(focus.closest && focus.closest("#composer, #timeline"));
+    if (!inConversation) return;
+    var details = focus && focus.closest && focus.closest("#timeline details[open]");
+    if (details) {
+      e.preventDefault();
+      details.open = false;
+      details.querySelector("summary").focus();
+      return;
     }
+    var stop = document.querySelector("#timeline .turn-status .stop");
+    if (stop) { e.preventDefault(); stop.click(); }
   });
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = e.detail.elt;
@@ -134,6 +152,30 @@
   });
   document.addEventListener("htmx:oobAfterSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "composer") focusComposer();
+  });
+  // The draft survives a redraw of the composer (a turn ending, an approval, in this tab or another):
+  // what the box held is put back into the new one, unless it is the message this tab just sent.
+  var sending = null;  // the composer's message in flight
+  var carried = "";
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var box = document.getElementById("message");
+    if (e.detail.elt && e.detail.elt.id === "composer" && box) sending = box.value;
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (e.detail.elt && e.detail.elt.id === "composer") sending = null;
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var incoming = e.detail.fragment && e.detail.fragment.firstElementChild;
+    if (!incoming || incoming.id !== "composer" || !e.detail.shouldSwap) return;
+    var box = document.getElementById("message");
+    carried = box ? box.value : "";
+    if (sending !== null && carried === sending && incoming.dataset.busyTurn) carried = "";
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    if (!e.detail.target || e.detail.target.id !== "composer" || !carried) return;
+    var box = document.getElementById("message");
+    if (box && !box.value) box.value = carried;
+    carried = "";
   });
   function focusComposer() {
     var box = document.getElementById("message");

@@ -78,7 +78,7 @@ async def test_a_typed_choice_shows_the_mode_card_and_switch_runs_it(sign_in, al
     await buttons.nth(0).focus()
     await page.keyboard.press("Enter")  # keyboard-accessible
     await turn_ended(turns(page).nth(1))
-    await expect(page.locator("#mode-badge")).to_have_text("ddr-authoring")
+    await expect(page.locator("#mode-badge")).to_have_text("DDR Authoring")
     await expect(asked).to_contain_text("Approved by alice")
     await expect(page.locator("#session-waiting")).to_have_text("")
     [history] = [h async for h in ModeHistory.objects.all()]
@@ -91,7 +91,7 @@ async def test_stay_keeps_the_mode(sign_in, alice, make_session):
     await card(page).locator("button", has_text="Stay in general").click()
     await turn_ended(turns(page).nth(1))
     await expect(card(page)).to_contain_text("Denied by alice")
-    await expect(page.locator("#mode-badge")).to_have_text("general")
+    await expect(page.locator("#mode-badge")).to_have_text("General")
     assert await ModeHistory.objects.acount() == 0
 
 

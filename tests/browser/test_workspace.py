@@ -81,7 +81,7 @@ async def test_log_in_and_start_a_session(sign_in, alice):
         "ask",
         "Quarterly planning",
     )
-    await expect(page.locator("#mode-badge")).to_have_text("general")
+    await expect(page.locator("#mode-badge")).to_have_text("General")
     await expect(page.locator(".segmented input[value=ask]")).to_be_checked()
     await expect(page.locator("h1")).to_have_text("Quarterly planning")
     await expect(page.locator("#session-list li.current")).to_contain_text("Quarterly planning")
@@ -294,7 +294,7 @@ async def test_switching_mode_after_a_proposal(sign_in, alice, make_session):
     switch = turns(page).nth(1)
     await expect(switch.locator(".msg-user .bubble")).to_have_text("2) Switch this session to DDR Authoring")
     await turn_ended(switch)
-    await expect(page.locator("#mode-badge")).to_have_text("ddr-authoring")
+    await expect(page.locator("#mode-badge")).to_have_text("DDR Authoring")
     await expect(switch.locator(".item-mode")).to_contain_text("general → ddr-authoring")
     await expect(page.locator(".choices")).to_have_count(0)  # a proposal is answered once
 
@@ -304,7 +304,7 @@ async def test_switching_mode_after_a_proposal(sign_in, alice, make_session):
     ]
     assert (await AgentSession.objects.aget(pk=session.id)).mode == "ddr-authoring"
     await open_session(page, session.id)  # and after a reload
-    await expect(page.locator("#mode-badge")).to_have_text("ddr-authoring")
+    await expect(page.locator("#mode-badge")).to_have_text("DDR Authoring")
     await expect(page.locator("#session-list li.current .badge")).to_have_text("ddr-authoring")
     await expect(turns(page).nth(1).locator(".item-mode")).to_contain_text("general → ddr-authoring")
 
@@ -327,7 +327,7 @@ async def test_a_branch_continues_in_a_linked_session(sign_in, alice, make_sessi
     await expect(page).not_to_have_url(re.compile(parent.id))
     child_id = session_id_of(page.url)
     await stream_open(page)
-    await expect(page.locator("#mode-badge")).to_have_text("ddr-authoring")
+    await expect(page.locator("#mode-badge")).to_have_text("DDR Authoring")
     origin = page.locator(".sub-row")
     await expect(origin).to_contain_text("branched from Caching work")
     await expect(origin.get_by_role("link", name="Caching work")).to_have_attribute("href", f"/sessions/{parent.id}/")

@@ -101,9 +101,29 @@ def _draw(conv: Conversation, data_plan: Plan | None) -> Plan | None:
     pairs = parse_pairs(text)
     if len(pairs) >= 2:
         return Plan.call(IMAGE_GEN, chart_args(text, pairs, chart_kind(text)))
-    if data_plan is None or not is_data_question(text):  # "chart revenue by month" (Agent) queries first
+    if not is_data_question(text):  # a picture of something, not of data
         return Plan.call(IMAGE_GEN, {"prompt": text[:4000], "kind": "card"})
-    return None
+    if data_plan is None:  # a chart of data this turn cannot read: say what it takes, draw no title card
+        return Plan(text=need_data_text(conv))
+    return None  # "chart revenue by month" (Agent, SQL tools offered) queries first
+
+
+def need_data_text(conv: Conversation) -> str:
+    """The answer to a chart of data when no data tools are offered: how to get one."""
+    if conv.execution == "agent":
+        where = (
+            "the database tools aren't available in this turn (this mode's tool policy or the *Tools* "
+            "panel leaves out the `sql` server)"
+        )
+        how = "switch to a mode that offers them, such as Data Analysis, or turn them on in *Tools*"
+    else:
+        where = "this turn runs in **Ask**, which offers no database tools"
+        how = "switch the header to **Agent** (in a mode that offers the `sql` tools, such as Data Analysis)"
+    return (
+        f"I can't chart that yet: the numbers are in the database, and {where}. To chart it from the "
+        f"data, {how} and ask again. Or give me the numbers, e.g. *\"draw a bar chart: Jan 120, Feb 135, "
+        'Mar 150"*, and I\'ll chart them now.'
+    )
 
 
 # rule i: the looping demo. "Keep checking the modes" makes this model call agent_list_modes again and

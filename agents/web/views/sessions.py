@@ -22,7 +22,7 @@ from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
 
 from ..forms import SessionCreateForm
-from ..fragments import session_model_context
+from ..fragments import mode_context, session_model_context
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 
@@ -127,6 +127,7 @@ def session_detail(request, session_id: str):
         "busy": session.turns.filter(finished_at__isnull=True).exclude(status__in=Turn.PAUSED_STATUSES).exists(),
         **timeline_context(session, request),
     }
+    context.update(mode_context(session, context["catalog"]))
     mode = next((m for m in context["catalog"] if m.key == session.mode), None)
     context["suggestions"] = list(mode.example_utterances[:3]) if mode else []
     return render(request, "agents/session_detail.html", context)

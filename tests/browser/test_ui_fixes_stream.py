@@ -1,0 +1,239 @@
+"""UI fixes around a running turn, in a real browser against the scripted model (issue 15): Esc closes
+what is open before it stops anything, a second tab sees why its message was refused and keeps its
+draft, a stopped turn's tool card and token count say what happened, the mode popover follows a manual
+switch, and a user's pasted code keeps its whitespace."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+import pytest_asyncio
+from asgiref.sync import sync_to_async
+
+from agents.models import Turn
+from agents.sessions import session_create
+from agents.turns import ERROR_TURN_RUNNING
+from modes.models import AgentMode
+from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
+from tests.helpers import async_db
+
+from .live import ROOT, ModelSwitchboard, expect, open_session, send, turn_ended, turns
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+
+FIXTURE_SERVER = ROOT / "tests" / "tools" / "mcp" / "mcp_fixture_server.py"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def switchboard():
+    board = ModelSwitchboard()
+    url, stop = await serve_on_loopback(board)
+    board.url = url
+    yield board
+    await stop()
+
+
+@pytest.fixture(scope="module")
+def daphne_env(switchboard, tmp_path_factory) -> dict[str, str]:
+    """The scripted model, and the fixture MCP server (its `sleep` tool runs as long as it is told)."""
+    config = tmp_path_factory.mktemp("mcp") / "mcp.json"
+    server = {"command": sys.executable, "args": [str(FIXTURE_SERVER)]}
+    config.write_text(json.dumps({"mcpServers": {"fixture": server}}))
+    return {
+        "OPENAI_BASE_URL": f"{switchboard.url}/v1",
+        "OPENAI_API_KEY": "test",
+        "APTIX_LLM_MAX_RETRIES": "0",
+        "APTIX_LLM_MODEL": "scripted-model",
+        "APTIX_MCP_AUTOSTART": "true",
+        "APTIX_MCP_CONFIG": str(config),
+    }
+
+
+@pytest.fixture
+def model(switchboard):
+    switchboard.model = ScriptedModel()
+    yield switchboard.model
+    switchboard.model = None
+
+
+@pytest.fixture
+def make_session(team_a, alice):
+    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
+
+
+def words(count: int) -> str:
+    return " ".join(f"w{i:03d}" for i in range(count))
+
+
+async def streaming(page, word: str):
+    turn = turns(page).last
+    await expect(turn.locator(".live")).to_contain_text(word)
+    return turn
+
+
+def cancels(page) -> list[str]:
+    """The URLs of the Stop requests the page makes from now on."""
+    seen: list[str] = []
+    page.on("request", lambda request: seen.append(request.url) if request.url.endswith("/cancel/") else None)
+    return seen
+
+
+async def test_escape_closes_the_popover_and_clears_the_filter_before_it_stops_the_turn(
+    sign_in, alice, make_session, model
+):
+    model.reply(words(600), chunk_delay=0.05)  # 15 s unless stopped
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    stops = cancels(page)
+    await send(page, "Talk for a long time")
+    turn = await streaming(page, "w005")
+
+    await page.get_by_role("button", name="Tools").click()
+    await expect(page.locator("#tools-panel")).to_be_visible()
+    await page.keyboard.press("Escape")
+    await expect(page.locator("#tools-panel")).to_be_hidden()  # the innermost open thing closed...
+
+    await page.fill("#filter-q", "nothing like this")
+    await page.keyboard.press("Escape")
+    await expect(page.locator("#filter-q")).to_have_value("")  # ...the search field cleared...
+    await streaming(page, "w120")  # ...and the turn streamed on, seconds later
+    assert stops == []
+    await expect(turn).to_have_class(re.compile(r"\bstatus-running\b"))
+
+    # focus in the conversation, nothing open: now Esc stops the turn
+    await page.locator("#timeline").click(position={"x": 4, "y": 4})
+    await page.keyboard.press("Escape")
+    await turn_ended(turn, "cancelled")
+    assert len(stops) == 1
+
+
+async def test_a_second_tab_shows_why_its_message_was_refused_and_keeps_the_draft(sign_in, alice, make_session, model):
+    model.reply(words(600), chunk_delay=0.05)
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    other = await page.context.new_page()  # a second tab, same login
+    await open_session(other, session.id)
+
+    await send(page, "Talk for a long time")
+    await streaming(other, "w005")
+    draft = "def f(x):\n    return x  # my draft"
+    await send(other, draft)
+    await expect(other.locator("#composer-error")).to_have_text(ERROR_TURN_RUNNING)
+    await expect(other.locator("#message")).to_have_value(draft)
+
+    await turns(page).last.locator(".turn-status .stop").click()  # the turn ends: both composers redrawn
+    await turn_ended(turns(other).last, "cancelled")
+    await expect(other.locator("#message")).to_be_enabled()
+    await expect(other.locator("#message")).to_have_value(draft)  # the draft survived the redraw
+    assert await Turn.objects.filter(session_id=session.id).acount() == 1
+
+
+async def _wait_for_mcp_server(page, session_id: str, server: str) -> None:
+    """The MCP servers start in the background with Daphne: reload until the Tools panel says ready."""
+    for _ in range(60):
+        state = page.locator(f"#tools-body .server-head:has(strong:text-is('{server}')) .state")
+        if await state.count() and "state-ready" in (await state.get_attribute("class") or ""):
+            return
+        await page.wait_for_timeout(250)  # polling a server-side state the page only shows on load
+        await open_session(page, session_id)
+    raise AssertionError(f"MCP server {server} never became ready")
+
+
+@pytest.fixture
+def fixture_tools_in_general(db):
+    """General offers the fixture server's tools and runs them without asking."""
+    AgentMode.objects.filter(key="general").update(tool_policy=["*"], approval_policy=["fixture.*: auto"])
+
+
+async def test_a_stopped_turn_ends_its_running_tool_card_and_counts_its_tokens(
+    sign_in, alice, make_session, model, fixture_tools_in_general
+):
+    model.reply("Waiting on the fixture.", tool_calls=[("fixture__sleep", {"seconds": 60})])
+    session = await make_session(mode="general", execution="agent")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await _wait_for_mcp_server(page, session.id, "fixture")
+
+    await send(page, "Sleep for a while")
+    turn = turns(page).last
+    card = turn.locator(".tool-card")
+    await expect(card).to_contain_text("running…")
+    await turn.locator(".turn-status .stop").click()
+    await turn_ended(turn, "cancelled")
+    for _ in range(2):  # live, then after a reload
+        await expect(card).to_have_class(re.compile(r"\btool-stopped\b"))
+        await expect(card).not_to_contain_text("running…")
+        await expect(card).to_contain_text("not finished")
+        await open_session(page, session.id)
+
+
+async def test_a_stopped_stream_reports_the_tokens_it_used(sign_in, alice, make_session, model):
+    model.reply(words(600), chunk_delay=0.05)
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await send(page, "Talk for a long time")
+    turn = await streaming(page, "w170")  # about 850 characters
+    await turn.locator(".turn-status .stop").click()
+    await turn_ended(turn, "cancelled")
+    status = turn.locator(".turn-status")
+    await expect(status).to_contain_text("(estimated)")
+    tokens = int(re.search(r"~(\d+) tokens", await status.inner_text()).group(1))
+    answer = (await Turn.objects.aget(session_id=session.id)).answer
+    assert tokens >= len(answer) // 4 > 200  # at least what was streamed, never "0 tokens"
+    await open_session(page, session.id)
+    await expect(turns(page).last.locator(".turn-status")).to_contain_text(f"~{tokens} tokens (estimated)")
+
+
+async def test_the_mode_popover_follows_a_manual_switch(sign_in, alice, make_session):
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    badge = page.locator("#mode-badge")
+    await expect(badge).to_contain_text("General")  # the display name, not the key
+
+    await badge.click()
+    popover = page.locator("#mode-popover")
+    await popover.get_by_role("button", name="Switch to Data Analysis").click()
+    await expect(badge).to_contain_text("Data Analysis")
+    current = popover.locator("li.current")
+    await expect(current).to_contain_text("Data Analysis")
+    await expect(current.locator(".badge")).to_have_text("current")
+    await expect(popover.get_by_role("button", name="Switch to Data Analysis")).to_have_count(0)
+    await expect(popover.get_by_role("button", name="Switch to General")).to_have_count(1)
+    await popover.get_by_role("button", name="Switch to General").click()  # the fresh list works, too
+    await expect(badge).to_contain_text("General")
+    await expect(popover.locator("li.current")).to_contain_text("General")
+
+
+async def test_a_pasted_code_block_keeps_its_lines_and_indentation(sign_in, alice, make_session, model):
+    model.reply("Looks fine.")
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    message = "Why does this fail?\n\n```python\ndef f(x):\n    if x:\n        return 1\n```\nThanks,\n  Alice"
+    await send(page, message)  # Enter sends; fill() put the line breaks in
+    bubble = turns(page).last.locator(".msg-user .bubble")
+    await expect(bubble.locator("pre code.language-python")).to_have_text("def f(x):\n    if x:\n        return 1")
+    await expect(bubble.locator(".plain").last).to_have_text("Thanks,\n  Alice")
+    assert await bubble.locator(".plain").last.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    await turn_ended(turns(page).last)
+    await open_session(page, session.id)  # the same from the database
+    await expect(turns(page).last.locator(".msg-user pre code")).to_have_text("def f(x):\n    if x:\n        return 1")
+
+
+async def test_an_answer_longer_than_a_client_frame_may_be_still_reaches_the_page(sign_in, alice, make_session, model):
+    """Daphne's message limit holds both ways: the server's own fragments must not be cut to the 4 kB
+    a client may send (aptix_serve), or every long answer would leave its turn running on screen."""
+    model.reply(words(1500))  # 7.5 kB of text
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await send(page, "Say a lot")
+    await turn_ended(turns(page).last)
+    await expect(turns(page).last.locator(".answer")).to_contain_text("w1499")
