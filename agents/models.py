@@ -101,6 +101,13 @@ class Turn(models.Model):
     # Written every APTIX_RUN_HEARTBEAT seconds while the turn runs: a running turn whose heartbeat
     # is older than a few intervals lost its process (a worker killed) and is ended as interrupted.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # With workers (REDIS_URL): the run's latest dispatch to the queue, the worker that claimed it
+    # ("" until one did) and until when its claim holds (the heartbeat renews it). A worker claims a
+    # run with one conditional UPDATE (agents/turns.py, turn_claim_run), so a duplicate delivery of
+    # the same dispatch is a no-op.
+    dispatch = models.CharField(max_length=32, blank=True, default="")
+    worker = models.CharField(max_length=120, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "index"]

@@ -65,7 +65,7 @@ ERROR_MESSAGE_TOO_LONG = f"The message is longer than {MAX_MESSAGE_LENGTH} chara
 ERROR_TURN_RUNNING = "A turn is still running in this session. Wait for it to finish or stop it."
 ERROR_INTERRUPTED = "This turn was interrupted because the server stopped while it ran."
 ERROR_NO_WORKER = (
-    "No worker picked this turn up. Start one with `manage.py runworker aptix-runs` "
+    "No worker picked this turn up. Start one with `manage.py aptix_worker` "
     "(REDIS_URL is set, so turns run in worker processes)."
 )
 STOPPED_BY_USER = "Stopped by the user."
@@ -399,13 +399,17 @@ def orphan_queued_too_long(turn: Turn, now: datetime) -> bool:
 
 
 def lease_expired(turn: Turn, now: datetime) -> bool:
+    """Whether the process running the turn stopped renewing its claim (a worker's `lease_until`, or
+    the heartbeat where no worker claimed it)."""
+    if turn.lease_until is not None:
+        return now > turn.lease_until
     return now - (turn.heartbeat_at or turn.started_at or turn.created_at) > lease()
 
 
 async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:
     """Ask a turn to stop. Returns False when it had already finished. A run this process holds is
-    cancelled at once; a worker's sees the flag; a turn nothing runs (queued, waiting for client
-    tool results) is ended here when the runner says nothing else would."""
+    cancelled at once; a worker's sees the flag; a turn nothing runs (queued with no taker, waiting
+    for client tool results, held by a worker whose claim expired) is ended here at once."""
     if turn.is_finished:
         return False
     await Turn.objects.filter(pk=turn.pk).aupdate(cancel_requested=True)
@@ -414,6 +418,8 @@ async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:
         await sync_to_async(turn_cancel_unrun)(turn)
         return True
     runner = runner or get_runner()
-    if not runner.stop(turn.pk) and runner.ends_unheld_turns:
-        await sync_to_async(turn_cancel_unrun)(turn)
+    if not runner.stop(turn.pk):
+        await turn.arefresh_from_db(fields=["status", "worker", "lease_until"])
+        if runner.unheld(turn, timezone.now()):  # nothing would see the flag: end it here, now
+            await sync_to_async(turn_cancel_unrun)(turn)
     return True

@@ -1,12 +1,12 @@
-"""The ASGI application: `daphne aptix.asgi:application`, and `manage.py runworker` (ASGI_APPLICATION).
+"""The ASGI application: `manage.py aptix_serve` / `daphne aptix.asgi:application` (ASGI_APPLICATION).
 
 Importing this module has no side effect beyond loading Django. `router` is the Channels router;
 `application` wraps it in RunOnFirstScope (aptix/startup.py), which runs the start-up hooks once,
 when this process serves its first scope: Daphne has no ASGI lifespan, so that is the moment a
-process turns out to be a server (Daphne: the first request or websocket; runworker: the first
-channel message). The one hook starts the MCP host (tools/mcp/host.py), whose servers come up in
-the background on its own thread; APTIX_MCP_AUTOSTART=false turns it off. migrate, shell and the
-tests import this module without starting anything.
+plain `daphne` process turns out to be a server. `manage.py aptix_serve` and `aptix_worker` run the
+hooks as soon as they start. The hooks start the MCP host (tools/mcp/host.py), whose servers come up
+in the background on its own thread, and the runner's orphan sweep; APTIX_MCP_AUTOSTART=false turns
+the MCP host off. migrate, shell and the tests import this module without starting anything.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agents.run.runners import RUN_CHANNEL, RunWorkerConsumer, start_runs  # noqa: E402
+from agents.run.runners import start_runs  # noqa: E402
 from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.origins import SameOriginValidator  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
@@ -32,8 +32,6 @@ router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-        # `manage.py runworker aptix-runs` (with REDIS_URL): turns dispatched by web processes.
-        "channel": ChannelNameRouter({RUN_CHANNEL: RunWorkerConsumer.as_asgi()}),
     }
 )
 

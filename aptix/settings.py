@@ -16,6 +16,8 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from aptix.redis_options import REDIS_OPTIONS, redis_channel_layers
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("APTIX_VAR_DIR", BASE_DIR / "var"))
 
@@ -185,12 +187,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Channel layer: in-memory in one process; Redis when REDIS_URL is set (several processes).
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
-        }
-    }
+    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)  # timeouts set deliberately: aptix/redis_options.py
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -289,6 +286,8 @@ if APTIX_MODE_CHANGE_CONSENT not in ("ask", "trust"):
     )
 # Seconds between a running turn's heartbeats; one silent for 6 of them is ended as interrupted.
 APTIX_RUN_HEARTBEAT = env_float("APTIX_RUN_HEARTBEAT", 10.0, minimum=0.01)
+# Seconds a worker's running turns get to end when it is asked to stop (SIGTERM).
+APTIX_WORKER_GRACE = env_float("APTIX_WORKER_GRACE", 30.0)
 # Session streams (agents/web/streams.py): live views per user and per session in one process, the
 # events a reconnect may replay (a page further behind is told to reload), the largest frame a
 # client may send (the stream is one-way), and seconds between checks that the socket's access holds.
@@ -325,7 +324,13 @@ INSTALLED_APPS += ["axes"]
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as django-axes requires
 AUTHENTICATION_BACKENDS = ["aptix.lockout.LockoutBackend", "django.contrib.auth.backends.ModelBackend"]
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": REDIS_OPTIONS,
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -1,9 +1,10 @@
 """Where runs execute. A run does not depend on the request that started it.
 
 - `LocalRunner` (the embedded default): runs are asyncio tasks on this process's event loop.
-- `WorkerRunner` (`REDIS_URL` set): runs are sent over the channel layer to
-  `manage.py runworker aptix-runs` processes (`RunWorkerConsumer`), which run them as tasks; a cancel
-  is a flag in the database that the worker's watcher sees within half a second.
+- `WorkerRunner` (`REDIS_URL` set): runs go on the run queue (agents/run/queue.py, a Redis Stream)
+  to `manage.py aptix_worker` processes (agents/run/worker.py), which claim each in the database
+  (agents/run/claims.py) and run it as a task; a cancel is a flag in the database that the worker's
+  watcher sees within half a second. Events still reach sockets over the channel layer.
 
 Both have one interface; `agents.run.current.get_runner()` picks one from settings, once.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
-from channels.consumer import AsyncConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db.models import Max
@@ -34,9 +35,11 @@ from ..turns import (
     orphan_queued_too_long,
     turn_end_orphans,
 )
+from . import queue
+from .claims import run_dispatch, run_renew, stalled_queued, unheld
 from .current import get_runner
 
-RUN_CHANNEL = "aptix-runs"
+logger = logging.getLogger("aptix.runs")
 CANCEL_POLL_INTERVAL = 0.5
 RUN_ARGUMENTS = ("client_tools", "tool_results")  # what a run takes besides its turn
 
@@ -70,11 +73,16 @@ class Runner:
         """Why nothing runs this open turn any more (it is then ended), or None."""
         raise NotImplementedError
 
-    def run_here(self, turn_id: str, **arguments: Any) -> asyncio.Task:
-        """Run the turn as a task of this process. It gets an empty context: a copy of the
-        request's would tie its sync_to_async calls to the request's thread executor, which ends
-        with the request ("CurrentThreadExecutor already quit")."""
-        coro = self._run(turn_id, **{k: arguments.get(k) for k in RUN_ARGUMENTS})
+    def unheld(self, turn: Turn, now: datetime) -> bool:
+        """Whether no process runs the open turn (a Stop then ends it at once)."""
+        return self.ends_unheld_turns
+
+    def run_here(self, turn_id: str, *, worker: str = "", **arguments: Any) -> asyncio.Task:
+        """Run the turn as a task of this process (`worker`: the name its claim is held under). It
+        gets an empty context: a copy of the request's would tie its sync_to_async calls to the
+        request's thread executor, which ends with the request ("CurrentThreadExecutor already
+        quit")."""
+        coro = self._run(turn_id, worker, **{k: arguments.get(k) for k in RUN_ARGUMENTS})
         task = asyncio.get_running_loop().create_task(coro, name=f"turn-{turn_id}", context=contextvars.Context())
         self._tasks[turn_id] = task
         task.add_done_callback(lambda _t: self._tasks.pop(turn_id, None))
@@ -99,21 +107,28 @@ class Runner:
 
     async def _sweep_forever(self, interval: float) -> None:
         while True:
-            await sync_to_async(turn_end_orphans)(runner=self)
+            try:
+                await self.sweep()
+            except Exception:  # a database or Redis hiccup must not end the sweeping
+                logger.exception("The orphan sweep failed; it runs again in %s s", interval)
             await asyncio.sleep(interval)
 
-    async def _run(self, turn_id: str, **arguments: Any) -> Turn:
+    async def sweep(self) -> None:
+        await sync_to_async(turn_end_orphans)(runner=self)
+
+    async def _run(self, turn_id: str, worker: str, **arguments: Any) -> Turn:
         from .reasoner import Reasoner
 
-        keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task()))
+        keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task(), worker))
         try:
             return await Reasoner(mcp=self.mcp).run(turn_id, **arguments)
         finally:
             keeper.cancel()
 
-    async def _keep_alive(self, turn_id: str, run_task: asyncio.Task | None) -> None:
-        """While the run lives: its heartbeat (the run writes the first with turn.started), and, when
-        the cancel may be asked for in another process, the cancel flag."""
+    async def _keep_alive(self, turn_id: str, run_task: asyncio.Task | None, worker: str = "") -> None:
+        """While the run lives: its heartbeat (the run writes the first with turn.started), which
+        renews a worker's claim and stops the run when the claim is gone, and, when the cancel may be
+        asked for in another process, the cancel flag."""
         loop = asyncio.get_running_loop()
         beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
         while True:
@@ -121,7 +136,13 @@ class Runner:
             await asyncio.sleep(min(wait, CANCEL_POLL_INTERVAL) if self.polls_cancel else wait)
             if loop.time() >= beat_at:
                 beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
-                await Turn.objects.filter(pk=turn_id, finished_at__isnull=True).aupdate(heartbeat_at=timezone.now())
+                if worker and not await run_renew(turn_id, worker):
+                    logger.warning("Run of turn %s lost its claim: stopped", turn_id, extra={"turn_id": turn_id})
+                    if run_task is not None:
+                        run_task.cancel()
+                    return
+                if not worker:
+                    await Turn.objects.filter(pk=turn_id, finished_at__isnull=True).aupdate(heartbeat_at=timezone.now())
             if self.polls_cancel and await Turn.objects.filter(pk=turn_id, cancel_requested=True).aexists():
                 if run_task is not None:
                     run_task.cancel()
@@ -159,16 +180,32 @@ class WorkerRunner(Runner):
     def start(
         self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
     ) -> asyncio.Task:
-        message = {"type": "run.turn", "turn_id": turn_id, "client_tools": client_tools, "tool_results": tool_results}
-        return asyncio.get_running_loop().create_task(self._dispatch(turn_id, message))
+        arguments = {"client_tools": client_tools, "tool_results": tool_results}
+        return asyncio.get_running_loop().create_task(self._dispatch(turn_id, arguments))
 
     @staticmethod
-    async def _dispatch(turn_id: str, message: dict[str, Any]) -> int:
-        """Send the run to the workers; the turn's last event before it (what `wait` waits past: a
+    async def _dispatch(turn_id: str, arguments: dict[str, Any]) -> int:
+        """Put the run on the queue; the turn's last event before it (what `wait` waits past: a
         paused turn being resumed is still paused until a worker takes it)."""
         before = await TurnEvent.objects.filter(turn_id=turn_id).aaggregate(m=Max("seq"))
-        await get_channel_layer().send(RUN_CHANNEL, message)
+        token = await sync_to_async(run_dispatch)(turn_id)
+        client = queue.queue_client()
+        try:
+            await queue.send(client, turn_id, token, arguments)
+        finally:
+            await client.aclose()
         return before["m"] or 0
+
+    def unheld(self, turn: Turn, now: datetime) -> bool:
+        return unheld(turn, now)
+
+    async def sweep(self) -> None:
+        """Re-queue the queued runs whose worker died before they started (safe: nothing of them
+        ran), then end the orphans."""
+        for turn_id in await sync_to_async(stalled_queued)(timezone.now()):
+            logger.warning("Re-queued turn %s: its worker left it", turn_id, extra={"event": "runs.requeued"})
+            await self._dispatch(turn_id, {})
+        await super().sweep()
 
     async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
         """Follow the session's events until the turn's final one (looking at the row now and then)."""
@@ -205,19 +242,8 @@ class WorkerRunner(Runner):
         return None
 
 
-class RunWorkerConsumer(AsyncConsumer):
-    """`manage.py runworker aptix-runs`: runs turns dispatched over the channel layer.
-
-    Channels hands every message of the channel to this one consumer in turn, so a handler that
-    awaited the whole run would make a worker run one turn at a time: each run is a task instead.
-    """
-
-    async def run_turn(self, message: dict) -> None:
-        get_runner().run_here(message["turn_id"], **{k: message.get(k) for k in RUN_ARGUMENTS})
-
-
 def start_runs() -> None:
-    """Start-up hook of a serving process (Daphne, runworker): sweep orphaned turns now and on a
+    """Start-up hook of a serving process (Daphne, aptix_worker): sweep orphaned turns now and on a
     timer. Must be called on the serving event loop."""
     if settings.APTIX_RUN_SWEEP:
         get_runner().start_sweeping()

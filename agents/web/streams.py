@@ -11,9 +11,8 @@
   deleted session sends that group `access.check`; each socket then checks again and closes with
   `CLOSE_ACCESS_LOST` if its access is gone. A timer checks every `APTIX_WS_RECHECK` seconds too
   (a session that expired, a change made where no signal fires).
-- **Frames from the client.** The stream is one-way; a frame over `APTIX_WS_MAX_MESSAGE` bytes closes
-  the socket with 1009 (Daphne, started by `manage.py aptix_serve`, refuses larger frames before
-  buffering them).
+- **Frames from the client.** The stream is one-way; a message over `APTIX_WS_MAX_MESSAGE` bytes
+  closes the socket with 1009 (Daphne itself refuses messages over 1 MiB before buffering them).
 """
 
 from __future__ import annotations

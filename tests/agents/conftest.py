@@ -19,6 +19,7 @@ from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry
 
 from .scripted_model import ScriptedModel, openai_client
+from .worker_process import redis_layer, worker  # noqa: F401 - fixtures of the worker tests
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""The multi-process run path: with REDIS_URL a web process dispatches turns over a Redis channel
-layer to `manage.py runworker aptix-runs`, a real subprocess here, which streams from the model,
-writes the events and broadcasts them back; cancelling from the web process stops the worker's run.
+"""The multi-process run path: with REDIS_URL a web process puts turns on the run queue (a Redis
+Stream) for `manage.py aptix_worker`, a real subprocess here, which claims each run in the database,
+streams from the model, writes the events and broadcasts them back over the Redis channel layer;
+cancelling from the web process stops the worker's run.
 
 Needs a Redis server (`make test` starts one and exports APTIX_TEST_REDIS_URL) and PostgreSQL (the
 worker must share the test database; SQLite's test database lives in this process's memory).
@@ -10,111 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
-from django.db import connection
-from django.test import override_settings
 
 from agents.events import message_events, session_group
 from agents.models import Turn
-from agents.run.current import get_runner, use_runner
-from agents.run.runners import WorkerRunner
+from agents.run.current import get_runner
 from agents.turns import ERROR_INTERRUPTED, lease, turn_cancel, turn_end_orphans, turn_start
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 
-from .scripted_model import ScriptedModel, loopback_server
+from .worker_process import HEARTBEAT
 
 pytestmark = async_db
-
-REDIS_URL = os.environ.get("APTIX_TEST_REDIS_URL", "")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def redis_layer():
-    if not REDIS_URL:
-        pytest.skip("needs Redis (make test starts one; APTIX_TEST_REDIS_URL is unset)")
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker process shares the test database, which needs PostgreSQL")
-    layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
-    with override_settings(REDIS_URL=REDIS_URL, CHANNEL_LAYERS=layers), use_runner(WorkerRunner()):
-        yield get_channel_layer()
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    return f"postgresql://{s['USER']}:{s['PASSWORD'] or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
-
-
-HEARTBEAT = 0.5  # seconds, in the worker and here: a turn silent for 3 s lost its worker
-
-
-class Worker:
-    """The `runworker` process and the scripted model it talks to (attributes of the model pass through)."""
-
-    def __init__(self, model: ScriptedModel, env: dict[str, str], log: Path) -> None:
-        self.model, self.env, self.log = model, env, log
-        self.process = self._spawn()
-
-    def _spawn(self) -> subprocess.Popen:
-        with self.log.open("a") as out:
-            return subprocess.Popen(
-                [sys.executable, "manage.py", "runworker", "aptix-runs"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    async def restart(self) -> None:
-        """SIGKILL the worker (no clean-up of any kind) and start a new one."""
-        self.process.kill()
-        await asyncio.to_thread(self.process.wait, 10)
-        self.process = self._spawn()
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-
-@pytest.fixture
-async def worker(redis_layer, tmp_path, settings):
-    """A scripted model on loopback and a `runworker` process that talks to it."""
-    settings.APTIX_RUN_HEARTBEAT = HEARTBEAT
-    model = ScriptedModel()
-    async with loopback_server(model) as url:
-        env = {
-            **os.environ,
-            "DATABASE_URL": _database_url(),
-            "REDIS_URL": REDIS_URL,
-            "OPENAI_BASE_URL": f"{url}/v1",
-            "OPENAI_API_KEY": "test",
-            "APTIX_LLM_MAX_RETRIES": "0",
-            "APTIX_MCP_AUTOSTART": "false",
-            "DEBUG": "false",
-            "SECRET_KEY": "test-only",
-            "APTIX_RUN_HEARTBEAT": str(HEARTBEAT),
-        }
-        log = tmp_path / "worker.log"
-        started = Worker(model, env, log)
-        try:
-            yield started
-        finally:
-            process = started.process
-            if process.poll() is None:
-                process.terminate()
-            try:
-                await asyncio.to_thread(process.wait, 10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-            if process.returncode not in (0, -15, -9):
-                print(log.read_text())
 
 
 async def _until_streaming(layer, session_id: str) -> None:
@@ -182,8 +91,9 @@ async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, 
     await asyncio.to_thread(worker.process.wait, 10)
     # Its heartbeat stops; once it is older than the lease the runner's next sweep (a timer in the
     # serving process; pages never write) ends it, and the session page shows why.
-    beat = (await Turn.objects.aget(pk=turn.id)).heartbeat_at
-    await Turn.objects.filter(pk=turn.id).aupdate(heartbeat_at=beat - lease())  # the lease runs out
+    held = await Turn.objects.aget(pk=turn.id)
+    assert held.worker and held.lease_until  # claimed by the worker, its lease renewed by the heartbeat
+    await Turn.objects.filter(pk=turn.id).aupdate(lease_until=held.lease_until - lease())  # the lease runs out
     await sync_to_async(turn_end_orphans)()  # the sweep's tick
     response = await client.get(f"/sessions/{session.id}/")
     turn = await Turn.objects.aget(pk=turn.id)
@@ -231,7 +141,7 @@ async def test_an_approval_survives_every_process_and_resumes_on_a_new_worker(wo
     assert body["status"] == "awaiting_approval", body
     await worker.restart()
     turn = await Turn.objects.aget(pk=body["turnId"])
-    await Turn.objects.filter(pk=turn.id).aupdate(heartbeat_at=turn.heartbeat_at - lease())  # long gone
+    await Turn.objects.filter(pk=turn.id).aupdate(lease_until=turn.lease_until - lease())  # long gone
     assert await sync_to_async(turn_end_orphans)() == []  # waiting is not orphaned
     assert (await Turn.objects.aget(pk=turn.id)).status == Turn.Status.AWAITING_APPROVAL
 

@@ -4,8 +4,9 @@ request.
 
 Plain `daphne aptix.asgi:application` runs them on the first scope (aptix/startup.py), so after a
 crash the turns the dead process held stay `running` until somebody visits; this command ends them
-at once. It also sets Daphne's websocket frame and message limits to `APTIX_WS_MAX_MESSAGE` (the
-session stream is one-way, so the server never buffers a large frame from a client).
+at once. (Daphne's websocket message limit stays its default, 1 MiB: Autobahn applies it to what
+the server sends as well, and a rendered event can be larger than a client's largest frame; the
+consumer closes a socket whose client sends more than APTIX_WS_MAX_MESSAGE.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any, cast
 
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
-from django.conf import settings
 from django.core.management.base import BaseCommand
 
 APPLICATION = "aptix.asgi:application"
@@ -58,10 +58,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         extra = [a for a in options["daphne"] if a != "--"]
-        limits = []
-        if not any(a.startswith("--websocket-max") for a in extra):
-            size = str(settings.APTIX_WS_MAX_MESSAGE)
-            limits = ["--websocket-max-message-size", size, "--websocket-max-frame-size", size]
         cli = CommandLineInterface()
         cli.server_class = StartingServer
-        cli.run(["-b", options["bind"], "-p", str(options["port"]), *limits, *extra, APPLICATION])
+        cli.run(["-b", options["bind"], "-p", str(options["port"]), *extra, APPLICATION])

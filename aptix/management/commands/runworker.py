@@ -1,26 +1,25 @@
-"""`manage.py runworker`: Channels' worker, with the start-up hooks run as soon as it starts.
-
-A worker's first channel message is a turn, which must already see the MCP tools, and the orphan
-sweep must not wait for a first turn either; the start-up hooks of aptix.asgi would only run on the
-first scope (aptix/startup.py). This app is listed before `channels` in INSTALLED_APPS, so this
-command is the one Django runs."""
+"""`manage.py runworker aptix-runs`: the name workers were started with before the run queue; it now
+starts `aptix_worker` (agents/run/worker.py). Runs no longer travel over the channel layer, so
+Channels' own worker has nothing to serve here. This app is listed before `channels` in
+INSTALLED_APPS, so this command is the one Django runs."""
 
 from __future__ import annotations
 
-from channels.management.commands.runworker import Command as ChannelsRunworker
-from channels.worker import Worker
+import argparse
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
 
 
-class StartingWorker(Worker):
-    """Channels' worker, which runs the application's start-up hooks (the MCP host, the orphan
-    sweep) on its loop before it listens."""
+class Command(BaseCommand):
+    help = "Deprecated name of aptix_worker: `runworker aptix-runs` starts a run-queue worker."
 
-    async def handle(self) -> None:
-        run_hooks = getattr(self.application, "run_hooks", None)
-        if run_hooks is not None:
-            run_hooks()  # idempotent: the first scope finds them run
-        await super().handle()
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("channels", nargs="+")
 
-
-class Command(ChannelsRunworker):
-    worker_class = StartingWorker
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["channels"] != ["aptix-runs"]:
+            raise CommandError("Aptix has no channel workers: start `manage.py aptix_worker` to run turns.")
+        self.stderr.write("runworker aptix-runs is now `manage.py aptix_worker`; starting that.")
+        call_command("aptix_worker")

@@ -1,0 +1,66 @@
+"""Who runs a turn, when runs go through the queue (agents/run/queue.py) to worker processes.
+
+The queue delivers a run at least once. The database decides who runs it: a dispatch writes a new
+token on the turn (and clears its worker); a worker claims the run with one conditional UPDATE on
+that token, an unclaimed row and a claimable status, so of two deliveries of one dispatch only one
+claim succeeds and the other is a no-op. The claim holds until `lease_until`; the run's heartbeat
+renews it while the run holds it, and stops the run when it no longer does (a sweeper ended or
+re-queued the turn). A run is re-queued only where that is safe: a turn still `queued` (its worker
+died before the run started); a running turn whose lease expired is ended as interrupted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Q
+from django.utils import timezone
+
+from aptix.ids import new_hex_id
+
+from ..models import Turn
+from ..turns import lease
+
+Status = Turn.Status
+CLAIMABLE = (Status.QUEUED, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL)
+
+
+def run_dispatch(turn_id: str) -> str:
+    """A new dispatch of the turn's run: its token, which the worker that runs it must claim."""
+    token = new_hex_id()
+    Turn.objects.filter(pk=turn_id).update(dispatch=token, worker="", lease_until=None)
+    return token
+
+
+def run_claim(turn_id: str, dispatch: str, worker: str, now: datetime | None = None) -> bool:
+    """Claim the dispatched run for `worker`: True for exactly one caller per dispatch."""
+    now = now or timezone.now()
+    claimed = Turn.objects.filter(pk=turn_id, dispatch=dispatch, worker="", status__in=CLAIMABLE).update(
+        worker=worker, lease_until=now + lease(), heartbeat_at=now
+    )
+    return bool(claimed)
+
+
+async def run_renew(turn_id: str, worker: str) -> bool:
+    """The heartbeat of a claimed run: extend its lease. False when the run no longer holds the turn
+    (it ended elsewhere, or its lease expired and the turn went to another worker)."""
+    now = timezone.now()
+    renewed = await Turn.objects.filter(pk=turn_id, worker=worker, finished_at__isnull=True).aupdate(
+        heartbeat_at=now, lease_until=now + lease()
+    )
+    return bool(renewed)
+
+
+def stalled_queued(now: datetime) -> list[str]:
+    """Queued turns a worker claimed and then left (it died before the run started): safe to run
+    again, as nothing of them ran."""
+    expired = Q(lease_until__lt=now) & ~Q(worker="")
+    return list(Turn.objects.filter(expired, status=Status.QUEUED).values_list("pk", flat=True))
+
+
+def unheld(turn: Turn, now: datetime) -> bool:
+    """Whether no worker holds the open turn: never claimed, or its claim expired (a Stop then ends it
+    at once instead of waiting for a worker that will not come)."""
+    if turn.is_paused or turn.is_finished:
+        return True
+    return not turn.worker or (turn.lease_until is not None and now > turn.lease_until)

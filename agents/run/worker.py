@@ -1,0 +1,111 @@
+"""`manage.py aptix_worker`: a worker process that runs turns from the run queue (agents/run/queue.py).
+
+It starts the process's start-up hooks at once (the MCP host, the orphan sweep), then reads runs
+from the queue: each is claimed in the database (agents/run/claims.py) and, if this worker won the
+claim, run as a task on this loop, so one worker runs many turns at a time. Every entry is acked
+once its claim is decided; entries a dead worker read and never acked are reclaimed after
+RECLAIM_IDLE seconds. On SIGTERM/SIGINT it stops reading and gives its runs `grace` seconds to end;
+runs still going then are cancelled (they end as stopped), and a run cut off harder (SIGKILL) is
+ended or re-queued by the sweep of the other processes once its lease expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from aptix.ids import new_hex_id
+
+from . import queue
+from .claims import run_claim
+from .current import get_runner
+
+logger = logging.getLogger("aptix.runs")
+
+RECLAIM_IDLE = 30.0  # seconds an entry may sit read-but-unacked before another worker takes it
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{new_hex_id()[:6]}"
+
+
+class QueueWorker:
+    def __init__(self, *, name: str | None = None, grace: float = 30.0) -> None:
+        self.name = name or worker_name()
+        self.grace = grace
+        self.runner = get_runner()
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        from aptix.asgi import application  # the start-up hooks: MCP host, orphan sweep
+
+        application.run_hooks()
+        client = queue.queue_client()
+        try:
+            await queue.ensure_group(client)
+            logger.info("Worker %s reads runs from %s", self.name, queue.STREAM, extra={"event": "worker.started"})
+            loop = asyncio.get_running_loop()
+            reclaim_at = loop.time() + RECLAIM_IDLE
+            while not stop.is_set():
+                runs = await self._read(client, stop)
+                if loop.time() >= reclaim_at:
+                    runs += await queue.reclaim(client, self.name, idle=RECLAIM_IDLE)
+                    reclaim_at = loop.time() + RECLAIM_IDLE
+                for run in runs:
+                    await self.take(client, run)
+        finally:
+            await self._drain()
+            await client.aclose()
+
+    async def take(self, client, run: queue.QueuedRun) -> bool:
+        """Claim the run; run it here if the claim is ours. Acked either way: the database decides."""
+        claimed = await sync_to_async(run_claim)(run.turn_id, run.dispatch, self.name)
+        await queue.ack(client, run.entry_id)
+        if claimed:
+            self.runner.run_here(run.turn_id, worker=self.name, **run.arguments)
+        else:
+            logger.info(
+                "Run of turn %s already claimed or ended: delivery ignored",
+                run.turn_id,
+                extra={"event": "worker.duplicate", "turn_id": run.turn_id},
+            )
+        return claimed
+
+    async def _read(self, client, stop: asyncio.Event) -> list[queue.QueuedRun]:
+        reading = asyncio.ensure_future(queue.read(client, self.name))
+        stopping = asyncio.ensure_future(stop.wait())
+        done, _ = await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if reading in done:
+            return reading.result()
+        reading.cancel()  # entries a cancelled read was handed stay pending: reclaimed later
+        return []
+
+    async def _drain(self) -> None:
+        tasks = list(self.runner.tasks.values())
+        if not tasks:
+            return
+        logger.info("Worker %s waits %s s for %d run(s)", self.name, self.grace, len(tasks))
+        _, pending = await asyncio.wait(tasks, timeout=self.grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=10)
+
+
+def serve_forever(grace: float | None = None) -> None:
+    """Run a worker until SIGTERM/SIGINT (the management command)."""
+    import signal
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await QueueWorker(grace=grace if grace is not None else settings.APTIX_WORKER_GRACE).serve(stop)
+
+    asyncio.run(main())

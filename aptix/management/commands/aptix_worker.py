@@ -1,0 +1,27 @@
+"""`manage.py aptix_worker`: a worker process of a multi-process deployment (REDIS_URL set). It runs
+turns from the run queue (agents/run/worker.py) until SIGTERM/SIGINT, then gives its running turns
+`--grace` seconds to end."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from agents.run.worker import serve_forever
+
+
+class Command(BaseCommand):
+    help = "Run turns from the run queue (needs REDIS_URL)."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--grace", type=float, default=None, help="seconds running turns get to end on SIGTERM (APTIX_WORKER_GRACE)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.REDIS_URL:
+            raise CommandError("aptix_worker needs REDIS_URL: without it every web process runs its own turns.")
+        serve_forever(options["grace"])
