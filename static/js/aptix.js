@@ -28,11 +28,11 @@
     notice.appendChild(reload);
   });
 
-  document.addEventListener("DOMContentLoaded", function () {
-    if (window.htmx) {
-      htmx.createWebSocket = function (url) { return new WebSocket(withCursor(url)); };
-    }
-  });
+  // At once, not on DOMContentLoaded: htmx opens the page's socket on that event too, maybe first.
+  // (The page's ws-connect URL carries its cursor as well, so the first connect never depends on it.)
+  if (window.htmx) {
+    htmx.createWebSocket = function (url) { return new WebSocket(withCursor(url)); };
+  }
 
   // A new turn arrives as an append to the timeline (from the send request's answer and from the
   // stream, whichever comes first; the other copy yields, see htmx:oobBeforeSwap below).

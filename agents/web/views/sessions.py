@@ -155,10 +155,11 @@ def timeline_context(session: AgentSession, request=None) -> dict:
     entries.sort(key=lambda e: e["at"])
     last = next((e for e in reversed(entries) if e["turn"]), None)
     cursor_turn, cursor_seq = (last["turn"].id, last["seq"]) if last else ("", 0)
-    query = urlencode({"turn": cursor_turn, "seq": cursor_seq}) if cursor_turn else ""
+    # Always a cursor: a socket without one gets only the open turns (agents/web/consumers.py).
+    query = urlencode({"turn": cursor_turn, "seq": cursor_seq})
     return {
         "timeline": entries,
         "cursor_turn": cursor_turn,
         "cursor_seq": cursor_seq,
-        "ws_url": f"/ws/sessions/{session.id}/" + (f"?{query}" if query else ""),
+        "ws_url": f"/ws/sessions/{session.id}/?{query}",
     }
