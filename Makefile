@@ -63,6 +63,7 @@ format: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/agent_overhead.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_roundtrip.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_large_result.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_build.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/ws_replay.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/prompt_size.py

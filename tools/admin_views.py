@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.template.response import TemplateResponse
 
-from .mcp.host import mcp_status
+from .mcp.host import mcp_config_error, mcp_status
 
 
 def mcp_status_view(request):
@@ -15,6 +15,7 @@ def mcp_status_view(request):
         **admin.site.each_context(request),
         "title": "MCP servers",
         "servers": mcp_status(),
+        "config_error": mcp_config_error(),
         "config_path": settings.APTIX_MCP_CONFIG,
         "autostart": settings.APTIX_MCP_AUTOSTART,
     }

@@ -4,6 +4,7 @@ pipeline applies (policy_allows and the toggles), so what the panel says is what
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -11,7 +12,8 @@ from django.conf import settings
 from agents.models import AgentSession, Execution
 from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, budget_order, policy_allows
 from modes.models import AgentMode
-from tools.mcp.host import mcp_status
+from tools.mcp.entry import McpToolEntry
+from tools.mcp.host import mcp_config_error, mcp_status
 from tools.mcp.supervisor import ServerStatus
 from tools.registry import internal_registry, mcp_registry
 
@@ -24,6 +26,7 @@ class ToolRow:
     enabled: bool  # the session's toggle
     always: bool = False
     blocked: str = ""  # why the next turn will not offer it although it is enabled, if so
+    original: str = ""  # the MCP server's own name for the tool, when sanitising changed it
 
     @property
     def offered(self) -> bool:
@@ -37,6 +40,7 @@ class ServerGroup:
     status: str
     enabled: bool
     tools: list[ToolRow] = field(default_factory=list)
+    dropped: tuple[tuple[str, str], ...] = ()  # tools the server offers that cannot be offered, with why
 
 
 def _mcp_status() -> dict[str, ServerStatus]:
@@ -68,10 +72,30 @@ def tool_panel(session: AgentSession) -> dict:
 
     ask = session.execution == Execution.ASK
     statuses = _mcp_status()
+    groups = _server_groups(statuses, toggles, policy_reason)
+    budget = _budget(session, policy, internal, groups, server_order=list(statuses))
+    return {
+        "budget": budget,
+        "internal": internal,
+        "servers": sorted(groups.values(), key=lambda g: g.name),
+        "mcp_disabled": "MCP tools run only in Agent mode; switch to Agent to use them." if ask else "",
+        "mcp_config_error": mcp_config_error(),
+        "mode_label": label,
+    }
+
+
+def _server_groups(
+    statuses: dict[str, ServerStatus], toggles: dict, policy_reason: Callable[[str], str]
+) -> dict[str, ServerGroup]:
+    """One group per MCP server (its status, the tools it could not offer) with its registry tools."""
     groups: dict[str, ServerGroup] = {}
     for name, status in statuses.items():
         groups[name] = ServerGroup(
-            name=name, state=status.state, status=status.describe(), enabled=toggles.get(name) is not False
+            name=name,
+            state=status.state,
+            status=status.describe(),
+            enabled=toggles.get(name) is not False,
+            dropped=status.dropped,
         )
     for name, tool in mcp_registry:
         server, _, short = name.partition(MCP_SEPARATOR)
@@ -88,16 +112,16 @@ def tool_panel(session: AgentSession) -> dict:
                 description=tool.get_schema()["function"]["description"],
                 enabled=toggles.get(name) is not False,
                 blocked=blocked,
+                original=_original_name(tool, short),
             )
         )
-    budget = _budget(session, policy, internal, groups, server_order=list(statuses))
-    return {
-        "budget": budget,
-        "internal": internal,
-        "servers": sorted(groups.values(), key=lambda g: g.name),
-        "mcp_disabled": "MCP tools run only in Agent mode; switch to Agent to use them." if ask else "",
-        "mode_label": label,
-    }
+    return groups
+
+
+def _original_name(tool, label: str) -> str:
+    """The server's name for an MCP tool when it differs from the label (e.g. "a.b" shown as "a_b")."""
+    original = tool.tool.name if isinstance(tool, McpToolEntry) else label
+    return original if original != label else ""
 
 
 def _budget(

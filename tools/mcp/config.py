@@ -9,11 +9,17 @@
 
 Keys of a server: `type` ("stdio", the default, or "http"; inferred as "http" when only `url` is
 given), `command`, `args`, `env`, `cwd` (stdio); `url`, `headers` (http); `disabled`, `timeout`
-(seconds per tool call, default 60; start-up may take up to 60 s or `timeout` if longer).
+(seconds per tool call, default 60; start-up may take up to 60 s or `timeout` if longer),
+`max_message_mb` (the largest message the server may send, default 16), `ping_interval` (seconds
+of idleness before the host pings the server, default 30; 0 turns pings off).
 
 - `${VAR}` (or VS Code's `${env:VAR}`) in `command`, `args`, `env`, `cwd`, `url` and `headers` is read
   from the environment, so secrets stay out of the file; an unset variable is an error for that
-  server, naming the variable.
+  server, naming the variable, and so is any other `${...}` form (VS Code's `${input:...}` prompts,
+  `${command:...}`): nothing here could answer it, and passing it on literally would send
+  "${input:token}" as a credential.
+- A server name is 1-61 letters, digits, "_" or "-", without "__" and not ending in "_": tools are
+  named `<server>__<tool>` and split at the first "__", so `a_` + `x` and `a` + `_x` cannot collide.
 - `command` "python" / "python3" is the interpreter running Aptix (the venv's); another bare name
   is looked up in the venv's bin directory first, then on PATH.
 - A relative `cwd` is resolved against the config file's directory, which is also the default.
@@ -36,12 +42,16 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT = 60.0
-SERVER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,61}$")  # leaves room for "__" and a tool name in 64
+DEFAULT_MAX_MESSAGE_MB = 16.0
+DEFAULT_PING_INTERVAL = 30.0
+SERVER_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{0,60}[a-zA-Z0-9-]$")  # leaves room for "__" and a tool name in 64
 TOOL_SEPARATOR = "__"
-ENV_REF_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+ENV_REF_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")  # a reference EnvExpander can answer
+REFERENCE_RE = re.compile(r"\$\{([^}]*)\}")  # any ${...}
+ENV_VARIABLE_RE = re.compile(r"^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)$")
 STDIO_KEYS = {"command", "args", "env", "cwd"}
 HTTP_KEYS = {"url", "headers"}
-KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout"}
+KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "max_message_mb", "ping_interval"}
 INTERPRETER_NAMES = {"python", "python3"}
 
 
@@ -70,6 +80,8 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
     disabled: bool = False
+    max_message_bytes: int = int(DEFAULT_MAX_MESSAGE_MB * 1024 * 1024)
+    ping_interval: float = DEFAULT_PING_INTERVAL  # 0: never ping
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,9 @@ def load_config(path: str | os.PathLike, environ: Mapping[str, str] | None = Non
     except (OSError, UnicodeDecodeError) as exc:
         raise McpConfigError(f"MCP config file {path} cannot be read: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise McpConfigError(f"MCP config file {path} is not valid JSON: {exc}") from None
+        raise McpConfigError(
+            f"MCP config file {path} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
     return parse_config(raw, path=path, environ=os.environ if environ is None else environ)
 
 
@@ -123,7 +137,14 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
     if misplaced:
         raise fail(f'"{misplaced[0]}" does not apply to a "type": "{kind}" server')
     expand = EnvExpander(environ, fail)
-    common = {"name": name, "type": kind, "timeout": _timeout(entry, fail), "disabled": _flag(entry, fail)}
+    common = {
+        "name": name,
+        "type": kind,
+        "timeout": _number(entry, "timeout", DEFAULT_TIMEOUT, fail),
+        "disabled": _flag(entry, fail),
+        "max_message_bytes": int(_number(entry, "max_message_mb", DEFAULT_MAX_MESSAGE_MB, fail) * 1024 * 1024),
+        "ping_interval": _number(entry, "ping_interval", DEFAULT_PING_INTERVAL, fail, zero=True),
+    }
     if common["disabled"]:
         # Kept for later: its command need not exist nor its ${VARS} be set while it is off.
         return ServerConfig(**common)
@@ -144,7 +165,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
 def _check_name(name: str, fail) -> None:
     if not SERVER_NAME_RE.match(name) or TOOL_SEPARATOR in name:
         raise fail(
-            "the server name must be 1-61 letters, digits, '_' or '-' without \"__\" "
+            "the server name must be 1-61 letters, digits, '_' or '-', without \"__\" and not ending in '_' "
             "(its tools are named <server>__<tool>)"
         )
 
@@ -158,7 +179,8 @@ def _check_keys(entry: dict, fail) -> None:
 
 
 class EnvExpander:
-    """Replaces ${VAR} / ${env:VAR} with the environment's value; an unset variable is an error."""
+    """Replaces ${VAR} / ${env:VAR} with the environment's value; an unset variable is an error, and
+    so is any other ${...} form (${input:id}, ${command:id}, ...), which only an editor answers."""
 
     def __init__(self, environ: Mapping[str, str], fail) -> None:
         self._environ = environ
@@ -166,12 +188,18 @@ class EnvExpander:
 
     def __call__(self, value: str, field_name: str) -> str:
         def replace(match: re.Match) -> str:
-            variable = match.group(1)
+            reference = ENV_VARIABLE_RE.match(match.group(1))
+            if reference is None:
+                raise self._fail(
+                    f'"{field_name}" uses {match.group(0)}, which Aptix cannot expand: '
+                    "only ${VAR} and ${env:VAR} (environment variables) are supported"
+                )
+            variable = reference.group(1)
             if variable not in self._environ:
                 raise self._fail(f'"{field_name}" uses ${{{variable}}}, which is not set in the environment')
             return self._environ[variable]
 
-        return ENV_REF_RE.sub(replace, value)
+        return REFERENCE_RE.sub(replace, value)
 
 
 def _string_list(entry: dict, key: str, fail) -> list[str]:
@@ -188,10 +216,14 @@ def _string_map(entry: dict, key: str, expand: EnvExpander, fail) -> dict[str, s
     return {k: expand(v, f"{key}.{k}") for k, v in value.items()}
 
 
-def _timeout(entry: dict, fail) -> float:
-    value = entry.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise fail('"timeout" must be a positive number of seconds')
+UNITS = {"timeout": "seconds", "ping_interval": "seconds", "max_message_mb": "MiB"}
+
+
+def _number(entry: dict, key: str, default: float, fail, *, zero: bool = False) -> float:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not zero):
+        kind = "a positive number or 0" if zero else "a positive number"
+        raise fail(f'"{key}" must be {kind} of {UNITS[key]}')
     return float(value)
 
 

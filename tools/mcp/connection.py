@@ -1,11 +1,13 @@
 """One live MCP session with one server: the transport (a child process or an HTTP endpoint) and
-the SDK's `Client` over it, plus the signals the supervisor needs (lost, tools changed)."""
+the SDK's `Client` over it, plus the signals the supervisor needs (lost and why, tools changed),
+tools/list answers checked tool by tool (listing.py) and pings while the session is idle."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import math
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -13,18 +15,20 @@ from importlib.metadata import PackageNotFoundError, version
 import anyio
 import httpx2
 import mcp_types as types
-from mcp import Client, MCPError
+from mcp import Client, MCPDeprecationWarning, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
 from .config import DEFAULT_TIMEOUT, ServerConfig
+from .http import HttpWatch
+from .listing import ToolListing, filtered
 from .transport import ChildProcess, stdio_transport
 
 logger = logging.getLogger("aptix.mcp")
 
 STARTUP_TIMEOUT = DEFAULT_TIMEOUT  # first starts may be slow (imports, npx downloads): not tied to a short call timeout
-HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: a response stream may stay open
+PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
 
 
 def _client_info() -> types.Implementation:
@@ -62,16 +66,36 @@ async def connect(config: ServerConfig) -> AsyncIterator[Connection]:
 
 
 class Connection:
-    """One server's live session. `lost` is set when the server goes away on its own."""
+    """One server's live session. `lost` is set when the server goes away on its own, or the host
+    gives up on it (`lost_reason` then says why: no answer to a ping, its HTTP session ended)."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.child = ChildProcess(config.name) if config.type == "stdio" else None
+        self.http = None if self.child else HttpWatch(config.name, config.url, self.give_up)
         self.lost = self.child.stdout_closed if self.child else anyio.Event()
+        self.lost_reason: str | None = None
+        self.session_gone = False  # the server answered 404 for our session id
         self.tools_changed = asyncio.Event()
         # What a call that lost its server reports; set by the supervisor once the cause is known.
         self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.client: Client | None = None
+        self.listing = ToolListing(self._protocol_version)
+        self._in_flight = 0
+        self._idle_since = anyio.current_time()
+
+    def give_up(self, reason: str) -> None:
+        """End this connection (the supervisor reconnects): `reason` completes 'MCP server "x" …'."""
+        if self.lost_reason is None:
+            self.lost_reason = reason
+        self.session_gone = self.session_gone or reason.startswith("ended its session")
+        self.lost.set()
+
+    def _protocol_version(self) -> str | None:
+        try:
+            return self.client.protocol_version if self.client is not None else None
+        except Exception:  # noqa: BLE001 - before the handshake: the listing check falls back to a default
+            return None
 
     @property
     def pid(self) -> int | None:
@@ -88,11 +112,17 @@ class Connection:
             if self.child:
                 transport = stdio_transport(self.config, self.child)
             else:
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=dict(self.config.headers), timeout=HTTP_TIMEOUT)
+                assert self.http is not None  # an HTTP connection
+                http = await stack.enter_async_context(self.http.client(dict(self.config.headers)))
+                transport = streamable_http_client(
+                    self.config.url, http_client=http, max_sse_event_size=self.config.max_message_bytes
                 )
-                transport = streamable_http_client(self.config.url, http_client=http)
-            client = Client(transport, message_handler=self._on_message, cache=None, client_info=_client_info())
+            client = Client(
+                filtered(transport, self.listing),
+                message_handler=self._on_message,
+                cache=None,
+                client_info=_client_info(),
+            )
             yield await stack.enter_async_context(client)
 
     async def startup_failure(self, exc: Exception) -> str:
@@ -103,7 +133,9 @@ class Connection:
             code = await self.child.wait_exit(1.0)
             detail = self.child.last_stderr_line()
             return f"exited during start-up (exit code {code})" + (f": {detail}" if detail else "")
-        return f"could not connect: {type(leaf).__name__}: {leaf}"
+        if self.http and self.http.auth_failure:
+            return f"could not connect: {self.http.auth_failure}"
+        return f"could not connect: {describe_error(leaf)}"
 
     async def _on_message(self, message) -> None:
         # Handshake-era servers send tools/list_changed as a plain notification; on 2026-07-28
@@ -147,24 +179,77 @@ class Connection:
             )
 
     async def call_tool(self, tool: str, arguments: dict) -> types.CallToolResult:
-        """Raises TimeoutError after the server's timeout (the server is told to cancel), and
-        ConnectionLost when the connection ends under the call."""
+        """Raises TimeoutError after the server's timeout (the server is told to cancel),
+        ConnectionLost when the connection ends under the call (SessionGone when an HTTP server
+        no longer knows the session: the call did not run and may be sent again on a new one),
+        and MCPError for an error answer (its message names a 401/403 and what to check)."""
         client = self._client()
+        self._in_flight += 1
         try:
             with anyio.fail_after(self.config.timeout):
                 return await client.call_tool(tool, arguments)
         except MCPError as exc:
+            if self.session_gone:
+                raise SessionGone() from exc
             if exc.code == CONNECTION_CLOSED:
                 self.lost.set()
                 raise ConnectionLost() from exc
+            if self.http and self.http.auth_failure:
+                raise MCPError(code=exc.code, message=self.http.auth_failure) from exc
             raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             self.lost.set()
             raise ConnectionLost() from exc
+        finally:
+            self._in_flight -= 1
+            self._idle_since = anyio.current_time()
+
+    async def _ping(self) -> None:
+        # 2026-07-28 removed `ping` (the SDK warns); such a server answers "method not found", which
+        # proves just as well that it is alive, and there is no cheaper request to send instead.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self._client().send_ping()
+
+    async def keep_alive(self) -> None:
+        """Ping the server once it has been idle for `ping_interval` seconds (MCP `ping`); one that
+        does not answer in time is given up (a frozen process would otherwise stay "ready" while
+        every call waits out its timeout)."""
+        interval = self.config.ping_interval
+        if not interval:
+            return
+        patience = min(self.config.timeout, PING_TIMEOUT)
+        while True:
+            await anyio.sleep(max(0.0, self._idle_since + interval - anyio.current_time()))
+            if self._in_flight or anyio.current_time() - self._idle_since < interval:
+                self._idle_since = anyio.current_time() if self._in_flight else self._idle_since
+                continue
+            try:
+                with anyio.fail_after(patience):
+                    await self._ping()
+            except TimeoutError:
+                self.give_up(f"did not answer a ping within {patience:g} s")
+                return
+            except MCPError as exc:  # an error answer is still an answer; a closed connection ends here anyway
+                if exc.code == CONNECTION_CLOSED:
+                    return
+            self._idle_since = anyio.current_time()
 
 
 class ConnectionLost(Exception):
     """The server went away during a call."""
+
+
+class SessionGone(ConnectionLost):
+    """The HTTP server answered 404 for the session: the call never ran."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """'ConnectError: All connection attempts failed' (the leaf of the SDK's exception groups)."""
+    leaf = _leaf(exc)
+    if isinstance(leaf, httpx2.HTTPStatusError):
+        return f"HTTP {leaf.response.status_code} from {leaf.request.url}"
+    return f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
 
 
 def _leaf(exc: BaseException) -> BaseException:

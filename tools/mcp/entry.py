@@ -20,6 +20,7 @@ from .config import TOOL_SEPARATOR
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[InvokeResult]]
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+MAX_TOOL_NAME = 64  # what model APIs accept (tools.registry.TOOL_NAME_RE)
 
 
 def registry_name(server: str, tool: str) -> str | None:
@@ -37,6 +38,7 @@ class McpToolEntry:
     def __init__(self, *, server: str, tool: types.Tool, name: str, invoke: Invoke) -> None:
         self.TOOL_NAME = name
         self.server = server
+        self.label = name.removeprefix(f"{server}{TOOL_SEPARATOR}")  # the sanitised tool name
         self.tool = tool
         self.annotations = tool.annotations
         self.read_only = bool(tool.annotations and tool.annotations.read_only_hint)

@@ -40,8 +40,8 @@ from tools.base import InvokeResult
 from tools.registry import ToolRegistrationError, ToolRegistry, mcp_registry
 
 from .config import McpConfigError, ServerConfig, load_config
-from .entry import Invoke, McpToolEntry, registry_name
-from .supervisor import ServerStatus, ServerSupervisor
+from .entry import MAX_TOOL_NAME, Invoke, McpToolEntry, registry_name
+from .supervisor import Published, ServerStatus, ServerSupervisor
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -206,20 +206,20 @@ class McpHost:
             raise HostStopped()
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
 
-    def _publish(self, server: str, tools: list[types.Tool]) -> tuple[str, ...]:
-        """Make the registry hold exactly these tools for `server`; unchanged entries are kept."""
+    def _publish(self, server: str, tools: list[types.Tool]) -> Published:
+        """Make the registry hold exactly these tools for `server`; unchanged entries are kept.
+        Tools that cannot be published are reported, each with why (the supervisor logs them)."""
         current = self._entries.get(server, {})
         wanted: dict[str, McpToolEntry] = {}
+        dropped: list[tuple[str, str]] = []
         for tool in tools:
             name = registry_name(server, tool.name)
-            if name is None or name in wanted:
-                logger.warning(
-                    'MCP server "%s": tool %r skipped (its name is unusable or taken as %s).',
-                    server,
-                    tool.name,
-                    name,
-                    extra={"server": server},
-                )
+            if name is None:
+                dropped.append((tool.name, f"its name would be longer than {MAX_TOOL_NAME} characters as {server}__…"))
+                continue
+            if name in wanted:
+                other = wanted[name].tool.name
+                dropped.append((tool.name, f'its name collides with "{other}" (both become {name})'))
                 continue
             entry = current.get(name)
             if entry is None or not entry.same_definition(tool):
@@ -228,19 +228,26 @@ class McpHost:
         for name, entry in current.items():
             if wanted.get(name) is not entry and self.registry.get(name) is entry:
                 self.registry.unregister(name)
-        published = {name: entry for name, entry in wanted.items() if self._register(server, entry)}
+        published = {}
+        for name, entry in wanted.items():
+            problem = self._register(entry)
+            if problem:
+                dropped.append((entry.tool.name, problem))
+            else:
+                published[name] = entry
         self._entries[server] = published
-        return tuple(published)
+        renamed = tuple((name, entry.tool.name) for name, entry in published.items() if entry.label != entry.tool.name)
+        return Published(names=tuple(published), dropped=tuple(dropped), renamed=renamed)
 
-    def _register(self, server: str, entry: McpToolEntry) -> bool:
+    def _register(self, entry: McpToolEntry) -> str:
+        """Register `entry` unless it already is; the problem when the registry refuses it."""
         if self.registry.get(entry.TOOL_NAME) is entry:
-            return True
+            return ""
         try:
             self.registry.register(entry)
         except ToolRegistrationError as exc:
-            admin_logger.add_error(f'MCP server "{server}": {exc}', server=server)
-            return False
-        return True
+            return str(exc)
+        return ""
 
     def _withdraw_all(self) -> None:
         for entries in self._entries.values():
@@ -275,3 +282,9 @@ def start_mcp_host() -> McpHost | None:
 def mcp_status() -> list[ServerStatus]:
     """The status of this process's MCP servers (empty when the host is not running here)."""
     return _host.status() if _host is not None else []
+
+
+def mcp_config_error() -> str | None:
+    """Why this process's host could not use its config file at all (not JSON, no "mcpServers"
+    object, missing), or None. Servers with a broken entry show their error in `mcp_status()`."""
+    return _host.config_error if _host is not None else None

@@ -1,5 +1,7 @@
 """Keeps one MCP server running: start, list and publish its tools, refresh them on
-tools/list_changed, notice its death at once, restart it with backoff, and serve its tool calls.
+tools/list_changed, notice its death at once (or its silence, through pings), restart it with
+backoff, and serve its tool calls. An HTTP server that cannot be reached at start-up is retried with
+backoff too; a stdio server that cannot start is a configuration problem and stays failed.
 
 Everything here runs on the MCP host's event loop (see host.py).
 """
@@ -10,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import anyio
@@ -21,8 +23,11 @@ from aptix.logging import admin_logger
 from tools.base import InvokeResult
 
 from .config import ServerConfig
-from .connection import Connection, ConnectionLost, StartupError, connect
+from .connection import Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
 from .entry import format_result
+from .status import ServerStatus
+
+__all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -31,45 +36,19 @@ BACKOFF_MAX = 30.0
 STABLE_AFTER = 30.0  # a server that ran this long before dying starts again from the first delay
 END_MESSAGE_WAIT = 10.0  # covers the transport's stop sequence (grace + SIGTERM + SIGKILL)
 
-# (server name, its tools) -> the registry names now published for them
-Publish = Callable[[str, list[types.Tool]], tuple[str, ...]]
-
 
 @dataclass(frozen=True)
-class ServerStatus:
-    """A snapshot, replaced (never mutated) on every change, so any thread may read it.
+class Published:
+    """What the registry now holds for a server: names, tools left out (name, why) and renamings
+    (published name, the server's name)."""
 
-    state: starting | ready | restarting | failed | disabled | stopped"""
+    names: tuple[str, ...]
+    dropped: tuple[tuple[str, str], ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
 
-    name: str
-    type: str
-    state: str
-    tools: tuple[str, ...] = ()
-    error: str | None = None
-    pid: int | None = None
-    started_at: datetime | None = None
-    restarts: int = 0
-    attempt: int = 0
 
-    @property
-    def settled(self) -> bool:
-        """Done starting, one way or the other."""
-        return self.state in ("ready", "failed", "disabled", "stopped")
-
-    def describe(self) -> str:
-        if self.state == "ready":
-            return f"ready with {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
-        if self.state == "restarting":
-            return f"restarting (attempt {self.attempt})"
-        if self.state == "failed":
-            return f"failed: {self.error}"
-        return self.state
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["tools"] = list(self.tools)
-        data["started_at"] = self.started_at.isoformat() if self.started_at else None
-        return data
+# (server name, its tools) -> what is now published for them
+Publish = Callable[[str, list[types.Tool]], Published]
 
 
 def backoff_delay(attempt: int) -> float:
@@ -83,6 +62,7 @@ class ServerSupervisor:
         self._publish = publish
         self._on_change = on_change
         self._connection: Connection | None = None
+        self._connected = asyncio.Event()  # set, and replaced, whenever a new connection is up
         self._attempt = 0  # restart attempts since the server last ran for STABLE_AFTER seconds
         self._scope = anyio.CancelScope()  # construct on the host loop (anyio needs a running loop)
 
@@ -104,18 +84,30 @@ class ServerSupervisor:
                 try:
                     await self._serve_once()
                 except StartupError as exc:
-                    if self.status.state == "starting":
-                        # It never came up: a configuration problem that retrying will not fix.
-                        admin_logger.add_error(f'MCP server "{self.name}" failed to start: {exc}', server=self.name)
-                        self._update(state="failed", error=str(exc), pid=None)
+                    if not self._start_failed(str(exc)):
                         return
-                    self._restarting(f"restart failed: {exc}")
                 except Exception as exc:  # noqa: BLE001 - a bug here must not end the supervision
-                    admin_logger.add_exception(exc, "McpSupervisor.Failed", server=self.name)
-                    self._restarting(f"{type(exc).__name__}: {exc}")
+                    admin_logger.add_exception(_leaf(exc), "McpSupervisor.Failed", server=self.name)
+                    self._restarting(describe_error(exc))
                 await anyio.sleep(backoff_delay(self._attempt))
         if self._scope.cancelled_caught:
             self._update(state="stopped", tools=(), pid=None, attempt=0)
+
+    def _start_failed(self, error: str) -> bool:
+        """Record a failed (re)start; False when it is final (a stdio server that never came up)."""
+        if self.status.state not in ("starting", "failed"):
+            self._restarting(f"restart failed: {error}")
+            return True
+        if self.status.state == "starting" or error != self.status.error:
+            admin_logger.add_error(f'MCP server "{self.name}" failed to start: {error}', server=self.name)
+        if self.config.type != "http":
+            # A command that exits or cannot run at start-up: a configuration problem retrying will not fix.
+            self._update(state="failed", error=error, pid=None)
+            return False
+        # An HTTP server may simply not be up yet (or be restarting): keep trying, with backoff.
+        self._attempt += 1
+        self._update(state="failed", error=error, pid=None, attempt=self._attempt)
+        return True
 
     def _restarting(self, error: str) -> None:
         self._attempt += 1
@@ -136,15 +128,35 @@ class ServerSupervisor:
                     self._connection = None
                 if time.monotonic() - started >= STABLE_AFTER:
                     self._attempt = 0
-                self._restarting("stopped unexpectedly")  # at once: calls now see "restarting"
+                # At once: calls now see "restarting" (the exit code is added once the child is reaped).
+                self._restarting(connection.lost_reason or "stopped unexpectedly")
             # The connection is closed, so the child has been reaped: its exit code is known.
-            message = self._end_message(connection)
-            admin_logger.add_error(f'MCP server "{self.name}" {message}', server=self.name, pid=connection.pid)
-            self._update(error=message)
-            connection.end_message.set_result(f'MCP server "{self.name}" {message}; restarting')
+            self._ended(connection, self._end_message(connection))
+        except StartupError:
+            raise
+        except Exception as exc:
+            if connection is None or connection.client is None:
+                raise
+            if self.status.state == "ready":
+                # The SDK's task groups end with the transport's error (an HTTP server that went away).
+                self._connection = None
+                self._restarting("lost the connection")
+                self._ended(connection, f"lost the connection ({describe_error(exc)})")
+            elif connection.lost.is_set():
+                # Closing a connection already given up: the SDK's tasks may still fail to deliver.
+                logger.info('MCP server "%s": %s while closing', self.name, describe_error(exc))
+                self._ended(connection, self._end_message(connection))
+            else:
+                raise
         finally:
             if connection is not None and not connection.end_message.done():
                 connection.end_message.set_result(f'MCP server "{self.name}" was stopped')
+
+    def _ended(self, connection: Connection, message: str) -> None:
+        admin_logger.add_error(f'MCP server "{self.name}" {message}', server=self.name, pid=connection.pid)
+        self._update(error=message)
+        again = "starting a new session" if connection.session_gone else "restarting"
+        connection.end_message.set_result(f'MCP server "{self.name}" {message}; {again}')
 
     async def _start(self, connection: Connection) -> None:
         try:
@@ -152,19 +164,31 @@ class ServerSupervisor:
         except (MCPError, TimeoutError) as exc:
             raise StartupError(f"could not list its tools: {exc}") from exc
         self._connection = connection
+        connected, self._connected = self._connected, asyncio.Event()
+        connected.set()
         self._update(state="ready", pid=connection.pid, started_at=datetime.now(UTC), attempt=0)
 
     async def _watch(self, connection: Connection) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(connection.listen_for_tool_changes)
             tg.start_soon(self._refresh_on_change, connection)
+            tg.start_soon(connection.keep_alive)
             await connection.lost.wait()
             tg.cancel_scope.cancel()
 
     async def _refresh(self, connection: Connection) -> None:
         with anyio.fail_after(self.config.timeout):
             tools = await connection.list_tools()
-        self._update(tools=self._publish(self.name, tools))
+        published = self._publish(self.name, tools)
+        dropped = tuple(connection.listing.rejected.items()) + published.dropped
+        if dropped and dropped != self.status.dropped:
+            summary = "; ".join(f"{tool}: {reason}" for tool, reason in dropped)
+            admin_logger.add_error(
+                f'MCP server "{self.name}": {len(dropped)} of its {len(tools) + len(connection.listing.rejected)} '
+                f"tools are not offered: {summary}",
+                server=self.name,
+            )
+        self._update(tools=published.names, dropped=dropped, renamed=published.renamed)
 
     async def _refresh_on_change(self, connection: Connection) -> None:
         while True:
@@ -174,37 +198,61 @@ class ServerSupervisor:
                 await self._refresh(connection)
             except Exception as exc:  # noqa: BLE001 - the previous tool list stays in use
                 logger.warning(
-                    'MCP server "%s": could not refresh its tools (%s: %s)',
+                    'MCP server "%s": could not refresh its tools (%s)',
                     self.name,
-                    type(exc).__name__,
-                    exc,
+                    describe_error(exc),
                     extra={"server": self.name},
                 )
 
     @staticmethod
     def _end_message(connection: Connection) -> str:
+        if connection.lost_reason:
+            return connection.lost_reason
         if connection.child is None:
             return "closed the connection unexpectedly"
         code = connection.child.returncode
         return "stopped unexpectedly" + (f" (exit code {code})" if code is not None else "")
 
     async def call_tool(self, tool: str, name: str, arguments: dict) -> InvokeResult:
-        """Call `tool` (the server's name for it; `name` is the registry's) on the live session."""
+        """Call `tool` (the server's name for it; `name` is the registry's) on the live session. A
+        call refused because the HTTP session ended never ran: it is sent again on the new session."""
         connection = self._connection
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
         try:
             result = await connection.call_tool(tool, arguments)
-        except TimeoutError:
-            return InvokeResult.from_error(f'MCP tool "{name}" timed out after {self.config.timeout:g} s')
-        except ConnectionLost:
-            return InvokeResult.from_error(await self._lost_message(connection))
-        except MCPError as exc:
-            return InvokeResult.from_error(f'MCP tool "{name}" failed: {exc.message}')
-        except Exception as exc:  # noqa: BLE001 - e.g. a result that breaks the protocol
-            admin_logger.add_exception(exc, "McpTool.Failed", tool=name, server=self.name)
-            return InvokeResult.from_error(f'MCP tool "{name}" failed: {type(exc).__name__}: {exc}')
+        except SessionGone:
+            connection = await self._next_connection(connection)
+            if connection is None:
+                return InvokeResult.from_error(self.unavailable_message())
+            return await self._call(connection, tool, name, arguments)
+        except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
+            return await self._failed(connection, exc, name)
         return format_result(result, name)
+
+    async def _call(self, connection: Connection, tool: str, name: str, arguments: dict) -> InvokeResult:
+        try:
+            return format_result(await connection.call_tool(tool, arguments), name)
+        except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
+            return await self._failed(connection, exc, name)
+
+    async def _failed(self, connection: Connection, exc: Exception, name: str) -> InvokeResult:
+        if isinstance(exc, TimeoutError):
+            return InvokeResult.from_error(f'MCP tool "{name}" timed out after {self.config.timeout:g} s')
+        if isinstance(exc, ConnectionLost):
+            return InvokeResult.from_error(await self._lost_message(connection))
+        if isinstance(exc, MCPError):
+            return InvokeResult.from_error(f'MCP tool "{name}" failed: {exc.message}')
+        # e.g. a result that breaks the protocol
+        admin_logger.add_exception(_leaf(exc), "McpTool.Failed", tool=name, server=self.name)
+        return InvokeResult.from_error(f'MCP tool "{name}" failed: {describe_error(exc)}')
+
+    async def _next_connection(self, old: Connection) -> Connection | None:
+        """The connection that replaces `old`, once it is up (within the call timeout)."""
+        with anyio.move_on_after(self.config.timeout):
+            while self._connection is None or self._connection is old:
+                await self._connected.wait()
+        return self._connection if self._connection is not old else None
 
     def unavailable_message(self) -> str:
         return f'MCP server "{self.name}" is unavailable: {self.status.describe()}'
@@ -214,3 +262,10 @@ class ServerSupervisor:
             return await asyncio.wait_for(asyncio.shield(connection.end_message), END_MESSAGE_WAIT)
         except TimeoutError:
             return f'MCP server "{self.name}" stopped unexpectedly; restarting'
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from the SDK's task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

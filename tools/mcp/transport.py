@@ -24,12 +24,12 @@ from subprocess import PIPE
 import anyio
 import mcp_types as types
 from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
 from .config import ServerConfig
+from .lines import STDERR_LINE_LIMIT, LineSplitter
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -87,7 +87,7 @@ async def stdio_transport(config: ServerConfig, child: ChildProcess) -> AsyncIte
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_read_stdout, child, read_writer)
+        tg.start_soon(_read_stdout, child, read_writer, config.max_message_bytes)
         tg.start_soon(_write_stdin, child.process, write_reader, read_writer)
         tg.start_soon(_read_stderr, child)
         try:
@@ -101,20 +101,18 @@ async def stdio_transport(config: ServerConfig, child: ChildProcess) -> AsyncIte
             tg.cancel_scope.cancel()
 
 
-async def _read_stdout(child: ChildProcess, sink) -> None:
+async def _read_stdout(child: ChildProcess, sink, limit: int) -> None:
     """Messages to the session until stdout ends. Once the session is gone, keep draining: a child
     blocked writing to a full pipe could not notice its stdin closing and exit."""
     assert child.process is not None and child.process.stdout is not None  # spawned with stdout=PIPE
-    stdout = child.process.stdout
-    buffer, delivering = "", True
+    lines, delivering = LineSplitter(limit), True
     try:
-        async for chunk in TextReceiveStream(stdout, encoding="utf-8", errors="replace"):
-            lines = (buffer + chunk).split("\n")
-            buffer = lines.pop()
-            for line in lines:
-                if delivering and line.strip():
+        async for chunk in child.process.stdout:
+            for line in lines.feed(chunk):
+                message = _parse(line, child.server) if isinstance(line, bytes) else line.reply(child.server)
+                if delivering and message is not None:
                     try:
-                        await sink.send(_parse(line, child.server))
+                        await sink.send(message)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         delivering = False
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -124,12 +122,17 @@ async def _read_stdout(child: ChildProcess, sink) -> None:
         child.stdout_closed.set()
 
 
-def _parse(line: str, server: str) -> SessionMessage | Exception:
+def _parse(line: bytes, server: str) -> SessionMessage | Exception | None:
+    if not line.strip():
+        return None
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
         logger.warning(
-            "MCP server %r wrote a line that is not JSON-RPC: %.200s", server, line, extra={"server": server}
+            "MCP server %r wrote a line that is not JSON-RPC: %.200s",
+            server,
+            line[:200].decode("utf-8", "replace"),
+            extra={"server": server},
         )
         return exc
 
@@ -149,12 +152,11 @@ async def _write_stdin(process: Process, source, read_writer) -> None:
 async def _read_stderr(child: ChildProcess) -> None:
     assert child.process is not None and child.process.stderr is not None  # spawned with stderr=PIPE
     stderr = child.process.stderr
+    lines = LineSplitter(STDERR_LINE_LIMIT)
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        buffer = ""
-        async for chunk in TextReceiveStream(stderr, encoding="utf-8", errors="replace"):
-            lines = (buffer + chunk).split("\n")
-            buffer = lines.pop()
-            for line in lines:
+        async for chunk in stderr:
+            for raw in lines.feed(chunk):
+                line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw.summary()
                 child.stderr_tail.append(line)
                 logger.info("[%s] %s", child.server, line, extra={"server": child.server, "stream": "stderr"})
 

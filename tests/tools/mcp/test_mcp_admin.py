@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,70 @@ def test_non_staff_and_anonymous_are_sent_to_the_admin_login(client, running_hos
     client.login(username="alice", password=password)
     response = client.get(URL)
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+@pytest.fixture
+def start_host(tmp_path, monkeypatch):
+    """Start this process's host (the one the admin page and the Tools panel read) on `servers`,
+    written as mcp.json (a str is written as is)."""
+    hosts = []
+
+    def start(servers) -> McpHost:
+        config = tmp_path / "mcp.json"
+        config.write_text(servers if isinstance(servers, str) else json.dumps({"mcpServers": servers}))
+        host = McpHost(config)
+        host.start()
+        host.wait_until_sync(lambda statuses: all(s.settled for s in statuses), 60)
+        monkeypatch.setattr(host_module, "_host", host)
+        hosts.append(host)
+        return host
+
+    yield start
+    for host in hosts:
+        host.stop()
+
+
+def session_page(client, user, password) -> str:
+    from django.urls import reverse
+
+    from agents.sessions import session_create
+
+    session = session_create(team=user.memberships.first().team, user=user, execution="agent")
+    client.login(username=user.username, password=password)
+    return client.get(reverse("session-detail", args=[session.id])).content.decode()
+
+
+def test_a_config_file_that_is_not_json_is_shown_with_its_line_and_column(client, start_host, curator, alice, password):
+    host = start_host('{"mcpServers": {\n  "time": {"command": "mcp-server-time"}\n  "sql": {}}}')
+    error = f"MCP config file {host.config_path} is not valid JSON: line 3, column 3: Expecting &#x27;,&#x27; delimiter"
+
+    client.login(username="curtis", password=password)
+    admin_page = client.get(URL).content.decode()
+    assert error in admin_page
+    assert "the config file cannot be used (see above)" in admin_page
+    client.logout()
+    panel = session_page(client, alice, password)
+    assert error in panel
+    assert "No MCP servers are configured" not in panel
+
+
+def test_dropped_and_renamed_tools_are_shown_on_the_admin_page_and_in_the_tools_panel(
+    client, start_host, curator, alice, password
+):
+    odd_server = str(Path(__file__).with_name("odd_server.py"))
+    start_host({"odd": {"command": "python", "args": [odd_server]}})
+    invalid = "<code>no_type</code>: invalid definition: inputSchema.type: Field required"
+    collision = (
+        "<code>dotted_name</code>: its name collides with &quot;dotted.name&quot; (both become odd__dotted_name)"
+    )
+
+    client.login(username="curtis", password=password)
+    admin_page = client.get(URL).content.decode()
+    assert "ready with 3 tools, 3 dropped" in admin_page
+    assert "<code>odd__dotted_name</code> (the server's <code>dotted.name</code>)" in admin_page
+    assert invalid in admin_page and collision in admin_page
+    client.logout()
+    panel = session_page(client, alice, password)
+    assert "ready with 3 tools, 3 dropped" in panel
+    assert "<code>dotted_name</code> <span class=\"why\">(the server's <code>dotted.name</code>)</span>" in panel
+    assert "<code>no_type</code> <span class=\"why\">not offered: invalid definition: inputSchema.type" in panel

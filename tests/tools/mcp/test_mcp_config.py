@@ -127,9 +127,59 @@ def test_a_broken_entry_names_the_server_and_the_field(tmp_path, entry, message)
     assert error_of(entry, tmp_path) == message.replace("{tmp}", str(tmp_path))
 
 
-@pytest.mark.parametrize("name", ["my__sql", "sql.read", "", "a" * 62, "sql server"])
+@pytest.mark.parametrize("name", ["my__sql", "sql.read", "", "a" * 62, "sql server", "sql_", "_"])
 def test_server_names_must_be_usable_in_tool_names(tmp_path, name):
     assert "the server name must be 1-61 letters, digits, '_' or '-'" in error_of({"command": "python"}, tmp_path, name)
+
+
+def test_a_server_name_ending_in_an_underscore_is_refused_so_tool_names_split_one_way(tmp_path):
+    """`a_` + `x` and `a` + `_x` would both be `a___x`; split at the first "__" it is always `a` + `_x`."""
+    config = parse({"a_": {"command": "python"}, "a": {"command": "python"}, "_a": {"command": "python"}}, tmp_path)
+
+    assert [s.name for s in config.servers] == ["a", "_a"]
+    assert str(config.errors["a_"]) == (
+        'MCP server "a_": the server name must be 1-61 letters, digits, \'_\' or \'-\', without "__" and not '
+        "ending in '_' (its tools are named <server>__<tool>)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "reference"),
+    [
+        (
+            {"url": "https://x", "headers": {"Authorization": "Bearer ${input:docs-token}"}},
+            "headers.Authorization",
+            "${input:docs-token}",
+        ),
+        ({"command": "python", "env": {"FILE": "${command:pickFile}"}}, "env.FILE", "${command:pickFile}"),
+        ({"command": "python", "args": ["${env:}"]}, "args[0]", "${env:}"),
+        ({"command": "python", "env": {"KEY": "${ PGPASSWORD }"}}, "env.KEY", "${ PGPASSWORD }"),
+    ],
+)
+def test_a_reference_other_than_an_environment_variable_is_an_error_not_passed_on(tmp_path, entry, field, reference):
+    assert error_of(entry, tmp_path) == (
+        f'MCP server "sql": "{field}" uses {reference}, which Aptix cannot expand: '
+        "only ${VAR} and ${env:VAR} (environment variables) are supported"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"command": "python", "max_message_mb": 0}, '"max_message_mb" must be a positive number of MiB'),
+        ({"command": "python", "ping_interval": -1}, '"ping_interval" must be a positive number or 0 of seconds'),
+    ],
+)
+def test_the_message_size_and_ping_settings_are_checked(tmp_path, entry, message):
+    assert error_of(entry, tmp_path) == f'MCP server "sql": {message}'
+
+
+def test_message_size_and_ping_settings_have_defaults_and_can_be_set(tmp_path):
+    default, tuned = parse(
+        {"a": {"command": "python"}, "b": {"command": "python", "max_message_mb": 0.5, "ping_interval": 0}}, tmp_path
+    ).servers
+    assert (default.max_message_bytes, default.ping_interval) == (16 * 1024 * 1024, 30.0)
+    assert (tuned.max_message_bytes, tuned.ping_interval) == (512 * 1024, 0.0)
 
 
 def test_one_broken_entry_leaves_the_others_alone(tmp_path):
@@ -150,9 +200,12 @@ def test_file_level_problems_are_reported_with_the_path(tmp_path):
     with pytest.raises(McpConfigError, match=f"MCP config file {missing} does not exist"):
         load_config(missing)
     broken = tmp_path / "broken.json"
-    broken.write_text("{not json")
-    with pytest.raises(McpConfigError, match="is not valid JSON"):
+    broken.write_text('{"mcpServers": {\n  "time": {"command": "mcp-server-time"}\n  "sql": {}}}')
+    with pytest.raises(McpConfigError) as syntax_error:
         load_config(broken)
+    assert str(syntax_error.value) == (
+        f"MCP config file {broken} is not valid JSON: line 3, column 3: Expecting ',' delimiter"
+    )
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"servers": {}}))
     with pytest.raises(McpConfigError, match='must be an object with an "mcpServers" object'):

@@ -1,0 +1,143 @@
+"""The MCP host against a streamable-HTTP server in a process of its own (http_fixture_server.py, a
+handshake-era server with sessions): restarted under a live session, not up yet at start-up, asking
+for credentials, and gone for good."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools.mcp.host import McpHost
+from tools.registry import ToolRegistry
+
+from .test_mcp_host import START_TIMEOUT, write_config
+
+HTTP_SERVER = Path(__file__).with_name("http_fixture_server.py")
+
+
+class HttpServer:
+    """The server's address is a socket this test owns: bound before the host connects, handed to
+    each server process, so a restarted server answers at the same address."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))  # not listening yet: connections are refused
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, *options: str) -> None:
+        self.listener.listen()
+        fd = self.listener.fileno()
+        self.process = subprocess.Popen([sys.executable, str(HTTP_SERVER), str(fd), *options], pass_fds=[fd])
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+
+    def close(self) -> None:
+        self.kill()
+        self.listener.close()
+
+
+@pytest.fixture
+def http_server():
+    server = HttpServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def remote(tmp_path, http_server):
+    """A host for one HTTP server "remote"; call `start(**entry)` once the server is set up."""
+    registry = ToolRegistry("mcp")
+    hosts = []
+
+    def start(**entry) -> McpHost:
+        config = write_config(tmp_path / "mcp.json", {"remote": {"url": http_server.url, "timeout": 10, **entry}})
+        host = McpHost(config, registry=registry)
+        hosts.append(host)
+        host.start()
+        return host
+
+    yield start, registry
+    for host in hosts:
+        host.stop()
+
+
+def call(registry: ToolRegistry, tool: str, /, **arguments):
+    return asyncio.run(registry.get(tool).execute(json.dumps(arguments), None))
+
+
+def state(name: str):
+    return lambda statuses: statuses[0].state == name
+
+
+def test_a_restarted_server_gets_a_new_session_and_the_call_goes_through(http_server, remote):
+    start, registry = remote
+    http_server.start()
+    host = start()
+    host.wait_until_sync(state("ready"), START_TIMEOUT)
+    assert call(registry, "remote__echo", text="first session").result == "first session"
+
+    http_server.kill()
+    http_server.start()  # knows nothing of the session: answers 404 for its id
+
+    assert call(registry, "remote__echo", text="second session").result == "second session"
+    assert call(registry, "remote__echo", text="and again").result == "and again"
+    (status,) = host.wait_until_sync(state("ready"), START_TIMEOUT)
+    assert status.restarts == 1
+    assert status.error.startswith("ended its session (HTTP 404 for session ")
+
+
+def test_a_server_unreachable_at_start_up_is_retried_until_it_answers(http_server, remote):
+    start, registry = remote
+    host = start()
+
+    (status,) = host.wait_until_sync(state("failed"), START_TIMEOUT)
+    assert status.error == "could not connect: ConnectError: All connection attempts failed"
+    assert status.describe().endswith("(retrying with backoff, attempt 1)")
+
+    http_server.start()
+    host.wait_until_sync(state("ready"), START_TIMEOUT)
+    assert call(registry, "remote__echo", text="up").result == "up"
+
+
+def test_a_refused_token_names_the_status_and_the_header_to_check(http_server, remote):
+    start, _ = remote
+    http_server.start("--token", "right")
+    host = start(headers={"Authorization": "Bearer wrong"})
+
+    (status,) = host.wait_until_sync(state("failed"), START_TIMEOUT)
+
+    assert status.error == (
+        'could not connect: HTTP 401 Unauthorized (WWW-Authenticate: Bearer realm="fixture", '
+        'error="invalid_token"): check the Authorization header of MCP server "remote" (its "headers" in mcp.json)'
+    )
+
+
+def test_a_server_that_dies_fails_the_call_with_the_real_cause(http_server, remote, caplog):
+    start, registry = remote
+    http_server.start()
+    host = start()
+    host.wait_until_sync(state("ready"), START_TIMEOUT)
+
+    http_server.close()  # the process and its address: connections are refused
+    with caplog.at_level(logging.INFO, logger="aptix.admin"):
+        result = call(registry, "remote__echo", text="anyone?")
+
+    cause = "lost the connection (ConnectError: All connection attempts failed)"
+    assert result.error_message == f'MCP server "remote" {cause}; restarting'
+    admin = [record.getMessage() for record in caplog.records if record.name == "aptix.admin"]
+    assert f'MCP server "remote" {cause}' in admin
+    assert not any("ExceptionGroup" in message for message in admin)
+    (status,) = host.wait_until_sync(lambda s: s[0].error and "restart failed" in s[0].error, START_TIMEOUT)
+    assert status.error == "restart failed: could not connect: ConnectError: All connection attempts failed"

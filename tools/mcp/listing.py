@@ -1,0 +1,128 @@
+"""Between a transport and the SDK client: tools/list answers are checked one tool at a time.
+
+The SDK validates a tools/list result as a whole, so one tool with a broken definition (an
+`inputSchema` without `"type": "object"`, say) fails the whole listing and the server never comes
+up. Here each tool of the raw answer is validated against the negotiated protocol version first; a
+broken one is taken out, with its error kept in `rejected` for the status, and the rest of the
+listing reaches the SDK intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+from mcp_types import methods
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
+
+LIST_METHOD = "tools/list"
+
+
+class ToolListing:
+    """Remembers which requests are tools/list and filters their answers. `rejected` maps the name
+    of each tool taken out of the latest listing to why."""
+
+    def __init__(self, version: Callable[[], str | None]) -> None:
+        self._version = version
+        self._pending: set[types.RequestId] = set()
+        self.rejected: dict[str, str] = {}
+        self._rejected_now: dict[str, str] = {}
+
+    def sent(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCRequest) and message.method == LIST_METHOD:
+            self._pending.add(message.id)
+            if not (message.params or {}).get("cursor"):
+                self._rejected_now = {}  # a new listing starts
+
+    def received(self, item: Any) -> Any:
+        message = getattr(item, "message", None)
+        if not isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) or message.id not in self._pending:
+            return item
+        self._pending.discard(message.id)
+        if isinstance(message, types.JSONRPCResponse) and isinstance(message.result.get("tools"), list):
+            message.result["tools"] = self._valid(message.result)
+            if message.result.get("nextCursor") is None:
+                self.rejected = self._rejected_now
+        return item
+
+    def _valid(self, result: dict[str, Any]) -> list[Any]:
+        version = self._version() or LATEST_HANDSHAKE_VERSION
+        kept = []
+        for index, tool in enumerate(result["tools"]):
+            try:
+                methods.validate_server_result(LIST_METHOD, version, {**result, "tools": [tool]})
+            except ValidationError as exc:
+                name = tool.get("name") if isinstance(tool, dict) else None
+                self._rejected_now[str(name or f"#{index + 1}")] = _problem(exc)
+            except (KeyError, ValueError):
+                kept.append(tool)  # a version this SDK does not validate: leave it to the SDK
+            else:
+                kept.append(tool)
+        return kept
+
+
+def _problem(exc: ValidationError) -> str:
+    """'invalid definition: inputSchema.type: Field required' (the path inside the tool)."""
+    parts = []
+    for error in exc.errors()[:3]:
+        location = ".".join(str(part) for part in error["loc"][2:]) or "tool"
+        parts.append(f"{location}: {error['msg']}")
+    return "invalid definition: " + "; ".join(parts)
+
+
+class _Reader:
+    def __init__(self, stream: Any, listing: ToolListing) -> None:
+        self._stream = stream
+        self._listing = listing
+
+    def __getattr__(self, name: str) -> Any:  # last_context, aclose, ...
+        return getattr(self._stream, name)
+
+    async def receive(self) -> Any:
+        return self._listing.received(await self._stream.receive())
+
+    def __aiter__(self) -> _Reader:
+        return self
+
+    async def __anext__(self) -> Any:
+        return self._listing.received(await self._stream.__anext__())
+
+    async def __aenter__(self) -> _Reader:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc_info)
+
+
+class _Writer:
+    def __init__(self, stream: Any, listing: ToolListing) -> None:
+        self._stream = stream
+        self._listing = listing
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def send(self, item: SessionMessage) -> None:
+        self._listing.sent(item)
+        await self._stream.send(item)
+
+    async def __aenter__(self) -> _Writer:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc_info)
+
+
+@asynccontextmanager
+async def filtered(transport: Any, listing: ToolListing) -> AsyncIterator[tuple[Any, Any]]:
+    """The transport's (read, write) streams with tools/list answers filtered by `listing`."""
+    async with transport as streams:
+        read, write = streams[0], streams[1]
+        yield _Reader(read, listing), _Writer(write, listing)
