@@ -9,6 +9,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from modes.models import AgentMode
+
 from .events.payloads import Branch
 from .models import AgentSession, Turn
 from .sessions import session_create
@@ -50,13 +52,20 @@ def session_branch(*, session: AgentSession, turn_id: str, user: Any) -> tuple[A
             team=session.team,
             user=user,
             mode=branch["mode"],
-            execution=session.execution,
+            execution=_branch_execution(branch["mode"], session.execution),
             title=(text or session.title)[:80],
         )
         child.parent = session
         child.save(update_fields=["parent"])
         first = turn_start(session=child, text=text) if text else None
     return child, first
+
+
+def _branch_execution(mode_key: str, current: str) -> str:
+    """A branch keeps the session's Ask or Agent unless its mode's catalog entry names one (a data
+    analysis branch of an Ask session needs Agent for its SQL tools)."""
+    mode = AgentMode.objects.filter(key=mode_key).values_list("execution", flat=True).first()
+    return mode or current
 
 
 def _request_before(turn: Turn) -> str:

@@ -28,7 +28,19 @@ class AgentModeAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering"]}),
         ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
-        ("Routing", {"fields": ["human_role_hints", "example_utterances", "tool_policy", "approval_policy", "model"]}),
+        (
+            "Routing",
+            {
+                "fields": [
+                    "human_role_hints",
+                    "example_utterances",
+                    "tool_policy",
+                    "approval_policy",
+                    "model",
+                    "execution",
+                ]
+            },
+        ),
         ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 

@@ -62,6 +62,14 @@ class AgentMode(models.Model):
         "wins. Unmatched: read-only MCP tools run, other MCP tools ask, internal tools run. Mode changes "
         "always need the user's consent.",
     )
+    execution = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        choices=[("", "Keep the session's"), ("ask", "Ask"), ("agent", "Agent")],
+        help_text="How a session branched into this mode runs (e.g. Agent for a mode whose work needs MCP "
+        "tools); empty: it keeps the session's Ask or Agent.",
+    )
     is_active = models.BooleanField(default=True)
     ordering = models.PositiveIntegerField(default=100)
     created_at = models.DateTimeField(auto_now_add=True)

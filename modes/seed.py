@@ -157,6 +157,7 @@ SEED_MODES: list[dict] = [
     {
         "id": "0967df5785225683836756e813442c59",
         "key": "data-analysis",
+        "execution": "agent",
         "display_name": "Data Analysis",
         "description": (
             "Answering questions about the team's data with read-only SQL queries, clear summaries and charts."

@@ -14,7 +14,9 @@ from modes.seed import SEED_MODES
 def forwards(apps, schema_editor):
     AgentMode = apps.get_model("modes", "AgentMode")
     for mode in SEED_MODES:
-        defaults = {field: value for field, value in mode.items() if field != "key"}
+        # Only the fields this migration's model has: later migrations add the others (0009: execution).
+        known = {field.name for field in AgentMode._meta.get_fields()}
+        defaults = {field: value for field, value in mode.items() if field != "key" and field in known}
         AgentMode.objects.update_or_create(key=mode["key"], defaults=defaults)
 
 

@@ -152,6 +152,20 @@ def test_a_branch_is_made_once_and_its_button_becomes_a_link(client, session, al
     assert f'class="button primary branch-link" href="/sessions/{child.id}/"' in page
 
 
+@pytest.mark.django_db
+def test_a_branch_runs_as_its_modes_catalog_entry_says_else_as_its_parent(session, alice):
+    """Bug 5: a Data Analysis branch of an Ask session had no SQL tools (it started in Ask)."""
+    assert session.execution == "ask"
+    assert AgentMode.objects.get(key="data-analysis").execution == "agent"  # the seeded catalog says so
+    child, _ = session_branch(session=session, turn_id=branched(session).id, user=alice)
+    assert child.mode == "data-analysis" and child.execution == "agent"
+
+    AgentMode.objects.filter(key="data-analysis").update(execution="")  # the entry names none
+    other = session_create(team=session.team, user=alice, title="Other", execution="ask")
+    child, _ = session_branch(session=other, turn_id=branched(other).id, user=alice)
+    assert child.execution == "ask"  # the parent's
+
+
 # --- admin -------------------------------------------------------------------------------------------
 
 
