@@ -53,8 +53,9 @@ async def run_renew(turn_id: str, worker: str) -> bool:
 
 def stalled_queued(now: datetime) -> list[str]:
     """Queued turns a worker claimed and then left (it died before the run started): safe to run
-    again, as nothing of them ran."""
-    expired = Q(lease_until__lt=now) & ~Q(worker="")
+    again, as nothing of them ran. A run writes its start with its first batch of events, so a busy
+    worker's run can still look queued: only a claim expired for a whole further lease counts."""
+    expired = Q(lease_until__lt=now - lease()) & ~Q(worker="")
     return list(Turn.objects.filter(expired, status=Status.QUEUED).values_list("pk", flat=True))
 
 

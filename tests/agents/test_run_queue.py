@@ -113,7 +113,10 @@ async def test_a_run_a_dead_worker_claimed_but_never_started_is_requeued(worker,
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     token = await sync_to_async(run_dispatch)(turn.id)
     assert await sync_to_async(run_claim)(turn.id, token, "a-worker-that-died")  # and then it died
-    await Turn.objects.filter(pk=turn.id).aupdate(lease_until=timezone.now() - lease())
+    await Turn.objects.filter(pk=turn.id).aupdate(lease_until=timezone.now() - lease() / 2)
+    await get_runner().sweep()  # expired, but maybe a busy worker that has not written its start yet
+    assert (await Turn.objects.aget(pk=turn.id)).worker == "a-worker-that-died"
+    await Turn.objects.filter(pk=turn.id).aupdate(lease_until=timezone.now() - 2 * lease())
     await get_runner().sweep()  # the sweep of any process: safe to run again, nothing of it ran
     turn = await _until_status(turn.id, {Turn.Status.COMPLETED, Turn.Status.FAILED})
     assert turn.status == Turn.Status.COMPLETED and turn.answer == "Ran after all." and worker.calls == 1
