@@ -31,6 +31,12 @@ class AgentSession(models.Model):
     # The model the user picked for this session (a key of the models configuration); empty: the mode's.
     model = models.CharField(max_length=100, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
+    # The owner's housekeeping (agents/sessions.py): pinned sessions head the sidebar, archived ones
+    # leave it (still readable), deleted ones are gone for the user everywhere (page, stream, API,
+    # images) but the row stays, so ModeHistory (PROTECT), ToolApproval and the turns keep their audit.
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

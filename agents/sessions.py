@@ -1,5 +1,6 @@
 """The session manager (IAgentSessionManager): creating sessions and the single write path of
-`AgentSession.mode` (TUL-009 §2, AGN-011 §3.2)."""
+`AgentSession.mode` (TUL-009 §2, AGN-011 §3.2); the owner's housekeeping (rename, pin, archive,
+delete). Callers authorise first: `session_get` is the user's own session or SessionNotFoundError."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
 
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
@@ -22,6 +24,10 @@ from .models import AgentSession, Execution, Turn
 logger = logging.getLogger("aptix.sessions")
 
 ERROR_BAD_EXECUTION = "Execution must be 'ask' or 'agent'."
+TITLE_MAX = 200
+ERROR_TITLE_EMPTY = "Give the session a title."
+ERROR_TITLE_TOO_LONG = f"A title has at most {TITLE_MAX} characters."
+ERROR_SESSION_BUSY = "A turn of this session is still running: stop it before deleting the session."
 
 
 class SessionNotFoundError(LookupError):
@@ -82,15 +88,56 @@ def session_set_model(*, session: AgentSession, model: str) -> AgentSession:
 
 
 def session_list(*, user) -> QuerySet[AgentSession]:
-    """The user's own sessions in teams they still belong to, newest first."""
+    """The user's own sessions in teams they still belong to, not deleted, newest first (archived ones
+    included: they leave the sidebar, not the user's reach)."""
     return (
-        AgentSession.objects.filter(user=user, team__memberships__user=user)
+        AgentSession.objects.filter(user=user, team__memberships__user=user, deleted_at__isnull=True)
         .select_related("team")
         .annotate(
             waiting_flag=Exists(Turn.objects.filter(session=OuterRef("pk"), status=Turn.Status.AWAITING_APPROVAL))
         )
         .order_by("-updated_at")
     )
+
+
+def session_rename(*, session: AgentSession, title: str) -> AgentSession:
+    """A new title (trimmed; required, at most TITLE_MAX characters)."""
+    title = (title or "").strip()
+    if not title:
+        raise ValidationError({"title": ERROR_TITLE_EMPTY})
+    if len(title) > TITLE_MAX:
+        raise ValidationError({"title": ERROR_TITLE_TOO_LONG})
+    session.title = title
+    session.save(update_fields=["title", "updated_at"])
+    return session
+
+
+def session_pin(*, session: AgentSession, pinned: bool) -> AgentSession:
+    """Pin to the top of the sidebar, or unpin. Does not touch `updated_at` (no reordering)."""
+    session.pinned_at = (session.pinned_at or timezone.now()) if pinned else None
+    session.save(update_fields=["pinned_at"])
+    return session
+
+
+def session_archive(*, session: AgentSession, archived: bool) -> AgentSession:
+    """Out of the sidebar's list (still readable, listed under "Archived"), or back into it."""
+    session.archived_at = (session.archived_at or timezone.now()) if archived else None
+    session.save(update_fields=["archived_at"])
+    return session
+
+
+def session_delete(*, session: AgentSession) -> None:
+    """Delete for the user: soft, so the audit trail (ModeHistory, which PROTECTs its session, tool
+    approvals, turns) stays whole for auditors. Refused while a turn runs (stop it first); a turn that
+    waits for an approval holds nothing and is left as it is."""
+    with transaction.atomic():
+        locked = AgentSession.objects.select_for_update().get(pk=session.pk)  # turn_start locks it too
+        running = locked.turns.filter(finished_at__isnull=True).exclude(status__in=Turn.PAUSED_STATUSES)
+        if running.exists():
+            raise ValidationError(ERROR_SESSION_BUSY, code="busy")
+        locked.deleted_at = timezone.now()
+        locked.save(update_fields=["deleted_at"])
+    session.deleted_at = locked.deleted_at
 
 
 def session_get(*, user, session_id: str) -> AgentSession:

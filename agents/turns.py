@@ -63,6 +63,8 @@ MAX_MESSAGE_LENGTH = 100_000
 ERROR_EMPTY_MESSAGE = "The message is empty."
 ERROR_MESSAGE_TOO_LONG = f"The message is longer than {MAX_MESSAGE_LENGTH} characters."
 ERROR_TURN_RUNNING = "A turn is still running in this session. Wait for it to finish or stop it."
+ERROR_SESSION_DELETED = "This session was deleted."
+CODE_SESSION_DELETED = "session_deleted"
 ERROR_INTERRUPTED = "This turn was interrupted because the server stopped while it ran."
 ERROR_NO_WORKER = (
     "No worker picked this turn up. Start one with `manage.py aptix_worker` "
@@ -118,6 +120,8 @@ def turn_start(
     choice = clean_choice(choice)
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
+        if locked.deleted_at is not None:  # deleted since the caller looked it up
+            raise ValidationError(ERROR_SESSION_DELETED, code=CODE_SESSION_DELETED)
         turn_end_orphans(locked)
         leave_deactivated_mode(locked)
         for waiting in locked.turns.filter(status=Status.AWAITING_APPROVAL):

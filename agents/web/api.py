@@ -27,6 +27,7 @@ from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_c
 from agents.state import PausedState, turn_state
 from agents.turns import (
     CODE_NOTHING_TO_CONTINUE,
+    CODE_SESSION_DELETED,
     CODE_TURN_RUNNING,
     error_code,
     turn_cancel,
@@ -41,7 +42,7 @@ from modes.catalog import ModeValidationError, mode_validate
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
 # Service error codes (ValidationError.code) that are not a plain 400.
-STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409}
+STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409, CODE_SESSION_DELETED: 404}
 
 
 class ApiError(Exception):

@@ -2,12 +2,20 @@
 sanitised with an allowlist. Raw HTML in the model's text is never passed through: markdown-it
 escapes it, and nh3 removes anything outside the allowlist (scripts, event handlers, `javascript:`
 URLs) from what markdown produced. Links open safely (`rel="noopener noreferrer"`). A user's message
-is shown as typed (render_user_message): whitespace kept, fenced code blocks as code, all escaped."""
+is shown as typed (render_user_message): whitespace kept, fenced code blocks as code, all escaped.
+
+Fenced code is highlighted on the server with Pygments (markdown-it's `highlight` option): the only
+markup that adds is `<span class="…">` with Pygments' short token classes, which are all the
+sanitiser lets through on a span. After sanitising, each code block is framed with its language
+label and a copy button (static/js/aptix.js copies it); the frame is ours, not the model's, so it
+needs no allowance in the sanitiser. The colours are static/css/pygments.css (light, and dark under
+prefers-color-scheme)."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from html import unescape
 from typing import Any
 
 import nh3
@@ -15,6 +23,12 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name
+from pygments.token import STANDARD_TYPES
+from pygments.util import ClassNotFound
 
 ALLOWED_TAGS = frozenset(
     {
@@ -37,6 +51,7 @@ ALLOWED_TAGS = frozenset(
         "h4",
         "h5",
         "h6",
+        "span",  # Pygments' token spans: only their classes (PYGMENTS_CLASSES), no other attribute
         "a",
         "img",
         "table",
@@ -56,11 +71,18 @@ ALLOWED_ATTRIBUTES = {
     "ol": {"start"},
 }
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
+# The classes Pygments' HTML formatter puts on its spans (`k`, `nf`, `s2`, …) and nothing else.
+PYGMENTS_CLASSES = frozenset(css for css in STANDARD_TYPES.values() if css)
+# Longer code is shown plain: highlighting is linear, but a streamed answer is rendered on every delta.
+HIGHLIGHT_MAX_CHARS = 50_000
+PLAIN_LABEL = "text"
 
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    parser = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+    parser = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight}).enable(
+        ["table", "strikethrough"]
+    )
     parser.add_render_rule("image", _image)
     return parser
 
@@ -76,8 +98,42 @@ def _image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
     return f'<a href="{escapeHtml(src)}">{escapeHtml(alt)}</a> (external image, not loaded)'
 
 
+@lru_cache(maxsize=256)
+def _lexer(lang: str) -> Lexer | None:
+    try:
+        return get_lexer_by_name(lang)
+    except ClassNotFound:
+        return None
+
+
+@lru_cache(maxsize=128)  # a streamed answer renders its earlier code blocks again on every delta
+def _highlight(code: str, lang: str, attrs: str) -> str:
+    """markdown-it's `highlight` hook: the block's code as Pygments spans (markdown-it wraps them in
+    `<pre><code class="language-…">`), or "" to leave it plain (no or an unknown language, too long)."""
+    lexer = _lexer(lang.lower()) if lang else None
+    if lexer is None or len(code) > HIGHLIGHT_MAX_CHARS:
+        return ""
+    return pygments_highlight(code, lexer, HtmlFormatter(nowrap=True))
+
+
+# Code blocks as the sanitiser writes them. Text is escaped, so in its output these are real tags.
+_CODE_OPEN = re.compile(r'<pre><code(?: class="language-([^"]*)")?>')
+
+
+def _frame(match: re.Match[str]) -> str:
+    lang = unescape(match.group(1) or "")  # as the sanitiser wrote the attribute: escaped
+    lexer = _lexer(lang.lower()) if lang else None
+    label = lexer.name if lexer is not None else (lang or PLAIN_LABEL)
+    return (
+        '<div class="code-block highlight"><div class="code-head">'
+        f'<span class="code-lang">{escape(label)}</span>'
+        '<button type="button" class="copy" data-copy="code" aria-label="Copy code">Copy</button>'
+        f"</div>{match.group(0)}"
+    )
+
+
 def render_markdown(text: str | None) -> SafeString:
-    """Sanitised HTML for a model's markdown answer."""
+    """Sanitised HTML for a model's markdown answer; code blocks highlighted, labelled, copyable."""
     if not text:
         return mark_safe("")
     html = _parser().render(text)
@@ -85,10 +141,12 @@ def render_markdown(text: str | None) -> SafeString:
         html,
         tags=set(ALLOWED_TAGS),
         attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
+        allowed_classes={"span": set(PYGMENTS_CLASSES)},
         url_schemes=set(URL_SCHEMES),
         link_rel="noopener noreferrer",
     )
-    return mark_safe(clean)
+    framed = _CODE_OPEN.sub(_frame, clean).replace("</code></pre>", "</code></pre></div>")
+    return mark_safe(framed)  # sanitised above; the frame's only variable part (the label) is escaped
 
 
 # A fenced code block of a user's message: ``` or ~~~ (three or more), an optional language, up to the

@@ -59,11 +59,12 @@ def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> It
         data["error"] = result.get("error") or ""
         text = result.get("result") or ""
         data["result"] = text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")
-        data["image"] = _image_of(called.get("name", ""), text)
+        data["image"] = image_of(called.get("name", ""), text)
     return Item("tool", data)
 
 
-def _image_of(name: str, text: str) -> dict | None:
+def image_of(name: str, text: str) -> dict | None:
+    """The image an `image_gen` result points to on this site ({"url", "alt"}), or None."""
     if name != "image_gen" or not text:
         return None
     try:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, sessions
+from .views import actions, export, manage, sessions
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -16,4 +16,9 @@ urlpatterns = [
     path("sessions/<str:session_id>/execution/", actions.session_execution, name="session-execution"),
     path("sessions/<str:session_id>/tools/", actions.session_tools, name="session-tools"),
     path("sessions/<str:session_id>/branch/", actions.session_branch, name="session-branch"),
+    path("sessions/<str:session_id>/rename/", manage.session_rename_view, name="session-rename"),
+    path("sessions/<str:session_id>/pin/", manage.session_pin_view, name="session-pin"),
+    path("sessions/<str:session_id>/archive/", manage.session_archive_view, name="session-archive"),
+    path("sessions/<str:session_id>/delete/", manage.session_delete_view, name="session-delete"),
+    path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
 ]

@@ -195,6 +195,47 @@
     box.form.requestSubmit();
   });
 
+  // Copy buttons: a code block's code, or an answer's Markdown (data-copy-text). The button says
+  // "Copied" (or "Copy failed") for two seconds. Without the Clipboard API (a page served over plain
+  // HTTP to another host is no secure context) a selected, off-screen textarea is copied instead.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    return new Promise(function (resolve, reject) {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "offscreen";
+      document.body.appendChild(area);
+      area.select();
+      var ok = document.execCommand("copy");
+      area.remove();
+      if (ok) { resolve(); } else { reject(new Error("copy refused")); }
+    });
+  }
+  function copiedState(button, ok) {
+    button.textContent = ok ? "Copied" : "Copy failed";
+    button.classList.add(ok ? "copied" : "failed");
+    clearTimeout(button.copyTimer);
+    button.copyTimer = setTimeout(function () {
+      button.textContent = "Copy";
+      button.classList.remove("copied", "failed");
+    }, 2000);
+  }
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest && e.target.closest("button.copy[data-copy]");
+    if (!button) return;
+    var text = button.dataset.copy === "code"
+      ? (button.closest(".code-block").querySelector("code") || {}).textContent
+      : button.dataset.copyText;
+    copyText(text || "").then(function () { copiedState(button, true); }, function () { copiedState(button, false); });
+  });
+
+  // A message above the workspace (a session renamed, deleted…) goes when clicked.
+  document.addEventListener("click", function (e) {
+    var message = e.target.closest && e.target.closest(".workspace > .messages > li");
+    if (message) message.remove();
+  });
+
   // Errors of htmx requests (network, 4xx/5xx) are shown, not swallowed.
   document.addEventListener("htmx:responseError", function (e) {
     var error = document.getElementById("composer-error");

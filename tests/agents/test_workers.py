@@ -14,7 +14,6 @@ import json
 
 from asgiref.sync import sync_to_async
 
-from agents.events import message_events, session_group
 from agents.models import Turn
 from agents.run.current import get_runner
 from agents.turns import ERROR_INTERRUPTED, lease, turn_cancel, turn_end_orphans, turn_start
@@ -26,17 +25,9 @@ from .worker_process import HEARTBEAT
 pytestmark = async_db
 
 
-async def _until_streaming(layer, session_id: str) -> None:
-    channel = await layer.new_channel()
-    await layer.group_add(session_group(session_id), channel)
-    try:
-        while not any(
-            e["event"] == "model.delta"
-            for e in message_events(await asyncio.wait_for(layer.receive(channel), timeout=20))
-        ):
-            pass  # the worker is streaming the reply
-    finally:
-        await layer.group_discard(session_group(session_id), channel)
+async def _until_streaming(worker) -> None:
+    """The worker's run is streaming the reply: the scripted model (in this process) got its request."""
+    await asyncio.wait_for(worker.requested.wait(), timeout=30)
 
 
 async def test_api_turn_runs_in_a_worker_process(worker, alice):
@@ -62,7 +53,7 @@ async def test_cancel_from_the_web_process_stops_the_worker_run(worker, redis_la
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
     await get_runner().start(turn.id)
-    await _until_streaming(redis_layer, session.id)
+    await _until_streaming(worker)
     await turn_cancel(turn=turn)
     ended = await asyncio.wait_for(get_runner().wait(turn.id), timeout=10)
     assert ended.status == Turn.Status.CANCELLED
@@ -76,7 +67,7 @@ async def test_a_worker_killed_mid_turn_does_not_leave_the_turn_running(worker, 
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
     await get_runner().start(turn.id)
-    await _until_streaming(redis_layer, session.id)
+    await _until_streaming(worker)
     # While the worker lives, its heartbeat keeps the turn: the session page leaves it running.
     first = (await Turn.objects.aget(pk=turn.id)).heartbeat_at
     assert first is not None
@@ -111,7 +102,7 @@ async def test_a_new_worker_ends_a_dead_workers_turn_before_any_message(worker, 
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Talk for a long time")
     await get_runner().start(turn.id)
-    await _until_streaming(redis_layer, session.id)
+    await _until_streaming(worker)
     await worker.restart()  # SIGKILL mid-turn; the new worker gets no message
     async with asyncio.timeout(lease().total_seconds() + 20):
         while (await Turn.objects.aget(pk=turn.id)).status == Turn.Status.RUNNING:

@@ -1,4 +1,4 @@
-"""Pages of the workspace: the session list (sidebar), a new session, and the session view."""
+"""Pages of the workspace: the session list (sidebar, see sidebar.py), a new session, and the session view."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.llm import describe_provider
 from agents.models import AgentSession, Turn, TurnEvent
-from agents.sessions import SessionNotFoundError, session_create, session_get, session_list
+from agents.sessions import SessionNotFoundError, session_create, session_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
@@ -25,31 +24,13 @@ from ..forms import SessionCreateForm
 from ..fragments import mode_context, session_model_context
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
-
-SIDEBAR_LIMIT = 100
+from .sidebar import sidebar_context
 
 
 def _create_form(user, data=None) -> SessionCreateForm:
     return SessionCreateForm(
         data, teams=team_list_for_user(user=user), modes=active_modes(), default_mode=default_mode_key()
     )
-
-
-def _sidebar(request, current: AgentSession | None = None) -> dict:
-    q = request.GET.get("q", "").strip()[:200]
-    mode = request.GET.get("mode", "").strip()[:64]
-    sessions = session_list(user=request.user)
-    if q:
-        sessions = sessions.filter(Q(title__icontains=q) | Q(turns__user_message__icontains=q)).distinct()
-    if mode:
-        sessions = sessions.filter(mode=mode)
-    return {
-        "sessions": sessions[:SIDEBAR_LIMIT],
-        "filter_q": q,
-        "filter_mode": mode,
-        "current": current,
-        "catalog": active_modes(),
-    }
 
 
 def get_session_or_404(request, session_id: str) -> AgentSession:
@@ -65,7 +46,7 @@ def get_session_or_404(request, session_id: str) -> AgentSession:
 def home(request):
     teams = team_list_for_user(user=request.user)
     context = {
-        **_sidebar(request),
+        **sidebar_context(request),
         "form": _create_form(request.user),
         "has_team": teams.exists(),
         "teams_count": teams.count(),
@@ -77,7 +58,10 @@ def home(request):
 @require_GET
 @login_required
 def session_list_view(request):
-    return render(request, "agents/_session_list.html", _sidebar(request))
+    context = sidebar_context(request)
+    # "Show more" swaps its own list item for the next page's items (and its own "Show more").
+    template = "agents/_session_list.html" + ("#session-items" if context["page"] > 1 else "")
+    return render(request, template, context)
 
 
 @require_POST
@@ -104,7 +88,7 @@ def _home_again(request, form: SessionCreateForm, *, status: int):
     """The home page again with the posted form, for a session that was not created."""
     teams = team_list_for_user(user=request.user)
     context = {
-        **_sidebar(request),
+        **sidebar_context(request),
         "form": form,
         "has_team": teams.exists(),  # a user with no team posting the form gets the page that says so
         "teams_count": teams.count(),
@@ -116,9 +100,13 @@ def _home_again(request, form: SessionCreateForm, *, status: int):
 @require_GET
 @login_required
 def session_detail(request, session_id: str):
-    session = get_session_or_404(request, session_id)
+    return detail_page(request, get_session_or_404(request, session_id))
+
+
+def detail_page(request, session: AgentSession, *, status: int = 200):
+    """The session page; also the answer to a housekeeping form the server refused (with its reason)."""
     context = {
-        **_sidebar(request, current=session),
+        **sidebar_context(request, current=session),
         "session": session,
         "children": session.children.filter(user=request.user).order_by("created_at"),
         **session_model_context(session),
@@ -130,7 +118,7 @@ def session_detail(request, session_id: str):
     context.update(mode_context(session, context["catalog"]))
     mode = next((m for m in context["catalog"] if m.key == session.mode), None)
     context["suggestions"] = list(mode.example_utterances[:3]) if mode else []
-    return render(request, "agents/session_detail.html", context)
+    return render(request, "agents/session_detail.html", context, status=status)
 
 
 def timeline_context(session: AgentSession, request=None) -> dict:

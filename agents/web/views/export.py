@@ -1,0 +1,170 @@
+"""A session exported as JSON or Markdown, for its owner: every turn with its message, tool calls
+(arguments and results as the trace kept them), mode changes and answer; images as absolute links
+(they are served to the session's owner or with the API token, as on the page)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from agents.models import AgentSession, TurnEvent
+
+from ..timeline import image_of
+from .sessions import get_session_or_404
+
+EXPORT_FORMAT = "aptix.session/1"
+_MEDIA_LINK = re.compile(r"\]\((/media/[^)\s]+)\)")
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _tool_calls(events: list[TurnEvent], absolute) -> list[dict[str, Any]]:
+    calls: dict[str, dict[str, Any]] = {}
+    for event in events:
+        payload = event.payload or {}
+        if event.type == "tool.called":
+            calls[payload.get("id", "")] = {
+                "id": payload.get("id", ""),
+                "name": payload.get("name", ""),
+                "kind": payload.get("kind", ""),
+                "arguments": payload.get("arguments") or "",
+                "ok": None,
+            }
+        elif event.type == "tool.result" and payload.get("id", "") in calls:
+            image = image_of(payload.get("name", ""), payload.get("result") or "")
+            calls[payload["id"]].update(
+                ok=bool(payload.get("ok")),
+                result=payload.get("result") or "",
+                error=payload.get("error") or "",
+                durationMs=payload.get("duration_ms"),
+                image=absolute(image["url"]) if image else None,
+            )
+    return list(calls.values())
+
+
+def session_export_data(session: AgentSession, absolute) -> dict[str, Any]:
+    """The whole session as one JSON-able dict; `absolute` makes a site path an absolute URL."""
+    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
+    for event in TurnEvent.objects.filter(turn__session=session, type__in=["tool.called", "tool.result"]):
+        events_of[event.turn_id].append(event)
+    changes = [
+        {
+            "previousMode": c.previous_mode,
+            "newMode": c.new_mode,
+            "reason": c.reason,
+            "branch": c.branch,
+            "source": c.source,
+            "turnId": c.turn_id,
+            "at": _iso(c.created_at),
+        }
+        for c in session.mode_history.order_by("created_at", "id")
+    ]
+    turns = [
+        {
+            "id": t.id,
+            "index": t.index,
+            "createdAt": _iso(t.created_at),
+            "finishedAt": _iso(t.finished_at),
+            "execution": t.execution,
+            "mode": t.mode,
+            "responseMode": t.response_mode,
+            "status": t.status,
+            "model": t.model_label,
+            "message": t.user_message,
+            "toolCalls": _tool_calls(events_of[t.id], absolute),
+            "modeChanges": [c for c in changes if c["turnId"] == t.id],
+            "answer": _MEDIA_LINK.sub(lambda m: f"]({absolute(m.group(1))})", t.answer),
+            "error": t.error,
+            "usage": {"promptTokens": t.prompt_tokens, "completionTokens": t.completion_tokens},
+            "steps": t.step_count,
+        }
+        for t in session.turns.order_by("index")
+    ]
+    return {
+        "format": EXPORT_FORMAT,
+        "exportedAt": _iso(timezone.now()),
+        "session": {
+            "id": session.id,
+            "title": str(session),
+            "team": session.team.name,
+            "user": session.user.get_username(),
+            "mode": session.mode,
+            "execution": session.execution,
+            "model": session.model,
+            "parentId": session.parent_id,
+            "createdAt": _iso(session.created_at),
+            "updatedAt": _iso(session.updated_at),
+            "pinned": session.pinned_at is not None,
+            "archived": session.archived_at is not None,
+        },
+        "turns": turns,
+        "modeChanges": changes,
+    }
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    """`text` in a code fence longer than any run of backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+
+
+def _markdown_turn(turn: dict[str, Any]) -> list[str]:
+    out = [f"## Turn {turn['index']} · {turn['execution']} · {turn['mode']} · {turn['createdAt']}", ""]
+    out += ["**You:**", "", turn["message"] or "_(no message)_", ""]
+    for call in turn["toolCalls"]:
+        state = "ok" if call["ok"] else ("error" if call["ok"] is False else "not finished")
+        out += [f"**Tool call** `{call['name']}` ({call['kind']}, {state})", "", _fenced(call["arguments"] or "{}")]
+        if call.get("result") or call.get("error"):
+            out += ["", "Result:", "", _fenced(call.get("result") or call.get("error") or "")]
+        if call.get("image"):
+            out += ["", f"![{call['name']}]({call['image']})"]
+        out.append("")
+    for change in turn["modeChanges"]:
+        out += [f"**Mode changed:** {change['previousMode']} → {change['newMode']} — {change['reason']}", ""]
+    if turn["answer"]:
+        out += ["**Aptix:**", "", turn["answer"], ""]
+    if turn["error"]:
+        out += [f"**Error ({turn['status']}):** {turn['error']}", ""]
+    return out
+
+
+def session_export_markdown(data: dict[str, Any]) -> str:
+    session = data["session"]
+    lines = [
+        f"# {session['title']}",
+        "",
+        f"- Session `{session['id']}` · team {session['team']} · mode {session['mode']} · {session['execution']}",
+        f"- Exported {data['exportedAt']}",
+        "",
+    ]
+    for change in data["modeChanges"]:
+        if change["turnId"] is None:  # by hand, from the mode badge
+            lines += [f"_{change['at']}: mode {change['previousMode']} → {change['newMode']} ({change['source']})_", ""]
+    for turn in data["turns"]:
+        lines += _markdown_turn(turn)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@require_GET
+@login_required
+def session_export(request, session_id: str, fmt: str):
+    session = get_session_or_404(request, session_id)
+    if fmt not in {"json", "md"}:
+        raise Http404("Export as json or md.")
+    data = session_export_data(session, request.build_absolute_uri)
+    filename = f"aptix-session-{session.id}.{fmt}"
+    if fmt == "json":
+        response: HttpResponse = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    else:
+        response = HttpResponse(session_export_markdown(data), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

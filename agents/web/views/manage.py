@@ -1,0 +1,84 @@
+"""The owner's housekeeping of a session, from the session menu: rename, pin, archive, delete. Plain
+forms (they work without JavaScript): each answers with a redirect (303) and a message, or the session
+page again with the reason and a 4xx. Auth and ownership first: anyone else's session is a 404."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from agents.sessions import session_archive, session_delete, session_pin, session_rename
+
+from ..streams import access_changed
+from .sessions import detail_page, get_session_or_404
+
+ERROR_BAD_FLAG = "Send {field}=1 or {field}=0."
+
+
+def _see(url: str) -> HttpResponseRedirect:
+    response = HttpResponseRedirect(url)
+    response.status_code = 303  # after a POST: GET the page
+    return response
+
+
+def _refused(request, session, exc: ValidationError, *, status: int = 400):
+    for text in exc.messages:
+        messages.error(request, text)
+    return detail_page(request, session, status=status)
+
+
+def _flag(request, field: str) -> bool | None:
+    return {"1": True, "0": False}.get(request.POST.get(field, ""))
+
+
+@require_POST
+@login_required
+def session_rename_view(request, session_id: str):
+    session = get_session_or_404(request, session_id)
+    try:
+        session_rename(session=session, title=request.POST.get("title", ""))
+    except ValidationError as exc:
+        return _refused(request, session, exc)
+    messages.success(request, "Session renamed.")
+    return _see(reverse("session-detail", args=[session.id]))
+
+
+def _toggle(request, session_id: str, field: str, apply, said: tuple[str, str]):
+    """A yes/no setting of the session (`field` "1" or "0" in the form), applied by `apply`."""
+    session = get_session_or_404(request, session_id)
+    value = _flag(request, field)
+    if value is None:
+        return _refused(request, session, ValidationError(ERROR_BAD_FLAG.format(field=field)))
+    apply(session=session, **{field: value})
+    messages.success(request, said[0] if value else said[1])
+    return _see(reverse("session-detail", args=[session.id]))
+
+
+@require_POST
+@login_required
+def session_pin_view(request, session_id: str):
+    return _toggle(request, session_id, "pinned", session_pin, ("Pinned to the top of your sessions.", "Unpinned."))
+
+
+@require_POST
+@login_required
+def session_archive_view(request, session_id: str):
+    said = ("Archived: find it under Archived in the sidebar.", "Unarchived.")
+    return _toggle(request, session_id, "archived", session_archive, said)
+
+
+@require_POST
+@login_required
+def session_delete_view(request, session_id: str):
+    session = get_session_or_404(request, session_id)
+    try:
+        session_delete(session=session)
+    except ValidationError as exc:
+        return _refused(request, session, exc, status=409)
+    access_changed(request.user.pk)  # its open streams (other tabs) close now, not at their next check
+    messages.success(request, f"Deleted “{session}”.")
+    return _see(reverse("home"))

@@ -1,0 +1,105 @@
+"""The sidebar's session list: filtered (text, mode, active or archived), pinned sessions first, in
+pages of PAGE_SIZE ("Show more" fetches the next page), and for a text filter a snippet of where each
+session matches."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.db.models import F, Q, QuerySet
+
+from agents.models import AgentSession, Turn
+from agents.sessions import session_list
+from modes.catalog import active_modes
+
+PAGE_SIZE = 100
+SNIPPET_BEFORE = 40
+SNIPPET_AFTER = 80
+ARCHIVED = "archived"
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """Where a session matches the filter text: escaped by the template, the match marked."""
+
+    before: str
+    match: str
+    after: str
+    where: str  # "You" (a message) or "Aptix" (an answer)
+
+
+def _page_number(raw: str) -> int:
+    try:
+        return max(1, min(int(raw), 10_000))
+    except ValueError:
+        return 1
+
+
+def _filtered(user, *, q: str, mode: str, view: str) -> QuerySet[AgentSession]:
+    sessions = session_list(user=user).filter(archived_at__isnull=view != ARCHIVED)
+    if q:
+        matches = Q(title__icontains=q) | Q(turns__user_message__icontains=q) | Q(turns__answer__icontains=q)
+        sessions = sessions.filter(matches).distinct()
+    if mode:
+        sessions = sessions.filter(mode=mode)
+    return sessions.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at")
+
+
+def snippet_of(text: str, q: str, where: str) -> Snippet | None:
+    """The first match of `q` in `text` (case-insensitive) with some words either side, on one line."""
+    found = re.search(re.escape(q), text, re.IGNORECASE)
+    if found is None:
+        return None
+    start, end = found.span()
+    before = _one_line(text[max(0, start - SNIPPET_BEFORE) : start])
+    after = _one_line(text[end : end + SNIPPET_AFTER])
+    before = ("…" if start > SNIPPET_BEFORE else "") + before
+    after = after + ("…" if end + SNIPPET_AFTER < len(text) else "")
+    return Snippet(before, found.group(0), after, where)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def _attach_snippets(sessions: list[AgentSession], q: str) -> None:
+    """`snippet` on each session whose title does not show the match: the first turn that holds it."""
+    wanted = [s for s in sessions if q.lower() not in str(s).lower()]
+    turns = (
+        Turn.objects.filter(session__in=wanted)
+        .filter(Q(user_message__icontains=q) | Q(answer__icontains=q))
+        .order_by("session_id", "index")
+        .only("session_id", "user_message", "answer")
+    )
+    found: dict[str, Snippet] = {}
+    for turn in turns:
+        if turn.session_id not in found:
+            snippet = snippet_of(turn.user_message, q, "You") or snippet_of(turn.answer, q, "Aptix")
+            if snippet is not None:
+                found[turn.session_id] = snippet
+    for session in sessions:
+        session.snippet = found.get(session.id)  # type: ignore[attr-defined]  # shown by _session_list.html
+
+
+def sidebar_context(request, current: AgentSession | None = None) -> dict:
+    q = request.GET.get("q", "").strip()[:200]
+    mode = request.GET.get("mode", "").strip()[:64]
+    view = ARCHIVED if request.GET.get("view") == ARCHIVED else ""
+    page = _page_number(request.GET.get("page", "1"))
+    rows = list(_filtered(request.user, q=q, mode=mode, view=view)[(page - 1) * PAGE_SIZE : page * PAGE_SIZE + 1])
+    sessions, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
+    if q:
+        _attach_snippets(sessions, q)
+    filters = {k: v for k, v in (("q", q), ("mode", mode), ("view", view)) if v}
+    return {
+        "sessions": sessions,
+        "filter_q": q,
+        "filter_mode": mode,
+        "filter_view": view,
+        "page": page,
+        "next_page_query": urlencode({**filters, "page": page + 1}) if more else "",
+        "current": current,
+        "catalog": active_modes(),
+    }
