@@ -7,17 +7,25 @@
         "docs": {"type": "http", "url": "https://mcp.example.com/mcp",
                  "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "disabled": true}}}
 
-Keys of a server: `type` ("stdio", the default, or "http"; inferred as "http" when only `url` is
-given), `command`, `args`, `env`, `cwd` (stdio); `url`, `headers` (http); `disabled`, `timeout`
-(seconds per tool call, default 60; start-up may take up to 60 s or `timeout` if longer),
-`max_message_mb` (the largest message the server may send, default 16), `ping_interval` (seconds
-of idleness before the host pings the server, default 30; 0 turns pings off).
+The servers are under "mcpServers" (Claude Desktop, Cursor) or "servers" (VS Code's
+`.vscode/mcp.json`, whose "inputs" list is accepted but cannot be answered here, see below).
+
+Keys of a server: `type` ("stdio", the default; "http" for streamable HTTP, inferred when only `url`
+is given; "sse" for the legacy HTTP+SSE transport), `command`, `args`, `env`, `envFile`, `cwd`
+(stdio); `url`, `headers` (http, sse); `disabled`, `timeout` (seconds per tool call and for the
+start-up handshake, default 60), `initTimeout` (seconds for the start-up handshake alone, default
+`timeout`), `max_message_mb` (the largest message the server may send, default 16), `ping_interval`
+(seconds of idleness before the host pings the server, default 30; 0 turns pings off).
 
 - `${VAR}` (or VS Code's `${env:VAR}`) in `command`, `args`, `env`, `cwd`, `url` and `headers` is read
   from the environment, so secrets stay out of the file; an unset variable is an error for that
   server, naming the variable, and so is any other `${...}` form (VS Code's `${input:...}` prompts,
   `${command:...}`): nothing here could answer it, and passing it on literally would send
   "${input:token}" as a credential.
+- `envFile` is a dotenv file (relative to the config file's directory) whose variables are added to
+  that server's environment; `env` wins over it. A missing file is an error for that server.
+- A key given twice in one object (a server pasted twice, a second "env") is an error naming it:
+  JSON parsers keep the last one silently.
 - A server name is 1-61 letters, digits, "_" or "-", without "__" and not ending in "_": tools are
   named `<server>__<tool>` and split at the first "__", so `a_` + `x` and `a` + `_x` cannot collide.
 - `command` "python" / "python3" is the interpreter running Aptix (the venv's); another bare name
@@ -41,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .envfile import EnvFileError, duplicates, loads, read_env_file
+
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_MESSAGE_MB = 16.0
 DEFAULT_PING_INTERVAL = 30.0
@@ -49,14 +59,17 @@ TOOL_SEPARATOR = "__"
 ENV_REF_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")  # a reference EnvExpander can answer
 REFERENCE_RE = re.compile(r"\$\{([^}]*)\}")  # any ${...}
 ENV_VARIABLE_RE = re.compile(r"^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)$")
-STDIO_KEYS = {"command", "args", "env", "cwd"}
+STDIO_KEYS = {"command", "args", "env", "envFile", "cwd"}
 HTTP_KEYS = {"url", "headers"}
-KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "max_message_mb", "ping_interval"}
+KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "max_message_mb", "ping_interval"}
+TYPES = ("stdio", "http", "sse")
+SERVER_LISTS = ("mcpServers", "servers")  # Claude Desktop / Cursor, VS Code
+INPUTS_ERROR = "inputs are not supported here, use ${env:VAR}"
 INTERPRETER_NAMES = {"python", "python3"}
 
 
 class McpConfigError(ValueError):
-    """The config file as a whole is unusable (missing, not JSON, no "mcpServers" object)."""
+    """The config file as a whole is unusable (missing, not JSON, no "mcpServers" or "servers" object)."""
 
 
 class ServerConfigError(ValueError):
@@ -71,7 +84,7 @@ class ServerConfigError(ValueError):
 @dataclass(frozen=True)
 class ServerConfig:
     name: str
-    type: str  # "stdio" | "http"
+    type: str  # "stdio" | "http" | "sse"
     command: str = ""
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
@@ -79,6 +92,7 @@ class ServerConfig:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    init_timeout: float = DEFAULT_TIMEOUT  # for the start-up handshake: `initTimeout`, else `timeout`
     disabled: bool = False
     max_message_bytes: int = int(DEFAULT_MAX_MESSAGE_MB * 1024 * 1024)
     ping_interval: float = DEFAULT_PING_INTERVAL  # 0: never ping
@@ -98,7 +112,7 @@ class McpConfig:
 def load_config(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> McpConfig:
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise McpConfigError(f"MCP config file {path} does not exist.") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -111,15 +125,30 @@ def load_config(path: str | os.PathLike, environ: Mapping[str, str] | None = Non
 
 
 def parse_config(raw: Any, *, path: Path, environ: Mapping[str, str]) -> McpConfig:
-    if not isinstance(raw, dict) or not isinstance(raw.get("mcpServers"), dict):
-        raise McpConfigError(f'MCP config file {path} must be an object with an "mcpServers" object.')
+    entries = _server_entries(raw, path)
     servers, errors = [], {}
-    for name, entry in raw["mcpServers"].items():
+    for name, entry in entries.items():
         try:
+            if name in duplicates(entries):
+                raise ServerConfigError(name, "is defined more than once in the config file (remove all but one)")
             servers.append(parse_server(name, entry, base_dir=path.parent, environ=environ))
         except ServerConfigError as exc:
             errors[name] = exc
-    return McpConfig(path=path, names=tuple(raw["mcpServers"]), servers=tuple(servers), errors=errors)
+    return McpConfig(path=path, names=tuple(entries), servers=tuple(servers), errors=errors)
+
+
+def _server_entries(raw: Any, path: Path) -> dict:
+    """The object of servers: "mcpServers" (Claude Desktop, Cursor) or "servers" (VS Code)."""
+    lists = [key for key in SERVER_LISTS if isinstance(raw, dict) and key in raw]
+    if not lists or not isinstance(raw[lists[0]], dict):
+        raise McpConfigError(
+            f'MCP config file {path} must be an object with an "mcpServers" (or VS Code\'s "servers") object.'
+        )
+    if len(lists) > 1:
+        raise McpConfigError(f'MCP config file {path} has both "mcpServers" and "servers": keep one.')
+    if lists[0] in duplicates(raw):
+        raise McpConfigError(f'MCP config file {path} has "{lists[0]}" more than once: keep one.')
+    return raw[lists[0]]
 
 
 def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str, str]) -> ServerConfig:
@@ -131,16 +160,18 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
         raise fail("the entry must be an object")
     _check_keys(entry, fail)
     kind = entry.get("type", "http" if "url" in entry and "command" not in entry else "stdio")
-    if kind not in ("stdio", "http"):
-        raise fail(f'"type" must be "stdio" or "http", not {kind!r}')
+    if kind not in TYPES:
+        raise fail(f'"type" must be "stdio", "http" or "sse", not {kind!r}')
     misplaced = sorted((HTTP_KEYS if kind == "stdio" else STDIO_KEYS) & entry.keys())
     if misplaced:
         raise fail(f'"{misplaced[0]}" does not apply to a "type": "{kind}" server')
     expand = EnvExpander(environ, fail)
+    timeout = _number(entry, "timeout", DEFAULT_TIMEOUT, fail)
     common = {
         "name": name,
         "type": kind,
-        "timeout": _number(entry, "timeout", DEFAULT_TIMEOUT, fail),
+        "timeout": timeout,
+        "init_timeout": _number(entry, "initTimeout", timeout, fail),
         "disabled": _flag(entry, fail),
         "max_message_bytes": int(_number(entry, "max_message_mb", DEFAULT_MAX_MESSAGE_MB, fail) * 1024 * 1024),
         "ping_interval": _number(entry, "ping_interval", DEFAULT_PING_INTERVAL, fail, zero=True),
@@ -148,11 +179,11 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
     if common["disabled"]:
         # Kept for later: its command need not exist nor its ${VARS} be set while it is off.
         return ServerConfig(**common)
-    if kind == "http":
+    if kind != "stdio":
         headers = _string_map(entry, "headers", expand, fail)
-        return ServerConfig(**common, url=_url(entry, expand, fail), headers=headers)
+        return ServerConfig(**common, url=_url(entry, kind, expand, fail), headers=headers)
     cwd = _cwd(entry, base_dir, expand, fail)
-    env = _string_map(entry, "env", expand, fail)
+    env = _env_file(entry, base_dir, expand, fail) | _string_map(entry, "env", expand, fail)
     return ServerConfig(
         **common,
         command=_command(entry, Path(cwd), env, expand, fail),
@@ -171,6 +202,8 @@ def _check_name(name: str, fail) -> None:
 
 
 def _check_keys(entry: dict, fail) -> None:
+    if duplicates(entry):
+        raise fail(f'"{duplicates(entry)[0]}" is given more than once')
     for key in entry:
         if key not in KNOWN_KEYS:
             close = difflib.get_close_matches(str(key), sorted(KNOWN_KEYS), n=1)
@@ -189,6 +222,8 @@ class EnvExpander:
     def __call__(self, value: str, field_name: str) -> str:
         def replace(match: re.Match) -> str:
             reference = ENV_VARIABLE_RE.match(match.group(1))
+            if match.group(1).startswith("input:"):
+                raise self._fail(f'"{field_name}" uses {match.group(0)}: {INPUTS_ERROR}')
             if reference is None:
                 raise self._fail(
                     f'"{field_name}" uses {match.group(0)}, which Aptix cannot expand: '
@@ -213,10 +248,12 @@ def _string_map(entry: dict, key: str, expand: EnvExpander, fail) -> dict[str, s
     value = entry.get(key, {})
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise fail(f'"{key}" must be an object of strings')
+    if duplicates(value):
+        raise fail(f'"{key}.{duplicates(value)[0]}" is given more than once')
     return {k: expand(v, f"{key}.{k}") for k, v in value.items()}
 
 
-UNITS = {"timeout": "seconds", "ping_interval": "seconds", "max_message_mb": "MiB"}
+UNITS = {"timeout": "seconds", "initTimeout": "seconds", "ping_interval": "seconds", "max_message_mb": "MiB"}
 
 
 def _number(entry: dict, key: str, default: float, fail, *, zero: bool = False) -> float:
@@ -234,10 +271,10 @@ def _flag(entry: dict, fail) -> bool:
     return value
 
 
-def _url(entry: dict, expand: EnvExpander, fail) -> str:
+def _url(entry: dict, kind: str, expand: EnvExpander, fail) -> str:
     value = entry.get("url")
     if not isinstance(value, str) or not value:
-        raise fail('"url" is required for a "type": "http" server')
+        raise fail(f'"url" is required for a "type": "{kind}" server')
     url = expand(value, "url")
     if not url.startswith(("http://", "https://")):
         raise fail(f'"url" must start with http:// or https://, not {url!r}')
@@ -252,6 +289,18 @@ def _cwd(entry: dict, base_dir: Path, expand: EnvExpander, fail) -> str:
     if not cwd.is_dir():
         raise fail(f'"cwd" {cwd} is not a directory')
     return str(cwd)
+
+
+def _env_file(entry: dict, base_dir: Path, expand: EnvExpander, fail) -> dict[str, str]:
+    value = entry.get("envFile")
+    if value is None:
+        return {}
+    if not isinstance(value, str) or not value:
+        raise fail('"envFile" must be a non-empty string (a dotenv file, relative to the config file)')
+    try:
+        return read_env_file((base_dir / expand(value, "envFile")).resolve())
+    except EnvFileError as exc:
+        raise fail(f'"envFile" {exc}') from None
 
 
 def _command(entry: dict, cwd: Path, env: Mapping[str, str], expand: EnvExpander, fail) -> str:

@@ -1,4 +1,5 @@
-"""One live MCP session with one server: the transport (a child process or an HTTP endpoint) and
+"""One live MCP session with one server: the transport (a child process, a streamable-HTTP endpoint or
+a legacy HTTP+SSE one) and
 the SDK's `Client` over it, plus the signals the supervisor needs (lost and why, tools changed),
 tools/list answers checked tool by tool (listing.py) and pings while the session is idle."""
 
@@ -16,18 +17,19 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPDeprecationWarning, MCPError
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
-from .config import DEFAULT_TIMEOUT, ServerConfig
+from .config import ServerConfig
 from .http import HttpWatch
 from .listing import ToolListing, filtered
+from .logs import LOG_LEVEL, ServerLog
 from .transport import ChildProcess, stdio_transport
 
 logger = logging.getLogger("aptix.mcp")
 
-STARTUP_TIMEOUT = DEFAULT_TIMEOUT  # first starts may be slow (imports, npx downloads): not tied to a short call timeout
 PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
 
 
@@ -43,12 +45,12 @@ class StartupError(RuntimeError):
 
 
 @asynccontextmanager
-async def connect(config: ServerConfig) -> AsyncIterator[Connection]:
-    """Spawn/connect and complete the MCP handshake within STARTUP_TIMEOUT (or the server's longer
-    call timeout); on exit the session is closed and the child stopped. Raises StartupError when
-    the server does not come up."""
-    connection = Connection(config)
-    deadline = max(config.timeout, STARTUP_TIMEOUT)
+async def connect(config: ServerConfig, log: ServerLog | None = None) -> AsyncIterator[Connection]:
+    """Spawn/connect and complete the MCP handshake within the server's `init_timeout` (its
+    `initTimeout`, else its `timeout`); on exit the session is closed and the child stopped.
+    Raises StartupError when the server does not come up."""
+    connection = Connection(config, log or ServerLog(config.name))
+    deadline = config.init_timeout
     # A deadline on a scope around the whole connection, lifted once it is up: a timeout around
     # the handshake alone would exit a cancel scope inside the SDK's still-open task groups.
     with anyio.CancelScope(deadline=anyio.current_time() + deadline) as startup:
@@ -62,16 +64,17 @@ async def connect(config: ServerConfig) -> AsyncIterator[Connection]:
             if connection.client is not None:
                 raise
             raise StartupError(await connection.startup_failure(exc)) from exc
-    raise StartupError(f"did not answer within {deadline:g} s")
+    raise StartupError(f"did not complete the MCP handshake (initialize) within {deadline:g} s")
 
 
 class Connection:
     """One server's live session. `lost` is set when the server goes away on its own, or the host
     gives up on it (`lost_reason` then says why: no answer to a ping, its HTTP session ended)."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, log: ServerLog) -> None:
         self.config = config
-        self.child = ChildProcess(config.name) if config.type == "stdio" else None
+        self.log = log
+        self.child = ChildProcess(config.name, log.stderr_line) if config.type == "stdio" else None
         self.http = None if self.child else HttpWatch(config.name, config.url, self.give_up)
         self.lost = self.child.stdout_closed if self.child else anyio.Event()
         self.lost_reason: str | None = None
@@ -111,6 +114,11 @@ class Connection:
         async with AsyncExitStack() as stack:
             if self.child:
                 transport = stdio_transport(self.config, self.child)
+            elif self.config.type == "sse":
+                assert self.http is not None  # an HTTP connection
+                transport = sse_client(
+                    self.config.url, headers=dict(self.config.headers), httpx_client_factory=self.http.factory
+                )
             else:
                 assert self.http is not None  # an HTTP connection
                 http = await stack.enter_async_context(self.http.client(dict(self.config.headers)))
@@ -120,6 +128,8 @@ class Connection:
             client = Client(
                 filtered(transport, self.listing),
                 message_handler=self._on_message,
+                logging_callback=self.log.message,
+                log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in
                 cache=None,
                 client_info=_client_info(),
             )

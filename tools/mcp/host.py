@@ -17,6 +17,12 @@ Design
   calling them returns an error saying why the server is unavailable.
 - Status. `status()` returns one immutable `ServerStatus` per configured server, readable from
   any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`).
+  `logs(name)` holds the last lines of a server's MCP log messages and stderr (logs.py).
+- Live changes. `reload()` re-reads the config and starts, stops or restarts only the servers whose
+  parsed entry changed; `restart(name)` restarts one server. Both run on the host loop; a
+  replaced supervisor's late status updates and tool lists are ignored, and its successor starts
+  once it has stopped (so a server never runs twice). With `reload_poll`, the host also reloads by
+  itself when the config file or the reload request file changes (reload.py says why a file).
 - Shutdown. An atexit hook stops the host: every session is closed, which closes each child's
   stdin, then SIGTERMs/SIGKILLs its process group. Children that outlive a killed web process are
   killed by the kernel (PR_SET_PDEATHSIG, see transport.py).
@@ -37,10 +43,13 @@ from django.conf import settings
 
 from aptix.logging import admin_logger
 from tools.base import InvokeResult
-from tools.registry import ToolRegistrationError, ToolRegistry, mcp_registry
+from tools.registry import ToolRegistry, mcp_registry
 
-from .config import McpConfigError, ServerConfig, load_config
-from .entry import MAX_TOOL_NAME, Invoke, McpToolEntry, registry_name
+from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
+from .entry import Invoke
+from .logs import ServerLog
+from .publisher import ToolPublisher
+from .reload import RELOAD_POLL, REQUEST_FILE, Entry, FileWatch, ReloadResult, entries, runnable, same
 from .supervisor import Published, ServerStatus, ServerSupervisor
 
 logger = logging.getLogger("aptix.mcp")
@@ -53,14 +62,27 @@ Predicate = Callable[[list[ServerStatus]], bool]
 class McpHost:
     """The servers of one config file, on one background thread, publishing into one registry."""
 
-    def __init__(self, config_path: str | Path, *, registry: ToolRegistry = mcp_registry) -> None:
+    def __init__(
+        self,
+        config_path: str | Path,
+        *,
+        registry: ToolRegistry = mcp_registry,
+        reload_file: Path | None = None,
+        reload_poll: float = 0.0,
+    ) -> None:
         self.config_path = Path(config_path)
         self.registry = registry
         self.config_error: str | None = None
+        self.reload_file = reload_file
+        self.reload_poll = reload_poll  # seconds between looks at the config and reload files; 0: never
+        self._config: dict[str, Entry] = {}  # what runs now, as parsed
         self._statuses: dict[str, ServerStatus] = {}
         self._supervisors: dict[str, ServerSupervisor] = {}
-        self._entries: dict[str, dict[str, McpToolEntry]] = {}
-        self._tasks: list[asyncio.Task] = []
+        self._logs: dict[str, ServerLog] = {}
+        self._tools = ToolPublisher(registry, self._invoke_for)
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._retired: set[asyncio.Task] = set()  # replaced supervisors, still stopping
+        self._watch: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -74,11 +96,12 @@ class McpHost:
         with self._lock:
             if self._thread is not None:
                 return
+            watch = FileWatch([self.config_path, *([self.reload_file] if self.reload_file else [])])
             configs = self._load_config()
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, name="aptix-mcp", daemon=True)
             self._thread.start()
-            asyncio.run_coroutine_threadsafe(self._start_servers(configs), self._loop)
+            asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch), self._loop)
 
     def _started_loop(self) -> asyncio.AbstractEventLoop:
         """The host loop; only called once `start()` has created it."""
@@ -99,7 +122,7 @@ class McpHost:
                 self._stopped = True
                 loop.call_soon_threadsafe(loop.stop)
                 self._thread.join(timeout=5)
-                self._withdraw_all()
+                self._tools.withdraw_all()
 
     def _load_config(self) -> list[ServerConfig]:
         try:
@@ -108,17 +131,17 @@ class McpHost:
             self.config_error = str(exc)
             admin_logger.add_error(self.config_error, config=str(self.config_path))
             return []
-        servers = {server.name: server for server in config.servers}
-        for name in config.names:
-            if name in config.errors:
-                error = config.errors[name]
-                admin_logger.add_error(str(error), server=name)
-                self._statuses[name] = ServerStatus(name, "unknown", "failed", error=f"invalid config: {error.problem}")
-            else:
-                server = servers[name]
-                state = "disabled" if server.disabled else "starting"
-                self._statuses[name] = ServerStatus(name, server.type, state)
+        self._config = entries(config)
+        for name, entry in self._config.items():
+            self._statuses[name] = self._initial_status(name, entry)
         return [server for server in config.servers if not server.disabled]
+
+    @staticmethod
+    def _initial_status(name: str, entry: Entry) -> ServerStatus:
+        if isinstance(entry, ServerConfigError):
+            admin_logger.add_error(str(entry), server=name)
+            return ServerStatus(name, "unknown", "failed", error=f"invalid config: {entry.problem}")
+        return ServerStatus(name, entry.type, "disabled" if entry.disabled else "starting")
 
     def _run_loop(self) -> None:  # the "aptix-mcp" thread
         loop = self._started_loop()
@@ -133,16 +156,132 @@ class McpHost:
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
-    async def _start_servers(self, configs: list[ServerConfig]) -> None:
+    async def _start_servers(self, configs: list[ServerConfig], watch: FileWatch) -> None:
         for config in configs:
-            supervisor = ServerSupervisor(config, publish=self._publish, on_change=self._status_changed)
-            self._supervisors[config.name] = supervisor
-            self._tasks.append(asyncio.create_task(supervisor.run(), name=f"mcp-{config.name}"))
+            self._spawn(config)
+        if self.reload_poll:
+            self._watch = asyncio.create_task(self._watch_files(watch), name="mcp-reload-watch")
+
+    def _spawn(self, config: ServerConfig, after: asyncio.Task | None = None) -> None:
+        """Run a supervisor for `config` (once `after`, the one it replaces, has ended)."""
+        log = self._logs.setdefault(config.name, ServerLog(config.name))
+
+        def on_change(status: ServerStatus) -> None:
+            if self._supervisors.get(config.name) is supervisor:  # not a replaced one
+                self._status_changed(status)
+
+        def publish(server: str, tools: list[types.Tool]) -> Published:
+            current = self._supervisors.get(server) is supervisor
+            return self._tools.publish(server, tools) if current else Published(names=())
+
+        supervisor = ServerSupervisor(config, publish=publish, on_change=on_change, log=log)
+        self._supervisors[config.name] = supervisor
+
+        async def run() -> None:
+            if after is not None:
+                await asyncio.gather(after, return_exceptions=True)
+            await supervisor.run()
+
+        self._tasks[config.name] = asyncio.create_task(run(), name=f"mcp-{config.name}")
 
     async def _stop_servers(self) -> None:
         for supervisor in self._supervisors.values():
             supervisor.stop()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._watch is not None:
+            self._watch.cancel()
+        await asyncio.gather(*self._tasks.values(), *self._retired, return_exceptions=True)
+
+    # --- live changes -------------------------------------------------------------------------
+
+    def reload(self, timeout: float = 10.0) -> ReloadResult:
+        """Re-read the config and apply what changed (from any thread but the host's). Returns once
+        the changes are under way: servers start, stop and restart in the background."""
+        return asyncio.run_coroutine_threadsafe(self._reload(), self._started_loop()).result(timeout)
+
+    def restart(self, name: str, timeout: float = 10.0) -> bool:
+        """Restart one server with its current config; False when it is not running here (unknown,
+        disabled, or its entry is broken)."""
+        return asyncio.run_coroutine_threadsafe(self._restart(name), self._started_loop()).result(timeout)
+
+    async def _restart(self, name: str) -> bool:
+        config = runnable(self._config.get(name))
+        if config is None or self._stopped:
+            return False
+        self._replace(name, config)
+        return True
+
+    async def _reload(self) -> ReloadResult:
+        try:
+            config = load_config(self.config_path)
+        except McpConfigError as exc:
+            self.config_error = str(exc)
+            admin_logger.add_error(f"{exc} (reload: the running servers were kept)", config=str(self.config_path))
+            return ReloadResult(error=self.config_error)
+        self.config_error = None
+        new, old = entries(config), self._config
+        self._config = new
+        for name in old.keys() - new.keys():
+            self._retire(name)
+            self._statuses.pop(name, None)
+            self._logs.pop(name, None)
+        changed = [name for name, entry in new.items() if not same(old.get(name), entry)]
+        for name in changed:
+            self._apply(name, new[name])
+        self._statuses = {name: self._statuses[name] for name in new}  # the file's order
+        self._notify()
+        gone = [name for name in old if name not in new]
+        result = ReloadResult(
+            started=tuple(n for n in changed if runnable(new[n]) and not runnable(old.get(n))),
+            restarted=tuple(n for n in changed if runnable(new[n]) and runnable(old.get(n))),
+            stopped=tuple(n for n in [*changed, *gone] if runnable(old.get(n)) and not runnable(new.get(n))),
+            unchanged=tuple(name for name in new if name not in changed),
+            updated=tuple(n for n in [*changed, *gone] if not runnable(old.get(n)) and not runnable(new.get(n))),
+        )
+        logger.info("MCP config reloaded: %s", result.describe(), extra={"config": str(self.config_path)})
+        return result
+
+    def _apply(self, name: str, entry: Entry) -> None:
+        """Make server `name` run as `entry` says, replacing what runs now."""
+        config = runnable(entry)
+        if config is not None:
+            self._replace(name, config)
+            return
+        self._retire(name)
+        self._statuses[name] = self._initial_status(name, entry)
+
+    def _replace(self, name: str, config: ServerConfig) -> None:
+        """Stop the server's supervisor, if any, and start one for `config` once it has ended. Its
+        tools stay registered meanwhile (calls say it is starting) and are replaced when it is up."""
+        old = self._supervisors.pop(name, None)
+        previous = self._tasks.pop(name, None)
+        if old is not None:
+            old.stop()
+        if previous is not None:
+            self._retired.add(previous)
+            previous.add_done_callback(self._retired.discard)
+        self._statuses[name] = ServerStatus(name, config.type, "starting")
+        self._spawn(config, after=previous)
+        self._notify()
+
+    def _retire(self, name: str) -> None:
+        """Stop the server (if it runs) and withdraw its tools."""
+        supervisor = self._supervisors.pop(name, None)
+        task = self._tasks.pop(name, None)
+        if supervisor is not None:
+            supervisor.stop()
+        if task is not None:
+            self._retired.add(task)
+            task.add_done_callback(self._retired.discard)
+        self._tools.withdraw(name)
+
+    async def _watch_files(self, watch: FileWatch) -> None:
+        while True:
+            await asyncio.sleep(self.reload_poll)
+            if watch.changed():
+                try:
+                    await self._reload()
+                except Exception as exc:  # noqa: BLE001 - the next change is watched for all the same
+                    admin_logger.add_exception(exc, "McpHost.ReloadFailed", config=str(self.config_path))
 
     # --- status -------------------------------------------------------------------------------
 
@@ -162,6 +301,9 @@ class McpHost:
                 pid,
                 extra={"server": status.name, "state": status.state},
             )
+        self._notify()
+
+    def _notify(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -193,7 +335,10 @@ class McpHost:
     def _invoke_for(self, server: str) -> Invoke:
         async def invoke(tool: str, name: str, arguments: dict[str, Any]) -> InvokeResult:
             try:
-                return await self._bridge(self._supervisors[server].call_tool(tool, name, arguments))
+                supervisor = self._supervisors.get(server)
+                if supervisor is None:  # removed from the config (its tools are being withdrawn)
+                    return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
+                return await self._bridge(supervisor.call_tool(tool, name, arguments))
             except HostStopped:
                 return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
 
@@ -206,55 +351,10 @@ class McpHost:
             raise HostStopped()
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
 
-    def _publish(self, server: str, tools: list[types.Tool]) -> Published:
-        """Make the registry hold exactly these tools for `server`; unchanged entries are kept.
-        Tools that cannot be published are reported, each with why (the supervisor logs them)."""
-        current = self._entries.get(server, {})
-        wanted: dict[str, McpToolEntry] = {}
-        dropped: list[tuple[str, str]] = []
-        for tool in tools:
-            name = registry_name(server, tool.name)
-            if name is None:
-                dropped.append((tool.name, f"its name would be longer than {MAX_TOOL_NAME} characters as {server}__…"))
-                continue
-            if name in wanted:
-                other = wanted[name].tool.name
-                dropped.append((tool.name, f'its name collides with "{other}" (both become {name})'))
-                continue
-            entry = current.get(name)
-            if entry is None or not entry.same_definition(tool):
-                entry = McpToolEntry(server=server, tool=tool, name=name, invoke=self._invoke_for(server))
-            wanted[name] = entry
-        for name, entry in current.items():
-            if wanted.get(name) is not entry and self.registry.get(name) is entry:
-                self.registry.unregister(name)
-        published = {}
-        for name, entry in wanted.items():
-            problem = self._register(entry)
-            if problem:
-                dropped.append((entry.tool.name, problem))
-            else:
-                published[name] = entry
-        self._entries[server] = published
-        renamed = tuple((name, entry.tool.name) for name, entry in published.items() if entry.label != entry.tool.name)
-        return Published(names=tuple(published), dropped=tuple(dropped), renamed=renamed)
-
-    def _register(self, entry: McpToolEntry) -> str:
-        """Register `entry` unless it already is; the problem when the registry refuses it."""
-        if self.registry.get(entry.TOOL_NAME) is entry:
-            return ""
-        try:
-            self.registry.register(entry)
-        except ToolRegistrationError as exc:
-            return str(exc)
-        return ""
-
-    def _withdraw_all(self) -> None:
-        for entries in self._entries.values():
-            for name, entry in entries.items():
-                if self.registry.get(name) is entry:
-                    self.registry.unregister(name)
-        self._entries.clear()
+    def logs(self, server: str) -> ServerLog | None:
+        """The last lines of the server's MCP log messages and stderr (None for a server that has
+        not run here)."""
+        return self._logs.get(server)
 
 
 class HostStopped(RuntimeError):
@@ -273,9 +373,15 @@ def start_mcp_host() -> McpHost | None:
         return None
     with _host_lock:
         if _host is None:
-            _host = McpHost(settings.APTIX_MCP_CONFIG)
+            reload_file = Path(settings.VAR_DIR) / REQUEST_FILE
+            _host = McpHost(settings.APTIX_MCP_CONFIG, reload_file=reload_file, reload_poll=RELOAD_POLL)
             _host.start()
             atexit.register(_host.stop)
+    return _host
+
+
+def mcp_host() -> McpHost | None:
+    """This process's MCP host (None when it does not run here): reload, restart, logs."""
     return _host
 
 

@@ -33,6 +33,20 @@ class HttpWatch:
     def client(self, headers: dict[str, str]) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(headers=headers, timeout=HTTP_TIMEOUT, event_hooks={"response": [self._response]})
 
+    def factory(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """An `McpHttpClientFactory` (the SDK's SSE client builds its own client through it)."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or HTTP_TIMEOUT,
+            auth=auth,
+            event_hooks={"response": [self._response]},
+        )
+
     async def _response(self, response: httpx2.Response) -> None:
         status = response.status_code
         if status == 404 and response.request.headers.get(SESSION_HEADER):

@@ -25,6 +25,7 @@ from tools.base import InvokeResult
 from .config import ServerConfig
 from .connection import Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
 from .entry import format_result
+from .logs import ServerLog
 from .status import ServerStatus
 
 __all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
@@ -56,8 +57,17 @@ def backoff_delay(attempt: int) -> float:
 
 
 class ServerSupervisor:
-    def __init__(self, config: ServerConfig, *, publish: Publish, on_change: Callable[[ServerStatus], None]) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        publish: Publish,
+        on_change: Callable[[ServerStatus], None],
+        log: ServerLog | None = None,
+    ) -> None:
         self.config = config
+        self.log = log or ServerLog(config.name)
+        self._stopping = False
         self.status = ServerStatus(config.name, config.type, "starting")
         self._publish = publish
         self._on_change = on_change
@@ -75,10 +85,13 @@ class ServerSupervisor:
         self._on_change(self.status)
 
     def stop(self) -> None:
+        self._stopping = True
         self._scope.cancel()
 
     async def run(self) -> None:
-        """Start the server, then keep it running until `stop()`."""
+        """Start the server, then keep it running until `stop()` (which may come before `run()`)."""
+        if self._stopping:
+            return
         with self._scope:
             while True:
                 try:
@@ -100,7 +113,7 @@ class ServerSupervisor:
             return True
         if self.status.state == "starting" or error != self.status.error:
             admin_logger.add_error(f'MCP server "{self.name}" failed to start: {error}', server=self.name)
-        if self.config.type != "http":
+        if self.config.type == "stdio":
             # A command that exits or cannot run at start-up: a configuration problem retrying will not fix.
             self._update(state="failed", error=error, pid=None)
             return False
@@ -119,7 +132,7 @@ class ServerSupervisor:
         """Connect, publish the tools and serve until the server goes away on its own."""
         connection = None
         try:
-            async with connect(self.config) as connection:
+            async with connect(self.config, self.log) as connection:
                 await self._start(connection)
                 started = time.monotonic()
                 try:

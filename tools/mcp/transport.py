@@ -17,7 +17,7 @@ import logging
 import shutil
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from subprocess import PIPE
 
@@ -41,8 +41,9 @@ SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
 class ChildProcess:
     """What the host knows about a running server child."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, on_stderr: Callable[[str], None] | None = None) -> None:
         self.server = server
+        self.on_stderr = on_stderr  # the server's log (logs.py), which outlives this process
         self.process: Process | None = None
         self.stdout_closed = anyio.Event()
         self.died = False  # it exited or closed its stdout before we began stopping it
@@ -158,6 +159,8 @@ async def _read_stderr(child: ChildProcess) -> None:
             for raw in lines.feed(chunk):
                 line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw.summary()
                 child.stderr_tail.append(line)
+                if child.on_stderr is not None:
+                    child.on_stderr(line)
                 logger.info("[%s] %s", child.server, line, extra={"server": child.server, "stream": "stderr"})
 
 

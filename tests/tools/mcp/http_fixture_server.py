@@ -2,7 +2,8 @@
 that stop, restart or freeze it: `python http_fixture_server.py <fd> [--token T]` serves on the
 listening socket inherited as file descriptor <fd> (bound by the test, so clients can connect before
 this process is up, and a restarted server keeps the address). With `--token`, a request without
-`Authorization: Bearer <T>` gets 401 and a WWW-Authenticate challenge."""
+`Authorization: Bearer <T>` gets 401 and a WWW-Authenticate challenge. With `--sse`, it speaks the
+legacy HTTP+SSE transport instead (GET /sse, POST /messages/)."""
 
 from __future__ import annotations
 
@@ -46,10 +47,11 @@ def main() -> None:
     parser.add_argument("fd", type=int)
     parser.add_argument("--token", default="")
     parser.add_argument("--modern", action="store_true", help="also speak 2026-07-28 (sessionless)")
+    parser.add_argument("--sse", action="store_true", help="the legacy HTTP+SSE transport")
     options = parser.parse_args()
     if not options.modern:
         server._lowlevel_server.add_request_handler("server/discover", types.RequestParams, no_discover)
-    app = server.streamable_http_app()
+    app = server.sse_app() if options.sse else server.streamable_http_app()
     if options.token:
         app = require_token(app, options.token)
     listener = socket.socket(fileno=options.fd)

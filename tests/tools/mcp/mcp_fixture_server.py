@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import warnings
 
 import anyio
+from mcp import MCPDeprecationWarning
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
@@ -70,6 +73,16 @@ async def add_tool(name: str, ctx: Context) -> str:
     await ctx.notify_tools_changed()  # 2026-07-28 clients: on their subscriptions/listen stream
     await ctx.session.send_tool_list_changed()  # handshake-era clients: a plain notification
     return "added"
+
+
+@server.tool()
+async def log(level: str, text: str, ctx: Context) -> str:
+    """Send `text` as an MCP log message (notifications/message) at `level`, and write it to stderr."""
+    print(f"stderr says: {text}", file=sys.stderr, flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)  # logging is deprecated in 2026-07-28
+        await ctx.log(level, text, logger_name="fixture.worker")
+    return "logged"
 
 
 if __name__ == "__main__":

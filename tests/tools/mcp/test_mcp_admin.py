@@ -119,3 +119,58 @@ def test_dropped_and_renamed_tools_are_shown_on_the_admin_page_and_in_the_tools_
     assert "ready with 3 tools, 3 dropped" in panel
     assert "<code>dotted_name</code> <span class=\"why\">(the server's <code>dotted.name</code>)</span>" in panel
     assert "<code>no_type</code> <span class=\"why\">not offered: invalid definition: inputSchema.type" in panel
+
+
+FIXTURE = str(Path(__file__).with_name("mcp_fixture_server.py"))
+
+
+def test_staff_restart_one_server_with_a_csrf_protected_post(client, start_host, curator, alice, password):
+    from django.test import Client
+
+    host = start_host({"fixture": {"command": "python", "args": [FIXTURE]}})
+    (before,) = host.status()
+    restart = {"action": "restart", "server": "fixture"}
+    client.login(username="alice", password=password)  # not staff
+    assert client.post(URL, restart)["Location"].startswith("/admin/login/")
+    client = Client(enforce_csrf_checks=True)
+    client.login(username="curtis", password=password)
+    page = client.get(URL).content.decode()
+    assert (
+        '<input type="hidden" name="server" value="fixture"><button type="submit" class="button">Restart</button>'
+        in page
+    )
+    assert client.post(URL, restart).status_code == 403  # no CSRF token
+    assert host.status() == [before]
+
+    response = client.post(URL, {**restart, "csrfmiddlewaretoken": client.cookies["csrftoken"].value}, follow=True)
+
+    assert 'Restarting MCP server &quot;fixture&quot;.' in response.content.decode()
+    host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].pid != before.pid, 60)
+
+
+def test_the_reload_button_applies_the_edited_config(client, start_host, curator, password):
+    host = start_host({"off": {"command": "python", "disabled": True}})
+    host.config_path.write_text(json.dumps({"mcpServers": {"other": {"command": "python", "disabled": True}}}))
+    client.login(username="curtis", password=password)
+
+    page = client.post(URL, {"action": "reload"}, follow=True).content.decode()
+
+    assert "MCP servers updated other, off (0 unchanged)." in page
+    assert "<strong>other</strong>" in page and "<strong>off</strong>" not in page
+
+
+def test_a_servers_log_messages_and_stderr_are_on_the_admin_page(client, start_host, curator, password):
+    import asyncio
+
+    from tools.registry import mcp_registry
+
+    host = start_host({"fixture": {"command": "python", "args": [FIXTURE]}})
+    assert asyncio.run(mcp_registry.get("fixture__log").execute('{"level": "error", "text": "no <db>"}', None)).result
+    host.wait_until_sync(lambda s: bool(host.logs("fixture").messages()), 10)
+    client.login(username="curtis", password=password)
+
+    page = client.get(URL).content.decode()
+
+    assert "Log of fixture: 1 message, " in page
+    assert " ERROR fixture.worker: no &lt;db&gt;\n" in page
+    assert " stderr says: no &lt;db&gt;\n" in page

@@ -65,7 +65,7 @@ def host(tmp_path_factory):
     config = write_config(
         tmp_path_factory.mktemp("mcp") / "mcp.json",
         {
-            "fixture": fixture_entry(env={"FIXTURE_SECRET": "${APTIX_TEST_MCP_SECRET}"}, timeout=1),
+            "fixture": fixture_entry(env={"FIXTURE_SECRET": "${APTIX_TEST_MCP_SECRET}"}, timeout=1, initTimeout=60),
             "time": {"command": "mcp-server-time"},
             "broken": {"command": "python", "args": "not-a-list"},
             "crashy": {"command": "python", "args": ["-c", "import sys; sys.exit('crashy: cannot open the database')"]},

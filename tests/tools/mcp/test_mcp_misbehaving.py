@@ -96,7 +96,9 @@ def test_a_large_result_is_read_in_linear_time(odd):
 
 def test_a_frozen_server_is_found_by_its_missed_ping_and_restarted(tmp_path):
     registry = ToolRegistry("mcp")
-    config = write_config(tmp_path / "mcp.json", {"fixture": fixture_entry(timeout=1, ping_interval=0.2)})
+    config = write_config(
+        tmp_path / "mcp.json", {"fixture": fixture_entry(timeout=1, initTimeout=60, ping_interval=0.2)}
+    )
     host = McpHost(config, registry=registry)
     host.start()
     frozen = None
