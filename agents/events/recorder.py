@@ -19,7 +19,12 @@ from .writer import TurnWrite, write_events
 
 logger = logging.getLogger("aptix.events")
 
-DELTA_INTERVAL = 0.05  # seconds: token deltas are coalesced to about one event per 50 ms
+# Token deltas are coalesced: the first goes at once, then about one event per DELTA_INTERVAL for the
+# first DELTA_FAST_SECONDS of a reply (the answer visibly starts), then one per DELTA_INTERVAL_LONG
+# (a long answer costs every viewer a third of the events, and nobody reads faster than that).
+DELTA_INTERVAL = 0.05
+DELTA_INTERVAL_LONG = 0.15
+DELTA_FAST_SECONDS = 1.0
 # Seconds between two event transactions of a turn: what is handed over meanwhile waits and goes in
 # the next one. A turn whose steps take longer (any real model) still writes every event as it comes;
 # a fast one writes a batch per window instead of a transaction per event (each costs the run a
@@ -57,6 +62,7 @@ class EventRecorder:
         self._error: BaseException | None = None
         self._pending_delta = ""
         self._last_flush = 0.0
+        self._stream_started: float | None = None  # when the current reply's first delta came
 
     async def emit(
         self,
@@ -73,8 +79,9 @@ class EventRecorder:
             raise ValueError(f"Unknown event type {event_type!r}.")
         if event_type != "model.delta":
             self._queue_delta()  # a buffered delta goes out with the event that follows it
-        if event_type == "model.message":
+        if event_type in ("model.message", "model.retry"):
             self.streamed = ""
+            self._stream_started = None  # the next reply starts fast again
         event = self._queue_event(event_type, dict(payload or {}))
         if turn_write is not None:
             self._queue_write.merge(turn_write)
@@ -87,7 +94,10 @@ class EventRecorder:
         self._pending_delta += text
         self.streamed += text
         now = time.monotonic()
-        if now - self._last_flush >= DELTA_INTERVAL:
+        if self._stream_started is None:
+            self._stream_started = now
+        fast = now - self._stream_started < DELTA_FAST_SECONDS
+        if now - self._last_flush >= (DELTA_INTERVAL if fast else DELTA_INTERVAL_LONG):
             await self.flush_delta()
 
     async def flush_delta(self) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
 
 from agents.events import EVENT_TYPES, FINAL_EVENT_TYPES, live_payload
 from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, ToolCalled, ToolResult
@@ -43,6 +44,22 @@ def renders(*event_types: str) -> Callable[[Renderer], Renderer]:
     return register
 
 
+RERENDER_MIN_CHARS = 200  # a streamed text is rendered whole again once it grew by this much and doubled
+CURSOR_EVERY = 16  # appended text moves the page's stream cursor every this many events
+
+
+def with_tail(html: str, turn_id: str, text: str) -> SafeString:
+    """Rendered Markdown with the element streamed text is appended to until the next rendering:
+    inside its last paragraph, so the words run on (after a list or a code block, below it)."""
+    # Markdown drops the text's trailing space, which the next appended piece needs before it.
+    space = " " if text[-1:].isspace() else ""
+    tail = f'<span class="live-tail-box" id="turn-{turn_id}-tail">{space}</span>'
+    body = html.rstrip()
+    if body.endswith("</p>"):
+        return mark_safe(body[: -len("</p>")] + tail + "</p>")
+    return mark_safe(body + tail)
+
+
 class LiveRenderer:
     """Turns broadcast events into HTML fragments for one websocket connection. It remembers the
     tool calls it has seen so a result can redraw its card; a result whose call it did not see
@@ -52,12 +69,19 @@ class LiveRenderer:
         self.session = session
         self.calls: dict[str, dict] = {}
         self.live: dict[str, str] = {}  # turn id → text streamed since its last model message
+        self.rendered: dict[str, int] = {}  # turn id → length of that text when last rendered whole
+        self.tail_only = False  # the fragment being rendered only appends streamed text
         self.max_steps: dict[str, int | None] = {}
 
     def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
         """Sync (templates and, for some events, the database): call through sync_to_async."""
         renderer = LIVE_RENDERERS.get(event_type)
+        self.tail_only = False
         html = renderer(self, turn, live_payload(payload), seq) if renderer else ""
+        if self.tail_only and seq % CURSOR_EVERY:
+            # A page that resumes from an older cursor gets those deltas again, and its connection's
+            # first delta renders the whole text: nothing shows twice.
+            return html
         return html + stream_cursor(turn.id, seq)
 
     def streamed(self, turn: Turn, seq: int) -> str:
@@ -123,23 +147,35 @@ def _step_started(live: LiveRenderer, turn: Turn, payload: StepStarted, seq: int
 
 @renders("model.delta")
 def _model_delta(live: LiveRenderer, turn: Turn, payload: ModelDelta, seq: int) -> str:
-    # The text so far, as Markdown (re-rendered whole: a half-written table or list must look like
-    # one as it grows, not like raw asterisks until the turn ends).
-    text = live.streamed(turn, seq) + payload.get("text", "")
+    """Bytes per viewer linear in the answer: the new text is appended as it comes (plain text, the
+    tail after the last rendering); the whole text so far is rendered as Markdown again only when it
+    has doubled since the last time (so a half-written table or list soon looks like one), and at
+    the end (model.message, the final event). A connection's first delta always renders the whole
+    text: a page that resumed mid-reply gets the reply as it stands, whatever it showed before."""
+    piece = payload.get("text", "")
+    text = live.streamed(turn, seq) + piece
     live.live[turn.id] = text
-    return render_to_string("agents/_event.html", {"streamed_html": render_markdown(text), "turn": turn})
+    rendered = live.rendered.get(turn.id)
+    if rendered is None or len(text) >= max(2 * rendered, rendered + RERENDER_MIN_CHARS):
+        live.rendered[turn.id] = len(text)
+        html = with_tail(render_markdown(text), turn.id, text)
+        return render_to_string("agents/_event.html", {"streamed_html": html, "turn": turn})
+    live.tail_only = True
+    return render_to_string("agents/_live_tail.html", {"turn": turn, "text": piece, "seq": seq})
 
 
 @renders("model.retry")
 def _model_retry(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     """The stream was cut off and is asked again: the text shown so far goes."""
     live.live[turn.id] = ""
+    live.rendered.pop(turn.id, None)
     return render_to_string("agents/_event.html", {"streamed_html": "", "turn": turn})
 
 
 @renders("model.message")
 def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: int) -> str:
     live.live.pop(turn.id, None)  # the text moves into an item (tool step) or the answer
+    live.rendered.pop(turn.id, None)
     status = live.status(turn, payload.get("step"), (payload.get("usage") or {}).get("turn_total"))
     if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
         return status

@@ -55,8 +55,13 @@ async def collect(communicator, timeout=5.0) -> list[str]:
             return messages
 
 
+TAIL = re.compile(r'class="live-tail" data-seq="(\d+)"')
+
+
 def seqs(messages: list[str]) -> list[int]:
-    return [int(CURSOR.search(m).group(2)) for m in messages]
+    """The event each frame carries: its stream cursor, or (streamed text appended without moving
+    the cursor, agents/web/live.py) the seq on its tail."""
+    return [int(m.group(2)) if (m := CURSOR.search(text)) else int(TAIL.search(text).group(1)) for text in messages]
 
 
 async def test_anonymous_other_users_and_bad_origins_are_refused(make_session, alice, bob, carol):
@@ -84,9 +89,12 @@ async def test_owner_sees_the_turn_stream_live(llm, model, make_session, alice):
     assert "<strong>there</strong>" in final and "<script>" not in final and "&lt;script&gt;" in final
     assert 'id="composer"' in final and "disabled" not in final.split('id="composer"')[1].split("</fieldset>")[0]
     assert f'id="session-meta-{session.id}" hx-swap-oob="true"' in final  # the sidebar entry is current
-    # Streamed text arrives as Markdown while the turn runs, not only once it has ended.
+    # Streamed text arrives while the turn runs: rendered as Markdown whole (the first delta, then each
+    # time it doubled), and in between appended as escaped text (agents/web/live.py).
     live = [m for m in messages[:-1] if f'id="turn-{turn.id}-live" hx-swap-oob="true"' in m]
-    assert live and "<strong>there</strong>" in live[-1] and "**" not in live[-1]
+    assert live and "<p>" in live[0]
+    tails = [m for m in messages[:-1] if f'beforeend:#turn-{turn.id}-tail' in m]
+    assert all("<script>" not in m for m in tails) and any("&lt;script&gt;" in m for m in tails + live)
 
 
 async def test_resume_after_seq_replays_exactly_the_missed_events(llm, model, make_session, alice):

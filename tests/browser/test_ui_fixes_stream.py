@@ -221,7 +221,8 @@ async def test_a_pasted_code_block_keeps_its_lines_and_indentation(sign_in, alic
     bubble = turns(page).last.locator(".msg-user .bubble")
     await expect(bubble.locator("pre code.language-python")).to_have_text("def f(x):\n    if x:\n        return 1")
     await expect(bubble.locator(".plain").last).to_have_text("Thanks,\n  Alice")
-    assert await bubble.locator(".plain").last.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    # expect() retries: the send's copy of the turn may be replaced by the stream's meanwhile.
+    await expect(bubble.locator(".plain").last).to_have_css("white-space", "pre-wrap")
     await turn_ended(turns(page).last)
     await open_session(page, session.id)  # the same from the database
     await expect(turns(page).last.locator(".msg-user pre code")).to_have_text("def f(x):\n    if x:\n        return 1")
