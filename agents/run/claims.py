@@ -11,8 +11,11 @@ died before the run started); a running turn whose lease expired is ended as int
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
+from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -41,22 +44,36 @@ def run_claim(turn_id: str, dispatch: str, worker: str, now: datetime | None = N
     return bool(claimed)
 
 
+# Renewals run on a thread of their own: on asgiref's shared sync thread they queued behind every
+# run's database calls, and a burst of runs starting at once let leases lapse under live runs.
+_renewals = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-lease")
+
+
 async def run_renew(turn_id: str, worker: str) -> bool:
     """The heartbeat of a claimed run: extend its lease. False when the run no longer holds the turn
     (it ended elsewhere, or its lease expired and the turn went to another worker)."""
+    return await asyncio.get_running_loop().run_in_executor(_renewals, _renew, turn_id, worker)
+
+
+def _renew(turn_id: str, worker: str) -> bool:
     now = timezone.now()
-    renewed = await Turn.objects.filter(pk=turn_id, worker=worker, finished_at__isnull=True).aupdate(
-        heartbeat_at=now, lease_until=now + lease()
-    )
+    try:
+        renewed = Turn.objects.filter(pk=turn_id, worker=worker, finished_at__isnull=True).update(
+            heartbeat_at=now, lease_until=now + lease()
+        )
+    except Exception:
+        connections.close_all()  # a broken connection must not fail every later renewal
+        raise
     return bool(renewed)
 
 
-def stalled_queued(now: datetime) -> list[str]:
-    """Queued turns a worker claimed and then left (it died before the run started): safe to run
-    again, as nothing of them ran. A run writes its start with its first batch of events, so a busy
-    worker's run can still look queued: only a claim expired for a whole further lease counts."""
+def stalled_queued(now: datetime) -> dict[str, str]:
+    """Queued turns whose claim expired, with the worker that holds it: safe to run again if that
+    worker is gone (nothing of them ran). A run writes its start with its first batch of events, so
+    a busy worker's run can still look queued: the caller asks whether the worker lives
+    (queue.alive), and only a claim expired for a whole further lease counts."""
     expired = Q(lease_until__lt=now - lease()) & ~Q(worker="")
-    return list(Turn.objects.filter(expired, status=Status.QUEUED).values_list("pk", flat=True))
+    return dict(Turn.objects.filter(expired, status=Status.QUEUED).values_list("pk", "worker"))
 
 
 def unheld(turn: Turn, now: datetime) -> bool:

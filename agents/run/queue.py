@@ -82,6 +82,23 @@ async def ack(client: redis.Redis, entry_id: str) -> None:
     await client.xack(STREAM, GROUP, entry_id)
 
 
+def _alive_key(worker: str) -> str:
+    return f"aptix:worker:{worker}"
+
+
+async def mark_alive(client: redis.Redis, worker: str, ttl: float) -> None:
+    """The worker's sign of life, refreshed by its event loop (not by its database thread, which a
+    burst of runs can keep busy): a claim is taken from a worker only when this has lapsed."""
+    await client.set(_alive_key(worker), "1", px=int(ttl * 1000))
+
+
+async def alive(client: redis.Redis, workers: list[str]) -> set[str]:
+    if not workers:
+        return set()
+    found = await client.mget([_alive_key(w) for w in workers])
+    return {w for w, value in zip(workers, found, strict=True) if value}
+
+
 def _run(entry_id: Any, fields: dict[Any, Any]) -> QueuedRun:
     values = {_text(k): _text(v) for k, v in fields.items()}
     return QueuedRun(

@@ -202,9 +202,17 @@ class WorkerRunner(Runner):
     async def sweep(self) -> None:
         """Re-queue the queued runs whose worker died before they started (safe: nothing of them
         ran), then end the orphans."""
-        for turn_id in await sync_to_async(stalled_queued)(timezone.now()):
-            logger.warning("Re-queued turn %s: its worker left it", turn_id, extra={"event": "runs.requeued"})
-            await self._dispatch(turn_id, {})
+        stalled = await sync_to_async(stalled_queued)(timezone.now())
+        if stalled:
+            client = queue.queue_client()
+            try:
+                living = await queue.alive(client, sorted(set(stalled.values())))
+            finally:
+                await client.aclose()
+            for turn_id, worker in stalled.items():
+                if worker not in living:
+                    logger.warning("Re-queued turn %s: its worker is gone", turn_id, extra={"event": "runs.requeued"})
+                    await self._dispatch(turn_id, {})
         await super().sweep()
 
     async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:

@@ -28,6 +28,7 @@ from .current import get_runner
 logger = logging.getLogger("aptix.runs")
 
 RECLAIM_IDLE = 30.0  # seconds an entry may sit read-but-unacked before another worker takes it
+ALIVE_TTL = 3 * queue.BLOCK_SECONDS  # the worker refreshes its sign of life at least every read
 
 
 def worker_name() -> str:
@@ -51,6 +52,7 @@ class QueueWorker:
             loop = asyncio.get_running_loop()
             reclaim_at = loop.time() + RECLAIM_IDLE
             while not stop.is_set():
+                await queue.mark_alive(client, self.name, ALIVE_TTL)
                 runs = await self._read(client, stop)
                 if loop.time() >= reclaim_at:
                     runs += await queue.reclaim(client, self.name, idle=RECLAIM_IDLE)

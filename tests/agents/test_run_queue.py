@@ -117,6 +117,14 @@ async def test_a_run_a_dead_worker_claimed_but_never_started_is_requeued(worker,
     await get_runner().sweep()  # expired, but maybe a busy worker that has not written its start yet
     assert (await Turn.objects.aget(pk=turn.id)).worker == "a-worker-that-died"
     await Turn.objects.filter(pk=turn.id).aupdate(lease_until=timezone.now() - 2 * lease())
+    client = queue.queue_client()
+    try:  # a worker that lives (its loop refreshes its sign) only fell behind: its run is left to it
+        await queue.mark_alive(client, "a-worker-that-died", ttl=60)
+        await get_runner().sweep()
+        assert (await Turn.objects.aget(pk=turn.id)).worker == "a-worker-that-died"
+        await client.delete("aptix:worker:a-worker-that-died")  # now it is gone
+    finally:
+        await client.aclose()
     await get_runner().sweep()  # the sweep of any process: safe to run again, nothing of it ran
     turn = await _until_status(turn.id, {Turn.Status.COMPLETED, Turn.Status.FAILED})
     assert turn.status == Turn.Status.COMPLETED and turn.answer == "Ran after all." and worker.calls == 1

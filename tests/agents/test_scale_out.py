@@ -35,6 +35,7 @@ from .worker_process import REDIS_URL, Worker, _database_url
 pytestmark = async_db
 
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="(\w+)" data-seq="(\d+)"')
+TAIL = re.compile(r'class="live-tail" data-seq="(\d+)"')
 FINAL = re.compile(r'class="turn status-(completed|failed|cancelled|limit_reached)"')
 HEARTBEAT = 2.0  # seconds: 50 runs starting at once on a 2-core CI machine must renew their leases
 LEASE = HEARTBEAT * 6
@@ -93,6 +94,8 @@ async def watch(web: LiveServer, session_id: str, cookie: bytes) -> tuple[list[i
         async for frame in socket:
             if cursor := CURSOR.search(str(frame)):
                 seqs.append(int(cursor.group(2)))
+            elif tail := TAIL.search(str(frame)):  # appended text does not move the cursor every time
+                seqs.append(int(tail.group(1)))
             if final := FINAL.search(str(frame)):
                 return seqs, final.group(1)
     raise AssertionError(f"the stream of {session_id} closed before its turn ended")

@@ -259,7 +259,8 @@ def test_children_do_not_outlive_a_killed_web_process(tmp_path):
 
 def test_an_http_server_is_reached_with_headers_from_the_environment(tmp_path, monkeypatch):
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))  # bound before the host connects: no waiting for the server
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()  # accepting before the host connects (queued until uvicorn runs): no waiting
     port = listener.getsockname()[1]
     http_server = uvicorn.Server(uvicorn.Config(fixture_server.streamable_http_app(), log_level="warning"))
     thread = threading.Thread(target=http_server.run, kwargs={"sockets": [listener]}, daemon=True)
