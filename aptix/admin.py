@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from .models import ApiToken, Membership, Team
+from .models import ApiToken, Membership, Team, UserPreferences
 from .tokens import api_token_create
 
 
@@ -43,3 +43,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
             f"API token for {obj.user}: {secret} — copy it now, it will not be shown again.",
             messages.WARNING,
         )
+
+
+@admin.register(UserPreferences)
+class UserPreferencesAdmin(admin.ModelAdmin):
+    list_display = ["user", "default_mode", "default_execution", "theme", "notify_turns", "updated_at"]
+    search_fields = ["user__username"]
+    autocomplete_fields = ["user"]

@@ -62,3 +62,33 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key_prefix}… ({self.user})"
+
+
+class UserPreferences(models.Model):
+    """A user's settings page (/settings/): new-session defaults, theme, turn notifications. A user
+    without a row has the defaults (aptix.preferences.preferences_get does not write)."""
+
+    class Theme(models.TextChoices):
+        SYSTEM = "system", "System"
+        LIGHT = "light", "Light"
+        DARK = "dark", "Dark"
+
+    class Execution(models.TextChoices):  # agents.models.Execution's values: aptix may not import agents
+        ASK = "ask", "Ask"
+        AGENT = "agent", "Agent"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences")
+    default_mode = models.CharField(max_length=64, blank=True, help_text="A mode key; blank: the catalog's default.")
+    default_execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)
+    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    notify_turns = models.BooleanField(
+        default=False, help_text="A browser notification when a turn finishes while its tab is hidden."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "user preferences"
+        verbose_name_plural = "user preferences"
+
+    def __str__(self) -> str:
+        return f"Preferences of {self.user}"

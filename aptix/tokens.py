@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from .models import ApiToken
@@ -19,6 +20,17 @@ def api_token_create(*, user, name: str = "") -> tuple[ApiToken, str]:
     secret = ApiToken.PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, key_prefix=secret[:10], key_hash=_digest(secret))
     return token, secret
+
+
+def api_token_list(*, user) -> QuerySet[ApiToken]:
+    """The user's own tokens, newest first."""
+    return ApiToken.objects.filter(user=user).order_by("-created_at", "-pk")
+
+
+def api_token_revoke(*, user, token_id: int) -> bool:
+    """Delete the user's token `token_id`; False when they have no such token (someone else's included)."""
+    deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
+    return deleted > 0
 
 
 def api_token_user(authorization: str | None):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, export, manage, sessions
+from .views import actions, export, manage, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -21,4 +21,9 @@ urlpatterns = [
     path("sessions/<str:session_id>/archive/", manage.session_archive_view, name="session-archive"),
     path("sessions/<str:session_id>/delete/", manage.session_delete_view, name="session-delete"),
     path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
+    path("settings/", settings.settings_page, name="settings"),
+    path("settings/password/", settings.settings_password, name="settings-password"),
+    path("settings/preferences/", settings.settings_preferences, name="settings-preferences"),
+    path("settings/tokens/", settings.settings_token_create, name="settings-token-create"),
+    path("settings/tokens/<int:token_id>/revoke/", settings.settings_token_revoke, name="settings-token-revoke"),
 ]

@@ -250,4 +250,74 @@
     var error = document.getElementById("composer-error");
     if (error) error.textContent = "The server could not be reached. Check your connection and try again.";
   });
+
+  // Long turns: while the session's newest turn runs, the tab says so (title and favicon); when it
+  // ends while the user looks elsewhere, "✓ <session>" (and the done favicon) stays until the tab is
+  // focused, plus a browser notification for users who opted in on the settings page. The turn's
+  // status arrives as an out-of-band swap of its article (class status-<status>, data-finished).
+  var tab = {state: "idle"};
+  function sessionName() {
+    var title = document.getElementById("session-title");  // swapped in again when the session is renamed
+    return title ? title.textContent.trim() : "";
+  }
+  function newestTurn() {
+    var all = document.querySelectorAll("#timeline > .turn");
+    return all.length ? all[all.length - 1] : null;
+  }
+  function paused(turn) {
+    return turn.classList.contains("status-awaiting_approval") || turn.classList.contains("status-requires_action");
+  }
+  function newestTurnRunning() {
+    var turn = newestTurn();
+    return !!turn && !turn.dataset.finished && !paused(turn);
+  }
+  function showTab(state) {
+    var icon = document.getElementById("favicon");
+    tab.state = state;
+    document.title = state === "running" ? "● Running — " + sessionName() + " · Aptix"
+      : state === "done" ? "✓ " + sessionName() : sessionName() + " · Aptix";
+    if (icon) icon.href = icon.dataset[state] || icon.dataset.idle;
+  }
+  function away() { return document.hidden || !document.hasFocus(); }
+  function notifyDone() {
+    if (!document.body.dataset.notifyTurns || !("Notification" in window) || Notification.permission !== "granted") return;
+    if (!document.hidden) return;  // a visible, unfocused tab shows its title; a hidden one is told
+    var turn = newestTurn();
+    var body = turn && paused(turn) ? "The agent waits for your approval." : "The turn finished.";
+    var note = new Notification("✓ " + sessionName(), {body: body, tag: "aptix-turn"});
+    note.onclick = function () { window.focus(); note.close(); };
+  }
+  function watchTurn() {
+    if (!sessionName()) return;
+    if (newestTurnRunning()) {
+      if (tab.state !== "running") showTab("running");
+    } else if (tab.state === "running") {
+      if (away()) { showTab("done"); notifyDone(); } else { showTab("idle"); }
+    }
+  }
+  function backToTab() { if (tab.state === "done" && !away()) showTab("idle"); }
+  document.addEventListener("DOMContentLoaded", function () {
+    var icon = document.getElementById("favicon");
+    if (icon) icon.dataset.idle = icon.getAttribute("href");
+    watchTurn();
+  });
+  document.addEventListener("htmx:oobAfterSwap", watchTurn);
+  document.addEventListener("htmx:afterSwap", watchTurn);
+  window.addEventListener("focus", backToTab);
+  document.addEventListener("visibilitychange", backToTab);
+
+  // The settings page: ticking "Notify me…" is when the browser asks for the permission (never before).
+  function showPermission() {
+    var hint = document.getElementById("notify-permission");
+    if (!hint) return;
+    hint.textContent = !("Notification" in window) ? hint.dataset.unsupported
+      : Notification.permission === "denied" ? hint.dataset.denied : "";
+  }
+  document.addEventListener("change", function (e) {
+    if (!e.target || e.target.id !== "id_notify_turns" || !e.target.checked) return;
+    if ("Notification" in window && Notification.permission === "default") {
+      Notification.requestPermission().then(showPermission);
+    }
+    showPermission();
+  });
 })();

@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from .live import LiveServer, artifact_name, save_artifacts
+from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
+
+from .live import LiveServer, ModelSwitchboard, artifact_name, save_artifacts
 
 REQUIRE_BROWSER = os.environ.get("APTIX_REQUIRE_BROWSER") == "1"
 CHROMIUM = Path(os.environ.get("APTIX_CHROMIUM", "/usr/bin/chromium"))
@@ -150,3 +152,22 @@ def sign_in(open_page, password):
         return page
 
     return sign_in_
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def switchboard():
+    """A module's scripted model (`model`), served on loopback for its live server (`daphne_env`
+    returns `scripted_env(switchboard)`). It runs in the module's event loop, which the tests keep
+    running while the browser waits (Playwright's async API)."""
+    board = ModelSwitchboard()
+    url, stop = await serve_on_loopback(board)
+    board.url = url
+    yield board
+    await stop()
+
+
+@pytest.fixture
+def model(switchboard):
+    switchboard.model = ScriptedModel()
+    yield switchboard.model
+    switchboard.model = None

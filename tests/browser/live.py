@@ -175,6 +175,16 @@ class LiveServer:
             process.wait(5)
 
 
+def scripted_env(switchboard: ModelSwitchboard) -> dict[str, str]:
+    """The live server's environment for talking to the module's scripted model."""
+    return {
+        "OPENAI_BASE_URL": f"{switchboard.url}/v1",
+        "OPENAI_API_KEY": "test",
+        "APTIX_LLM_MAX_RETRIES": "0",
+        "APTIX_LLM_MODEL": "scripted-model",
+    }
+
+
 class ModelSwitchboard:
     """The OpenAI-compatible server the live server talks to (OPENAI_BASE_URL), served once per test
     module. Each test plugs in a fresh ScriptedModel: its asyncio Events and queue belong to one test.

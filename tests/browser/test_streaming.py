@@ -7,19 +7,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 
 from agents.models import Turn, TurnEvent
 from agents.sessions import session_create
-from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
 from tests.helpers import async_db
 
 from .live import (
-    ModelSwitchboard,
     expect,
     open_session,
     open_session_stream_held,
+    scripted_env,
     send,
     stream_open,
     turn_ended,
@@ -29,32 +27,9 @@ from .live import (
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def switchboard():
-    """The scripted model's server runs in this module's event loop, which the tests keep running
-    while the browser waits (Playwright's async API)."""
-    board = ModelSwitchboard()
-    url, stop = await serve_on_loopback(board)
-    board.url = url
-    yield board
-    await stop()
-
-
 @pytest.fixture(scope="module")
 def daphne_env(switchboard) -> dict[str, str]:
-    return {
-        "OPENAI_BASE_URL": f"{switchboard.url}/v1",
-        "OPENAI_API_KEY": "test",
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_LLM_MODEL": "scripted-model",
-    }
-
-
-@pytest.fixture
-def model(switchboard):
-    switchboard.model = ScriptedModel()
-    yield switchboard.model
-    switchboard.model = None
+    return scripted_env(switchboard)
 
 
 @pytest.fixture

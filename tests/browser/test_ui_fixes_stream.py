@@ -10,30 +10,19 @@ import re
 import sys
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 
 from agents.models import Turn
 from agents.sessions import session_create
 from agents.turns import ERROR_TURN_RUNNING
 from modes.models import AgentMode
-from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
 from tests.helpers import async_db
 
-from .live import ROOT, ModelSwitchboard, expect, open_session, send, turn_ended, turns
+from .live import ROOT, expect, open_session, scripted_env, send, turn_ended, turns
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 
 FIXTURE_SERVER = ROOT / "tests" / "tools" / "mcp" / "mcp_fixture_server.py"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def switchboard():
-    board = ModelSwitchboard()
-    url, stop = await serve_on_loopback(board)
-    board.url = url
-    yield board
-    await stop()
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +32,10 @@ def daphne_env(switchboard, tmp_path_factory) -> dict[str, str]:
     server = {"command": sys.executable, "args": [str(FIXTURE_SERVER)]}
     config.write_text(json.dumps({"mcpServers": {"fixture": server}}))
     return {
-        "OPENAI_BASE_URL": f"{switchboard.url}/v1",
-        "OPENAI_API_KEY": "test",
-        "APTIX_LLM_MAX_RETRIES": "0",
-        "APTIX_LLM_MODEL": "scripted-model",
+        **scripted_env(switchboard),
         "APTIX_MCP_AUTOSTART": "true",
         "APTIX_MCP_CONFIG": str(config),
     }
-
-
-@pytest.fixture
-def model(switchboard):
-    switchboard.model = ScriptedModel()
-    yield switchboard.model
-    switchboard.model = None
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents.llm import describe_provider
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_create, session_get
+from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
@@ -28,8 +29,17 @@ from .sidebar import sidebar_context
 
 
 def _create_form(user, data=None) -> SessionCreateForm:
+    """The new-session form, starting from the user's defaults (settings page) where they still apply."""
+    modes = active_modes()
+    preferences = preferences_get(user=user)
+    keys = {m.key for m in modes}
+    mode = preferences.default_mode if preferences.default_mode in keys else default_mode_key()
     return SessionCreateForm(
-        data, teams=team_list_for_user(user=user), modes=active_modes(), default_mode=default_mode_key()
+        data,
+        teams=team_list_for_user(user=user),
+        modes=modes,
+        default_mode=mode,
+        initial={"execution": preferences.default_execution},
     )
 
 

@@ -1,0 +1,119 @@
+"""The user's settings page (/settings/): password, new-session defaults, theme, turn notifications,
+and their own API tokens. Each form posts to its own action; a refused one gets the page again with
+the form's errors (400), a token that is not the user's a 404."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordChangeForm
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from aptix.models import UserPreferences
+from aptix.preferences import preferences_get, preferences_update
+from aptix.tokens import api_token_create, api_token_list, api_token_revoke
+from modes.catalog import active_modes
+
+CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
+TOKEN_GONE = "No such API token: it was revoked already, or it is not yours."
+
+
+class PreferencesForm(forms.Form):
+    default_mode = forms.ChoiceField(choices=(), required=False, label="Default mode")
+    default_execution = forms.ChoiceField(
+        choices=UserPreferences.Execution.choices, widget=forms.RadioSelect, label="Default execution"
+    )
+    theme = forms.ChoiceField(choices=UserPreferences.Theme.choices, widget=forms.RadioSelect)
+    notify_turns = forms.BooleanField(
+        required=False, label="Notify me when a turn finishes while its tab is in the background"
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        modes = [(m.key, m.display_name) for m in active_modes()]
+        field = cast(forms.ChoiceField, self.fields["default_mode"])
+        field.choices = [(CATALOG_DEFAULT, "The catalog's default"), *modes]
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="What it is for, e.g. “laptop”.")
+
+
+def _preferences_form(user) -> PreferencesForm:
+    p = preferences_get(user=user)
+    initial = {
+        "default_mode": p.default_mode,
+        "default_execution": p.default_execution,
+        "theme": p.theme,
+        "notify_turns": p.notify_turns,
+    }
+    return PreferencesForm(initial=initial)
+
+
+def _page(request, *, status: int = 200, **forms_and_more):
+    context = {
+        "password_form": PasswordChangeForm(request.user),
+        "preferences_form": _preferences_form(request.user),
+        "token_form": TokenCreateForm(),
+        "tokens": api_token_list(user=request.user),
+        **forms_and_more,
+    }
+    return render(request, "agents/settings.html", context, status=status)
+
+
+@require_GET
+@login_required
+def settings_page(request):
+    return _page(request)
+
+
+@require_POST
+@login_required
+def settings_password(request):
+    form = PasswordChangeForm(request.user, request.POST)
+    if not form.is_valid():
+        messages.error(request, "Your password was not changed. See the form for details.")
+        return _page(request, status=400, password_form=form)
+    user = form.save()
+    update_session_auth_hash(request, user)  # this login stays; the user's other logins end
+    messages.success(request, "Your password was changed.")
+    return redirect("settings")
+
+
+@require_POST
+@login_required
+def settings_preferences(request):
+    form = PreferencesForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Your preferences were not saved. See the form for details.")
+        return _page(request, status=400, preferences_form=form)
+    preferences_update(user=request.user, **form.cleaned_data)
+    messages.success(request, "Your preferences were saved.")
+    return redirect("settings")
+
+
+@require_POST
+@login_required
+def settings_token_create(request):
+    form = TokenCreateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "No token was created. See the form for details.")
+        return _page(request, status=400, token_form=form)
+    token, secret = api_token_create(user=request.user, name=form.cleaned_data["name"])
+    # Rendered, not redirected: the secret is in this one answer and stored nowhere.
+    return _page(request, new_token=token, new_secret=secret)
+
+
+@require_POST
+@login_required
+def settings_token_revoke(request, token_id: int):
+    if not api_token_revoke(user=request.user, token_id=token_id):
+        messages.error(request, TOKEN_GONE)
+        return _page(request, status=404)
+    messages.success(request, "The API token was revoked: programs using it are refused from now on.")
+    return redirect("settings")

@@ -1,0 +1,26 @@
+"""A user's preferences (the settings page): read with defaults, and update."""
+
+from __future__ import annotations
+
+from .models import UserPreferences
+
+
+def preferences_get(*, user) -> UserPreferences:
+    """The user's preferences; an unsaved row with the defaults when they never saved any."""
+    found = UserPreferences.objects.filter(user=user).first()
+    return found or UserPreferences(user=user)
+
+
+def preferences_update(
+    *, user, default_mode: str, default_execution: str, theme: str, notify_turns: bool
+) -> UserPreferences:
+    """Save the user's preferences. `default_mode` is a mode key the caller checked against the
+    catalog (modes come after aptix in the import order), or "" for the catalog's default."""
+    preferences = preferences_get(user=user)
+    preferences.default_mode = default_mode
+    preferences.default_execution = default_execution
+    preferences.theme = theme
+    preferences.notify_turns = notify_turns
+    preferences.full_clean()
+    preferences.save()
+    return preferences
