@@ -109,7 +109,13 @@
     var box = e.target;
     if (box && box.id === "message" && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
-      if (box.value.trim()) box.form.requestSubmit();
+      if (!box.value.trim()) return;
+      if (box.form.dataset.busy) {  // nothing is queued silently: say why it did not go
+        var error = document.getElementById("composer-error");
+        if (error) error.textContent = box.form.dataset.busySays;
+        return;
+      }
+      box.form.requestSubmit();
     }
   });
 
@@ -179,7 +185,7 @@
   });
   function focusComposer() {
     var box = document.getElementById("message");
-    if (box && !box.closest("fieldset").disabled) box.focus();
+    if (box) box.focus();
   }
 
   // Buttons that answer for the user (mode proposal options, suggestions): fill the composer and send.
@@ -187,7 +193,7 @@
     var button = e.target.closest && e.target.closest("[data-send]");
     if (!button) return;
     var box = document.getElementById("message");
-    if (!box || box.closest("fieldset").disabled) return;
+    if (!box || box.form.dataset.busy) return;
     box.value = button.dataset.send;
     // A proposal's switch option also sends its answer structured: the user's consent to that mode.
     box.form.elements.choice_mode.value = button.dataset.choiceMode || "";

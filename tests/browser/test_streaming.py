@@ -52,7 +52,8 @@ async def test_stop_ends_a_long_turn_as_cancelled(sign_in, alice, make_session, 
     await send(page, "Talk for a long time")
     turn = turns(page).first
     await expect(turn.locator(".live")).to_contain_text("w005")  # streaming
-    await expect(page.locator("#message")).to_be_disabled()
+    # While it runs the box takes the next message (issue 15, item 15); Send waits for the turn.
+    await expect(page.locator("#composer button[type=submit]")).to_be_disabled()
     stop = turn.locator(".turn-status .stop")
     if how == "stop button":
         await stop.click()
@@ -69,7 +70,7 @@ async def test_stop_ends_a_long_turn_as_cancelled(sign_in, alice, make_session, 
     assert saved.answer.startswith("w000 w001") and len(saved.answer) < len(words(600))
     assert not model.stream_finished.is_set()
 
-    await expect(page.locator("#message")).to_be_enabled()  # and the session takes the next message
+    await expect(page.locator("#composer button[type=submit]")).to_be_enabled()  # the session takes the next one
     await send(page, "Are you there?")
     await turn_ended(turns(page).nth(1))
     await expect(turns(page).nth(1).locator(".answer")).to_have_text("Back again.")
