@@ -101,7 +101,8 @@ async def test_sending_starts_a_turn_that_runs_after_the_response(llm, model, te
     response = await client.post(reverse("turn-new", args=[session.id]), {"message": "Hello"})
     html = response.content.decode()
     assert response.status_code == 200 and 'data-if-absent="1"' in html and "Hello" in html
-    assert "<fieldset disabled>" in html  # the composer waits for the turn
+    # The composer waits for the turn: Send is disabled, the box takes the next message (item 15).
+    assert 'data-busy="1"' in html and 'disabled title="Waits for the running turn">Send</button>' in html
     assert '<h1 id="session-title" title="Hello" hx-swap-oob="true">Hello</h1>' in html  # named by it
     assert f'<span id="session-title-{session.id}" hx-swap-oob="true">Hello</span>' in html
     turn = await Turn.objects.aget(session=session)
