@@ -27,3 +27,26 @@ class ServerLikeAsyncClient(AsyncClient):
                 # this context's thread ends with it: close its connection, or PostgreSQL's test
                 # database cannot be dropped ("being accessed by other users").
                 await sync_to_async(connections.close_all)()
+
+
+def mode_admin_form(mode, **changes) -> dict:
+    """The catalog admin's change form for `mode` as it stands, with `changes` (None drops a field:
+    an unticked checkbox)."""
+    data = {
+        "key": mode.key,
+        "display_name": mode.display_name,
+        "description": mode.description,
+        "system_prompt_summary": mode.system_prompt_summary,
+        "system_prompt": mode.system_prompt,
+        "human_role_hints": "\n".join(mode.human_role_hints),
+        "example_utterances": "\n".join(mode.example_utterances),
+        "tool_policy": "\n".join(mode.tool_policy),
+        "approval_policy": "\n".join(mode.approval_policy),
+        "model": mode.model,
+        "execution": mode.execution,
+        "ordering": mode.ordering,
+        "is_active": "on" if mode.is_active else None,
+        "is_default": "on" if mode.is_default else None,
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}

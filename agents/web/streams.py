@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from types import SimpleNamespace
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
+from django.contrib.auth import get_user, get_user_model
 from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
-from django.utils.crypto import constant_time_compare
 from django.utils.module_loading import import_string
 
 from aptix.models import Membership
@@ -78,21 +78,15 @@ open_streams = OpenStreams()
 
 
 def still_allowed(*, user_id: Any, session_key: str | None, session_id: str) -> bool:
-    """Whether the login behind a socket still holds and its user may still read the session: the
-    login session exists, names the user and carries its current auth hash (a new password logs
-    every other device out, as for pages); the user is active; the session is in one of their teams."""
+    """Whether the login behind a socket still holds and its user may still read the session. The
+    login is checked as for every page request (django.contrib.auth.get_user on a fresh read of the
+    login session: it exists, its backend is configured, the user is active, the auth hash is
+    current, so a new password logs every other device out); the session is in one of their teams."""
     if not session_key:
         return False
     store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
-    if (
-        str(store.get(SESSION_KEY, "")) != str(user_id)
-        or store.get(BACKEND_SESSION_KEY) not in settings.AUTHENTICATION_BACKENDS
-    ):
-        return False
-    user = load_backend(store[BACKEND_SESSION_KEY]).get_user(user_id)
-    if user is None or not user.is_active:
-        return False
-    if not constant_time_compare(store.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()):
+    user = get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]  # it reads request.session only
+    if not user.is_authenticated or str(user.pk) != str(user_id):
         return False
     return session_list(user=user).filter(pk=session_id).exists()
 

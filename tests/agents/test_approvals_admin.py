@@ -18,6 +18,7 @@ from django.utils import timezone
 from agents.models import ToolApproval, Turn
 from agents.sessions import session_create
 from modes.models import AgentMode, ModeHistory
+from tests.helpers import mode_admin_form
 
 pytestmark = pytest.mark.django_db
 
@@ -187,25 +188,6 @@ def test_csv_export_has_every_field_and_neutralises_formulas(client, approvals_a
 # --- the catalog: approval policy -----------------------------------------------------------------
 
 
-def mode_form(mode: AgentMode, **changes) -> dict:
-    data = {
-        "key": mode.key,
-        "display_name": mode.display_name,
-        "description": mode.description,
-        "system_prompt_summary": mode.system_prompt_summary,
-        "system_prompt": mode.system_prompt,
-        "human_role_hints": "\n".join(mode.human_role_hints),
-        "example_utterances": "\n".join(mode.example_utterances),
-        "tool_policy": "\n".join(mode.tool_policy),
-        "approval_policy": "\n".join(mode.approval_policy),
-        "ordering": mode.ordering,
-        "is_active": "on" if mode.is_active else None,
-        "is_default": "on" if mode.is_default else None,
-    }
-    data.update(changes)
-    return {k: v for k, v in data.items() if v is not None}
-
-
 def test_curator_edits_the_approval_policy_next_to_the_tool_policy(client, curator, password):
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="data-analysis")
@@ -213,7 +195,7 @@ def test_curator_edits_the_approval_policy_next_to_the_tool_policy(client, curat
     form = client.get(url).content.decode()
     assert 'name="approval_policy"' in form
     assert form.index('name="tool_policy"') < form.index('name="approval_policy"')
-    response = client.post(url, mode_form(mode, approval_policy="sql.*: auto\n\n  notes.add_note: ask  \n*: ask"))
+    response = client.post(url, mode_admin_form(mode, approval_policy="sql.*: auto\n\n  notes.add_note: ask  \n*: ask"))
     assert response.status_code == 302, response.content.decode()[:2000]
     mode.refresh_from_db()
     assert mode.approval_policy == ["sql.*: auto", "notes.add_note: ask", "*: ask"]
@@ -224,7 +206,7 @@ def test_a_bad_approval_policy_entry_is_refused_with_the_validators_message(clie
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="data-analysis")
     url = reverse("admin:modes_agentmode_change", args=[mode.pk])
-    response = client.post(url, mode_form(mode, approval_policy="sql.*: auto\nsql.query: maybe"))
+    response = client.post(url, mode_admin_form(mode, approval_policy="sql.*: auto\nsql.query: maybe"))
     assert response.status_code == 200
     assert (
         "Invalid approval policy entries: &#x27;sql.query: maybe&#x27;. Use &#x27;&lt;pattern&gt;: auto&#x27; or "

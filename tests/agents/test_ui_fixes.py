@@ -22,6 +22,7 @@ from agents.web.live import LiveRenderer
 from agents.web.markdown import render_user_message
 from agents.web.timeline import render_turn
 from modes.models import AgentMode
+from tests.helpers import mode_admin_form
 from tools.registry import mcp_registry
 
 from .test_offline_model import SQL, body, user
@@ -199,24 +200,6 @@ def sql_running():
     mcp_registry.unregister("sql__query")
 
 
-def mode_form(mode: AgentMode, **changes) -> dict:
-    data = {
-        "key": mode.key,
-        "display_name": mode.display_name,
-        "description": mode.description,
-        "system_prompt_summary": mode.system_prompt_summary,
-        "system_prompt": mode.system_prompt,
-        "human_role_hints": "\n".join(mode.human_role_hints),
-        "example_utterances": "\n".join(mode.example_utterances),
-        "tool_policy": "\n".join(mode.tool_policy),
-        "approval_policy": "\n".join(mode.approval_policy),
-        "model": mode.model,
-        "is_active": "on",
-        "ordering": mode.ordering,
-    }
-    return {**data, **changes}
-
-
 @pytest.mark.django_db
 def test_the_policy_help_shows_its_placeholders(admin_client):
     mode = AgentMode.objects.get(key="data-analysis")
@@ -230,13 +213,13 @@ def test_unknown_policy_entries_are_saved_with_a_warning_naming_what_is_known(ad
     mode = AgentMode.objects.get(key="data-analysis")
     url = reverse("admin:modes_agentmode_change", args=[mode.pk])
     policy = "image_gen\nbogus_tool\nsql.nonexistent\nsql.query\nnowhere.*"
-    response = admin_client.post(url, mode_form(mode, tool_policy=policy), follow=True)
+    response = admin_client.post(url, mode_admin_form(mode, tool_policy=policy), follow=True)
     text = " ".join(str(m) for m in response.context["messages"])
     assert "names tools this deployment does not know: bogus_tool, sql.nonexistent, nowhere.*." in text
     assert "image_gen" in text.split("Known internal tools:")[1] and "sql.* (query)" in text
     assert AgentMode.objects.get(pk=mode.pk).tool_policy == policy.splitlines()  # saved all the same
 
-    response = admin_client.post(url, mode_form(mode, tool_policy="image_gen\nsql.*"), follow=True)
+    response = admin_client.post(url, mode_admin_form(mode, tool_policy="image_gen\nsql.*"), follow=True)
     assert "does not know" not in " ".join(str(m) for m in response.context["messages"])
 
 

@@ -11,29 +11,9 @@ from django.urls import reverse
 
 from agents.sessions import SessionManager, session_create
 from modes.models import AgentMode, ModeHistory
+from tests.helpers import mode_admin_form
 
 pytestmark = pytest.mark.django_db
-
-
-def form_data(mode: AgentMode, **changes) -> dict:
-    data = {
-        "key": mode.key,
-        "display_name": mode.display_name,
-        "description": mode.description,
-        "system_prompt_summary": mode.system_prompt_summary,
-        "system_prompt": mode.system_prompt,
-        "human_role_hints": "\n".join(mode.human_role_hints),
-        "example_utterances": "\n".join(mode.example_utterances),
-        "tool_policy": "\n".join(mode.tool_policy),
-        "approval_policy": "\n".join(mode.approval_policy),
-        "ordering": mode.ordering,
-    }
-    if mode.is_default:
-        data["is_default"] = "on"
-    if mode.is_active:
-        data["is_active"] = "on"
-    data.update(changes)
-    return {k: v for k, v in data.items() if v is not None}
 
 
 @pytest.fixture
@@ -56,7 +36,7 @@ def test_curator_edits_lists_one_item_per_line(client, curator, password):
     assert "sql.*" in client.get(change_url(mode)).content.decode()
     response = client.post(
         change_url(mode),
-        form_data(
+        mode_admin_form(
             mode,
             example_utterances="Plot churn by month\n\n  Which region sells most?  \n",
             tool_policy="sql.*\nimage_gen",
@@ -71,7 +51,7 @@ def test_curator_edits_lists_one_item_per_line(client, curator, password):
 def test_curator_sees_validation_errors_on_the_form(client, curator, password):
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="data-analysis")
-    response = client.post(change_url(mode), form_data(mode, tool_policy="sql.*\nrm -rf /"))
+    response = client.post(change_url(mode), mode_admin_form(mode, tool_policy="sql.*\nrm -rf /"))
     assert response.status_code == 200
     assert "Invalid tool policy entries: &#x27;rm -rf /&#x27;" in response.content.decode()
     mode.refresh_from_db()
@@ -81,12 +61,12 @@ def test_curator_sees_validation_errors_on_the_form(client, curator, password):
 def test_curator_cannot_unset_or_deactivate_the_default(client, curator, password):
     client.login(username=curator.username, password=password)
     general = AgentMode.objects.get(key="general")
-    data = form_data(general)
+    data = mode_admin_form(general)
     data.pop("is_default")
     response = client.post(change_url(general), data)
     assert response.status_code == 200
     assert "There must always be a default mode" in response.content.decode()
-    data = form_data(general)
+    data = mode_admin_form(general)
     data.pop("is_active")
     response = client.post(change_url(general), data)
     assert "The default mode cannot be deactivated" in response.content.decode()
@@ -97,7 +77,7 @@ def test_curator_cannot_unset_or_deactivate_the_default(client, curator, passwor
 def test_curator_makes_another_mode_default_in_the_form(client, curator, password):
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="ddr-authoring")
-    response = client.post(change_url(mode), form_data(mode, is_default="on"))
+    response = client.post(change_url(mode), mode_admin_form(mode, is_default="on"))
     assert response.status_code == 302
     assert list(AgentMode.objects.filter(is_default=True).values_list("key", flat=True)) == ["ddr-authoring"]
 
@@ -185,7 +165,7 @@ def test_auditor_cannot_change_the_catalog(client, auditor, password):
     client.login(username=auditor.username, password=password)
     mode = AgentMode.objects.get(key="general")
     assert client.get(change_url(mode)).status_code == 200  # view only
-    response = client.post(change_url(mode), form_data(mode, display_name="Hacked"))
+    response = client.post(change_url(mode), mode_admin_form(mode, display_name="Hacked"))
     assert response.status_code == 403
     assert client.get(reverse("admin:modes_agentmode_add")).status_code == 403
     assert AgentMode.objects.get(key="general").display_name == "General"
