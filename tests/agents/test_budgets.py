@@ -173,12 +173,12 @@ def test_the_tools_panel_says_what_the_budget_leaves_out(team_a, alice, ten_mcp_
 def test_the_catalog_admin_warns_when_a_policy_exceeds_the_budget(client, curator, password, ten_mcp_tools):
     from django.urls import reverse
 
-    from tests.modes.test_admin import form_data
+    from tests.helpers import mode_admin_form
 
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="general")
     response = client.post(
-        reverse("admin:modes_agentmode_change", args=[mode.pk]), form_data(mode, tool_policy="*"), follow=True
+        reverse("admin:modes_agentmode_change", args=[mode.pk]), mode_admin_form(mode, tool_policy="*"), follow=True
     )
     text = response.content.decode()
     assert f"tool policy allows {INTERNAL + 10} tools; a request carries at most {INTERNAL + 3}" in text
