@@ -67,7 +67,11 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_build.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/ws_replay.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/stream_bytes.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/stream_bytes.py --prose
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/streams_concurrency.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/prompt_size.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/session_page.py
+	DEBUG=false SECRET_KEY=bench-only bin/with-postgres bin/with-redis $(PY) bench/scale_out.py  # needs both (make test installs them)
 
 clean:
 	rm -rf $(VENV) var/static

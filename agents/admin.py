@@ -4,6 +4,7 @@ import json
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.template.loader import render_to_string
 
 from modes.admin import AgentModeAdmin, csv_download
 from modes.models import AgentMode
@@ -13,6 +14,7 @@ from tools.registry import internal_registry, mcp_registry
 from .llm.catalog import models_config
 from .models import AgentSession, ToolApproval, Turn, TurnEvent
 from .run.pipeline import MCP_SEPARATOR, budget_order, mcp_server_order, policy_allows
+from .run.trace import turn_trace
 
 
 class ReadOnlyAdminMixin:
@@ -30,7 +32,17 @@ class TurnInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
     show_change_link = True
     can_delete = False
-    fields = readonly_fields = ("index", "status", "execution", "mode", "response_mode", "user_message", "created_at")
+    fields = readonly_fields = (
+        "index",
+        "status",
+        "origin",
+        "replaced_by",
+        "execution",
+        "mode",
+        "response_mode",
+        "user_message",
+        "created_at",
+    )
 
 
 class TurnEventInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -40,26 +52,67 @@ class TurnEventInline(ReadOnlyAdminMixin, admin.TabularInline):
     fields = readonly_fields = ("seq", "type", "payload", "created_at")
 
 
+class SessionStateFilter(admin.SimpleListFilter):
+    """Where the owner keeps a session: in the list (pinned or not), archived, or deleted (a soft
+    delete: the row, its turns and ModeHistory stay for the audit)."""
+
+    title = "state"
+    parameter_name = "state"
+    STATES = {
+        "active": ("Active (in the owner's list)", {"archived_at__isnull": True, "deleted_at__isnull": True}),
+        "pinned": ("Pinned", {"pinned_at__isnull": False, "deleted_at__isnull": True}),
+        "archived": ("Archived", {"archived_at__isnull": False, "deleted_at__isnull": True}),
+        "deleted": ("Deleted by the owner", {"deleted_at__isnull": False}),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.STATES.items()]
+
+    def queryset(self, request, queryset):
+        state = self.STATES.get(self.value() or "")
+        return queryset.filter(**state[1]) if state else queryset
+
+
 @admin.register(AgentSession)
 class AgentSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["__str__", "team", "user", "mode", "execution", "updated_at"]
-    list_filter = ["team", "mode", "execution"]
+    list_display = ["__str__", "team", "user", "mode", "execution", "state", "updated_at"]
+    list_filter = [SessionStateFilter, "team", "mode", "execution"]
     search_fields = ["id", "title", "user__username"]
     list_select_related = ["team", "user"]
     inlines = [TurnInline]
+
+    @admin.display(description="state")
+    def state(self, obj: AgentSession) -> str:
+        if obj.deleted_at:
+            return f"deleted {obj.deleted_at:%Y-%m-%d %H:%M}"
+        labels = [label for label, at in (("pinned", obj.pinned_at), ("archived", obj.archived_at)) if at]
+        return ", ".join(labels) or "active"
 
 
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Newest first, each named by its session and what the user asked."""
 
-    list_display = ["title", "status", "execution", "mode", "response_mode", "step_count", "created_at"]
-    list_filter = ["status", "execution", "mode"]
+    list_display = ["title", "status", "origin", "execution", "mode", "response_mode", "step_count", "created_at"]
+    list_filter = ["status", "origin", "execution", "mode"]
     search_fields = ["id", "session__id", "session__title", "user_message"]
     list_select_related = ["session"]
     ordering = ["-created_at"]
     date_hierarchy = "created_at"
     inlines = [TurnEventInline]
+    exclude = ["trace"]  # shown as `request_trace`: each step's request put back together
+    readonly_fields = ["request_trace"]
+
+    @admin.display(description="what the model was sent")
+    def request_trace(self, obj: Turn) -> str:
+        """Each step's request as sent (agents/run/trace.py: Turn.trace plus what each step added)."""
+        trace = turn_trace(obj)
+        steps = [
+            {"step": s, "json": json.dumps(s.messages, indent=2, ensure_ascii=False), "tool_names": _names(s.tools)}
+            for s in trace.steps
+        ]
+        tools = json.dumps(trace.tools, indent=2, ensure_ascii=False)
+        return render_to_string("admin/agents/turn_trace.html", {"trace": trace, "steps": steps, "tools": tools})
 
     @admin.display(description="turn", ordering="created_at")
     def title(self, obj: Turn) -> str:
@@ -69,6 +122,10 @@ class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 TITLE_MESSAGE_CHARS = 80
+
+
+def _names(schemas: list[dict]) -> str:
+    return ", ".join(s.get("function", {}).get("name", "?") for s in schemas)
 
 
 @admin.register(TurnEvent)

@@ -70,5 +70,6 @@ def _branch_execution(mode_key: str, current: str) -> str:
 
 def _request_before(turn: Turn) -> str:
     """The user's request that the proposal answered: the message before the choice."""
-    previous = turn.session.turns.filter(index__lt=turn.index).order_by("-index").first()
+    earlier = turn.session.turns.filter(index__lt=turn.index, replaced_by__isnull=True)  # not what a resend replaced
+    previous = earlier.order_by("-index").first()
     return previous.user_message if previous else turn.user_message

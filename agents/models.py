@@ -77,6 +77,12 @@ class Turn(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         LIMIT_REACHED = "limit_reached", "Limit reached"
 
+    class Origin(models.TextChoices):
+        MESSAGE = "message", "Message"
+        EDIT = "edit", "Edited and resent"
+        RETRY = "retry", "Retry"
+        REGENERATE = "regenerate", "Regenerated"
+
     id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveIntegerField()
@@ -101,6 +107,10 @@ class Turn(models.Model):
     # While `requires_action` or `awaiting_approval`: the conversation so far, the tool list and the
     # pending calls, so the turn continues exactly where it stopped (agents/state.py).
     state = models.JSONField(default=dict, blank=True)
+    # What the model was sent, stored once per turn (agents/run/trace.py): the system prompt, the tool
+    # schemas and the earlier turns the request carried (by reference, with a digest). Each step's
+    # step.started event holds only the messages added since the step before.
+    trace = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -114,6 +124,11 @@ class Turn(models.Model):
     dispatch = models.CharField(max_length=32, blank=True, default="")
     worker = models.CharField(max_length=120, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Edit and resend, retry, regenerate (agents/conversations.py): how this turn's message came to be
+    # sent, and, on the turns it replaced, the turn that replaced them. Replaced turns stay (audit, the
+    # admin, the page shows them folded away) but are no longer part of the conversation the model sees.
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.MESSAGE)
+    replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces")
 
     class Meta:
         ordering = ["session", "index"]

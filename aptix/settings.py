@@ -10,67 +10,16 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import overload
 
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from aptix.env import env_bool, env_float, env_int, env_list, env_str
 from aptix.redis_options import REDIS_OPTIONS, redis_channel_layers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("APTIX_VAR_DIR", BASE_DIR / "var"))
-
-
-@overload
-def env_str(name: str) -> str | None: ...
-@overload
-def env_str(name: str, default: str) -> str: ...
-@overload
-def env_str(name: str, default: str | None) -> str | None: ...
-def env_str(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else default
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = env_str(name)
-    if value is None:
-        return default
-    lowered = value.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name} must be true or false, not {value!r}.")
-
-
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    return _env_number(name, default, minimum, int, "an integer")
-
-
-def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
-    return _env_number(name, default, minimum, float, "a number")
-
-
-def _env_number(name, default, minimum, parse, kind):
-    value = env_str(name)
-    if value is None:
-        return default
-    try:
-        number = parse(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be {kind}, not {value!r}.") from None
-    if not number >= minimum:  # also refuses NaN
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
-    return number
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    value = env_str(name)
-    if value is None:
-        return default
-    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -181,6 +130,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 else:
     DATABASES["default"]["TEST"] = {"NAME": "test_aptix"}
+    # PostgreSQL through Django's psycopg pool: every thread (requests, sockets' ORM calls, the
+    # event writer) borrows one of at most APTIX_DB_POOL_MAX connections and waits up to
+    # APTIX_DB_POOL_TIMEOUT seconds for one, instead of opening its own and meeting the server's
+    # max_connections ("too many clients") in a burst. Size: processes × max ≤ max_connections.
+    if env_bool("APTIX_DB_POOL", True):
+        pool_max = env_int("APTIX_DB_POOL_MAX", 10, minimum=1)
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(env_int("APTIX_DB_POOL_MIN", 2), pool_max),
+            "max_size": pool_max,
+            "timeout": env_float("APTIX_DB_POOL_TIMEOUT", 30.0, minimum=0.1),
+        }
+    else:  # e.g. behind PgBouncer in transaction mode: a connection per thread, checked before reuse
+        DATABASES["default"]["CONN_MAX_AGE"] = env_int("APTIX_DB_CONN_MAX_AGE", 60)
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -296,6 +259,8 @@ APTIX_WS_MAX_PER_SESSION = env_int("APTIX_WS_MAX_PER_SESSION", 8, minimum=1)
 APTIX_WS_REPLAY_MAX = env_int("APTIX_WS_REPLAY_MAX", 400, minimum=1)
 APTIX_WS_MAX_MESSAGE = env_int("APTIX_WS_MAX_MESSAGE", 4096, minimum=128)
 APTIX_WS_RECHECK = env_float("APTIX_WS_RECHECK", 60.0, minimum=0.01)
+# Turns the session page draws at first; earlier ones load as the user scrolls up (web/views/history.py).
+APTIX_SESSION_PAGE_TURNS = env_int("APTIX_SESSION_PAGE_TURNS", 20, minimum=1)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -10,15 +10,19 @@ from django.views.decorators.http import require_GET
 
 from aptix.bearer import RateLimited, bearer_user
 
-# images/<session id>/<random id>.png: written by image_gen for the session it drew in.
-IMAGE_PATH = re.compile(r"images/([0-9a-f]{32})/[0-9a-f]{32}\.png")
+# images/<session id>/<random id>.<ext>: drawn by image_gen, or shown by an MCP tool, in that
+# session; only raster formats (tools/mcp/rich.py checks them with Pillow), never SVG.
+IMAGE_PATH = re.compile(r"images/([0-9a-f]{32})/[0-9a-f]{32}\.(png|jpg|gif|webp)")
+IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+# files/<session id>/<random id>/<name>: audio and other blobs of MCP results, only ever downloaded.
+FILE_PATH = re.compile(r"files/([0-9a-f]{32})/[0-9a-f]{32}/([A-Za-z0-9._-]{1,100})")
 
 
 @require_GET
 def media(request, path: str):
-    """Generated images, to whoever may see the session they were drawn in: its owner signed in, or
-    a program with the owner's API token (`Authorization: Bearer …`). Anyone else gets a 404, as for
-    a session of someone else."""
+    """Generated images and the images and files of MCP results, to whoever may see the session they
+    were made in: its owner signed in, or a program with the owner's API token (`Authorization:
+    Bearer …`). Anyone else gets a 404, as for a session of someone else. Files are downloads."""
     from agents.sessions import SessionNotFoundError, session_get
 
     user = request.user if request.user.is_authenticated else None
@@ -33,7 +37,7 @@ def media(request, path: str):
             return JsonResponse({"error": {"message": "Invalid or missing API token."}}, status=401)
     if user is None:
         return redirect_to_login(request.get_full_path())
-    match = IMAGE_PATH.fullmatch(path)
+    match = IMAGE_PATH.fullmatch(path) or FILE_PATH.fullmatch(path)
     if match is None:
         raise Http404("No such file.")
     try:
@@ -43,6 +47,12 @@ def media(request, path: str):
     target = Path(settings.MEDIA_ROOT) / path
     if not target.is_file():
         raise Http404("No such file.")
-    response = FileResponse(target.open("rb"), content_type="image/png")
+    if match.re is FILE_PATH:  # never rendered inline, whatever the server said it was
+        response = FileResponse(
+            target.open("rb"), as_attachment=True, filename=match.group(2), content_type="application/octet-stream"
+        )
+    else:
+        response = FileResponse(target.open("rb"), content_type=IMAGE_TYPES[match.group(2)])
     response["Cache-Control"] = "private, max-age=86400"
+    response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -1,12 +1,15 @@
 """Benchmark: bytes and render time one viewer's socket costs for a streamed answer.
 
-A 2,000-token answer (about 8,000 characters of Markdown: paragraphs, a list, a table, a code block)
-arrives as model.delta events the way the recorder coalesces them (`--chars-per-delta`, about 10 at
-50 tokens/s and one event per 50 ms), then model.message and turn.completed. Each event is rendered
-by the live renderer exactly as the websocket consumer does for one viewer. Printed: frames, total
-bytes sent, the largest frame, and the render CPU time.
+A 2,000-token answer (about 8,000 characters of Markdown: paragraphs, a list, a table, a code block;
+`--prose`: paragraphs only) arrives at `--rate` tokens/s (4 characters a token) as model.delta
+events the way the recorder coalesces them for a lone reply (agents/events/pacing.py: one event per
+DELTA_INTERVAL for the reply's first DELTA_FAST_SECONDS, then one per DELTA_INTERVAL_LONG;
+`--chars-per-delta` fixes the size instead), then model.message and turn.completed (with the answer and usage, as a
+run writes it). Each event is rendered by the live renderer as the websocket consumers of a
+session share it (agents/web/renders.py). Printed: frames, total bytes sent to one viewer, the
+largest frame, and the render CPU time.
 
-    .venv/bin/python bench/stream_bytes.py [--tokens 2000] [--chars-per-delta 10]
+    .venv/bin/python bench/stream_bytes.py [--tokens 2000] [--rate 50] [--chars-per-delta N] [--prose]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ django.setup()
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from agents.events.pacing import delta_interval
 from agents.sessions import session_create
 from agents.turns import turn_start
 from agents.web.live import LiveRenderer
@@ -44,37 +48,67 @@ BLOCK = (
 )
 
 
-def answer(tokens: int) -> str:
+def answer(tokens: int, block: str = BLOCK) -> str:
     text = ""
     while len(text) < tokens * 4:
-        text += BLOCK
+        text += block
     return text[: tokens * 4]
+
+
+PROSE = (
+    "Revenue grew in every region except the south, where a late shipment moved orders into the next "
+    "quarter. The north led with twelve percent, and the east followed with eight.\n\n"
+)
+
+
+def pieces(text: str, rate: float, fixed: int | None) -> list[str]:
+    """The text of each model.delta event: `fixed` characters, or what the recorder's coalescing
+    gathers from tokens arriving at `rate` a second."""
+    if fixed:
+        return [text[i : i + fixed] for i in range(0, len(text), fixed)]
+    out, at, clock, per_second = [], 0, 0.0, rate * 4
+    while at < len(text):
+        interval = delta_interval(since_start=clock, streams=1)  # one reply streaming, the database keeping up
+        size = max(4, round(per_second * interval)) if out else 4  # the first token goes at once
+        out.append(text[at : at + size])
+        at, clock = at + size, clock + (interval if len(out) > 1 else 0.0)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=2000)
-    parser.add_argument("--chars-per-delta", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--chars-per-delta", type=int, default=0)
+    parser.add_argument("--prose", action="store_true")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-stream")
     session = session_create(team=team_ensure(name="Bench stream", owner=user), user=user, execution="ask")
     turn = turn_start(session=session, text="Summarise revenue")
-    text = answer(args.tokens)
-    step = args.chars_per_delta
+    text = answer(args.tokens, PROSE if args.prose else BLOCK)
+    usage = {"prompt_tokens": 500, "completion_tokens": args.tokens}
+    final = {"status": "completed", "answer": text, "mode": session.mode, "mode_changes": [], "branch": None}
     events = [("turn.started", {"mode": session.mode, "execution": "ask"}), ("step.started", {"step": 1})]
-    events += [("model.delta", {"text": text[i : i + step]}) for i in range(0, len(text), step)]
-    events += [("model.message", {"content": text, "step": 1}), ("turn.completed", {"answer": text})]
+    events += [("model.delta", {"text": piece}) for piece in pieces(text, args.rate, args.chars_per_delta)]
+    events += [("model.message", {"content": text, "step": 1, "usage": {**usage, "turn_total": 500 + args.tokens}})]
+    events += [("turn.completed", {**final, "usage": usage, "steps": 1})]
     renderer = LiveRenderer(session)
-    sizes = []
+    sizes: dict[str, list[int]] = {}
     cpu = time.process_time()
     for seq, (event_type, payload) in enumerate(events, 1):
-        sizes.append(len(renderer.render(turn, event_type, payload, seq).encode()))
+        size = len(renderer.render(turn, event_type, payload, seq).encode())
+        kind = f"{event_type} (appended)" if renderer.tail_only else event_type
+        sizes.setdefault(kind, []).append(size)
     cpu = time.process_time() - cpu
+    every = [size for group in sizes.values() for size in group]
     print(
-        f"{args.tokens} tokens ({len(text):,} chars) in {len(events)} events: {sum(sizes) / 1024:,.1f} KB sent to one "
-        f"viewer, largest frame {max(sizes) / 1024:.1f} KB, render CPU {cpu * 1000:.0f} ms"
+        f"{args.tokens} tokens ({len(text):,} chars{', prose' if args.prose else ''}) in {len(events)} events: "
+        f"{sum(every) / 1024:,.1f} KB sent to one viewer, largest frame {max(every) / 1024:.1f} KB, "
+        f"render CPU {cpu * 1000:.0f} ms"
     )
+    for kind, group in sizes.items():
+        print(f"  {kind:28} {len(group):4} frames {sum(group) / 1024:8.1f} KB")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from django.db import connections
 from django.test import override_settings
 
 from agents.events import close_writer_connection
+from agents.web.renders import close_render_connection
 from aptix.models import Membership, Team
 
 
@@ -38,6 +39,7 @@ def _close_async_thread_connections():
         with contextlib.suppress(Exception):  # best effort clean-up
             executor.submit(connections.close_all).result(timeout=10)
     close_writer_connection()  # the event writer's thread, likewise
+    close_render_connection()  # the live renders' thread (agents/web/renders.py), likewise
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,9 @@
 """The payload of every event type, typed, and the registry of event types.
 
 A new event type is one entry in `EVENT_PAYLOADS` (plus its TypedDict here); producers build the
-TypedDict, readers (timeline, API, consumer) use the same keys. Trace-only fields (the prompt and
-messages sent, the tool schemas) stay in the stored event and out of the live stream.
+TypedDict, readers (timeline, API, consumer) use the same keys. Trace-only fields (the messages a step
+added, the tool names) stay in the stored event and out of the live stream; what every step of a turn
+shares (system prompt, tool schemas, earlier turns) is stored once, in Turn.trace (agents/run/trace.py).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ class TurnStarted(TypedDict):
     execution: str
     model: str
     max_steps: int
-    system_prompt: str  # trace only
-    tools: list[dict[str, Any]]  # trace only
+    system_prompt: NotRequired[str]  # trace only, in turns recorded before Turn.trace held it
+    tools: NotRequired[list[dict[str, Any]]]  # likewise
     tool_kinds: dict[str, str]
     tools_allowed: NotRequired[int]  # what policy and toggles allowed (more than offered: the budget cut)
     tools_left_out: NotRequired[list[str]]
@@ -39,8 +40,8 @@ class StepStarted(TypedDict):
     step: int
     max_steps: int | None
     mode: str
-    messages_from: int
-    messages: list[dict[str, Any]]  # trace only
+    messages_from: int  # where `messages` start in the request (before: Turn.trace and earlier steps)
+    messages: list[dict[str, Any]]  # trace only: the messages this step added
     tools: list[str]  # trace only
     tokens: NotRequired[int]  # the request's size (context.py's count)
     history_turns: NotRequired[int]  # earlier turns in it
@@ -89,6 +90,21 @@ class ToolResult(TypedDict):
     size: NotRequired[int]  # characters of the whole result
     cut_for_model: NotRequired[int]  # the result was cut to this many characters for the model
     repeat: NotRequired[bool]  # the same call was made earlier in the turn: its result was given again
+    # Rich content of an MCP result (tools/mcp/rich.py Attachment.payload): images, files, links,
+    # embedded resources; `text` is then the result's text blocks alone (the card shows the rest apart).
+    attachments: NotRequired[list[dict[str, Any]]]
+    text: NotRequired[str]
+
+
+class ToolProgress(TypedDict):
+    """A running MCP call's latest `notifications/progress` (coalesced: at most one event per
+    PROGRESS_INTERVAL of agents/run/tool_calls.py, always the newest)."""
+
+    id: str
+    name: str
+    progress: float
+    total: float | None
+    message: str  # at most PROGRESS_MESSAGE_CHARS
 
 
 class Branch(TypedDict):
@@ -147,6 +163,7 @@ EVENT_PAYLOADS: dict[str, type] = {
     "model.message": ModelMessage,
     "model.retry": ModelRetry,
     "tool.called": ToolCalled,
+    "tool.progress": ToolProgress,
     "tool.result": ToolResult,
     "mode.changed": ModeChange,
     "approval.requested": ApprovalRequested,

@@ -13,18 +13,20 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from ..models import Turn, TurnEvent
+from . import pacing
 from .channel import send_events
 from .payloads import EVENT_TYPES
 from .writer import TurnWrite, write_events
 
 logger = logging.getLogger("aptix.events")
 
-# Token deltas are coalesced: the first goes at once, then about one event per DELTA_INTERVAL for the
-# first DELTA_FAST_SECONDS of a reply (the answer visibly starts), then one per DELTA_INTERVAL_LONG
-# (a long answer costs every viewer a third of the events, and nobody reads faster than that).
-DELTA_INTERVAL = 0.05
-DELTA_INTERVAL_LONG = 0.15
-DELTA_FAST_SECONDS = 1.0
+# Token deltas are coalesced as pacing.py says (first at once, then an interval that grows with the
+# reply's age and the process's load). Kept here too for the benchmarks that import them.
+DELTA_INTERVAL, DELTA_INTERVAL_LONG, DELTA_FAST_SECONDS = (
+    pacing.DELTA_INTERVAL,
+    pacing.DELTA_INTERVAL_LONG,
+    pacing.DELTA_FAST_SECONDS,
+)
 # Seconds between two event transactions of a turn: what is handed over meanwhile waits and goes in
 # the next one. A turn whose steps take longer (any real model) still writes every event as it comes;
 # a fast one writes a batch per window instead of a transaction per event (each costs the run a
@@ -57,12 +59,15 @@ class EventRecorder:
         self._handed_write = TurnWrite()  # ... and with the handed ones
         self._writer: asyncio.Task | None = None  # the writer, while it has work
         self._urgent = asyncio.Event()  # set by drain(): write what is handed without waiting
+        self._wake = asyncio.Event()  # ends the writer's pause between transactions (drain, a first delta)
         self._last_write = 0.0  # loop time the last transaction started
         self.streamed = ""  # the text of the reply being streamed (kept if the run is stopped)
         self._error: BaseException | None = None
         self._pending_delta = ""
         self._last_flush = 0.0
         self._stream_started: float | None = None  # when the current reply's first delta came
+        self._hurry = False  # a reply's first delta is handed over: write it without the pause
+        self._writing = False  # a transaction of this turn is in flight
 
     async def emit(
         self,
@@ -82,6 +87,7 @@ class EventRecorder:
         if event_type in ("model.message", "model.retry"):
             self.streamed = ""
             self._stream_started = None  # the next reply starts fast again
+            pacing.streaming.ended(self)
         event = self._queue_event(event_type, dict(payload or {}))
         if turn_write is not None:
             self._queue_write.merge(turn_write)
@@ -90,15 +96,27 @@ class EventRecorder:
         return event
 
     async def delta(self, text: str) -> None:
-        """Buffer a token delta; emit when ~50 ms passed since the last one."""
+        """Buffer a token delta; emit it as pacing.py's policy says (a reply's first at once)."""
         self._pending_delta += text
         self.streamed += text
         now = time.monotonic()
         if self._stream_started is None:
             self._stream_started = now
-        fast = now - self._stream_started < DELTA_FAST_SECONDS
-        if now - self._last_flush >= (DELTA_INTERVAL if fast else DELTA_INTERVAL_LONG):
+            pacing.streaming.started(self)
+            self._hurry = True  # the answer visibly starts at once, not a write interval later
+            self._wake.set()  # ...even if the writer is pausing after the previous transaction
             await self.flush_delta()
+            return
+        interval = pacing.delta_interval(
+            since_start=now - self._stream_started, streams=len(pacing.streaming), backlog=self._backlog()
+        )
+        if now - self._last_flush >= interval:
+            await self.flush_delta()
+
+    def _backlog(self) -> int:
+        """Batches handed to the writer that wait for its transaction in flight (0 or 1: it takes
+        them all next): the database is behind. (Not those waiting out the writer's pause.)"""
+        return 1 if self._writing and self._handed else 0
 
     async def flush_delta(self) -> None:
         if self._queue_delta():
@@ -117,7 +135,9 @@ class EventRecorder:
     async def drain(self) -> None:
         """Wait until every event emitted so far is written and broadcast; raise the first write error."""
         await self.flush()
+        pacing.streaming.ended(self)  # the run is ending: its reply no longer streams
         self._urgent.set()
+        self._wake.set()
         try:
             while self._writer is not None and not self._writer.done():
                 await asyncio.shield(self._writer)
@@ -133,21 +153,26 @@ class EventRecorder:
         loop = asyncio.get_running_loop()
         while self._handed:
             wait = self._last_write + WRITE_INTERVAL - loop.time()
-            if wait > 0 and not self._urgent.is_set():
+            if wait > 0 and not self._urgent.is_set() and not self._hurry:
+                self._wake.clear()
                 try:
                     async with asyncio.timeout(wait):
-                        await self._urgent.wait()
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
             self._last_write = loop.time()
+            self._hurry = False
             events, write = self._handed, self._handed_write
             self._handed, self._handed_write = [], TurnWrite()
+            self._writing = True
             try:
                 await write_events(self.turn_id, events, write)
             except Exception as exc:
                 logger.exception("Writing events %s-%s of turn %s failed", events[0].seq, events[-1].seq, self.turn_id)
                 self._error = self._error or exc
                 continue
+            finally:
+                self._writing = False
             await send_events(self._layer, self.session_id, self.turn_id, events)
 
     def _queue_delta(self) -> bool:

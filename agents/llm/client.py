@@ -22,8 +22,9 @@ from django.conf import settings
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 from .catalog import ModelSpec, model_for, reset_models_config, sdk_client
+from .images import with_images
 from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback
-from .stream import StreamAssembler, estimate_usage
+from .stream import StreamAssembler, StreamError, estimate_usage, sse_events
 from .transport import StreamingASGITransport
 
 OFFLINE_LABEL = "offline"
@@ -40,12 +41,14 @@ class LLMClient:
         label: str | None = None,
         context_tokens: int | None = None,
         supports_tools: bool = True,
+        vision: bool = False,
     ) -> None:
         self.client = client
         self.model = model
         self.label = label or model
         self.context_tokens = context_tokens  # None: APTIX_CONTEXT_TOKENS
         self.supports_tools = supports_tools
+        self.vision = vision  # sees images of tool results (images.py)
 
     @property
     def is_offline(self) -> bool:
@@ -78,7 +81,7 @@ class LLMClient:
         came). A stream that ends without a finish reason is requested once more, `on_restart`
         awaited first (what `on_delta` got so far is void); cut off again, it raises
         `ModelError(kind="cut_off")` with the text received in `exc.partial`."""
-        request = _Request(messages=messages, tools=tools or None)
+        request = _Request(messages=await with_images(messages, vision=self.vision), tools=tools or None)
         restarted = False
         while True:
             stream = StreamAssembler(on_delta=on_delta, on_reasoning=on_reasoning)
@@ -105,23 +108,33 @@ class LLMClient:
 
     async def _stream_once(self, request: _Request, stream: StreamAssembler) -> None:
         """Send the request and feed its stream to `stream`. A 400 is raised as is (the caller may
-        drop what the server refused and retry); other failures as a `ModelError`."""
+        drop what the server refused and retry); other failures as a `ModelError`.
+
+        The SDK sends the request (auth, retries, base URL, error statuses) and hands over the raw
+        streaming response; its Server-Sent Events are read here as lines and plain `json.loads`
+        (stream.py), without building the SDK's typed chunk objects."""
         try:
-            chunks = await self.client.chat.completions.create(
+            async with self.client.chat.completions.with_streaming_response.create(
                 model=self.model,
                 messages=cast("list[ChatCompletionMessageParam]", request.messages),
                 tools=cast("list[ChatCompletionToolParam]", request.tools) or openai.omit,
                 stream=True,
                 stream_options={"include_usage": True} if request.stream_options else openai.omit,
-            )
-            async with chunks:
-                async for chunk in chunks:
-                    await stream.absorb(chunk)
+            ) as response:
+                try:
+                    async for data in sse_events(response.iter_lines()):
+                        await stream.absorb(json.loads(data))
+                except httpx2.TimeoutException as exc:  # as the SDK's own stream reports them
+                    raise openai.APITimeoutError(request=response.http_request) from exc
+                except httpx2.RequestError as exc:
+                    raise openai.APIConnectionError(request=response.http_request) from exc
         except openai.BadRequestError:
             raise
         except openai.APIError as exc:
             raise _user_facing(exc, self) from exc
-        except (json.JSONDecodeError, ValueError, KeyError, TypeError, httpx2.HTTPError) as exc:
+        except StreamError as exc:
+            raise ModelError(f"The model server reported an error mid-answer: {str(exc)[:300]}", kind="server") from exc
+        except (ValueError, KeyError, TypeError, httpx2.HTTPError) as exc:  # json.JSONDecodeError is a ValueError
             raise ModelError(_MALFORMED, kind="malformed") from exc
         await stream.close()
 
@@ -213,6 +226,7 @@ def build_llm_client(spec: ModelSpec | None = None) -> LLMClient:
             label=spec.label,
             context_tokens=spec.context_tokens,
             supports_tools=spec.tools,
+            vision=spec.vision,
         )
 
     from .offline.app import OFFLINE_MODEL_NAME, OfflineModelApp  # loaded only when it serves

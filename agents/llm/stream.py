@@ -10,15 +10,19 @@ Beyond what OpenAI sends, it copes with what OpenAI-compatible servers do:
   different name once the call at that index has arguments), ids only on a call's first delta or
   not at all (missing or repeated ids become `call_<n>`, n the call's position), names and
   arguments in any number of pieces, a name repeated on every delta;
-- no usage chunk: `estimate_usage` fills in estimated token counts.
+- no usage chunk: `estimate_usage` fills in estimated token counts;
+- SSE comments (`: keep-alive`), `event:` lines, data split over several `data:` lines, and an
+  error sent as a chunk mid-stream (`{"error": {...}}`, OpenRouter and vLLM do): `StreamError`.
+
+Chunks are read as plain JSON (`sse_events` + `json.loads`), not as the SDK's pydantic chunk
+objects, whose construction cost more than everything else a streamed token costs the process.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-
-from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from typing import Any
 
 from .protocol import estimate_tokens, prompt_token_estimate
 from .reply import DeltaCallback, ModelReply, ToolCallRequest
@@ -79,16 +83,18 @@ class ToolCallAssembler:
         self.calls: list[_CallSlot] = []
         self._open: dict[int | None, _CallSlot] = {}  # the call each index currently continues
 
-    def add(self, part: ChoiceDeltaToolCall) -> None:
-        index = getattr(part, "index", None)  # some servers leave it out
-        name = (part.function.name if part.function is not None else None) or ""
-        arguments = (part.function.arguments if part.function is not None else None) or ""
+    def add(self, part: dict[str, Any]) -> None:
+        index = part.get("index")  # some servers leave it out
+        function = _mapping(part.get("function"))
+        name = _text(function.get("name"))
+        arguments = _text(function.get("arguments"))
+        ident = _text(part.get("id"))
         slot = self._open.get(index)
-        if slot is None or _starts_new_call(slot, part.id or "", name):
+        if slot is None or _starts_new_call(slot, ident, name):
             slot = self._open[index] = _CallSlot()
             self.calls.append(slot)
-        if part.id:
-            slot.id = part.id
+        if ident:
+            slot.id = ident
         if name != slot.name:  # some servers repeat the whole name on every delta
             slot.name += name
         slot.arguments += arguments
@@ -119,13 +125,62 @@ def _starts_new_call(slot: _CallSlot, ident: str, name: str) -> bool:
     return bool(name and slot.name and slot.arguments and name != slot.name)
 
 
-def _reasoning_text(delta: ChoiceDelta) -> str:
-    """The delta's reasoning text: an extra field the SDK keeps but does not declare."""
-    for attribute in ("reasoning_content", "reasoning"):  # vLLM may send both, with the same text
-        value = getattr(delta, attribute, None)
+def _reasoning_text(delta: dict[str, Any]) -> str:
+    """The delta's reasoning text (not in OpenAI's protocol: servers name it either way)."""
+    for key in ("reasoning_content", "reasoning"):  # vLLM may send both, with the same text
+        value = delta.get(key)
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """A JSON object of the stream (`null` or absent: empty); anything else is a malformed stream."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object in the stream, got {type(value).__name__}")
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string in the stream, got {type(value).__name__}")
+    return value
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+class StreamError(Exception):
+    """The server sent an error inside the stream (`{"error": {"message": ...}}`) instead of a chunk."""
+
+    def __init__(self, error: Any) -> None:
+        message = error.get("message") if isinstance(error, dict) else error
+        super().__init__(str(message or "an error occurred during streaming"))
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The `data` of each Server-Sent Event in `lines` (the response body's lines, without their
+    line ends), up to `[DONE]`. Comments and `event:`/`id:`/`retry:` fields are skipped; several
+    `data:` lines of one event are joined with newlines (the SSE rules); an event not ended by a
+    blank line when the body ends is dropped, as a half-received chunk."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                event = "\n".join(data)
+                data = []
+                if event == "[DONE]":
+                    return
+                yield event
+            continue
+        if line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
 
 
 class StreamAssembler:
@@ -145,25 +200,35 @@ class StreamAssembler:
         """Whether a finish reason arrived: without one the stream was cut off."""
         return self.reply.finish_reason is not None
 
-    async def absorb(self, chunk: ChatCompletionChunk) -> None:
-        if chunk.usage is not None:
-            self.reply.prompt_tokens = chunk.usage.prompt_tokens or 0
-            self.reply.completion_tokens = chunk.usage.completion_tokens or 0
+    async def absorb(self, chunk: Any) -> None:
+        """One chunk, as parsed JSON. Raises `StreamError` for an error chunk and ValueError for
+        one that is not shaped like a chunk."""
+        chunk = _mapping(chunk)
+        if chunk.get("error"):
+            raise StreamError(chunk["error"])
+        usage = chunk.get("usage")
+        if usage is not None:
+            usage = _mapping(usage)
+            self.reply.prompt_tokens = _count(usage.get("prompt_tokens"))
+            self.reply.completion_tokens = _count(usage.get("completion_tokens"))
             self.saw_usage = True
-        for choice in chunk.choices or []:
-            if choice.delta is not None:
-                await self._absorb_delta(choice.delta)
-            if choice.finish_reason:
-                self.reply.finish_reason = choice.finish_reason
+        for entry in chunk.get("choices") or []:
+            choice = _mapping(entry)
+            delta = choice.get("delta")
+            if delta is not None:
+                await self._absorb_delta(_mapping(delta))
+            if choice.get("finish_reason"):
+                self.reply.finish_reason = _text(choice["finish_reason"])
 
-    async def _absorb_delta(self, delta: ChoiceDelta) -> None:
+    async def _absorb_delta(self, delta: dict[str, Any]) -> None:
         reasoning = _reasoning_text(delta)
         if reasoning:
             await self._reason(reasoning)
-        if delta.content:
-            await self._text(self._think.feed(delta.content))
-        for part in delta.tool_calls or []:
-            self._calls.add(part)
+        content = _text(delta.get("content"))
+        if content:
+            await self._text(self._think.feed(content))
+        for part in delta.get("tool_calls") or []:
+            self._calls.add(_mapping(part))
 
     async def close(self) -> ModelReply:
         """Settle the text held back and the tool calls; the reply so far."""

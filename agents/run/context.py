@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -98,6 +98,7 @@ class History:
     sizes: list[int]  # messages per turn, oldest first: what `trim` drops a turn at a time
     dropped: int  # earlier turns left out for the budget
     tokens: int
+    turn_ids: list[str] = field(default_factory=list)  # the turns sent, oldest first (the trace's reference)
 
 
 @sync_to_async
@@ -105,11 +106,13 @@ def load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
     """The session's earlier finished turns that fit in `budget` tokens, newest first until one does
     not fit (each whole, never a part of one)."""
     kept: list[list[dict[str, Any]]] = []
+    kept_ids: list[str] = []
     used = dropped = 0
     past = Turn.objects.filter(
         session_id=turn.session_id,
         index__lt=turn.index,
         status__in=[Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED],
+        replaced_by__isnull=True,  # an edit, retry or regenerate took them out of the conversation
     ).order_by("-index")
     full = False
     for start in range(0, past.count(), HISTORY_BATCH):
@@ -117,7 +120,7 @@ def load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
         if full:
             dropped += len(batch)
             continue
-        steps = _steps_of([t.pk for t in batch])
+        steps = steps_of([t.pk for t in batch])
         for old in batch:
             messages = past_turn_messages(old, steps.get(old.pk, []))
             tokens = counter.messages(messages)
@@ -126,17 +129,20 @@ def load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
                 dropped += 1
                 continue
             kept.append(messages)
+            kept_ids.append(old.pk)
             used += tokens
     kept.reverse()
+    kept_ids.reverse()
     return History(
         messages=[m for turn_messages in kept for m in turn_messages],
         sizes=[len(m) for m in kept],
         dropped=dropped,
         tokens=used,
+        turn_ids=kept_ids,
     )
 
 
-def _steps_of(turn_ids: list[str]) -> dict[str, list[TurnEvent]]:
+def steps_of(turn_ids: list[str]) -> dict[str, list[TurnEvent]]:
     steps: dict[str, list[TurnEvent]] = {}
     events = TurnEvent.objects.filter(turn_id__in=turn_ids, type__in=["model.message", "tool.result"]).order_by(
         "turn_id", "seq"
@@ -147,9 +153,10 @@ def _steps_of(turn_ids: list[str]) -> dict[str, list[TurnEvent]]:
     return steps
 
 
-def past_turn_messages(turn: Turn, steps: list[TurnEvent]) -> list[dict[str, Any]]:
+def past_turn_messages(turn: Turn, steps: list[TurnEvent], *, result_chars: int | None = None) -> list[dict[str, Any]]:
     """One earlier turn as chat messages: the user's message, each tool step (the assistant's calls
-    and their results, cut to the result budget) and the answer."""
+    and their results, cut to the result budget: `result_chars`, default APTIX_TOOL_RESULT_CHARS) and
+    the answer."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": turn.user_message}]
     results = {e.payload.get("id"): e.payload for e in steps if e.type == "tool.result"}
     for event in steps:
@@ -167,15 +174,16 @@ def past_turn_messages(turn: Turn, steps: list[TurnEvent]) -> list[dict[str, Any
             }
         )
         messages += [
-            {"role": "tool", "tool_call_id": c["id"], "content": _result_text(results[c["id"]])} for c in calls
+            {"role": "tool", "tool_call_id": c["id"], "content": _result_text(results[c["id"]], result_chars)}
+            for c in calls
         ]
     messages.append({"role": "assistant", "content": turn.answer or "(no answer)"})
     return messages
 
 
-def _result_text(result: dict[str, Any]) -> str:
+def _result_text(result: dict[str, Any], limit: int | None = None) -> str:
     if result.get("ok"):
-        return budgeted(result.get("result") or "")
+        return budgeted(result.get("result") or "", limit)
     return json.dumps({"error": result.get("error") or "The tool failed."})
 
 

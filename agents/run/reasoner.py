@@ -47,6 +47,7 @@ from .outcomes import (
 from .pipeline import ToolSelection, build_system_prompt, select_tools
 from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
+from .trace import prefix_size, turn_trace_fields
 
 logger = logging.getLogger("aptix.reasoner")
 
@@ -149,8 +150,10 @@ class Reasoner:
         history = await load_history(turn, counter, max(context_budget(run.llm.context_tokens) - fixed, 0))
         messages = [system, *history.messages, current]
         # Written with turn.started (the run holds the turn: nothing reads its status meanwhile
-        # but the orphan check, which knows the run's task).
+        # but the orphan check, which knows the run's task), and with it the trace every step shares
+        # (system prompt, tool schemas, earlier turns by reference: trace.py), stored once per turn.
         write = turns.started(model_label=run.llm.label)
+        write.fields["trace"] = turn_trace_fields(system_prompt=system_prompt, tools=selection.schemas, history=history)
         turns.apply_locally(turn, write)
         await run.recorder.emit(
             "turn.started",
@@ -161,8 +164,6 @@ class Reasoner:
                 "execution": turn.execution,
                 "model": run.llm.label,
                 "max_steps": self.max_steps if turn.execution == "agent" else 1,
-                "system_prompt": system_prompt,
-                "tools": selection.schemas,
                 "tool_kinds": selection.kinds,
                 "tools_allowed": selection.allowed,
                 "tools_left_out": selection.left_out,
@@ -181,6 +182,7 @@ class Reasoner:
             kinds=selection.kinds,
             mode=turn.mode,
             history_sizes=history.sizes,
+            traced=prefix_size(history),  # the system prompt and earlier turns are in Turn.trace
         )
 
     def _continue_state(self, turn: Turn, tool_results: list[dict]) -> PausedState:
@@ -264,8 +266,9 @@ class Reasoner:
         turn, state = run.turn, self._state(run)
         turn.step_count += 1
         tokens = self._fit(run, tools)
-        # The trace keeps each message once: the first step carries the whole prompt, later steps
-        # what was appended since (tool results), so a long turn does not store n² messages.
+        # The trace keeps each message once: Turn.trace holds the system prompt and the earlier turns,
+        # each step what was appended since (step 1 the user's message, later ones the replies and tool
+        # results), so neither a long turn nor a long session stores a message twice (trace.py).
         sent_before = state.traced
         state.traced = len(state.messages)
         await run.recorder.emit(

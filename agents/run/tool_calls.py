@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.conf import settings
 
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
+from tools.mcp.waiting import starting_host
 from tools.registry import ToolRegistry
 
 from ..approvals import (
@@ -29,6 +31,9 @@ from ..events.payloads import ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
 from .pipeline import MCP_SEPARATOR, with_current_mode
+from .progress import ProgressRelay
+
+Progress = Callable[[float, float | None, str | None], None]
 
 CUT_MARKER = (
     "\n\n[Aptix cut this tool result: it is {size:,} characters and you got the first {kept:,}. "
@@ -49,10 +54,11 @@ def call_key(name: str, arguments: str) -> str:
     return f"{name}\n{canonical}"
 
 
-def budgeted(content: str) -> str:
-    """A tool result as the model gets it: at most APTIX_TOOL_RESULT_CHARS, with a marker saying how
-    much was cut and how to ask for less (the trace keeps more: APTIX_TOOL_RESULT_STORE_CHARS)."""
-    limit = settings.APTIX_TOOL_RESULT_CHARS
+def budgeted(content: str, limit: int | None = None) -> str:
+    """A tool result as the model gets it: at most `limit` (default APTIX_TOOL_RESULT_CHARS) characters,
+    with a marker saying how much was cut and how to ask for less (the trace keeps more:
+    APTIX_TOOL_RESULT_STORE_CHARS)."""
+    limit = limit or settings.APTIX_TOOL_RESULT_CHARS
     if len(content) <= limit:
         return content
     return content[:limit] + CUT_MARKER.format(size=len(content), kept=limit)
@@ -174,7 +180,8 @@ class ToolCalls:
             session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
         )
         started = time.monotonic()
-        result = await self._execute(call, kind, context, run.paused_state)
+        async with ProgressRelay(run.recorder, call.id, call.name) as progress:
+            result = await self._execute(call, kind, context, run.paused_state, progress.report)
         await self._record(run, call, result, round((time.monotonic() - started) * 1000, 1))
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
@@ -187,12 +194,20 @@ class ToolCalls:
         content = budgeted(full)
         if not repeat:
             state.seen_calls.setdefault(call_key(call.name, call.arguments), content)
-        state.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        message: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": content}
+        attachments = [a.payload() for a in getattr(result, "attachments", ()) if result.successful]
+        if images := [a for a in attachments if a["kind"] == "image" and a.get("path")]:
+            # agents/llm/images.py shows them to a vision model (and drops the key for any other)
+            message["images"] = [{"path": a["path"], "mime": a["mime"], "url": a["url"]} for a in images]
+        state.messages.append(message)
         state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
         payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful, "duration_ms": duration_ms}
         if result.successful:
             payload["result"] = (result.result or "")[: settings.APTIX_TOOL_RESULT_STORE_CHARS]
             payload["size"] = len(result.result or "")
+        if attachments:
+            payload["attachments"] = attachments
+            payload["text"] = str(getattr(result, "text", ""))[: settings.APTIX_TOOL_RESULT_STORE_CHARS]
         else:
             payload["error"] = result.error_message
         if content != full:
@@ -201,7 +216,19 @@ class ToolCalls:
             payload["repeat"] = True
         await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
 
-    async def _execute(self, call: Call, kind: str | None, context: ToolContext, state: PausedState) -> InvokeResult:
+    async def _when_started(self, name: str, on_progress: Progress) -> Any:
+        """MCP tool `name` once its server is up, if the server is starting now (the tool card says
+        so meanwhile); else None."""
+        server = name.partition(MCP_SEPARATOR)[0]
+        host = starting_host(self.mcp, server)
+        if host is None:
+            return None
+        on_progress(0, None, f'Waiting for the MCP server "{server}" to start')
+        return self.mcp.get(name) if await host.wait_started(server) else None
+
+    async def _execute(
+        self, call: Call, kind: str | None, context: ToolContext, state: PausedState, on_progress: Progress
+    ) -> InvokeResult:
         name, arguments = call.name, call.arguments
         if kind is None:
             offered = ", ".join(n for n in state.kinds) or "none"
@@ -212,10 +239,15 @@ class ToolCalls:
             except ValueError as exc:
                 return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
         tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
+        if tool is None and kind != "internal":  # its server may still be starting (resumed after a restart)
+            tool = await self._when_started(name, on_progress)
         if tool is None:
             return InvokeResult.from_error(f"Tool '{name}' is unavailable right now (its server is down).")
         try:
-            result = await tool.execute(arguments or "{}", context)
+            if (with_progress := getattr(tool, "execute_with_progress", None)) is not None:
+                result = await with_progress(arguments or "{}", context, on_progress)  # MCP tools
+            else:
+                result = await tool.execute(arguments or "{}", context)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - one failing tool does not lose the others

@@ -29,6 +29,7 @@ from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_get
 
 from .live import LiveRenderer
+from .renders import release, renders_for
 from .streams import CLOSE_ACCESS_LOST, CLOSE_TOO_BIG, CLOSE_TOO_MANY, open_streams, still_allowed, user_group
 
 logger = logging.getLogger("aptix.stream")
@@ -67,7 +68,8 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         self.group = session_group(session.id)
         self.sent: dict[str, int] = {}  # turn id → highest seq sent on this connection
         self.turns: dict[str, Turn] = {}
-        self.renderer = LiveRenderer(session)
+        self.renderer = LiveRenderer(session)  # this socket's replay
+        self.shared = renders_for(session)  # live events: rendered once for every socket of the session here
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         await self.accept()
@@ -78,6 +80,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         self.closed = True
         if self.session is not None:
             self.rechecks.cancel()
+            release(self.shared)
             open_streams.release(self, user_id=self.user_id, session_id=self.session.id)
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
@@ -87,12 +90,33 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         if len(text_data or bytes_data or "") > settings.APTIX_WS_MAX_MESSAGE:
             await self._close(CLOSE_TOO_BIG)
 
+    async def dispatch(self, message: dict) -> None:
+        """Channels runs `close_old_connections` on asgiref's one sync thread before every message
+        it hands a consumer: a trip through the queue of every ORM call in the process. Live
+        events need no connection of that thread (their renders have a thread of their own,
+        renders.py), so they skip it; twenty turns starting at once had each turn's first token
+        wait behind the others' run and history loads there (issue 17)."""
+        if message.get("type") == "turn.events":
+            await self.turn_events(message)
+        else:
+            await super().dispatch(message)
+
     async def turn_events(self, message: dict) -> None:
         """A batch of live events from the session's group (agents/events.py)."""
         if self.session is None or message.get("session_id") != self.session.id:
             return
         for event in message_events(message):
-            await self._send_event(event["turn_id"], event["event"], event["payload"], event["seq"])
+            turn_id, seq = event["turn_id"], event["seq"]
+            if self.closed:
+                return
+            try:  # every event, even one already replayed here: the shared renderer follows the turn
+                html = await self.shared.render(turn_id, event["event"], event["payload"], seq)
+            except Exception:
+                logger.exception("Rendering event %s of turn %s failed", seq, turn_id)
+                continue
+            if seq > self.sent.get(turn_id, 0):
+                self.sent[turn_id] = seq
+                await self.send(text_data=html)
 
     async def access_check(self, message: dict) -> None:
         """From the user's group: their access may have changed (agents/web/streams.py)."""
@@ -146,9 +170,9 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         for event in events:
             if self.closed:
                 return
-            await self._send_event(event.turn_id, event.type, event.payload, event.seq)
+            await self._replay_event(event.turn_id, event.type, event.payload, event.seq)
 
-    async def _send_event(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
+    async def _replay_event(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
         if self.closed or seq <= self.sent.get(turn_id, 0):
             return  # closed, or already sent (replayed, then broadcast again)
         self.sent[turn_id] = seq

@@ -12,6 +12,8 @@ class SessionCreateForm(forms.Form):
     mode = forms.ChoiceField(choices=())
     execution = forms.ChoiceField(choices=Execution.choices, initial=Execution.ASK, widget=forms.RadioSelect)
     title = forms.CharField(max_length=200, required=False)
+    # The first message (checked by the turn service, whose reasons the page shows): it creates the session.
+    message = forms.CharField(required=False, strip=False, widget=forms.Textarea)
 
     def __init__(self, *args, teams, modes, default_mode: str, **kwargs):
         super().__init__(*args, **kwargs)

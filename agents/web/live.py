@@ -15,16 +15,25 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from agents.events import EVENT_TYPES, FINAL_EVENT_TYPES, live_payload
-from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, ToolCalled, ToolResult
-from agents.models import AgentSession, Turn
+from agents.events.payloads import (
+    ModelDelta,
+    ModelMessage,
+    StepStarted,
+    ToolCalled,
+    ToolProgress,
+    ToolResult,
+    TurnEnded,
+)
+from agents.models import AgentSession, Turn, TurnEvent
 from agents.state import ModeChange
 
 from .fragments import ComposerState, session_fragments, stream_cursor
 from .markdown import render_markdown
-from .timeline import live_text, mode_item, render_turn, text_item, tool_item
+from .timeline import live_text, mode_item, progress_of, render_turn, text_item, tool_item
 
 Renderer = Callable[["LiveRenderer", Turn, Any, int], str]
 LIVE_RENDERERS: dict[str, Renderer] = {}
@@ -44,16 +53,19 @@ def renders(*event_types: str) -> Callable[[Renderer], Renderer]:
     return register
 
 
-RERENDER_MIN_CHARS = 200  # a streamed text is rendered whole again once it grew by this much and doubled
+RERENDER_MIN_CHARS = 200  # a streamed text is rendered whole again once it grew by this much...
+RERENDER_GROWTH = 4  # ...and to this many times its length when last rendered
 CURSOR_EVERY = 16  # appended text moves the page's stream cursor every this many events
 
 
 def with_tail(html: str, turn_id: str, text: str) -> SafeString:
     """Rendered Markdown with the element streamed text is appended to until the next rendering:
-    inside its last paragraph, so the words run on (after a list or a code block, below it)."""
+    inside its last paragraph, so the words run on (after a list or a code block, below it). Its id
+    is the page's one `live-tail` (a session runs one turn at a time): a short target keeps each
+    appended piece's frame small."""
     # Markdown drops the text's trailing space, which the next appended piece needs before it.
     space = " " if text[-1:].isspace() else ""
-    tail = f'<span class="live-tail-box" id="turn-{turn_id}-tail">{space}</span>'
+    tail = f'<span class="live-tail-box" id="live-tail" data-turn="{turn_id}">{space}</span>'
     body = html.rstrip()
     if body.endswith("</p>"):
         return mark_safe(body[: -len("</p>")] + tail + "</p>")
@@ -61,9 +73,11 @@ def with_tail(html: str, turn_id: str, text: str) -> SafeString:
 
 
 class LiveRenderer:
-    """Turns broadcast events into HTML fragments for one websocket connection. It remembers the
-    tool calls it has seen so a result can redraw its card; a result whose call it did not see
-    (a client that resumed between the two) reads the call from the database."""
+    """Turns broadcast events into HTML fragments: for a session's sockets in one process
+    (renders.py) or for one socket's replay. It remembers the tool calls it has seen so a result
+    can redraw its card (a result whose call it did not see reads the call from the database), and
+    the events of each turn it saw from the start, so the turn's end is drawn from them and the
+    final event's payload, without reading the turn back."""
 
     def __init__(self, session: AgentSession) -> None:
         self.session = session
@@ -72,17 +86,46 @@ class LiveRenderer:
         self.rendered: dict[str, int] = {}  # turn id → length of that text when last rendered whole
         self.tail_only = False  # the fragment being rendered only appends streamed text
         self.max_steps: dict[str, int | None] = {}
+        self.seen: dict[str, list[TurnEvent]] = {}  # turn id → its events, if seen from seq 1 on
+
+    def forget(self, turn_id: str) -> None:
+        """Drop what was remembered of a turn (events were missed): read from the database again."""
+        for memory in (self.live, self.rendered, self.seen):
+            memory.pop(turn_id, None)
+
+    def renders_inline(self, turn_id: str, event_type: str) -> bool:
+        """Whether rendering the event needs neither the database nor blocking work (so it can be
+        done on the event loop): streamed text of a turn whose text so far is known, a step's start."""
+        return event_type == "step.started" or (event_type == "model.delta" and turn_id in self.live)
 
     def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
         """Sync (templates and, for some events, the database): call through sync_to_async."""
         renderer = LIVE_RENDERERS.get(event_type)
         self.tail_only = False
-        html = renderer(self, turn, live_payload(payload), seq) if renderer else ""
+        payload = live_payload(payload)
+        self._remember(turn.id, event_type, payload, seq)
+        html = renderer(self, turn, payload, seq) if renderer else ""
         if self.tail_only and seq % CURSOR_EVERY:
             # A page that resumes from an older cursor gets those deltas again, and its connection's
             # first delta renders the whole text: nothing shows twice.
             return html
         return html + stream_cursor(turn.id, seq)
+
+    def _remember(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
+        events = self.seen.get(turn_id)
+        if event_type == "turn.started" and seq == 1:
+            events = self.seen[turn_id] = []
+        elif events is None or events[-1].seq != seq - 1:
+            self.seen.pop(turn_id, None)  # not from the start, or one missed: read from the database
+            return
+        events.append(TurnEvent(turn_id=turn_id, seq=seq, type=event_type, payload=payload))
+
+    def events_until(self, turn: Turn, seq: int) -> list[TurnEvent]:
+        """The turn's events up to `seq`: those seen, or (not seen from the start) the stored ones."""
+        events = self.seen.get(turn.id)
+        if events is not None and events and events[-1].seq == seq:
+            return list(events)
+        return list(turn.events.filter(seq__lte=seq).order_by("seq"))
 
     def streamed(self, turn: Turn, seq: int) -> str:
         """What the turn streamed before event `seq`: remembered, or (a connection that resumed
@@ -110,20 +153,44 @@ def _stored_turn(turn: Turn, seq: int) -> list:
     return list(turn.events.filter(seq__lte=seq).order_by("seq"))
 
 
+def _ended(turn: Turn, payload: TurnEnded) -> None:
+    """Give the turn the row columns its final event carries (agents/turns.py `finished` writes
+    the same ones with it); a final event without usage (a turn ended by a sweep) reads the row."""
+    if "usage" not in payload or "steps" not in payload:
+        turn.refresh_from_db()
+        return
+    usage = payload["usage"]
+    turn.status = payload.get("status") or turn.status
+    turn.answer = payload.get("answer", "")
+    turn.error = payload.get("error") or ""
+    turn.response_mode = payload.get("mode") or turn.response_mode
+    turn.prompt_tokens = usage.get("prompt_tokens", turn.prompt_tokens)
+    turn.completion_tokens = usage.get("completion_tokens", turn.completion_tokens)
+    turn.step_count = payload["steps"]
+    if turn.finished_at is None:
+        turn.finished_at = timezone.now()
+
+
 @renders("turn.started")
 def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
-    stored = _stored_turn(turn, seq)
-    if turn.is_finished:  # ...and may even have ended: its end follows too, so draw it running until then
-        turn.status, turn.answer, turn.error = Turn.Status.RUNNING, "", ""
+    """Drawn from the event: a turn's first event shows it running with nothing streamed yet."""
+    turn.status, turn.answer, turn.error = Turn.Status.RUNNING, "", ""
+    live.live[turn.id] = ""  # nothing streamed yet: the first delta needs no database read
+    events = live.events_until(turn, seq) if seq > 1 else list(live.seen.get(turn.id, []))
     # Appended, unless the page has the turn already (the send request's answer drew it): aptix.js.
-    return session_fragments(live.session, append=render_turn(turn, stored, if_absent=True))
+    return session_fragments(live.session, append=render_turn(turn, events, if_absent=True))
 
 
 @renders(*FINAL_EVENT_TYPES)
-def _turn_ended(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
-    html = render_turn(turn, _stored_turn(turn, seq), oob=True)
-    live.session.refresh_from_db()
-    return html + session_fragments(live.session, composer="idle", mode_badge=True, meta=True, waiting=True)
+def _turn_ended(live: LiveRenderer, turn: Turn, payload: TurnEnded, seq: int) -> str:
+    events = live.events_until(turn, seq)
+    _ended(turn, payload)
+    html = render_turn(turn, events, oob=True)
+    live.seen.pop(turn.id, None)
+    live.session.refresh_from_db()  # its mode, title, grants: one read per process, not per viewer
+    # The badge (and its catalog, the largest part) only if the mode changed: mode.changed drew it then.
+    changed = bool(payload.get("mode_changes")) or "mode_changes" not in payload
+    return html + session_fragments(live.session, composer="idle", mode_badge=changed, meta=True, waiting=True)
 
 
 @renders("approval.requested", "approval.decided")
@@ -149,14 +216,14 @@ def _step_started(live: LiveRenderer, turn: Turn, payload: StepStarted, seq: int
 def _model_delta(live: LiveRenderer, turn: Turn, payload: ModelDelta, seq: int) -> str:
     """Bytes per viewer linear in the answer: the new text is appended as it comes (plain text, the
     tail after the last rendering); the whole text so far is rendered as Markdown again only when it
-    has doubled since the last time (so a half-written table or list soon looks like one), and at
-    the end (model.message, the final event). A connection's first delta always renders the whole
+    has grown RERENDER_GROWTH times since the last time (so a half-written table or list soon looks
+    like one), and at the end (model.message, the final event). A connection's first delta always renders the whole
     text: a page that resumed mid-reply gets the reply as it stands, whatever it showed before."""
     piece = payload.get("text", "")
     text = live.streamed(turn, seq) + piece
     live.live[turn.id] = text
     rendered = live.rendered.get(turn.id)
-    if rendered is None or len(text) >= max(2 * rendered, rendered + RERENDER_MIN_CHARS):
+    if rendered is None or len(text) >= max(RERENDER_GROWTH * rendered, rendered + RERENDER_MIN_CHARS):
         live.rendered[turn.id] = len(text)
         html = with_tail(render_markdown(text), turn.id, text)
         return render_to_string("agents/_event.html", {"streamed_html": html, "turn": turn})
@@ -174,7 +241,7 @@ def _model_retry(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str
 
 @renders("model.message")
 def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: int) -> str:
-    live.live.pop(turn.id, None)  # the text moves into an item (tool step) or the answer
+    live.live[turn.id] = ""  # the text moves into an item (tool step) or the answer; the next starts empty
     live.rendered.pop(turn.id, None)
     status = live.status(turn, payload.get("step"), (payload.get("usage") or {}).get("turn_total"))
     if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
@@ -190,6 +257,13 @@ def _tool_called(live: LiveRenderer, turn: Turn, payload: ToolCalled, seq: int) 
     return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(payload, None), "append": True})
 
 
+@renders("tool.progress")
+def _tool_progress(live: LiveRenderer, turn: Turn, payload: ToolProgress, seq: int) -> str:
+    """Only the progress line of the running call's card (the card keeps its open/closed state)."""
+    context = {"call_id": payload.get("id", ""), "name": payload.get("name", ""), "oob": True}
+    return render_to_string("agents/_tool_progress.html", {**context, "progress": progress_of(payload)})
+
+
 @renders("tool.result")
 def _tool_result(live: LiveRenderer, turn: Turn, payload: ToolResult, seq: int) -> str:
     called = live.calls.pop(payload.get("id", ""), None) or _stored_call(turn, payload.get("id"))
@@ -200,7 +274,8 @@ def _tool_result(live: LiveRenderer, turn: Turn, payload: ToolResult, seq: int) 
 def _mode_changed(live: LiveRenderer, turn: Turn, payload: ModeChange, seq: int) -> str:
     live.session.refresh_from_db()
     item = render_to_string("agents/_event.html", {"turn": turn, "item": mode_item(payload), "append": True})
-    return item + session_fragments(live.session, mode_badge=True, meta=True)
+    # tools: the Tools panel lists what the new mode's policy offers (and blocks)
+    return item + session_fragments(live.session, mode_badge=True, tools=True, meta=True)
 
 
 def _stored_call(turn: Turn, call_id: str | None) -> dict:

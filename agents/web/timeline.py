@@ -13,11 +13,13 @@ from typing import Any
 from django.db.models import Q
 from django.template.loader import render_to_string
 
-from agents.approvals import requested_mode
+from agents.approvals import DECLINED_MODE_CHANGE, DENIED_TOOL, requested_mode
 from agents.branching import branch_child
+from agents.conversations import AGAIN_FROM
 from agents.events import FINAL_EVENT_TYPES
 from agents.llm.protocol import estimate_tokens
 from agents.models import Turn, TurnEvent
+from agents.run.progress import progress_label
 from modes.models import AgentMode
 from modes.proposal import find_proposal
 
@@ -41,7 +43,9 @@ def _pretty(arguments: str) -> str:
         return arguments
 
 
-def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> Item:
+def tool_item(
+    called: Mapping[str, Any], result: Mapping[str, Any] | None, progress: Mapping[str, Any] | None = None
+) -> Item:
     pretty = _pretty(called.get("arguments") or "")
     data: dict[str, Any] = {
         "id": called.get("id", ""),
@@ -49,18 +53,57 @@ def tool_item(called: Mapping[str, Any], result: Mapping[str, Any] | None) -> It
         "kind": called.get("kind", ""),
         "arguments": pretty,
         "state": "running",
+        "progress": progress_of(progress),
     }
     if result is not None:
-        data["state"] = "ok" if result.get("ok") else "error"
+        # "blocked": the user denied the call (it never ran), told apart from a tool that failed
+        blocked = result.get("error") in (DENIED_TOOL, DECLINED_MODE_CHANGE)
+        data["state"] = "ok" if result.get("ok") else "blocked" if blocked else "error"
         data["size"] = result.get("size")
         data["cut_for_model"] = result.get("cut_for_model")
         data["repeat"] = bool(result.get("repeat"))
         data["duration_ms"] = result.get("duration_ms")
         data["error"] = result.get("error") or ""
         text = result.get("result") or ""
-        data["result"] = text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")
         data["image"] = image_of(called.get("name", ""), text)
+        data["media"] = media_of(result.get("attachments") or [])
+        if data["media"]:
+            text = result.get("text") or ""  # the card shows the images, links, resources and files apart
+        data["result"] = text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")
     return Item("tool", data)
+
+
+def progress_of(payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a running call's card shows of its latest `tool.progress`: '3/10 — fetching…' and, with a
+    total, a progress bar."""
+    if not payload or not (label := progress_label(dict(payload))):
+        return None
+    total = payload.get("total")
+    total = total if isinstance(total, int | float) else None
+    return {"label": label, "value": payload.get("progress"), "total": total}
+
+
+def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]] | None:
+    """The rich content of an MCP result (tools/mcp/rich.py), by how the card shows it: images
+    (served by this site only), links (http and https only; anything else is plain text),
+    embedded resources (collapsible text) and files (a labelled download)."""
+    media: dict[str, list[dict[str, Any]]] = {"images": [], "links": [], "resources": [], "files": []}
+    for item in attachments:
+        kind, url = item.get("kind"), str(item.get("url") or "")
+        if kind == "image" and url.startswith("/media/images/"):
+            media["images"].append({"url": url, "alt": item.get("name") or "image", "size": item.get("size")})
+        elif kind == "file" and url.startswith("/media/files/"):
+            media["files"].append(item)
+        elif kind == "link":
+            safe = url if url.lower().startswith(("http://", "https://")) else ""
+            media["links"].append({**item, "url": safe, "uri": item.get("uri") or url})
+        elif kind == "resource":
+            text = str(item.get("text") or "")
+            cut = len(text) > RESULT_PREVIEW_LIMIT
+            media["resources"].append({**item, "text": text[:RESULT_PREVIEW_LIMIT], "cut": cut})
+        elif kind in ("image", "file"):  # not stored (no session): named only
+            media["files"].append({**item, "url": ""})
+    return media if any(media.values()) else None
 
 
 def image_of(name: str, text: str) -> dict | None:
@@ -110,11 +153,8 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
             calls[p.get("id", "")] = p
             cards[p.get("id", "")] = len(items)
             items.append(tool_item(p, None))
-        elif event.type == "tool.result" and p.get("id") in cards:
-            item = items[cards[p["id"]]] = tool_item(calls[p["id"]], p)
-            image = item.data.get("image")
-            if image and image["url"] in turn.answer:
-                item.data["image"] = None  # the answer shows it
+        elif event.type in ("tool.result", "tool.progress") and p.get("id") in cards:
+            _tool_update(turn, items, cards[p["id"]], calls[p["id"]], event)
         elif event.type == "mode.changed":
             items.append(mode_item(p))
         elif event.type == "approval.requested":
@@ -124,6 +164,20 @@ def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
                 if (at := cards.get(f"approval:{decision['id']}")) is not None:
                     items[at].data.update(decided(decision))
     return _mark_unfinished_calls(turn, items)
+
+
+def _tool_update(turn: Turn, items: list[Item], at: int, called: dict, event: TurnEvent) -> None:
+    """A call's card after its result (images the answer shows are not repeated) or a progress."""
+    if event.type == "tool.progress":
+        if items[at].data["state"] == "running":
+            items[at].data["progress"] = progress_of(event.payload)
+        return
+    item = items[at] = tool_item(called, event.payload)
+    image = item.data.get("image")
+    if image and image["url"] in turn.answer:
+        item.data["image"] = None  # the answer shows it
+    if media := item.data.get("media"):
+        media["images"] = [i for i in media["images"] if i["url"] not in turn.answer]
 
 
 def _mark_unfinished_calls(turn: Turn, items: list[Item]) -> list[Item]:
@@ -232,12 +286,16 @@ def live_text(events: list[TurnEvent]) -> str:
     return "".join(parts)
 
 
-def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -> dict[str, Any]:
+def turn_context(
+    turn: Turn, events: list[TurnEvent], *, latest: bool = False, summary: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """`summary` is (last seq, unreported tokens) of a finished turn drawn without its model.delta and
+    step.started rows (the session page, agents/web/views/history.py)."""
     started: dict[str, Any] = next((e.payload for e in events if e.type == "turn.started"), {})
     steps = [e.payload for e in events if e.type == "step.started"]
     final = next((e.payload for e in reversed(events) if e.type in FINAL_EVENT_TYPES), None)
     completed = turn.status == Turn.Status.COMPLETED
-    unreported = unreported_tokens(events) if turn.is_finished else 0
+    unreported = summary[1] if summary else unreported_tokens(events) if turn.is_finished else 0
     branch = (final or {}).get("branch") if completed and latest else None
     return {
         "turn": turn,
@@ -247,7 +305,7 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
         "live_html": "" if turn.is_finished else render_markdown(live_text(events)),
         "proposal": proposal_choices(turn.answer) if completed and latest else [],
         "tokens": turn.prompt_tokens + turn.completion_tokens + unreported,
-        "seq": last_seq(events),
+        "seq": summary[0] if summary else last_seq(events),
         "step": steps[-1].get("step") if steps else 0,
         "max_steps": started.get("max_steps") or (steps[-1].get("max_steps") if steps else None),
         "limit": final.get("message") if final and final.get("limit") else "",
@@ -257,6 +315,33 @@ def turn_context(turn: Turn, events: list[TurnEvent], *, latest: bool = False) -
         "branch": branch,
         "branch_child": branch_child(turn) if branch else None,
         "latest": latest and turn.status == Turn.Status.LIMIT_REACHED,
+        **resend_context(turn, latest=latest),
+    }
+
+
+# Edit and resend, retry, regenerate (agents/conversations.py): what a turn offers and says about it.
+ORIGIN_LABELS: dict[str, str] = {
+    Turn.Origin.EDIT: "edited",
+    Turn.Origin.RETRY: "retried",
+    Turn.Origin.REGENERATE: "regenerated",
+}
+REPLACED_LABELS: dict[str, str] = {
+    Turn.Origin.EDIT: "Replaced by your edited message",
+    Turn.Origin.RETRY: "Replaced by a retry",
+    Turn.Origin.REGENERATE: "Replaced by a regenerated answer",
+}
+
+
+def resend_context(turn: Turn, *, latest: bool) -> dict[str, Any]:
+    """Edit (a turn not replaced, once it ended or waits), Retry or Regenerate (the last turn, by its
+    status), and for a replaced turn the line that folds it away."""
+    replaced = turn.replaced_by_id is not None
+    again = next((kind for kind, statuses in AGAIN_FROM.items() if turn.status in statuses), "")
+    return {
+        "editable": not replaced and (turn.is_finished or turn.is_paused),
+        "again": again if latest and not replaced else "",
+        "origin_label": ORIGIN_LABELS.get(turn.origin, ""),
+        "replaced_label": REPLACED_LABELS.get(turn.replaced_by.origin, "Replaced") if turn.replaced_by else "",
     }
 
 
@@ -305,6 +390,7 @@ def render_turn(
     latest: bool = True,
     if_absent: bool = False,
     request=None,
+    summary: tuple[int, int] | None = None,
 ) -> str:
-    context = {**turn_context(turn, events, latest=latest), "oob": oob, "if_absent": if_absent}
+    context = {**turn_context(turn, events, latest=latest, summary=summary), "oob": oob, "if_absent": if_absent}
     return render_to_string("agents/_turn.html", context, request=request)

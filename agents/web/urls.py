@@ -1,14 +1,17 @@
 from django.urls import path
 
-from .views import actions, export, manage, sessions, settings
+from .views import actions, answer, export, history, manage, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
     path("sessions/", sessions.session_list_view, name="session-list"),
     path("sessions/new/", sessions.session_new, name="session-new"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session-detail"),
+    path("sessions/<str:session_id>/history/", history.session_history, name="session-history"),
     path("sessions/<str:session_id>/turns/", actions.turn_new, name="turn-new"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/cancel/", actions.turn_stop, name="turn-cancel"),
+    path("sessions/<str:session_id>/turns/<str:turn_id>/resend/", actions.turn_resend, name="turn-resend"),
+    path("sessions/<str:session_id>/turns/<str:turn_id>/answer.md", answer.turn_answer, name="turn-answer"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/approvals/", actions.approval_decide, name="approval-decide"),
     path("sessions/<str:session_id>/grants/revoke/", actions.session_grant_revoke, name="session-grant-revoke"),
     path("sessions/<str:session_id>/mode/", actions.session_mode, name="session-mode"),

@@ -50,7 +50,7 @@
   function retireOlderTurns() {
     var turns = document.querySelectorAll("#timeline > .turn");
     for (var i = 0; i < turns.length - 1; i++) {
-      turns[i].querySelectorAll(".choices, form.branch, form.continue").forEach(function (el) { el.remove(); });
+      turns[i].querySelectorAll(".choices, form.branch, form.continue, form.again").forEach(function (el) { el.remove(); });
     }
   }
   // A turn that arrives as an append (data-if-absent) may already be on the page: the send request's
@@ -201,11 +201,20 @@
     box.form.requestSubmit();
   });
 
-  // Copy buttons: a code block's code, or an answer's Markdown (data-copy-text). The button says
-  // "Copied" (or "Copy failed") for two seconds. Without the Clipboard API (a page served over plain
-  // HTTP to another host is no secure context) a selected, off-screen textarea is copied instead.
-  function copyText(text) {
-    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  // Copy buttons: a code block's code, a token (data-copy-text), or an answer's Markdown, fetched
+  // from data-copy-url when clicked (the page carries each answer once, as HTML). The button says
+  // "Copied" (or "Copy failed") for two seconds. The clipboard write starts in the click itself with
+  // a promise of the text (ClipboardItem), so the click's user activation still holds when the text
+  // arrives; without ClipboardItem the text is fetched first and then written. Without the
+  // Clipboard API (a page served over plain HTTP to another host is no secure context) a selected,
+  // off-screen textarea is copied instead.
+  function fetchText(url) {
+    return fetch(url, {credentials: "same-origin", headers: {"Accept": "text/markdown"}}).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    });
+  }
+  function copyFallback(text) {
     return new Promise(function (resolve, reject) {
       var area = document.createElement("textarea");
       area.value = text;
@@ -217,6 +226,17 @@
       area.remove();
       if (ok) { resolve(); } else { reject(new Error("copy refused")); }
     });
+  }
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    return copyFallback(text);
+  }
+  function copyFetched(url) {
+    if (navigator.clipboard && window.isSecureContext && window.ClipboardItem && navigator.clipboard.write) {
+      var blob = fetchText(url).then(function (text) { return new Blob([text], {type: "text/plain"}); });
+      return navigator.clipboard.write([new ClipboardItem({"text/plain": blob})]);
+    }
+    return fetchText(url).then(copyText);
   }
   function copiedState(button, ok) {
     button.textContent = ok ? "Copied" : "Copy failed";
@@ -230,10 +250,15 @@
   document.addEventListener("click", function (e) {
     var button = e.target.closest && e.target.closest("button.copy[data-copy]");
     if (!button) return;
-    var text = button.dataset.copy === "code"
-      ? (button.closest(".code-block").querySelector("code") || {}).textContent
-      : button.dataset.copyText;
-    copyText(text || "").then(function () { copiedState(button, true); }, function () { copiedState(button, false); });
+    var done;
+    if (button.dataset.copyUrl) {
+      done = copyFetched(button.dataset.copyUrl);
+    } else {
+      done = copyText((button.dataset.copy === "code"
+        ? (button.closest(".code-block").querySelector("code") || {}).textContent
+        : button.dataset.copyText) || "");
+    }
+    done.then(function () { copiedState(button, true); }, function () { copiedState(button, false); });
   });
 
   // A message above the workspace (a session renamed, deleted…) goes when clicked.
@@ -325,5 +350,60 @@
       Notification.requestPermission().then(showPermission);
     }
     showPermission();
+  });
+
+  // A page opens with focus in the message box, ready to type. The skip link puts focus into its
+  // target (following a fragment only moves where the next Tab starts).
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!document.activeElement || document.activeElement === document.body) focusComposer();
+  });
+  document.addEventListener("click", function (e) {
+    var link = e.target.closest && e.target.closest("a.skip-link");
+    var target = link && document.getElementById(link.getAttribute("href").slice(1));
+    if (!target) return;
+    target.focus();
+    if (document.activeElement === target) e.preventDefault();  // else the browser follows the link
+  });
+
+  // Phone: the session list is a drawer (a disclosure, not a modal). The top bar's "Sessions" button
+  // opens it and focus moves into it; Esc, the button again or a tap beside it closes it and focus goes
+  // back to the button; tabbing on into the page closes it too. Wider screens never show the button,
+  // and a drawer left open there closes.
+  var phone = window.matchMedia("(max-width: 760px)");
+  function drawerOpen() { return document.body.classList.contains("drawer-open"); }
+  function setDrawer(open, refocus) {
+    var toggle = document.getElementById("sessions-toggle");
+    var sidebar = document.getElementById("sidebar");
+    if (!toggle || !sidebar) return;
+    document.body.classList.toggle("drawer-open", open);
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      var first = sidebar.querySelector("li.current a") || sidebar.querySelector("a[href], input, select, button");
+      if (first) first.focus();
+    } else if (refocus) {
+      toggle.focus();
+    }
+  }
+  document.addEventListener("click", function (e) {
+    if (e.target.closest && e.target.closest("#sessions-toggle")) {
+      setDrawer(!drawerOpen(), true);
+    } else if (drawerOpen() && !(e.target.closest && e.target.closest("#sidebar, .topbar"))) {
+      setDrawer(false, true);  // a tap on the shaded page beside the drawer
+    }
+  });
+  // Capturing, before the turn's Esc handler: with the drawer open, Esc closes it (unless it first
+  // clears the sessions filter, as the browser does) and never stops the running turn.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape" || e.isComposing || !drawerOpen() || document.querySelector(":popover-open")) return;
+    var focus = document.activeElement;
+    if (focus && focus.type === "search" && focus.value) return;
+    e.preventDefault();
+    setDrawer(false, true);
+  }, true);
+  document.addEventListener("focusin", function (e) {
+    if (drawerOpen() && !(e.target.closest && e.target.closest("#sidebar, .topbar"))) setDrawer(false, false);
+  });
+  phone.addEventListener("change", function () {
+    if (!phone.matches && drawerOpen()) setDrawer(false, false);
   });
 })();

@@ -116,14 +116,16 @@ async def test_the_web_composer_and_new_session_form_share_the_users_turn_rate(
 ):
     client = ServerLikeAsyncClient()
     await sync_to_async(client.login)(username="alice", password=password)
-    form = {"team": team_a.id, "mode": "general", "execution": "ask"}
-    response = await client.post(reverse("session-new"), form)  # one
+    form = {"team": team_a.id, "mode": "general", "execution": "ask", "message": "Hello"}
+    model.reply("Hi there.")
+    response = await client.post(reverse("session-new"), form)  # one: a session starts with its first message
     assert response.status_code == 302
     session = await AgentSession.objects.aget()
-    model.reply("Hi there.")
-    response = await client.post(reverse("turn-new", args=[session.id]), {"message": "Hello"})  # two
-    assert response.status_code == 200
     await get_runner().wait((await Turn.objects.aget()).id)
+    model.reply("Hi again.")
+    response = await client.post(reverse("turn-new", args=[session.id]), {"message": "Hello?"})  # two
+    assert response.status_code == 200
+    await get_runner().wait((await Turn.objects.aget(index=2)).id)
 
     response = await client.post(reverse("turn-new", args=[session.id]), {"message": "Again"})
     html = response.content.decode()
@@ -134,11 +136,13 @@ async def test_the_web_composer_and_new_session_form_share_the_users_turn_rate(
     assert "Too many new messages or conversations" in response.content.decode()
     response, _ = await call(EXECUTE, {"message": "From a program"}, token)  # the API counts the same turns
     assert response.status_code == 429
-    assert await AgentSession.objects.acount() == 1 and await Turn.objects.acount() == 1 and model.calls == 1
+    assert await AgentSession.objects.acount() == 1 and await Turn.objects.acount() == 2 and model.calls == 2
 
     bobs = ServerLikeAsyncClient()
     await sync_to_async(bobs.login)(username="bob", password=password)
+    model.reply("Hello Bob.")
     assert (await bobs.post(reverse("session-new"), form)).status_code == 302
+    await get_runner().wait((await Turn.objects.aget(session__user=bob)).id)
 
 
 @override_settings(**NO_LIMITS)

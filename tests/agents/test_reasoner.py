@@ -307,10 +307,12 @@ async def test_events_have_consecutive_seq_and_carry_the_trace(make_session, run
     seqs = [e.seq async for e in turn.events.order_by("seq")]
     assert seqs == list(range(1, len(seqs) + 1))
     [started] = await events_of(turn, "turn.started")
-    assert started["model"] == "scripted" and started["system_prompt"].startswith("You are Aptix")
-    assert [t["function"]["name"] for t in started["tools"]] == model.last_tools
+    assert started["model"] == "scripted"
+    # The system prompt and tool schemas are stored once per turn (Turn.trace), not in its events.
+    assert turn.trace["system_prompt"].startswith("You are Aptix") and "system_prompt" not in started
+    assert [t["function"]["name"] for t in turn.trace["tools"]] == model.last_tools
     [step] = await events_of(turn, "step.started")
-    assert step["messages"][-1] == {"role": "user", "content": "Hello"}
+    assert step["messages"] == [{"role": "user", "content": "Hello"}]
     deltas = "".join(p["text"] for p in await events_of(turn, "model.delta"))
     assert deltas == turn.answer
     [message] = await events_of(turn, "model.message")

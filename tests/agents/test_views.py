@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from agents.models import AgentSession
+from agents.run.current import get_runner
 from agents.sessions import SessionManager, session_create
+from tests.helpers import ServerLikeAsyncClient
 
 pytestmark = pytest.mark.django_db
 
@@ -40,12 +43,17 @@ def test_home_lists_only_my_sessions(client, team_a, alice, bob, password):
         assert f'value="{key}"' in html
 
 
-def test_create_session_in_a_mode(client, team_a, alice, password):
-    client.login(username="alice", password=password)
-    response = client.post(
-        reverse("session-new"), {"team": team_a.id, "mode": "data-analysis", "execution": "agent", "title": "Q3"}
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+async def test_create_session_in_a_mode(llm, model, team_a, alice, password):
+    """Composer-first (issue 15, item 11): the session is created by its first message."""
+    client = ServerLikeAsyncClient()
+    await sync_to_async(client.login)(username="alice", password=password)
+    model.reply("Let us look at Q3.")
+    response = await client.post(
+        reverse("session-new"),
+        {"team": team_a.id, "mode": "data-analysis", "execution": "agent", "title": "Q3", "message": "Q3 revenue?"},
     )
-    session = AgentSession.objects.get()
+    session = await AgentSession.objects.select_related("user", "team").aget()
     assert response.status_code == 302 and response["Location"] == reverse("session-detail", args=[session.id])
     assert (session.mode, session.execution, session.title, session.user, session.team) == (
         "data-analysis",
@@ -54,8 +62,9 @@ def test_create_session_in_a_mode(client, team_a, alice, password):
         alice,
         team_a,
     )
-    page = client.get(response["Location"]).content.decode()
-    assert "Q3" in page and "data-analysis" in page
+    await get_runner().wait((await session.turns.aget()).id)
+    page = (await client.get(response["Location"])).content.decode()
+    assert "Q3" in page and "data-analysis" in page and "Let us look at Q3." in page
 
 
 def test_create_session_with_bad_input_shows_errors_and_writes_nothing(client, team_a, team_b, alice, password):

@@ -1,14 +1,13 @@
 """A real `manage.py aptix_worker` subprocess on the test database, with the Redis of the test run
 (`make test` starts one and exports APTIX_TEST_REDIS_URL), and the scripted model it talks to. The
-fixtures `redis_layer` and `worker` are registered in conftest.py."""
+fixtures `redis_layer` and `worker` are registered in conftest.py; the process itself is
+deployment.py's Worker (shared with the scale-out test and bench/scale_out.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from channels.layers import get_channel_layer
@@ -19,10 +18,10 @@ from agents.run.current import use_runner
 from agents.run.runners import WorkerRunner
 from aptix.redis_options import redis_channel_layers
 
+from .deployment import Worker
 from .scripted_model import ScriptedModel, loopback_server
 
 REDIS_URL = os.environ.get("APTIX_TEST_REDIS_URL", "")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -44,33 +43,6 @@ def _database_url() -> str:
 
 
 HEARTBEAT = 0.5  # seconds, in the worker and here: a turn silent for 3 s lost its worker
-
-
-class Worker:
-    """The `aptix_worker` process and the scripted model it talks to (attributes of the model pass through)."""
-
-    def __init__(self, model: ScriptedModel, env: dict[str, str], log: Path) -> None:
-        self.model, self.env, self.log = model, env, log
-        self.process = self._spawn()
-
-    def _spawn(self) -> subprocess.Popen:
-        with self.log.open("a") as out:
-            return subprocess.Popen(
-                [sys.executable, "manage.py", "aptix_worker", "--grace", "1"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    async def restart(self) -> None:
-        """SIGKILL the worker (no clean-up of any kind) and start a new one."""
-        self.process.kill()
-        await asyncio.to_thread(self.process.wait, 10)
-        self.process = self._spawn()
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
 
 
 @pytest.fixture

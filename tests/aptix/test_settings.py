@@ -62,14 +62,14 @@ def test_preferences_are_saved_and_used(alice_client, alice):
     home = alice_client.get(reverse("home")).content.decode()
     assert '<html lang="en" data-theme="dark">' in home
     assert 'data-notify-turns="1"' in home
-    assert 'name="mode" value="data-analysis" checked' in home
+    assert '<option value="data-analysis" selected>' in home  # the composer's mode picker
     assert 'name="execution" value="agent" checked' in home
 
 
 def test_without_preferences_the_catalog_default_and_the_system_theme_apply(alice_client):
     home = alice_client.get(reverse("home")).content.decode()
     assert 'data-theme="system"' in home
-    assert 'name="mode" value="general" checked' in home
+    assert '<option value="general" selected>' in home
     assert 'name="execution" value="ask" checked' in home
     assert "data-notify-turns" not in home
 

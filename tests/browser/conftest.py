@@ -111,9 +111,9 @@ async def open_page(browser, daphne_server, request):
     Content-Security-Policy violations."""
     pages, errors = [], []
 
-    async def open_(*, viewport: dict | None = None, color_scheme: str = "light"):
+    async def open_(*, viewport: dict | None = None, color_scheme: str = "light", **context_options):
         context = await browser.new_context(
-            base_url=daphne_server.url, viewport=viewport or DESKTOP, color_scheme=color_scheme
+            base_url=daphne_server.url, viewport=viewport or DESKTOP, color_scheme=color_scheme, **context_options
         )
         context.set_default_timeout(EXPECT_TIMEOUT_MS)
         await context.add_init_script(STREAM_PROBE)

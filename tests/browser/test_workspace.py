@@ -11,7 +11,7 @@ import re
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.models import AgentSession, Turn, TurnEvent
+from agents.models import AgentSession, Turn
 from agents.sessions import session_create
 from modes.models import ModeHistory
 from tests.helpers import async_db
@@ -60,18 +60,20 @@ def make_session(team_a, alice):
 
 
 async def started_tools(turn_id: str) -> list[str]:
-    """The tools a turn offered the model (its trace: the turn.started event)."""
-    event = await TurnEvent.objects.aget(turn_id=turn_id, type="turn.started")
-    return [schema["function"]["name"] for schema in event.payload["tools"]]
+    """The tools a turn offered the model (its trace: Turn.trace, stored once per turn)."""
+    turn = await Turn.objects.aget(pk=turn_id)
+    return [schema["function"]["name"] for schema in turn.trace["tools"]]
 
 
 async def test_log_in_and_start_a_session(sign_in, alice):
+    """Composer-first (issue 15, item 11): the home page is a composer; the first send creates the
+    session, which opens with its first turn under way."""
     page = await sign_in(alice)
     await expect(page.get_by_role("heading", name="New session")).to_be_visible()
-    await page.check("input[name=mode][value=general]")
-    await page.check("input[name=execution][value=ask]")
-    await page.fill("#id_title", "Quarterly planning")
-    await page.get_by_role("button", name="Start session").click()
+    await page.select_option("#id_mode", "general")
+    await page.locator("#new-session .segmented span", has_text="Ask").click()
+    await page.fill("#message", "Quarterly planning: what modes are there?")
+    await page.locator("#message").press("Enter")
 
     await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
     session = await AgentSession.objects.aget(pk=session_id_of(page.url))
@@ -79,12 +81,15 @@ async def test_log_in_and_start_a_session(sign_in, alice):
         alice.id,
         "general",
         "ask",
-        "Quarterly planning",
+        "Quarterly planning: what modes are there?",
     )
     await expect(page.locator("#mode-badge")).to_have_text("General")
     await expect(page.locator(".segmented input[value=ask]")).to_be_checked()
-    await expect(page.locator("h1")).to_have_text("Quarterly planning")
+    await expect(page.locator("h1")).to_have_text("Quarterly planning: what modes are there?")
     await expect(page.locator("#session-list li.current")).to_contain_text("Quarterly planning")
+    first = turns(page).first
+    await turn_ended(first)
+    await expect(first.locator(".msg-user .bubble")).to_have_text("Quarterly planning: what modes are there?")
 
 
 async def test_an_ask_turn_streams_into_the_page(sign_in, alice, make_session):

@@ -14,7 +14,9 @@ Keys of a server: `type` ("stdio", the default; "http" for streamable HTTP, infe
 is given; "sse" for the legacy HTTP+SSE transport), `command`, `args`, `env`, `envFile`, `cwd`
 (stdio); `url`, `headers` (http, sse); `disabled`, `timeout` (seconds per tool call and for the
 start-up handshake, default 60), `initTimeout` (seconds for the start-up handshake alone, default
-`timeout`), `max_message_mb` (the largest message the server may send, default 16), `ping_interval`
+`timeout`), `maxTimeout` (seconds a call that keeps reporting progress may run in all: each progress
+notification gives it `timeout` again, up to this; default ten times `timeout`, never less than it),
+`max_message_mb` (the largest message the server may send, default 16), `ping_interval`
 (seconds of idleness before the host pings the server, default 30; 0 turns pings off).
 
 - `${VAR}` (or VS Code's `${env:VAR}`) in `command`, `args`, `env`, `cwd`, `url` and `headers` is read
@@ -61,7 +63,9 @@ REFERENCE_RE = re.compile(r"\$\{([^}]*)\}")  # any ${...}
 ENV_VARIABLE_RE = re.compile(r"^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)$")
 STDIO_KEYS = {"command", "args", "env", "envFile", "cwd"}
 HTTP_KEYS = {"url", "headers"}
-KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "max_message_mb", "ping_interval"}
+KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "maxTimeout"}
+KNOWN_KEYS |= {"max_message_mb", "ping_interval"}
+MAX_TIMEOUT_FACTOR = 10  # `maxTimeout` defaults to ten times `timeout`
 TYPES = ("stdio", "http", "sse")
 SERVER_LISTS = ("mcpServers", "servers")  # Claude Desktop / Cursor, VS Code
 INPUTS_ERROR = "inputs are not supported here, use ${env:VAR}"
@@ -93,6 +97,8 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
     init_timeout: float = DEFAULT_TIMEOUT  # for the start-up handshake: `initTimeout`, else `timeout`
+    # A call reporting progress gets `timeout` again after each notification, up to this in all.
+    max_timeout: float = DEFAULT_TIMEOUT * MAX_TIMEOUT_FACTOR
     disabled: bool = False
     max_message_bytes: int = int(DEFAULT_MAX_MESSAGE_MB * 1024 * 1024)
     ping_interval: float = DEFAULT_PING_INTERVAL  # 0: never ping
@@ -172,6 +178,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
         "type": kind,
         "timeout": timeout,
         "init_timeout": _number(entry, "initTimeout", timeout, fail),
+        "max_timeout": _max_timeout(entry, timeout, fail),
         "disabled": _flag(entry, fail),
         "max_message_bytes": int(_number(entry, "max_message_mb", DEFAULT_MAX_MESSAGE_MB, fail) * 1024 * 1024),
         "ping_interval": _number(entry, "ping_interval", DEFAULT_PING_INTERVAL, fail, zero=True),
@@ -254,6 +261,7 @@ def _string_map(entry: dict, key: str, expand: EnvExpander, fail) -> dict[str, s
 
 
 UNITS = {"timeout": "seconds", "initTimeout": "seconds", "ping_interval": "seconds", "max_message_mb": "MiB"}
+UNITS["maxTimeout"] = "seconds"
 
 
 def _number(entry: dict, key: str, default: float, fail, *, zero: bool = False) -> float:
@@ -262,6 +270,13 @@ def _number(entry: dict, key: str, default: float, fail, *, zero: bool = False) 
         kind = "a positive number or 0" if zero else "a positive number"
         raise fail(f'"{key}" must be {kind} of {UNITS[key]}')
     return float(value)
+
+
+def _max_timeout(entry: dict, timeout: float, fail) -> float:
+    value = _number(entry, "maxTimeout", timeout * MAX_TIMEOUT_FACTOR, fail)
+    if value < timeout:
+        raise fail(f'"maxTimeout" ({value:g} s) must be at least "timeout" ({timeout:g} s)')
+    return value
 
 
 def _flag(entry: dict, fail) -> bool:

@@ -23,6 +23,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
 from .config import ServerConfig
+from .entry import Progress
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
@@ -188,16 +189,33 @@ class Connection:
                 extra={"server": self.config.name},
             )
 
-    async def call_tool(self, tool: str, arguments: dict) -> types.CallToolResult:
-        """Raises TimeoutError after the server's timeout (the server is told to cancel),
-        ConnectionLost when the connection ends under the call (SessionGone when an HTTP server
-        no longer knows the session: the call did not run and may be sent again on a new one),
-        and MCPError for an error answer (its message names a 401/403 and what to check)."""
+    async def call_tool(self, tool: str, arguments: dict, on_progress: Progress | None = None) -> types.CallToolResult:
+        """Raises CallTimedOut once the server was silent for its `timeout` (each progress
+        notification, also passed to `on_progress`, starts that wait again, up to `max_timeout` in
+        all; the server is told to cancel), ConnectionLost when the connection ends under the call
+        (SessionGone when an HTTP server no longer knows the session: the call did not run and may
+        be sent again on a new one), and MCPError for an error answer (its message names a 401/403
+        and what to check)."""
         client = self._client()
+        timeout, longest = self.config.timeout, self.config.max_timeout
+        started = anyio.current_time()
         self._in_flight += 1
         try:
-            with anyio.fail_after(self.config.timeout):
-                return await client.call_tool(tool, arguments)
+            with anyio.CancelScope(deadline=started + min(timeout, longest)) as scope:
+                progressed = False
+
+                async def reported(progress: float, total: float | None, message: str | None) -> None:
+                    nonlocal progressed
+                    progressed = True
+                    scope.deadline = min(anyio.current_time() + timeout, started + longest)
+                    if on_progress is not None:
+                        on_progress(progress, total, message)
+
+                return await client.call_tool(tool, arguments, progress_callback=reported)
+            # Only the deadline ends the scope without a result.
+            if progressed and scope.deadline >= started + longest:
+                raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')
+            raise CallTimedOut(f"timed out after {timeout:g} s" + (" without progress" if progressed else ""))
         except MCPError as exc:
             if self.session_gone:
                 raise SessionGone() from exc
@@ -244,6 +262,10 @@ class Connection:
                 if exc.code == CONNECTION_CLOSED:
                     return
             self._idle_since = anyio.current_time()
+
+
+class CallTimedOut(TimeoutError):
+    """A call ran out of time; the message completes 'MCP tool "x" …'."""
 
 
 class ConnectionLost(Exception):

@@ -3,11 +3,11 @@ tool, named `<server>__<tool>`, with the server's description, input schema and 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import mcp_types as types
 
@@ -15,9 +15,14 @@ from tools.base import InvokeResult, ToolContext
 from tools.registry import TOOL_NAME_RE
 
 from .config import TOOL_SEPARATOR
+from .rich import RichResult, describe_blocks, rich_result, store_attachments
+from .rich import describe_block as describe_content
 
-# Calls the named MCP tool of the entry's server with these arguments, from any event loop.
-Invoke = Callable[[str, str, dict[str, Any]], Awaitable[InvokeResult]]
+# Calls the named MCP tool of the entry's server with these arguments, from any event loop; the
+# server's progress notifications go to `on_progress` (called on the host's loop).
+Invoke = Callable[..., Awaitable[InvokeResult]]
+# (progress, total, message): what a `notifications/progress` of a call says
+Progress = Callable[[float, float | None, str | None], None]
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_TOOL_NAME = 64  # what model APIs accept (tools.registry.TOOL_NAME_RE)
@@ -56,13 +61,31 @@ class McpToolEntry:
         return self.tool.model_dump(mode="json") == tool.model_dump(mode="json")
 
     async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult:
+        return await self.execute_with_progress(arguments_json, context, None)
+
+    async def execute_with_progress(
+        self, arguments_json: str | None, context: ToolContext | None, on_progress: Progress | None
+    ) -> InvokeResult:
+        """`execute`, with the server's progress notifications for this call passed to `on_progress`
+        on the caller's loop. Images and files of the result are stored for the context's session."""
         try:
             arguments = json.loads(arguments_json) if arguments_json and arguments_json.strip() else {}
         except ValueError as exc:
             return InvokeResult.from_error(f'The arguments for MCP tool "{self.TOOL_NAME}" are not valid JSON ({exc}).')
         if not isinstance(arguments, dict):
             return InvokeResult.from_error(f'The arguments for MCP tool "{self.TOOL_NAME}" must be a JSON object.')
-        return await self._invoke(self.tool.name, self.TOOL_NAME, arguments)
+        relay = None
+        if on_progress is not None:
+            loop = asyncio.get_running_loop()
+
+            def relay(progress: float, total: float | None, message: str | None) -> None:
+                loop.call_soon_threadsafe(on_progress, progress, total, message)
+
+        result = await self._invoke(self.tool.name, self.TOOL_NAME, arguments, on_progress=relay)
+        if isinstance(result, RichResult):
+            session = getattr(context, "session_id", None)
+            result = await asyncio.to_thread(store_attachments, result, session)
+        return result
 
 
 def describe(tool: types.Tool) -> str:
@@ -92,27 +115,13 @@ def parameters(tool: types.Tool) -> dict:
 
 
 def format_result(result: types.CallToolResult, name: str) -> InvokeResult:
-    """Text content joined, other content described briefly; structured content when there is no
-    content at all. A tool-side error (is_error) becomes a tool error with the server's text."""
-    text = "\n".join(_describe_content(block) for block in result.content)
+    """Text content joined, other content described briefly (a RichResult keeps it for the card and
+    the model: rich.py); structured content when there is no content at all. A tool-side error
+    (is_error) becomes a tool error with the server's text."""
     if not result.content and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
+        return InvokeResult.from_error(text) if result.is_error else InvokeResult.create(text)
     if result.is_error:
+        text = "\n".join(describe_content(block) for block in result.content)
         return InvokeResult.from_error(text or f'MCP tool "{name}" failed without a message.')
-    return InvokeResult.create(text)
-
-
-def _describe_content(block: Any) -> str:
-    if isinstance(block, types.TextContent):
-        return block.text
-    if isinstance(block, (types.ImageContent, types.AudioContent)):
-        kind = "image" if isinstance(block, types.ImageContent) else "audio"
-        return f"[{kind} {block.mime_type}, {len(block.data) * 3 // 4} bytes]"
-    if isinstance(block, types.ResourceLink):
-        return f"[resource link {block.uri}{f' ({block.mime_type})' if block.mime_type else ''}]"
-    if isinstance(block, types.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, types.TextResourceContents):
-            return resource.text
-        return f"[resource {resource.uri}{f' ({resource.mime_type})' if resource.mime_type else ''}]"
-    return f"[{getattr(block, 'type', type(block).__name__)} content]"
+    return rich_result(*describe_blocks(result.content))

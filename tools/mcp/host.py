@@ -14,9 +14,10 @@ Design
 - Servers start in parallel, one supervisor task each (supervisor.py): connect, list the tools,
   publish them as `<server>__<tool>` in the MCP registry, refresh them on tools/list_changed,
   restart the server with backoff when it dies. Tools of a server that is down stay registered;
-  calling them returns an error saying why the server is unavailable.
+  calling them returns an error saying why. A call for a server still starting (a turn resumed by
+  an approval right after a restart) waits for it with `wait_started()`.
 - Status. `status()` returns one immutable `ServerStatus` per configured server, readable from
-  any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`).
+  any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`; waiting.py).
   `logs(name)` holds the last lines of a server's MCP log messages and stderr (logs.py).
 - Live changes. `reload()` re-reads the config and starts, stops or restarts only the servers whose
   parsed entry changed; `restart(name)` restarts one server. Both run on the host loop; a
@@ -34,7 +35,7 @@ import asyncio
 import atexit
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +47,19 @@ from tools.base import InvokeResult
 from tools.registry import ToolRegistry, mcp_registry
 
 from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
-from .entry import Invoke
+from .entry import Invoke, Progress
 from .logs import ServerLog
 from .publisher import ToolPublisher
 from .reload import RELOAD_POLL, REQUEST_FILE, Entry, FileWatch, ReloadResult, entries, runnable, same
 from .supervisor import Published, ServerStatus, ServerSupervisor
+from .waiting import RUNNING, StatusWaits
 
 logger = logging.getLogger("aptix.mcp")
 
 STOP_TIMEOUT = 15.0  # seconds for all sessions to close at shutdown (each child gets ~2 s + 2 s)
 
-Predicate = Callable[[list[ServerStatus]], bool]
 
-
-class McpHost:
+class McpHost(StatusWaits):
     """The servers of one config file, on one background thread, publishing into one registry."""
 
     def __init__(
@@ -102,6 +102,7 @@ class McpHost:
             self._thread = threading.Thread(target=self._run_loop, name="aptix-mcp", daemon=True)
             self._thread.start()
             asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch), self._loop)
+            RUNNING.add(self)
 
     def _started_loop(self) -> asyncio.AbstractEventLoop:
         """The host loop; only called once `start()` has created it."""
@@ -123,6 +124,7 @@ class McpHost:
                 loop.call_soon_threadsafe(loop.stop)
                 self._thread.join(timeout=5)
                 self._tools.withdraw_all()
+                RUNNING.discard(self)
 
     def _load_config(self) -> list[ServerConfig]:
         try:
@@ -307,38 +309,17 @@ class McpHost:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def wait_until(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
-        """Wait (from any event loop) until `predicate(status())` holds; TimeoutError otherwise."""
-        return await self._bridge(self._wait_until(predicate, timeout))
-
-    def wait_until_sync(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
-        loop = self._started_loop()  # called after start()
-        return asyncio.run_coroutine_threadsafe(self._wait_until(predicate, timeout), loop).result()
-
-    async def _wait_until(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    changed = self._changed
-                    statuses = self.status()
-                    if predicate(statuses):
-                        return statuses
-                    await changed.wait()
-        except TimeoutError:
-            summary = "; ".join(f"{s.name}: {s.describe()}" for s in self.status())
-            raise TimeoutError(
-                f"MCP servers did not reach the expected state within {timeout:g} s ({summary})"
-            ) from None
-
     # --- tools --------------------------------------------------------------------------------
 
     def _invoke_for(self, server: str) -> Invoke:
-        async def invoke(tool: str, name: str, arguments: dict[str, Any]) -> InvokeResult:
+        async def invoke(
+            tool: str, name: str, arguments: dict[str, Any], *, on_progress: Progress | None = None
+        ) -> InvokeResult:
             try:
                 supervisor = self._supervisors.get(server)
                 if supervisor is None:  # removed from the config (its tools are being withdrawn)
                     return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
-                return await self._bridge(supervisor.call_tool(tool, name, arguments))
+                return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress))
             except HostStopped:
                 return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
 

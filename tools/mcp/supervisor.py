@@ -23,8 +23,8 @@ from aptix.logging import admin_logger
 from tools.base import InvokeResult
 
 from .config import ServerConfig
-from .connection import Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
-from .entry import format_result
+from .connection import CallTimedOut, Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
+from .entry import Progress, format_result
 from .logs import ServerLog
 from .status import ServerStatus
 
@@ -226,30 +226,36 @@ class ServerSupervisor:
         code = connection.child.returncode
         return "stopped unexpectedly" + (f" (exit code {code})" if code is not None else "")
 
-    async def call_tool(self, tool: str, name: str, arguments: dict) -> InvokeResult:
+    async def call_tool(
+        self, tool: str, name: str, arguments: dict, on_progress: Progress | None = None
+    ) -> InvokeResult:
         """Call `tool` (the server's name for it; `name` is the registry's) on the live session. A
         call refused because the HTTP session ended never ran: it is sent again on the new session."""
         connection = self._connection
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
         try:
-            result = await connection.call_tool(tool, arguments)
+            result = await connection.call_tool(tool, arguments, on_progress)
         except SessionGone:
             connection = await self._next_connection(connection)
             if connection is None:
                 return InvokeResult.from_error(self.unavailable_message())
-            return await self._call(connection, tool, name, arguments)
+            return await self._call(connection, tool, name, arguments, on_progress)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
             return await self._failed(connection, exc, name)
         return format_result(result, name)
 
-    async def _call(self, connection: Connection, tool: str, name: str, arguments: dict) -> InvokeResult:
+    async def _call(
+        self, connection: Connection, tool: str, name: str, arguments: dict, on_progress: Progress | None
+    ) -> InvokeResult:
         try:
-            return format_result(await connection.call_tool(tool, arguments), name)
+            return format_result(await connection.call_tool(tool, arguments, on_progress), name)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
             return await self._failed(connection, exc, name)
 
     async def _failed(self, connection: Connection, exc: Exception, name: str) -> InvokeResult:
+        if isinstance(exc, CallTimedOut):
+            return InvokeResult.from_error(f'MCP tool "{name}" {exc}')
         if isinstance(exc, TimeoutError):
             return InvokeResult.from_error(f'MCP tool "{name}" timed out after {self.config.timeout:g} s')
         if isinstance(exc, ConnectionLost):

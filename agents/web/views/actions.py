@@ -1,8 +1,11 @@
-"""HTMX actions of the session view: send a message, stop a turn, switch mode or execution, toggle a
-tool, continue in a branched session. Each answers with out-of-band fragments (hx-swap="none" on
-the caller) or, for a new page, an HX-Redirect. Auth runs first; other users' sessions are 404."""
+"""HTMX actions of the session view: send a message, send one again (edit, retry, regenerate), stop a
+turn, switch mode or execution, toggle a tool, continue in a branched session. Each answers with
+out-of-band fragments (hx-swap="none" on the caller) or, for a new page, an HX-Redirect. Auth runs
+first; other users' sessions are 404."""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
@@ -16,7 +19,8 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 from agents.approvals import CODE_STALE, UserDecision, grant_revoke
 from agents.approvals import approval_decide as approval_decide_service
 from agents.branching import session_branch as session_branch_service
-from agents.models import AgentSession, Turn
+from agents.conversations import turn_resend as turn_resend_service
+from agents.models import AgentSession, Turn, TurnEvent
 from agents.run.current import get_runner
 from agents.sessions import session_manager, session_set_execution, session_set_model, session_toggle_tool
 from agents.turns import error_code, turn_cancel, turn_start
@@ -79,6 +83,37 @@ async def turn_new(request, session_id: str):
     get_runner().start(turn.id)
     html = await sync_to_async(_turn_started_fragments)(session, turn)
     return HttpResponse(html)
+
+
+@require_POST
+async def turn_resend(request, session_id: str, turn_id: str):
+    """A turn's Edit (with the edited `message`), Retry or Regenerate button (`kind`): the message goes
+    again as a new turn that streams like any other; the turns it replaced are redrawn folded away."""
+    session = await _session(request, session_id)
+    if session is None:
+        return HttpResponse(status=401)
+    if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
+        return _too_many(limited)
+    try:
+        turn = await sync_to_async(turn_resend_service)(
+            session=session,
+            turn_id=turn_id,
+            kind=request.POST.get("kind", ""),
+            text=request.POST.get("message", ""),
+        )
+    except ValidationError as exc:
+        return _error(_first_error(exc))
+    get_runner().start(turn.id)
+    return HttpResponse(await sync_to_async(_resent_fragments)(session, turn))
+
+
+def _resent_fragments(session: AgentSession, turn: Turn) -> str:
+    replaced = list(turn.replaces.select_related("replaced_by").order_by("index"))
+    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
+    for event in TurnEvent.objects.filter(turn__in=replaced).order_by("seq"):
+        events_of[event.turn_id].append(event)
+    folded = "".join(render_turn(old, events_of[old.pk], oob=True, latest=False) for old in replaced)
+    return folded + _turn_started_fragments(session, turn)  # (its busy composer has an empty error line)
 
 
 def _choice(data) -> dict | None:

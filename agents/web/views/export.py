@@ -85,8 +85,11 @@ def session_export_data(session: AgentSession, absolute) -> dict[str, Any]:
             "error": t.error,
             "usage": {"promptTokens": t.prompt_tokens, "completionTokens": t.completion_tokens},
             "steps": t.step_count,
+            # Edit, retry, regenerate (agents/conversations.py): how it was sent; the turn that replaced it.
+            "origin": t.origin,
+            "replacedBy": t.replaced_by.index if t.replaced_by else None,
         }
-        for t in session.turns.order_by("index")
+        for t in session.turns.select_related("replaced_by").order_by("index")
     ]
     return {
         "format": EXPORT_FORMAT,
@@ -119,6 +122,8 @@ def _fenced(text: str, lang: str = "") -> str:
 
 def _markdown_turn(turn: dict[str, Any]) -> list[str]:
     out = [f"## Turn {turn['index']} · {turn['execution']} · {turn['mode']} · {turn['createdAt']}", ""]
+    if turn.get("replacedBy"):
+        out += [f"_Replaced by turn {turn['replacedBy']}: no longer part of the conversation._", ""]
     out += ["**You:**", "", turn["message"] or "_(no message)_", ""]
     for call in turn["toolCalls"]:
         state = "ok" if call["ok"] else ("error" if call["ok"] is False else "not finished")

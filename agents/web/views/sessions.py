@@ -1,21 +1,21 @@
-"""Pages of the workspace: the session list (sidebar, see sidebar.py), a new session, and the session view."""
+"""Pages of the workspace: the session list (sidebar, see sidebar.py), the home page's composer (a new
+session starts with its first message), and the session view."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
-from urllib.parse import urlencode
-
+from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.conversations import session_start
 from agents.llm import describe_provider
-from agents.models import AgentSession, Turn, TurnEvent
-from agents.sessions import SessionNotFoundError, session_create, session_get
+from agents.models import AgentSession, Turn
+from agents.run.current import get_runner
+from agents.sessions import SessionNotFoundError, session_get
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
@@ -23,8 +23,8 @@ from modes.catalog import active_modes, default_mode_key
 
 from ..forms import SessionCreateForm
 from ..fragments import mode_context, session_model_context
-from ..timeline import render_turn
 from ..toolpanel import tool_panel
+from .history import ERROR_SINCE, timeline_context, turn_number
 from .sidebar import sidebar_context
 
 
@@ -54,48 +54,12 @@ def get_session_or_404(request, session_id: str) -> AgentSession:
 @require_GET
 @login_required
 def home(request):
-    teams = team_list_for_user(user=request.user)
-    context = {
-        **sidebar_context(request),
-        "form": _create_form(request.user),
-        "has_team": teams.exists(),
-        "teams_count": teams.count(),
-        "model": describe_provider(),
-    }
-    return render(request, "agents/home.html", context)
+    """The composer of a new session (mode and Ask/Agent beside it). Nothing is created until a send."""
+    return _home_page(request, _create_form(request.user))
 
 
-@require_GET
-@login_required
-def session_list_view(request):
-    context = sidebar_context(request)
-    # "Show more" swaps its own list item for the next page's items (and its own "Show more").
-    template = "agents/_session_list.html" + ("#session-items" if context["page"] > 1 else "")
-    return render(request, template, context)
-
-
-@require_POST
-@login_required
-def session_new(request):
-    form = _create_form(request.user, request.POST)
-    if limited := rate_limit(TURNS, user_key(request.user), request):  # a new conversation counts as a turn
-        messages.error(request, limited.message)
-        response = _home_again(request, form, status=429)
-        response["Retry-After"] = str(limited.retry_after)
-        return response
-    if form.is_valid():
-        try:
-            session = session_create(user=request.user, **form.cleaned_data)
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        else:
-            return redirect("session-detail", session_id=session.id)
-    messages.error(request, "The session could not be created. See the form for details.")
-    return _home_again(request, form, status=400)
-
-
-def _home_again(request, form: SessionCreateForm, *, status: int):
-    """The home page again with the posted form, for a session that was not created."""
+def _home_page(request, form: SessionCreateForm, *, status: int = 200):
+    """The home page; again with the posted form (the draft and the reason) when nothing was sent."""
     teams = team_list_for_user(user=request.user)
     context = {
         **sidebar_context(request),
@@ -109,12 +73,66 @@ def _home_again(request, form: SessionCreateForm, *, status: int):
 
 @require_GET
 @login_required
+def session_list_view(request):
+    context = sidebar_context(request)
+    # "Show more" swaps its own list item for the next page's items (and its own "Show more").
+    template = "agents/_session_list.html" + ("#session-items" if context["page"] > 1 else "")
+    return render(request, template, context)
+
+
+@require_POST
+@login_required
+async def session_new(request):
+    """Composer-first: the home page's first send creates the session and its first turn together
+    (agents/conversations.py), then opens the session, where the answer streams. Bad input or a rate
+    limit writes nothing and shows the home page again with the draft and the reason."""
+    outcome = await sync_to_async(_start_from_home)(request)
+    if isinstance(outcome, HttpResponse):
+        return outcome
+    get_runner().start(outcome.id)  # needs this event loop: hence an async view
+    return redirect("session-detail", session_id=outcome.session_id)
+
+
+def _start_from_home(request) -> HttpResponse | Turn:
+    form = _create_form(request.user, request.POST)
+    if limited := rate_limit(TURNS, user_key(request.user), request):  # a first message counts as a turn
+        messages.error(request, limited.message)
+        response = _home_page(request, form, status=429)
+        response["Retry-After"] = str(limited.retry_after)
+        return response
+    if form.is_valid():
+        try:
+            data = dict(form.cleaned_data)
+            _session, turn = session_start(user=request.user, text=data.pop("message"), **data)
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            return turn
+    messages.error(request, "Nothing was sent: see the reason under the message.")
+    return _home_page(request, form, status=400)
+
+
+def _form_errors(form: SessionCreateForm, exc: ValidationError) -> None:
+    """The service's reasons next to the fields they name (the others above the form)."""
+    errors: dict[str, list[str]] = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+    for name, reasons in errors.items():
+        form.add_error(name if name in form.fields else None, reasons)
+
+
+@require_GET
+@login_required
 def session_detail(request, session_id: str):
-    return detail_page(request, get_session_or_404(request, session_id))
+    session = get_session_or_404(request, session_id)
+    try:  # ?since=<turn index>: the page from that turn on (the "Load earlier turns" link without JavaScript)
+        since = turn_number(request.GET.get("since"), ERROR_SINCE)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    return detail_page(request, session, since=since)
 
 
-def detail_page(request, session: AgentSession, *, status: int = 200):
-    """The session page; also the answer to a housekeeping form the server refused (with its reason)."""
+def detail_page(request, session: AgentSession, *, status: int = 200, since: int | None = None):
+    """The session page (its last turns: history.py); also the answer to a housekeeping form the server
+    refused (with its reason)."""
     context = {
         **sidebar_context(request, current=session),
         "session": session,
@@ -123,41 +141,9 @@ def detail_page(request, session: AgentSession, *, status: int = 200):
         "tools": tool_panel(session),
         # a paused turn leaves the composer free (a new message declines what an approval waits for)
         "busy": session.turns.filter(finished_at__isnull=True).exclude(status__in=Turn.PAUSED_STATUSES).exists(),
-        **timeline_context(session, request),
+        **timeline_context(session, request, since=since),
     }
     context.update(mode_context(session, context["catalog"]))
     mode = next((m for m in context["catalog"] if m.key == session.mode), None)
     context["suggestions"] = list(mode.example_utterances[:3]) if mode else []
     return render(request, "agents/session_detail.html", context, status=status)
-
-
-def timeline_context(session: AgentSession, request=None) -> dict:
-    """Turns and manual mode changes in the order they happened, the stream cursor (the last
-    event shown) and the websocket URL that resumes from it."""
-    # The events first, then the turns: a run writes a turn's final state and its final event in one
-    # transaction, so read in this order a turn is never behind its events. (The other way round, a
-    # turn ending between the two reads would show as running with its final event already behind
-    # the stream cursor: running on screen for ever.) A turn ahead of its events is redrawn by the
-    # stream when it replays the events after the cursor.
-    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
-    for event in TurnEvent.objects.filter(turn__session=session).order_by("seq"):
-        events_of[event.turn_id].append(event)
-    turns = list(session.turns.order_by("index"))
-    entries: list[dict[str, Any]] = []
-    for i, turn in enumerate(turns):
-        events = events_of[turn.id]
-        html = render_turn(turn, events, latest=i == len(turns) - 1, request=request)
-        entries.append({"at": turn.created_at, "turn": turn, "html": html, "seq": events[-1].seq if events else 0})
-    for change in session.mode_history.filter(turn__isnull=True).select_related("user"):
-        entries.append({"at": change.created_at, "turn": None, "change": change})
-    entries.sort(key=lambda e: e["at"])
-    last = next((e for e in reversed(entries) if e["turn"]), None)
-    cursor_turn, cursor_seq = (last["turn"].id, last["seq"]) if last else ("", 0)
-    # Always a cursor: a socket without one gets only the open turns (agents/web/consumers.py).
-    query = urlencode({"turn": cursor_turn, "seq": cursor_seq})
-    return {
-        "timeline": entries,
-        "cursor_turn": cursor_turn,
-        "cursor_seq": cursor_seq,
-        "ws_url": f"/ws/sessions/{session.id}/?{query}",
-    }

@@ -86,4 +86,7 @@ async def log(level: str, text: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if gate := os.environ.get("FIXTURE_START_GATE"):  # a FIFO: start once the test opens it for writing
+        with open(gate) as fifo:
+            fifo.read()
     server.run()

@@ -1,0 +1,123 @@
+"""A turn's trace: what the model was sent at each step, stored once per turn.
+
+`Turn.trace` holds what every step of a turn shares: the system prompt, the tool schemas and the
+earlier turns the request carried, by reference (their ids, the result budget they were cut to and a
+SHA-256 of the messages they made), since those messages are built from rows that never change
+once a turn has ended (context.py's `past_turn_messages`). Each step's `step.started` event holds
+only the messages added since the step before (`messages_from` is where they start in the request;
+when it is smaller than the request so far, the context budget dropped that many of the oldest
+earlier-turn messages, which sit right after the system prompt). So a long session stores each
+message once instead of a copy of its history in every turn.
+
+`turn_trace(turn)` puts the requests back together for readers (the admin's turn page): each step's
+messages and tool schemas exactly as sent, and whether the earlier turns rebuilt from their rows
+still match the digest taken when they were sent. Turns recorded before the trace moved here (their
+system prompt and schemas in turn.started, the whole first request in step 1) read the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from ..models import Turn, TurnEvent
+from .context import History, past_turn_messages, steps_of
+
+
+def messages_digest(messages: list[dict[str, Any]]) -> str:
+    """A SHA-256 of chat messages, independent of key order and whitespace."""
+    text = json.dumps(messages, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def turn_trace_fields(*, system_prompt: str, tools: list[dict[str, Any]], history: History) -> dict[str, Any]:
+    """The `Turn.trace` of a run that starts with these: written once, with turn.started."""
+    return {
+        "system_prompt": system_prompt,
+        "tools": tools,
+        "history": {
+            "turns": history.turn_ids,
+            "messages": len(history.messages),
+            "result_chars": settings.APTIX_TOOL_RESULT_CHARS,
+            "sha256": messages_digest(history.messages),
+        },
+    }
+
+
+def prefix_size(history: History) -> int:
+    """Messages of the first request the trace holds (system prompt and earlier turns), not step 1."""
+    return 1 + len(history.messages)
+
+
+@dataclass
+class StepRequest:
+    step: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]  # the schemas offered ([] for a step without tools)
+    added_from: int  # messages[added_from:] are those this step added to the request
+    tokens: int | None = None
+
+
+@dataclass
+class TurnTrace:
+    system_prompt: str
+    tools: list[dict[str, Any]]
+    history_turns: list[str] = field(default_factory=list)
+    # True: the earlier turns rebuilt from their rows match what was sent; False: they do not (the rows
+    # or the code that turns them into messages changed since); None: nothing to check (no history,
+    # or a turn recorded whole before the trace moved to Turn.trace).
+    history_verified: bool | None = None
+    steps: list[StepRequest] = field(default_factory=list)
+
+
+def turn_trace(turn: Turn) -> TurnTrace:
+    """Every step's request of `turn`, as the model got it (see the module's docstring)."""
+    events = list(turn.events.filter(type__in=["turn.started", "step.started"]).order_by("seq"))
+    stored = turn.trace or {}
+    started: dict[str, Any] = next((e.payload for e in events if e.type == "turn.started"), {})
+    trace = TurnTrace(
+        system_prompt=stored.get("system_prompt", started.get("system_prompt", "")),
+        tools=stored.get("tools", started.get("tools") or []),
+    )
+    request: list[dict[str, Any]] = []
+    if stored:
+        reference = stored.get("history") or {}
+        trace.history_turns = list(reference.get("turns") or [])
+        earlier = history_messages(trace.history_turns, reference.get("result_chars"))
+        if trace.history_turns:
+            trace.history_verified = messages_digest(earlier) == reference.get("sha256")
+        request = [{"role": "system", "content": trace.system_prompt}, *earlier]
+    schemas = {t.get("function", {}).get("name"): t for t in trace.tools}
+    for event in (e for e in events if e.type == "step.started"):
+        p = event.payload
+        start = p.get("messages_from", 0)
+        if start < len(request):  # the context budget dropped the oldest earlier-turn messages
+            request = [*request[:1], *request[1 + len(request) - start :]]
+        request = [*request, *p.get("messages", [])]  # a new list: the step before keeps its own
+        trace.steps.append(
+            StepRequest(
+                step=p.get("step", 0),
+                messages=request,
+                tools=[schemas[name] for name in p.get("tools", []) if name in schemas],
+                added_from=start,
+                tokens=p.get("tokens"),
+            )
+        )
+    return trace
+
+
+def history_messages(turn_ids: list[str], result_chars: int | None) -> list[dict[str, Any]]:
+    """The earlier turns `turn_ids` as the request carried them, oldest first."""
+    if not turn_ids:
+        return []
+    turns = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids).only("id", "user_message", "answer")}
+    steps: dict[str, list[TurnEvent]] = steps_of(list(turn_ids))
+    messages: list[dict[str, Any]] = []
+    for turn_id in turn_ids:
+        if turn_id in turns:
+            messages += past_turn_messages(turns[turn_id], steps.get(turn_id, []), result_chars=result_chars)
+    return messages

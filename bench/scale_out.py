@@ -1,0 +1,171 @@
+"""Benchmark: the 2 web + 2 worker deployment at 100 concurrent turns (issue 17, item 5).
+
+Two web processes (`manage.py aptix_serve`) and two workers (`manage.py aptix_worker`) run as real
+subprocesses on one PostgreSQL database and one Redis (tests/agents/deployment.py, the machinery of
+the scale-out test), with a scripted OpenAI-compatible model on loopback streaming `--tokens`
+tokens at `--rate` tokens/s. One turn runs alone first (the reference), then `--turns` turns are
+posted at once through the JSON API of the first web process while one websocket per session
+watches on the second. Printed:
+
+- double runs: turns whose message reached the model more than once (the model counts the
+  requests per message; each turn is one step), and turns that never reached it;
+- lost / duplicated events per client: each socket's seqs against the turn's stored events;
+- completion: from the posts to the last answer, each turn's time (p50, p95) and the p50 against
+  the lone turn's.
+
+    bin/with-postgres bin/with-redis .venv/bin/python bench/scale_out.py [--turns 100] [--tokens 100] [--rate 50]
+
+(`make bench` runs it so. It needs DATABASE_URL on PostgreSQL, which it migrates, and a Redis URL in
+APTIX_TEST_REDIS_URL, as bin/with-redis exports it, or REDIS_URL.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.browser.live_settings")
+os.environ.setdefault("SECRET_KEY", "bench-only")
+os.environ.setdefault("APTIX_MCP_AUTOSTART", "false")
+os.environ.setdefault("LOG_LEVEL", "ERROR")
+# This process only prepares data and plays the clients: the processes under test get Redis.
+REDIS = os.environ.pop("REDIS_URL", "") or os.environ.get("APTIX_TEST_REDIS_URL", "")
+if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not REDIS:
+    sys.exit(
+        "bench/scale_out.py needs PostgreSQL and Redis: "
+        "bin/with-postgres bin/with-redis .venv/bin/python bench/scale_out.py"
+    )
+
+import django
+
+django.setup()
+
+import httpx2
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from django.core.management import call_command
+
+from agents.models import TurnEvent
+from agents.sessions import session_create
+from aptix.teams import team_ensure
+from aptix.tokens import api_token_create
+from tests.agents.deployment import deployment, requests_per_message, warnings_in, watch
+
+HEARTBEAT = 2.0  # as the scale-out test: 100 runs starting at once on 2 cores must renew their leases
+
+
+def prepare(turns: int) -> tuple[list[str], str, bytes]:
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench-scale-out")
+    team = team_ensure(name="Bench scale-out", owner=user)
+    sessions = [session_create(team=team, user=user, execution="ask").id for _ in range(turns + 1)]
+    _, token = api_token_create(user=user)
+    login = SessionStore()  # a signed-in browser's session, for the websockets
+    login[SESSION_KEY] = str(user.pk)
+    login[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    login[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    login.save()
+    return sessions, token, f"{settings.SESSION_COOKIE_NAME}={login.session_key}".encode()
+
+
+async def run(started, sessions: list[str], token: str, cookie: bytes, *, text: str, delay: float) -> dict:
+    """Post one turn per session to web A at once, each watched on web B; what happened. A post
+    or a socket the deployment refuses is counted, not raised."""
+    (web_a, web_b), model = started.webs, started.model
+    for _ in sessions:
+        model.reply(text, chunk_delay=delay)
+    watchers = [asyncio.create_task(watch(web_b, sid, cookie)) for sid in sessions]
+    limits = httpx2.Limits(max_connections=len(sessions) + 10)
+    async with httpx2.AsyncClient(base_url=web_a.url, timeout=300, limits=limits) as client:
+        start = time.perf_counter()
+
+        async def post(i: int, sid: str) -> tuple[dict | None, float]:
+            response = await client.post(
+                "/api/v1/agent/execute",
+                json={"conversationId": sid, "message": f"bench {sid} {i}", "execution": "ask"},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            return (response.json() if response.status_code == 200 else None), time.perf_counter() - start
+
+        results = await asyncio.gather(*(post(i, sid) for i, sid in enumerate(sessions)))
+    done, _ = await asyncio.wait(watchers, timeout=120)
+    seen = [w.result() if w in done and not w.exception() else None for w in watchers]
+    asked = requests_per_message(model)
+    lost = duplicated = clients_short = 0
+    for (body, _), watched in zip(results, seen, strict=True):
+        if body is None or watched is None:
+            continue
+        stored = {e async for e in TurnEvent.objects.filter(turn_id=body["turnId"]).values_list("seq", flat=True)}
+        missing = len(stored - set(watched[0]))
+        lost += missing
+        clients_short += bool(missing)
+        duplicated += len(watched[0]) - len(set(watched[0]))
+    for watcher in watchers:
+        watcher.cancel()
+    messages = [f"bench {sid} {i}" for i, sid in enumerate(sessions)]
+    times = sorted(t for body, t in results if body is not None) or [float("nan")]
+    return {
+        "statuses": Counter(body["status"] if body else "refused" for body, _ in results),
+        "sockets_failed": sum(1 for watched in seen if watched is None),
+        "double": sum(1 for m in messages if asked[m] > 1),
+        "never": sum(1 for m in messages if asked[m] == 0),
+        "lost": lost,
+        "duplicated": duplicated,
+        "clients_short": clients_short,
+        "wall": times[-1],
+        "p50": statistics.median(times),
+        "p95": times[max(0, round(len(times) * 0.95) - 1)],
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--tokens", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=50.0)
+    args = parser.parse_args()
+    sessions, token, cookie = await sync_to_async(prepare)(args.turns)
+    text, delay = "word " * args.tokens, 1.0 / args.rate
+    with tempfile.TemporaryDirectory(prefix="aptix-scale-out-") as var:
+        running = deployment(
+            Path(var),
+            redis_url=REDIS,
+            secret_key=settings.SECRET_KEY,
+            heartbeat=HEARTBEAT,
+            APTIX_RATE_TURNS="off",
+            APTIX_RATE_API="off",
+            APTIX_WS_MAX_PER_USER=str(args.turns + 10),
+            LOG_LEVEL="WARNING",
+        )
+        async with running as started:
+            lone = await run(started, sessions[:1], token, cookie, text=text, delay=delay)
+            started.model.requests.clear()
+            many = await run(started, sessions[1:], token, cookie, text=text, delay=delay)
+            problems = [line for log in started.logs() for line in warnings_in(log, last=5)]
+    print(
+        f"2 web + 2 workers (PostgreSQL, Redis), {args.tokens} tokens a turn at {args.rate:g} tokens/s "
+        f"({args.tokens / args.rate:.1f} s of model time); a lone turn: {lone['p50']:.2f} s"
+    )
+    print(
+        f"{args.turns} turns at once: {dict(many['statuses'])}; {many['double']} ran twice, {many['never']} never ran; "
+        f"{many['sockets_failed']} sockets failed; {many['lost']} events lost ({many['clients_short']} clients missed "
+        f"some), {many['duplicated']} duplicated; "
+        f"all done in {many['wall']:.2f} s, a turn p50 {many['p50']:.2f} s "
+        f"({many['p50'] / lone['p50']:.2f}× a lone turn), p95 {many['p95']:.2f} s"
+    )
+    for line in problems:
+        print("  log:", line[:300])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,228 @@
+"""Benchmark: concurrent streamed turns on one process (issue 17, item 5).
+
+For each count in `--streams` (default 1, 20, 60, 100) that many turns run at once in this process
+(the in-process runner), each watched by one websocket through the real ASGI application (origin
+check, session cookie, the consumer, the shared renderer). The model is an OpenAI-compatible server
+in this process, reached through the openai SDK like the offline model: it streams `--tokens`
+tokens at `--rate` tokens/s per request. Printed per count:
+
+- completion: the median and slowest time from start to the final frame on the socket, and the
+  median relative to a lone turn's (the 1-stream run; target: ≤ 1.25× at 60 streams);
+- first token: from the model sending a turn's first token to the socket receiving it, p50 and
+  p95, and the p95 added to a lone turn's (target ≤ 50 ms at 20 streams);
+- CPU per stream: process CPU time of the run divided by its streams (the model server's share
+  included: it runs in this process too);
+- lost / duplicated events: each socket's events against the turn's stored events.
+
+    .venv/bin/python bench/streams_concurrency.py [--streams 1 20 60 100] [--tokens 200] [--rate 50] [--repeat 3]
+
+Each count runs `--repeat` batches and pools their samples (the lone turn's p50 is then over 3 turns).
+
+(SQLite in a temp dir when DATABASE_URL is unset; the in-memory channel layer unless REDIS_URL.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only")
+os.environ.setdefault("APTIX_MCP_AUTOSTART", "false")
+os.environ.setdefault("APTIX_RUN_SWEEP", "false")
+os.environ.setdefault("LOG_LEVEL", "ERROR")
+os.environ.setdefault("APTIX_WS_MAX_PER_USER", "1000")
+os.environ.setdefault("APTIX_RATE_LIMITS", "false")
+if not os.environ.get("DATABASE_URL"):
+    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+
+import django
+
+django.setup()
+
+import httpx2
+import openai
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from django.core.management import call_command
+
+from agents.llm import LLMClient, use_llm_client
+from agents.llm.transport import StreamingASGITransport
+from agents.models import TurnEvent
+from agents.run.current import get_runner
+from agents.sessions import session_create
+from agents.turns import turn_start
+from aptix.asgi import application
+from aptix.teams import team_ensure
+
+CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="\w+" data-seq="(\d+)"')
+TAIL = re.compile(r'(?:hx-swap-oob="beforeend:#live-tail"|class="live-tail") data-seq="(\d+)"')  # now | before
+FINAL = re.compile(r'class="turn status-(completed|failed|cancelled|limit_reached)"')
+MARK = re.compile(r"stream (\d+)")
+
+
+class PacedModel:
+    """An OpenAI-compatible Chat Completions server streaming `tokens` tokens at `rate` a second.
+    `first_token[n]` is when it sent the first token of the request whose message says "stream n"."""
+
+    def __init__(self, tokens: int, rate: float) -> None:
+        self.tokens, self.interval = tokens, 1.0 / rate
+        self.first_token: dict[int, float] = {}
+
+    async def __call__(self, scope, receive, send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        mark = MARK.search(request["messages"][-1]["content"])
+        stream_id = int(mark.group(1)) if mark else -1
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+
+        async def chunk(delta: dict | None, **extra) -> None:
+            choices = (
+                [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": extra.pop("finish", None)}]
+            )
+            data = {"id": "b", "object": "chat.completion.chunk", "created": 0, "model": "paced", "choices": choices}
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": f"data: {json.dumps({**data, **extra})}\n\n".encode(),
+                    "more_body": True,
+                }
+            )
+
+        await chunk({"role": "assistant", "content": ""})
+        started = time.perf_counter()
+        for n in range(self.tokens):
+            # paced against the start, not token to token: a busy loop does not slow the model down
+            await asyncio.sleep(max(0.0, started + n * self.interval - time.perf_counter()))
+            if n == 0:
+                self.first_token[stream_id] = time.perf_counter()
+            await chunk({"content": "word " if n % 12 else "word.\n\n"})
+        await chunk({}, finish="stop")
+        await chunk(
+            None, usage={"prompt_tokens": 50, "completion_tokens": self.tokens, "total_tokens": 50 + self.tokens}
+        )
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+
+
+def login_cookie(user) -> bytes:
+    store = SessionStore()
+    store[SESSION_KEY] = str(user.pk)
+    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    store.save()
+    return f"{settings.SESSION_COOKIE_NAME}={store.session_key}".encode()
+
+
+async def watch(communicator: WebsocketCommunicator) -> tuple[float | None, float, list[int]]:
+    """Until the final frame: when streamed text first arrived, when the turn ended, the seqs seen."""
+    first_text, seqs = None, []
+    while True:
+        frame = await communicator.receive_from(timeout=120)
+        now = time.perf_counter()
+        seq = CURSOR.search(frame) or TAIL.search(frame)
+        if seq:
+            seqs.append(int(seq.group(1)))
+        if first_text is None and "word" in frame:
+            first_text = now
+        if FINAL.search(frame):
+            return first_text, now, seqs
+
+
+async def run_batch(streams: int, model: PacedModel, user, cookie: bytes, team) -> dict:
+    sessions = [await sync_to_async(session_create)(team=team, user=user, execution="ask") for _ in range(streams)]
+    turns = [await sync_to_async(turn_start)(session=s, text=f"Answer me, stream {i}") for i, s in enumerate(sessions)]
+    headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)]
+    sockets = []
+    for session in sessions:
+        communicator = WebsocketCommunicator(application, f"/ws/sessions/{session.id}/", headers=headers)
+        connected, _ = await communicator.connect(timeout=30)
+        assert connected, "a socket was refused"
+        sockets.append(communicator)
+    model.first_token.clear()
+    watchers = [asyncio.create_task(watch(c)) for c in sockets]
+    cpu, start = time.process_time(), time.perf_counter()
+    for turn in turns:
+        get_runner().start(turn.id)
+    results = await asyncio.gather(*watchers)
+    cpu = time.process_time() - cpu
+    await asyncio.sleep(0.2)  # the last batches' writes
+    lost = duplicated = 0
+    for turn, (_, _, seen) in zip(turns, results, strict=True):
+        stored = set(await sync_to_async(list)(TurnEvent.objects.filter(turn_id=turn.id).values_list("seq", flat=True)))
+        lost += len(stored - set(seen))
+        duplicated += len(seen) - len(set(seen))
+    for communicator in sockets:
+        await communicator.disconnect()
+    done = [end - start for _, end, _ in results]
+    added = [(first - model.first_token[i]) * 1000 for i, (first, _, _) in enumerate(results) if first is not None]
+    return {"done": done, "added": added, "cpu": cpu / streams, "lost": lost, "duplicated": duplicated}
+
+
+async def run_batches(repeat: int, streams: int, *args) -> dict:
+    """`repeat` batches of `streams` turns, their samples pooled: one batch's p95 of 20 first
+    tokens is its second slowest, which a shared VM's hiccup moves by tens of milliseconds."""
+    batches = [await run_batch(streams, *args) for _ in range(repeat)]
+    done = [d for batch in batches for d in batch["done"]]
+    added = [a for batch in batches for a in batch["added"]]
+    return {
+        "median": statistics.median(done),
+        "slowest": max(done),
+        "first_p50": statistics.median(added),
+        "first_p95": statistics.quantiles(added, n=20)[-1] if len(added) > 1 else added[0],
+        "cpu": statistics.median(batch["cpu"] for batch in batches),
+        "lost": sum(batch["lost"] for batch in batches),
+        "duplicated": sum(batch["duplicated"] for batch in batches),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 20, 60, 100])
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--repeat", type=int, default=3, help="batches per count, samples pooled")
+    args = parser.parse_args()
+    await sync_to_async(call_command)("migrate", verbosity=0)
+    user, _ = await get_user_model().objects.aget_or_create(username="bench-streams")
+    team = await sync_to_async(team_ensure)(name="Bench streams", owner=user)
+    cookie = await sync_to_async(login_cookie)(user)
+    model = PacedModel(args.tokens, args.rate)
+    http = httpx2.AsyncClient(transport=StreamingASGITransport(model), base_url="http://paced.invalid/v1")
+    client = openai.AsyncOpenAI(api_key="x", base_url="http://paced.invalid/v1", http_client=http, max_retries=0)
+    lone: dict | None = None
+    print(f"{args.tokens} tokens a turn at {args.rate:g} tokens/s ({args.tokens / args.rate:.1f} s of model time)")
+    with use_llm_client(LLMClient(client, model="paced", label="paced")):
+        await run_batch(2, model, user, cookie, team)  # warm-up (imports, first queries, templates): not counted
+        for streams in args.streams:
+            figures = await run_batches(args.repeat, streams, model, user, cookie, team)
+            lone = lone or figures
+            ratio = figures["median"] / lone["median"]
+            print(
+                f"{streams:4} streams: completion median {figures['median']:.2f} s ({ratio:.2f}× a lone turn), "
+                f"slowest {figures['slowest']:.2f} s; first token model→socket p50 {figures['first_p50']:.0f} ms, "
+                f"p95 {figures['first_p95']:.0f} ms (p95 {figures['first_p95'] - lone['first_p50']:+.0f} ms on a lone "
+                f"turn's); CPU {figures['cpu'] * 1000:.0f} ms a stream; "
+                f"{figures['lost']} lost, {figures['duplicated']} duplicated events"
+            )
+    await client.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,66 @@
+"""The answer's Copy button fetches the answer's Markdown when clicked (issue 17: the page and the
+stream carry each answer once). With ClipboardItem (Chromium) the clipboard write starts in the
+click with a promise of the text; without it the text is fetched, then written."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from agents.models import Turn
+from agents.sessions import session_create
+from tests.helpers import async_db
+
+from .live import expect, open_session, turns
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+
+ANSWER = 'Totals:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\necho "<x>"\n```\n'
+
+
+@pytest.fixture
+def answered_session(team_a, alice):
+    def make():
+        session = session_create(team=team_a, user=alice, title="Copy")
+        Turn.objects.create(
+            session=session,
+            index=1,
+            user_message="Totals?",
+            mode=session.mode,
+            response_mode=session.mode,
+            status=Turn.Status.COMPLETED,
+            answer=ANSWER,
+            finished_at=timezone.now(),
+        )
+        return session
+
+    return sync_to_async(make)
+
+
+async def test_without_clipboarditem_the_markdown_is_fetched_then_written(
+    sign_in, alice, answered_session, daphne_server
+):
+    session = await answered_session()
+    page = await sign_in(alice)
+    await page.add_init_script("delete window.ClipboardItem")
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
+    await open_session(page, session.id)
+    assert await page.evaluate("() => typeof window.ClipboardItem") == "undefined"
+    copy = turns(page).first.get_by_role("button", name="Copy the answer as Markdown")
+    async with page.expect_response(lambda r: r.url.endswith("/answer.md")) as answer:
+        await copy.click()
+    assert (await answer.value).status == 200
+    await expect(copy).to_have_text("Copied")
+    assert await page.evaluate("() => navigator.clipboard.readText()") == ANSWER
+
+
+async def test_a_copy_the_server_refuses_says_so(sign_in, alice, answered_session, daphne_server):
+    session = await answered_session()
+    page = await sign_in(alice)
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
+    await open_session(page, session.id)
+    await sync_to_async(Turn.objects.filter(session=session).delete)()  # gone since the page was drawn
+    copy = turns(page).first.get_by_role("button", name="Copy the answer as Markdown")
+    await copy.click()
+    await expect(copy).to_have_text("Copy failed")

@@ -1,0 +1,123 @@
+"""Composer-first and edit/retry/regenerate in a real browser (issue 15, items 11 and 12), against a
+scripted model. Screenshots of the key states go to var/test-artifacts/ (resend-*.png)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agents.models import AgentSession, Turn
+from agents.sessions import session_create
+from tests.helpers import async_db
+
+from .live import ARTIFACTS, expect, open_session, scripted_env, send, session_id_of, turn_ended, turns
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+
+
+@pytest.fixture(scope="module")
+def daphne_env(switchboard) -> dict[str, str]:
+    return scripted_env(switchboard)
+
+
+@pytest.fixture
+def make_session(team_a, alice):
+    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
+
+
+async def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    # caret="initial": hiding the caret would inject a style, which the Content-Security-Policy refuses
+    await page.screenshot(path=str(ARTIFACTS / f"resend-{name}.png"), caret="initial")
+
+
+async def test_the_home_composer_sends_the_first_message_and_refuses_an_empty_one(sign_in, alice, model):
+    page = await sign_in(alice)
+    await expect(page.locator("#message")).to_be_focused()
+    await page.select_option("#id_mode", "data-analysis")
+    await page.locator("#new-session .segmented span", has_text="Agent").click()
+    await screenshot(page, "home-composer")
+
+    await page.fill("#message", "   ")  # only blanks: the browser lets it through, the server refuses it
+    await page.locator("#new-session button[type=submit]").click()
+    await expect(page.locator("#composer-error")).to_contain_text("The message is empty.")
+    await expect(page).to_have_url(re.compile(r"/sessions/new/$"))
+    assert await AgentSession.objects.acount() == 0
+
+    model.reply("Revenue grew every month.")
+    await page.fill("#message", "How did revenue develop?")
+    await page.locator("#message").press("Enter")
+    await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
+    session = await AgentSession.objects.aget(pk=session_id_of(page.url))
+    assert (session.mode, session.execution) == ("data-analysis", "agent")
+    await turn_ended(turns(page).first)
+    await expect(turns(page).first.locator(".answer")).to_have_text("Revenue grew every month.")
+    await expect(page.locator("#session-list")).to_contain_text("How did revenue develop?")
+
+
+async def test_edit_an_earlier_message_and_resend(sign_in, alice, make_session, model):
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    model.reply("Answer one.")
+    await send(page, "Question one")
+    await turn_ended(turns(page).first)
+    model.reply("Answer two.")
+    await send(page, "Question two")
+    await turn_ended(turns(page).nth(1))
+
+    first = turns(page).first
+    await first.locator(".edit-message summary").click()
+    await first.locator(".edit-message textarea").fill("Question one, rephrased")
+    await screenshot(page, "edit-open")
+    model.reply("Answer to the rephrased one.")
+    await first.get_by_role("button", name="Send edited message").click()
+
+    await expect(page.locator("#timeline article.turn.replaced")).to_have_count(2)
+    newest = turns(page).nth(2)
+    await turn_ended(newest)
+    await expect(newest.locator(".msg-user .bubble")).to_have_text("Question one, rephrased")
+    await expect(newest.locator(".msg-user .meta")).to_contain_text("edited")
+    await expect(newest.locator(".answer")).to_have_text("Answer to the rephrased one.")
+    await expect(page.locator(".turn.replaced summary").first).to_contain_text("Replaced by your edited message")
+    await expect(page.locator(".turn.replaced .answer").first).to_be_hidden()  # folded away
+    assert [m["content"] for m in model.last_messages if m["role"] == "user"] == ["Question one, rephrased"]
+    await screenshot(page, "edited")
+
+    await page.reload()  # the page draws the same from the database
+    await expect(page.locator("#timeline article.turn.replaced")).to_have_count(2)
+    await page.locator(".turn.replaced summary").first.click()
+    await expect(page.locator(".turn.replaced .answer").first).to_have_text("Answer one.")
+
+
+async def test_retry_a_failed_turn_then_regenerate_the_answer(sign_in, alice, make_session, model):
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    model.error(500, "The model server fell over.")
+    await send(page, "Summarise our week")
+    failed = turns(page).first
+    await turn_ended(failed, "failed")
+    await expect(failed.get_by_role("button", name="Regenerate")).to_have_count(0)
+    await screenshot(page, "failed")
+
+    model.reply("A calm week.")
+    await failed.get_by_role("button", name="Retry").click()
+    retried = turns(page).nth(1)
+    await turn_ended(retried)
+    await expect(retried.locator(".answer")).to_have_text("A calm week.")
+    await expect(page.locator(".turn.replaced")).to_have_count(1)
+    await expect(retried.locator(".msg-user .meta")).to_contain_text("retried")
+
+    model.reply("A quiet, productive week.")
+    await retried.get_by_role("button", name="Regenerate").click()
+    regenerated = turns(page).nth(2)
+    await turn_ended(regenerated)
+    await expect(regenerated.locator(".answer")).to_have_text("A quiet, productive week.")
+    await expect(page.locator(".turn.replaced")).to_have_count(2)
+    await expect(page.get_by_role("button", name="Regenerate")).to_have_count(1)  # only the last answer's
+    await screenshot(page, "regenerated")
+    rows = [(t.origin, t.status, bool(t.replaced_by_id)) async for t in Turn.objects.filter(session=session)]
+    assert rows == [("message", "failed", True), ("retry", "completed", True), ("regenerate", "completed", False)]
