@@ -7,7 +7,8 @@ DELTA_INTERVAL for the reply's first DELTA_FAST_SECONDS, then one per DELTA_INTE
 `--chars-per-delta` fixes the size instead), then model.message and turn.completed (with the answer and usage, as a
 run writes it). Each event is rendered by the live renderer as the websocket consumers of a
 session share it (agents/web/renders.py). Printed: frames, total bytes sent to one viewer, the
-largest frame, and the render CPU time.
+largest frame, the render CPU time, and the bytes on the wire once compressed as Daphne does under
+`manage.py aptix_serve` for a browser (permessage-deflate, tests/browser/test_stream_compression.py).
 
     .venv/bin/python bench/stream_bytes.py [--tokens 2000] [--rate 50] [--chars-per-delta N] [--prose]
 """
@@ -16,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import re
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -48,10 +52,62 @@ BLOCK = (
 )
 
 
+WORDS = [
+    "revenue",
+    "orders",
+    "margin",
+    "region",
+    "quarter",
+    "shipment",
+    "customer",
+    "supplier",
+    "forecast",
+    "churn",
+    "basket",
+    "price",
+    "discount",
+    "return",
+    "invoice",
+    "warehouse",
+    "stock",
+    "demand",
+    "season",
+    "campaign",
+    "channel",
+    "retail",
+    "online",
+    "wholesale",
+    "growth",
+    "decline",
+    "north",
+    "east",
+    "south",
+    "west",
+    "plums",
+    "pears",
+    "apples",
+    "cherries",
+    "figs",
+    "lemons",
+    "melons",
+    "grapes",
+    "apricots",
+    "peaches",
+]
+
+
 def answer(tokens: int, block: str = BLOCK) -> str:
-    text = ""
+    """`block` repeated, each copy with its own numbers and words (seeded), so that a compressor
+    finds no more repetition than in a real answer of that shape."""
+    rng, text = random.Random(7), ""
     while len(text) < tokens * 4:
-        text += block
+        copy = re.sub(r"\d+", lambda m: str(rng.randint(1, 999)), block)
+        copy = re.sub(
+            r"\b(every|south|north|east|late|shipment|orders|quarter|revenue|total|rows?)\b",
+            lambda m: rng.choice(WORDS),
+            copy,
+        )
+        text += copy
     return text[: tokens * 4]
 
 
@@ -95,11 +151,13 @@ def main() -> None:
     events += [("turn.completed", {**final, "usage": usage, "steps": 1})]
     renderer = LiveRenderer(session)
     sizes: dict[str, list[int]] = {}
+    wire = Deflate()
     cpu = time.process_time()
     for seq, (event_type, payload) in enumerate(events, 1):
-        size = len(renderer.render(turn, event_type, payload, seq).encode())
+        frame = renderer.render(turn, event_type, payload, seq).encode()
+        wire.send(frame)
         kind = f"{event_type} (appended)" if renderer.tail_only else event_type
-        sizes.setdefault(kind, []).append(size)
+        sizes.setdefault(kind, []).append(len(frame))
     cpu = time.process_time() - cpu
     every = [size for group in sizes.values() for size in group]
     print(
@@ -109,6 +167,26 @@ def main() -> None:
     )
     for kind, group in sizes.items():
         print(f"  {kind:28} {len(group):4} frames {sum(group) / 1024:8.1f} KB")
+    print(
+        f"on the wire, compressed as manage.py aptix_serve does for a browser (permessage-deflate): "
+        f"{wire.sent / 1024:,.1f} KB"
+    )
+
+
+class Deflate:
+    """What permessage-deflate (RFC 7692) puts on the wire for these messages, as Autobahn's
+    PerMessageDeflate does with aptix_serve's settings: one raw deflate stream kept across messages
+    (context takeover), mem_level 5, each message flushed with Z_SYNC_FLUSH and its trailing
+    00 00 ff ff dropped, plus the websocket frame header of a server-to-client frame."""
+
+    def __init__(self) -> None:
+        self.stream = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, 5)
+        self.sent = 0
+
+    def send(self, message: bytes) -> None:
+        body = self.stream.compress(message) + self.stream.flush(zlib.Z_SYNC_FLUSH)
+        size = len(body) - 4
+        self.sent += size + (2 if size < 126 else 4 if size < 65536 else 10)
 
 
 if __name__ == "__main__":

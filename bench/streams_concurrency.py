@@ -15,6 +15,11 @@ tokens at `--rate` tokens/s per request. Printed per count:
 - lost / duplicated events: each socket's events against the turn's stored events.
 
     .venv/bin/python bench/streams_concurrency.py [--streams 1 20 60 100] [--tokens 200] [--rate 50] [--repeat 3]
+        [--ttft 0.0]
+
+`--ttft` makes the model wait that long before its first token, as a real one does (a hosted model
+takes 0.2-1 s): with 0, every turn's first token arrives while the batch's other turns are still
+starting on the same event loop.
 
 Each count runs `--repeat` batches and pools their samples (the lone turn's p50 is then over 3 turns).
 
@@ -77,8 +82,8 @@ class PacedModel:
     """An OpenAI-compatible Chat Completions server streaming `tokens` tokens at `rate` a second.
     `first_token[n]` is when it sent the first token of the request whose message says "stream n"."""
 
-    def __init__(self, tokens: int, rate: float) -> None:
-        self.tokens, self.interval = tokens, 1.0 / rate
+    def __init__(self, tokens: int, rate: float, ttft: float = 0.0) -> None:
+        self.tokens, self.interval, self.ttft = tokens, 1.0 / rate, ttft
         self.first_token: dict[int, float] = {}
 
     async def __call__(self, scope, receive, send) -> None:
@@ -107,6 +112,7 @@ class PacedModel:
             )
 
         await chunk({"role": "assistant", "content": ""})
+        await asyncio.sleep(self.ttft)  # a real model's time to first token (0: answers at once)
         started = time.perf_counter()
         for n in range(self.tokens):
             # paced against the start, not token to token: a busy loop does not slow the model down
@@ -198,16 +204,20 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=3, help="batches per count, samples pooled")
+    parser.add_argument("--ttft", type=float, default=0.0, help="the model's time to first token, seconds")
     args = parser.parse_args()
     await sync_to_async(call_command)("migrate", verbosity=0)
     user, _ = await get_user_model().objects.aget_or_create(username="bench-streams")
     team = await sync_to_async(team_ensure)(name="Bench streams", owner=user)
     cookie = await sync_to_async(login_cookie)(user)
-    model = PacedModel(args.tokens, args.rate)
+    model = PacedModel(args.tokens, args.rate, args.ttft)
     http = httpx2.AsyncClient(transport=StreamingASGITransport(model), base_url="http://paced.invalid/v1")
     client = openai.AsyncOpenAI(api_key="x", base_url="http://paced.invalid/v1", http_client=http, max_retries=0)
     lone: dict | None = None
-    print(f"{args.tokens} tokens a turn at {args.rate:g} tokens/s ({args.tokens / args.rate:.1f} s of model time)")
+    print(
+        f"{args.tokens} tokens a turn at {args.rate:g} tokens/s ({args.tokens / args.rate:.1f} s of model time), "
+        f"first token after {args.ttft * 1000:.0f} ms"
+    )
     with use_llm_client(LLMClient(client, model="paced", label="paced")):
         await run_batch(2, model, user, cookie, team)  # warm-up (imports, first queries, templates): not counted
         for streams in args.streams:

@@ -5,16 +5,18 @@ the markup lives in templates (`agents/_oob.html` and the partials it includes).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Literal
 
 from django.template.loader import render_to_string
 
 from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
-from agents.models import AgentSession, Turn
+from agents.models import AgentSession, Turn, TurnEvent
 from modes.catalog import active_modes
 from modes.models import AgentMode
 
+from .timeline import render_turn
 from .toolpanel import tool_panel
 
 ComposerState = Literal["busy", "idle"]
@@ -86,3 +88,13 @@ def session_model_context(session: AgentSession) -> dict:
     mode_model = AgentMode.objects.filter(key=session.mode).values_list("model", flat=True).first() or ""
     spec = model_for(session_model=session.model, mode_model=mode_model)
     return {"model": describe_provider(spec), "model_key": spec.key, "models": models_config().choices}
+
+
+def replaced_turns(turn: Turn) -> str:
+    """The turns `turn` replaced (an edit, retry or regenerate), redrawn folded away, out of band:
+    for the tab that sent it again and, through the stream, every other tab open on the session."""
+    replaced = list(turn.replaces.select_related("replaced_by").order_by("index"))
+    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
+    for event in TurnEvent.objects.filter(turn__in=replaced).order_by("seq"):
+        events_of[event.turn_id].append(event)
+    return "".join(render_turn(old, events_of[old.pk], oob=True, latest=False) for old in replaced)

@@ -31,7 +31,7 @@ from agents.events.payloads import (
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.state import ModeChange
 
-from .fragments import ComposerState, session_fragments, stream_cursor
+from .fragments import ComposerState, replaced_turns, session_fragments, stream_cursor
 from .markdown import render_markdown
 from .timeline import live_text, mode_item, progress_of, render_turn, text_item, tool_item
 
@@ -178,7 +178,10 @@ def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> st
     live.live[turn.id] = ""  # nothing streamed yet: the first delta needs no database read
     events = live.events_until(turn, seq) if seq > 1 else list(live.seen.get(turn.id, []))
     # Appended, unless the page has the turn already (the send request's answer drew it): aptix.js.
-    return session_fragments(live.session, append=render_turn(turn, events, if_absent=True))
+    html = session_fragments(live.session, append=render_turn(turn, events, if_absent=True))
+    if turn.origin != Turn.Origin.MESSAGE:  # sent again: other tabs fold what it replaced, too
+        html = replaced_turns(turn) + html
+    return html
 
 
 @renders(*FINAL_EVENT_TYPES)

@@ -121,3 +121,26 @@ async def test_retry_a_failed_turn_then_regenerate_the_answer(sign_in, alice, ma
     await screenshot(page, "regenerated")
     rows = [(t.origin, t.status, bool(t.replaced_by_id)) async for t in Turn.objects.filter(session=session)]
     assert rows == [("message", "failed", True), ("retry", "completed", True), ("regenerate", "completed", False)]
+
+
+async def test_another_tab_on_the_session_folds_what_was_replaced(sign_in, alice, make_session, model):
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    model.reply("First answer.")
+    await send(page, "Tell me something")
+    await turn_ended(turns(page).first)
+
+    other = await page.context.new_page()  # the same user, a second tab on the same session
+    await open_session(other, session.id)
+    await expect(turns(other)).to_have_count(1)
+
+    model.reply("Second answer.")
+    await turns(page).first.get_by_role("button", name="Regenerate").click()
+    await turn_ended(turns(page).nth(1))
+    # the other tab hears of it through the stream: the old turn folded, the new one appended
+    await expect(turns(other).first).to_have_class(re.compile(r"\breplaced\b"))
+    await expect(turns(other).first.locator("details.replaced-turn > summary")).to_contain_text("Replaced by")
+    await turn_ended(turns(other).nth(1))
+    await expect(turns(other).nth(1).locator(".answer")).to_have_text("Second answer.")
+    await other.close()

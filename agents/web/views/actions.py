@@ -5,8 +5,6 @@ first; other users' sessions are 404."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -20,7 +18,7 @@ from agents.approvals import CODE_STALE, UserDecision, grant_revoke
 from agents.approvals import approval_decide as approval_decide_service
 from agents.branching import session_branch as session_branch_service
 from agents.conversations import turn_resend as turn_resend_service
-from agents.models import AgentSession, Turn, TurnEvent
+from agents.models import AgentSession, Turn
 from agents.run.current import get_runner
 from agents.sessions import session_manager, session_set_execution, session_set_model, session_toggle_tool
 from agents.turns import error_code, turn_cancel, turn_start
@@ -28,7 +26,7 @@ from aptix.ratelimits import TURNS, Limited, rate_limit, user_key
 from modes.catalog import ModeValidationError
 from modes.models import ModeHistory
 
-from ..fragments import composer_error, session_fragments
+from ..fragments import composer_error, replaced_turns, session_fragments
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 from .sessions import get_session_or_404
@@ -108,12 +106,8 @@ async def turn_resend(request, session_id: str, turn_id: str):
 
 
 def _resent_fragments(session: AgentSession, turn: Turn) -> str:
-    replaced = list(turn.replaces.select_related("replaced_by").order_by("index"))
-    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
-    for event in TurnEvent.objects.filter(turn__in=replaced).order_by("seq"):
-        events_of[event.turn_id].append(event)
-    folded = "".join(render_turn(old, events_of[old.pk], oob=True, latest=False) for old in replaced)
-    return folded + _turn_started_fragments(session, turn)  # (its busy composer has an empty error line)
+    # (its busy composer has an empty error line)
+    return replaced_turns(turn) + _turn_started_fragments(session, turn)
 
 
 def _choice(data) -> dict | None:

@@ -4,6 +4,7 @@ off. The process-level checks run in a subprocess, so this test process keeps no
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -91,6 +92,15 @@ async def test_hooks_run_once_before_the_first_scope_is_handed_on():
 
     assert wrapped.started
     assert calls == ["hook 1", "hook 2", "http", "websocket"]
+
+
+def test_after_the_hooks_what_start_up_made_is_frozen_out_of_the_collectors_way():
+    gc.unfreeze()
+    try:
+        RunOnFirstScope(None, hooks=[]).run_hooks()
+        assert gc.get_freeze_count() > 0  # full collections no longer walk the long-lived objects
+    finally:
+        gc.unfreeze()  # this test process goes on making and dropping objects
 
 
 async def test_a_failing_hook_fails_the_first_scope_and_is_not_run_again():
