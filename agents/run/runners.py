@@ -181,7 +181,13 @@ class WorkerRunner(Runner):
         self, turn_id: str, *, client_tools: list[dict] | None = None, tool_results: list[dict] | None = None
     ) -> asyncio.Task:
         arguments = {"client_tools": client_tools, "tool_results": tool_results}
-        return asyncio.get_running_loop().create_task(self._dispatch(turn_id, arguments))
+        # An empty context, as for a run (run_here): a copy of the request's would tie the dispatch's
+        # sync_to_async calls to the request's thread, gone once a view that does not wait for the
+        # dispatch (the home composer's redirect) has answered.
+        dispatch = self._dispatch(turn_id, arguments)
+        return asyncio.get_running_loop().create_task(
+            dispatch, name=f"dispatch-{turn_id}", context=contextvars.Context()
+        )
 
     @staticmethod
     async def _dispatch(turn_id: str, arguments: dict[str, Any]) -> int:

@@ -8,6 +8,7 @@ sees the end; the processes survive an idle period longer than every Redis timeo
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 
 import httpx2
@@ -107,3 +108,30 @@ async def test_a_worker_killed_mid_run_leaves_no_turn_running(deployment, alice,
     assert set(statuses) <= {"completed", "failed"} and statuses["failed"] > 0, statuses  # the dead one's failed
     assert [status for _, status in seen] == [b["status"] for b in bodies]  # every client saw its end
     assert await Turn.objects.filter(session_id__in=sessions, finished_at__isnull=True).acount() == 0
+
+
+async def test_the_home_composers_first_message_runs_on_a_worker(tmp_path, alice, team_a):
+    """Composer-first on a web process with workers: the view redirects without waiting for the
+    dispatch, which must not depend on the request's thread (it failed with "CurrentThreadExecutor
+    already quit" and the turn never left `queued`)."""
+    if not REDIS_URL or connection.vendor != "postgresql":
+        pytest.skip("needs Redis and PostgreSQL (make test starts both)")
+    running = multi.deployment(
+        tmp_path, redis_url=REDIS_URL, secret_key=django_settings.SECRET_KEY, heartbeat=HEARTBEAT, webs=1, workers=1
+    )
+    async with running as started:
+        web = started.webs[0]
+        name, _, value = (await session_cookie(alice)).decode().partition("=")
+        async with httpx2.AsyncClient(base_url=web.url, cookies={name: value}, timeout=30) as client:
+            home = await client.get("/")
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', home.text)
+            assert home.status_code == 200 and csrf is not None
+            started.model.reply("Hello from a worker.")
+            form = {"csrfmiddlewaretoken": csrf.group(1), "team": team_a.pk, "mode": "general", "execution": "ask"}
+            sent = await client.post("/sessions/new/", data={**form, "message": "Hi"}, headers={"Referer": web.url})
+        assert sent.status_code == 302, sent.text
+        async with asyncio.timeout(30):
+            while not await Turn.objects.filter(user_message="Hi", finished_at__isnull=False).aexists():
+                await asyncio.sleep(0.05)  # a worker runs it: the database says when
+        turn = await Turn.objects.aget(user_message="Hi")
+        assert (turn.status, turn.answer) == ("completed", "Hello from a worker."), turn.error
