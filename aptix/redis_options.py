@@ -15,6 +15,12 @@ from typing import Any
 SOCKET_TIMEOUT = 30.0  # seconds a reply may take; above every blocking read's own timeout
 CONNECT_TIMEOUT = 5.0
 HEALTH_CHECK_INTERVAL = 15  # seconds idle before a connection is PINGed when next used
+# Messages waiting for one process's sockets (channels_redis keeps them in one Redis key per
+# process) and for each socket in that process. Past this, channels_redis drops a group message
+# silently (logged at INFO): a viewer would miss an event, even a turn's end. Its default, 100, is
+# a few seconds of a busy process's streams; a web process that stalls for a moment under load
+# must not lose what was sent meanwhile. A few thousand small fragments are a few MB of Redis.
+CHANNEL_CAPACITY = 5000
 
 REDIS_OPTIONS: dict[str, Any] = {
     "socket_timeout": SOCKET_TIMEOUT,
@@ -29,6 +35,6 @@ def redis_channel_layers(url: str) -> dict[str, Any]:
     return {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": url, **REDIS_OPTIONS}]},
+            "CONFIG": {"hosts": [{"address": url, **REDIS_OPTIONS}], "capacity": CHANNEL_CAPACITY},
         }
     }
