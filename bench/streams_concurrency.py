@@ -58,9 +58,7 @@ import httpx2
 import openai
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from agents.llm import LLMClient, use_llm_client
@@ -71,6 +69,7 @@ from agents.sessions import session_create
 from agents.turns import turn_start
 from aptix.asgi import application
 from aptix.teams import team_ensure
+from tests.agents.test_stream import session_cookie
 
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="\w+" data-seq="(\d+)"')
 TAIL = re.compile(r'(?:hx-swap-oob="beforeend:#live-tail"|class="live-tail") data-seq="(\d+)"')  # now | before
@@ -125,15 +124,6 @@ class PacedModel:
             None, usage={"prompt_tokens": 50, "completion_tokens": self.tokens, "total_tokens": 50 + self.tokens}
         )
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
-
-
-def login_cookie(user) -> bytes:
-    store = SessionStore()
-    store[SESSION_KEY] = str(user.pk)
-    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    store.save()
-    return f"{settings.SESSION_COOKIE_NAME}={store.session_key}".encode()
 
 
 async def watch(communicator: WebsocketCommunicator) -> tuple[float | None, float, list[int]]:
@@ -209,7 +199,7 @@ async def main() -> None:
     await sync_to_async(call_command)("migrate", verbosity=0)
     user, _ = await get_user_model().objects.aget_or_create(username="bench-streams")
     team = await sync_to_async(team_ensure)(name="Bench streams", owner=user)
-    cookie = await sync_to_async(login_cookie)(user)
+    cookie = await session_cookie(user)  # a signed-in browser's, as the tests make it
     model = PacedModel(args.tokens, args.rate, args.ttft)
     http = httpx2.AsyncClient(transport=StreamingASGITransport(model), base_url="http://paced.invalid/v1")
     client = openai.AsyncOpenAI(api_key="x", base_url="http://paced.invalid/v1", http_client=http, max_retries=0)

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from asgiref.sync import sync_to_async
 
+from agents.sessions import session_create
 from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
 
 from .live import LiveServer, ModelSwitchboard, artifact_name, save_artifacts
@@ -136,6 +138,12 @@ async def open_page(browser, daphne_server, request):
     for page in pages:
         await page.context.close()
     assert not errors, f"uncaught JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def make_session(team_a, alice):
+    """`await make_session(**fields)`: a session of alice's in team A (modules may define their own)."""
+    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 @pytest.fixture

@@ -7,10 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from asgiref.sync import sync_to_async
 
 from agents.models import Turn
-from agents.sessions import session_create
 from tests.helpers import async_db
 
 from .live import expect, open_session, scripted_env, send, turn_ended, turns
@@ -21,11 +19,6 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 @pytest.fixture(scope="module")
 def daphne_env(switchboard) -> dict[str, str]:
     return scripted_env(switchboard)
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 async def test_the_next_message_is_written_while_a_turn_runs_and_sent_after_it(sign_in, alice, make_session, model):

@@ -6,10 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from asgiref.sync import sync_to_async
 
 from agents.models import AgentSession, Turn
-from agents.sessions import session_create
 from tests.helpers import async_db
 
 from .live import ARTIFACTS, expect, open_session, scripted_env, send, session_id_of, turn_ended, turns
@@ -20,11 +18,6 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 @pytest.fixture(scope="module")
 def daphne_env(switchboard) -> dict[str, str]:
     return scripted_env(switchboard)
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 async def screenshot(page, name: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.sessions import session_create
 from aptix.preferences import preferences_update
 from tests.helpers import async_db
 
@@ -39,11 +38,6 @@ GRANTED = "window.Notification.permission = 'granted';"
 @pytest.fixture(scope="module")
 def daphne_env(switchboard) -> dict[str, str]:
     return scripted_env(switchboard)
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 def prefer(user, *, notify: bool):

@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from asgiref.sync import sync_to_async
 
 from agents.models import Turn, TurnEvent
-from agents.sessions import session_create
 from tests.helpers import async_db
 
 from .live import (
@@ -30,11 +28,6 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 @pytest.fixture(scope="module")
 def daphne_env(switchboard) -> dict[str, str]:
     return scripted_env(switchboard)
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 def words(count: int, prefix: str = "w") -> str:

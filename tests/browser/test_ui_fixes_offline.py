@@ -7,10 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from asgiref.sync import sync_to_async
 
 from agents.models import AgentSession, Turn
-from agents.sessions import session_create
 from tests.helpers import async_db
 
 from .live import expect, open_session, send, session_id_of, stream_open, turn_ended, turns
@@ -18,11 +16,6 @@ from .live import expect, open_session, send, session_id_of, stream_open, turn_e
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 
 DDR_REQUEST = "Write a design decision record for our new caching layer"
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 async def test_a_used_branch_button_becomes_a_link_to_its_session(sign_in, alice, make_session):

@@ -10,10 +10,8 @@ import re
 import sys
 
 import pytest
-from asgiref.sync import sync_to_async
 
 from agents.models import Turn
-from agents.sessions import session_create
 from agents.turns import ERROR_TURN_RUNNING
 from modes.models import AgentMode
 from tests.helpers import async_db
@@ -36,11 +34,6 @@ def daphne_env(switchboard, tmp_path_factory) -> dict[str, str]:
         "APTIX_MCP_AUTOSTART": "true",
         "APTIX_MCP_CONFIG": str(config),
     }
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
 
 
 def words(count: int) -> str:

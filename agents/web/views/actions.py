@@ -61,14 +61,23 @@ async def _session(request, session_id: str) -> AgentSession | None:
     return await sync_to_async(get_session_or_404)(request, session_id)
 
 
-@require_POST
-async def turn_new(request, session_id: str):
-    """Start a turn with the composer's message; the reply streams over the websocket."""
+async def _session_for_a_turn(request, session_id: str) -> AgentSession | HttpResponse:
+    """`_session` for a view that starts a turn, within the user's turn rate: the session, or the
+    answer instead of one (401 signed out, 429 past the rate)."""
     session = await _session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
     if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
         return _too_many(limited)
+    return session
+
+
+@require_POST
+async def turn_new(request, session_id: str):
+    """Start a turn with the composer's message; the reply streams over the websocket."""
+    session = await _session_for_a_turn(request, session_id)
+    if isinstance(session, HttpResponse):
+        return session
     try:
         turn = await sync_to_async(turn_start)(
             session=session,
@@ -87,11 +96,9 @@ async def turn_new(request, session_id: str):
 async def turn_resend(request, session_id: str, turn_id: str):
     """A turn's Edit (with the edited `message`), Retry or Regenerate button (`kind`): the message goes
     again as a new turn that streams like any other; the turns it replaced are redrawn folded away."""
-    session = await _session(request, session_id)
-    if session is None:
-        return HttpResponse(status=401)
-    if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
-        return _too_many(limited)
+    session = await _session_for_a_turn(request, session_id)
+    if isinstance(session, HttpResponse):
+        return session
     try:
         turn = await sync_to_async(turn_resend_service)(
             session=session,
@@ -197,11 +204,9 @@ def session_tools(request, session_id: str):
 async def session_branch(request, session_id: str):
     """ "Continue in a new <mode> session": a child session in the branched-to mode, linked to this
     one, whose first turn carries the request that led to the proposal (started at once)."""
-    session = await _session(request, session_id)
-    if session is None:
-        return HttpResponse(status=401)
-    if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
-        return _too_many(limited)
+    session = await _session_for_a_turn(request, session_id)
+    if isinstance(session, HttpResponse):
+        return session
     try:
         child, turn = await sync_to_async(session_branch_service)(
             session=session, turn_id=request.POST.get("turn", ""), user=request.user
