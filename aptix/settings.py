@@ -259,6 +259,7 @@ APTIX_WS_MAX_PER_SESSION = env_int("APTIX_WS_MAX_PER_SESSION", 8, minimum=1)
 APTIX_WS_REPLAY_MAX = env_int("APTIX_WS_REPLAY_MAX", 400, minimum=1)
 APTIX_WS_MAX_MESSAGE = env_int("APTIX_WS_MAX_MESSAGE", 4096, minimum=128)
 APTIX_WS_RECHECK = env_float("APTIX_WS_RECHECK", 60.0, minimum=0.01)
+APTIX_WS_CATCHUP = env_float("APTIX_WS_CATCHUP", 5.0, minimum=0.01)  # a quiet turn's events looked up (consumers.py)
 APTIX_WS_COMPRESSION = env_bool("APTIX_WS_COMPRESSION", True)  # permessage-deflate (manage.py aptix_serve)
 # Turns the session page draws at first; earlier ones load as the user scrolls up (web/views/history.py).
 APTIX_SESSION_PAGE_TURNS = env_int("APTIX_SESSION_PAGE_TURNS", 20, minimum=1)

@@ -6,7 +6,10 @@ Resuming: the client connects with `?turn=<id>&seq=<n>`, the last event its page
 `stream-cursor`; the client rewrites the URL on every reconnect). The consumer joins the group
 first, then replays from the database every event after that cursor — the rest of that turn and
 all of any later turn — then streams live events, skipping any seq it already sent. So a reload
-or a reconnect mid-turn sees each event exactly once, in order. A socket without a cursor (not from
+or a reconnect mid-turn sees each event exactly once, in order. A live event that skips seqs (a
+message the channel layer lost, a rendering that failed) has the missing events sent from the
+database first; a turn that has been quiet for `APTIX_WS_CATCHUP` seconds is looked up there too,
+in case its end was lost. A socket without a cursor (not from
 a session page) gets only the open turns; a replay is bounded, a page too far behind is told to
 reload; sockets are capped per user and per session; a socket closes when its user's access ends
 (all in agents/web/streams.py).
@@ -24,7 +27,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from agents.events import message_events, session_group
+from agents.events import FINAL_EVENT_TYPES, message_events, session_group
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.sessions import SessionNotFoundError, session_get
 
@@ -46,6 +49,7 @@ class Cursor(NamedTuple):
 class SessionStreamConsumer(AsyncWebsocketConsumer):
     session: AgentSession | None = None
     closed = False
+    catch_ups: asyncio.Task | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -67,6 +71,8 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         self.session, self.user_id = session, user.pk
         self.group = session_group(session.id)
         self.sent: dict[str, int] = {}  # turn id → highest seq sent on this connection
+        self.open: dict[str, float] = {}  # turn id → when this socket last sent an event of it (until its end)
+        self.sending = asyncio.Lock()  # live events and catch-ups go out one batch at a time, in order
         self.turns: dict[str, Turn] = {}
         self.renderer = LiveRenderer(session)  # this socket's replay
         self.shared = renders_for(session)  # live events: rendered once for every socket of the session here
@@ -74,12 +80,18 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         await self.accept()
         self.rechecks = asyncio.create_task(self._recheck_forever())
-        await self._replay(self._cursor())
+        cursor = self._cursor()
+        if cursor is not None and cursor.turn_id:
+            self.sent[cursor.turn_id] = cursor.seq  # the page shows the turn up to there
+        await self._replay(cursor)
+        self.catch_ups = asyncio.create_task(self._catch_up_forever())
 
     async def disconnect(self, code) -> None:
         self.closed = True
         if self.session is not None:
             self.rechecks.cancel()
+            if self.catch_ups is not None:
+                self.catch_ups.cancel()
             release(self.shared)
             open_streams.release(self, user_id=self.user_id, session_id=self.session.id)
             await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -105,6 +117,10 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         """A batch of live events from the session's group (agents/events.py)."""
         if self.session is None or message.get("session_id") != self.session.id:
             return
+        async with self.sending:
+            await self._send_live(message)
+
+    async def _send_live(self, message: dict) -> None:
         for event in message_events(message):
             turn_id, seq = event["turn_id"], event["seq"]
             if self.closed:
@@ -114,9 +130,15 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             except Exception:
                 logger.exception("Rendering event %s of turn %s failed", seq, turn_id)
                 continue
-            if seq > self.sent.get(turn_id, 0):
-                self.sent[turn_id] = seq
-                await self.send(text_data=html)
+            sent = self.sent.get(turn_id, 0)
+            if seq <= sent:
+                continue  # replayed already
+            if seq > sent + 1:
+                await self._fill_gap(turn_id, sent, seq)
+                if self.closed:
+                    return
+            self._sent(turn_id, seq, event["event"])
+            await self.send(text_data=html)
 
     async def access_check(self, message: dict) -> None:
         """From the user's group: their access may have changed (agents/web/streams.py)."""
@@ -172,10 +194,57 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
                 return
             await self._replay_event(event.turn_id, event.type, event.payload, event.seq)
 
+    def _sent(self, turn_id: str, seq: int, event_type: str) -> None:
+        self.sent[turn_id] = seq
+        if event_type in FINAL_EVENT_TYPES:
+            self.open.pop(turn_id, None)
+        else:
+            self.open[turn_id] = asyncio.get_running_loop().time()
+
+    async def _catch_up_forever(self) -> None:
+        """A turn this socket follows that has been quiet for APTIX_WS_CATCHUP seconds is looked up
+        in the database: its last events, its end above all, may never have reached the socket
+        (nothing later would show the gap, as in `_fill_gap`). A quiet turn (a long tool call,
+        a wait for approval) costs one indexed query per period."""
+        period = settings.APTIX_WS_CATCHUP
+        loop = asyncio.get_running_loop()
+        while not self.closed:
+            await asyncio.sleep(period / 2)
+            for turn_id, heard in list(self.open.items()):
+                if self.closed or loop.time() - heard < period:
+                    continue
+                self.open[turn_id] = loop.time()
+                async with self.sending:
+                    await self._fill_gap(turn_id, self.sent.get(turn_id, 0), None)
+
+    async def _fill_gap(self, turn_id: str, sent: int, seq: int | None) -> None:
+        """Live event `seq` came (None: a turn was quiet), but this socket last sent `sent` of the
+        turn: the events between never reached it (a channel-layer message lost, a rendering that
+        failed). They are in the database (a run writes events before it broadcasts them): send them
+        now, from there."""
+        limit = settings.APTIX_WS_REPLAY_MAX
+        events = await sync_to_async(_turn_events_between)(turn_id, sent, seq, limit + 1)
+        if not events:
+            return
+        logger.warning(
+            "Stream of session %s missed events %d-%d of turn %s; sending them from the database",
+            self.session.id if self.session else "",
+            events[0].seq,
+            events[-1].seq,
+            turn_id,
+            extra={"event": "stream.gap", "turn_id": turn_id},
+        )
+        if len(events) > limit:
+            await self.send(text_data=render_to_string("agents/_stream_notice.html", {"reason": "stale"}))
+            return
+        self.renderer.forget(turn_id)  # what it remembers of the turn may be older than `sent`
+        for event in events:
+            await self._replay_event(event.turn_id, event.type, event.payload, event.seq)
+
     async def _replay_event(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
         if self.closed or seq <= self.sent.get(turn_id, 0):
             return  # closed, or already sent (replayed, then broadcast again)
-        self.sent[turn_id] = seq
+        self._sent(turn_id, seq, event_type)
         turn = self.turns.get(turn_id)
         if turn is None:
             turn = self.turns[turn_id] = await Turn.objects.aget(pk=turn_id)
@@ -201,4 +270,11 @@ def _events_after(session_id: str, cursor: Cursor | None, limit: int) -> list[Tu
         if index is not None:
             later = events.filter(turn__index__gt=index) | events.filter(turn_id=cursor.turn_id, seq__gt=cursor.seq)
             events = later.order_by("turn__index", "seq")
+    return list(events[:limit])
+
+
+def _turn_events_between(turn_id: str, after: int, before: int | None, limit: int) -> list[TurnEvent]:
+    events = TurnEvent.objects.filter(turn_id=turn_id, seq__gt=after).order_by("seq")
+    if before is not None:
+        events = events.filter(seq__lt=before)
     return list(events[:limit])
