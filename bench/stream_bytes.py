@@ -4,8 +4,10 @@ A 2,000-token answer (about 8,000 characters of Markdown: paragraphs, a list, a 
 `--prose`: paragraphs only) arrives at `--rate` tokens/s (4 characters a token) as model.delta
 events the way the recorder coalesces them for a lone reply (agents/events/pacing.py: one event per
 DELTA_INTERVAL for the reply's first DELTA_FAST_SECONDS, then one per DELTA_INTERVAL_LONG;
-`--chars-per-delta` fixes the size instead), then model.message and turn.completed (with the answer and usage, as a
-run writes it). Each event is rendered by the live renderer as the websocket consumers of a
+`--chars-per-delta` fixes the size instead), then model.message and turn.completed (with the answer
+and usage, as a run writes it). Appended text is a `<b data-seq>` frame that aptix.js appends
+(templates/agents/_live_tail.html); the whole text is rendered again while it is short
+(agents/web/live.py RERENDER_*). Each event is rendered by the live renderer as the websocket consumers of a
 session share it (agents/web/renders.py). Printed: frames, total bytes sent to one viewer, the
 largest frame, the render CPU time, and the bytes on the wire once compressed as Daphne does under
 `manage.py aptix_serve` for a browser (permessage-deflate, tests/browser/test_stream_compression.py).
@@ -43,6 +45,7 @@ from agents.events.pacing import delta_interval
 from agents.sessions import session_create
 from agents.turns import turn_start
 from agents.web.live import LiveRenderer
+from agents.web.markdown import render_markdown
 from aptix.teams import team_ensure
 
 BLOCK = (
@@ -167,6 +170,8 @@ def main() -> None:
     )
     for kind, group in sizes.items():
         print(f"  {kind:28} {len(group):4} frames {sum(group) / 1024:8.1f} KB")
+    answer_html = len(str(render_markdown(text)).encode())
+    print(f"  of which the answer's HTML (in the final frame): {answer_html / 1024:.1f} KB")
     print(
         f"on the wire, compressed as manage.py aptix_serve does for a browser (permessage-deflate): "
         f"{wire.sent / 1024:,.1f} KB"

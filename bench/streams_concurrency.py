@@ -72,7 +72,7 @@ from aptix.teams import team_ensure
 from tests.agents.test_stream import session_cookie
 
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="\w+" data-seq="(\d+)"')
-TAIL = re.compile(r'(?:hx-swap-oob="beforeend:#live-tail"|class="live-tail") data-seq="(\d+)"')  # now | before
+TAIL = re.compile(r'(?:^<b|hx-swap-oob="beforeend:#live-tail"|class="live-tail") data-seq="(\d+)"')  # now | before
 FINAL = re.compile(r'class="turn status-(completed|failed|cancelled|limit_reached)"')
 MARK = re.compile(r"stream (\d+)")
 

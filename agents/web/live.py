@@ -11,6 +11,7 @@ the session parts of fragments.py (composer, mode badge, meta, stream cursor).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -54,22 +55,44 @@ def renders(*event_types: str) -> Callable[[Renderer], Renderer]:
 
 
 RERENDER_MIN_CHARS = 200  # a streamed text is rendered whole again once it grew by this much...
-RERENDER_GROWTH = 4  # ...and to this many times its length when last rendered
-CURSOR_EVERY = 16  # appended text moves the page's stream cursor every this many events
+RERENDER_GROWTH = 4  # ...and to this many times its length when last rendered...
+RERENDER_MAX_CHARS = 2_000  # ...while it is this long at most: later it is rendered once, at its end
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n]*)", re.M)
+_CODE_END = "</code></pre></div>"  # a code block as markdown.py frames it
 
 
-def with_tail(html: str, turn_id: str, text: str) -> SafeString:
+def open_fence(text: str) -> bool:
+    """Whether `text` ends inside a fenced code block (CommonMark: a line of three or more ` or ~,
+    closed by a line of the same character at least as long; an info string of a ` fence has no `).
+    Top-level fences only: a heuristic for streaming, the final rendering is markdown-it's."""
+    opened = ""
+    for match in _FENCE_LINE.finditer(text):
+        fence, rest = match.groups()
+        if not opened and not (fence[0] == "`" and "`" in rest):
+            opened = fence
+        elif opened and fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():
+            opened = ""
+    return bool(opened)
+
+
+def with_tail(html: str, text: str) -> tuple[SafeString, bool]:
     """Rendered Markdown with the element streamed text is appended to until the next rendering:
-    inside its last paragraph, so the words run on (after a list or a code block, below it). Its id
-    is the page's one `live-tail` (a session runs one turn at a time): a short target keeps each
-    appended piece's frame small."""
+    inside its last paragraph, so the words run on; inside its code block if the text ends in an open
+    fence, so code goes on as code; else (after a list, a table) below it. Its id is the page's one
+    `live-tail` (a session runs one turn at a time), where aptix.js appends each piece. Also says
+    whether the tail is in a code block."""
+    body = html.rstrip()
+    if open_fence(text) and body.endswith(_CODE_END):
+        # markdown-it ends the block's last line with a break the text does not have yet: the tail goes before it.
+        cut = len(body) - len(_CODE_END) - (0 if text.endswith("\n") else 1)
+        if text.endswith("\n") or body[cut] == "\n":
+            return mark_safe(body[:cut] + '<span class="live-tail-box" id="live-tail"></span>' + body[cut:]), True
     # Markdown drops the text's trailing space, which the next appended piece needs before it.
     space = " " if text[-1:].isspace() else ""
-    tail = f'<span class="live-tail-box" id="live-tail" data-turn="{turn_id}">{space}</span>'
-    body = html.rstrip()
+    tail = f'<span class="live-tail-box" id="live-tail">{space}</span>'
     if body.endswith("</p>"):
-        return mark_safe(body[: -len("</p>")] + tail + "</p>")
-    return mark_safe(body + tail)
+        return mark_safe(body[: -len("</p>")] + tail + "</p>"), False
+    return mark_safe(body + tail), False
 
 
 class LiveRenderer:
@@ -84,6 +107,7 @@ class LiveRenderer:
         self.calls: dict[str, dict] = {}
         self.live: dict[str, str] = {}  # turn id → text streamed since its last model message
         self.rendered: dict[str, int] = {}  # turn id → length of that text when last rendered whole
+        self.in_code: set[str] = set()  # turns whose last rendering put the tail inside a code block
         self.tail_only = False  # the fragment being rendered only appends streamed text
         self.max_steps: dict[str, int | None] = {}
         self.seen: dict[str, list[TurnEvent]] = {}  # turn id → its events, if seen from seq 1 on
@@ -92,6 +116,13 @@ class LiveRenderer:
         """Drop what was remembered of a turn (events were missed): read from the database again."""
         for memory in (self.live, self.rendered, self.seen):
             memory.pop(turn_id, None)
+        self.in_code.discard(turn_id)
+
+    def forget_text(self, turn_id: str) -> None:
+        """The streamed text is done (a model message) or dropped (a retry): the next starts empty."""
+        self.live[turn_id] = ""
+        self.rendered.pop(turn_id, None)
+        self.in_code.discard(turn_id)
 
     def renders_inline(self, turn_id: str, event_type: str) -> bool:
         """Whether rendering the event needs neither the database nor blocking work (so it can be
@@ -105,9 +136,7 @@ class LiveRenderer:
         payload = live_payload(payload)
         self._remember(turn.id, event_type, payload, seq)
         html = renderer(self, turn, payload, seq) if renderer else ""
-        if self.tail_only and seq % CURSOR_EVERY:
-            # A page that resumes from an older cursor gets those deltas again, and its connection's
-            # first delta renders the whole text: nothing shows twice.
+        if self.tail_only:  # the page moves its cursor to the piece's seq itself (static/js/aptix.js)
             return html
         return html + stream_cursor(turn.id, seq)
 
@@ -218,34 +247,43 @@ def _step_started(live: LiveRenderer, turn: Turn, payload: StepStarted, seq: int
 @renders("model.delta")
 def _model_delta(live: LiveRenderer, turn: Turn, payload: ModelDelta, seq: int) -> str:
     """Bytes per viewer linear in the answer: the new text is appended as it comes (plain text, the
-    tail after the last rendering); the whole text so far is rendered as Markdown again only when it
-    has grown RERENDER_GROWTH times since the last time (so a half-written table or list soon looks
-    like one), and at the end (model.message, the final event). A connection's first delta always renders the whole
-    text: a page that resumed mid-reply gets the reply as it stands, whatever it showed before."""
+    tail after the last rendering; code inside an open fence goes into its code block); the whole text
+    so far is rendered as Markdown again when it has grown RERENDER_GROWTH times since the last time
+    (so a half-written table or list soon looks like one), not inside an open fence (the code reads
+    right as it is) and not past RERENDER_MAX_CHARS, but always once a fence the tail was in closes
+    (prose must not run on inside the code block); and at the end (model.message, the final event).
+    A connection's first delta always renders the whole text: a page that resumed mid-reply gets the
+    reply as it stands, whatever it showed before."""
     piece = payload.get("text", "")
     text = live.streamed(turn, seq) + piece
     live.live[turn.id] = text
     rendered = live.rendered.get(turn.id)
-    if rendered is None or len(text) >= max(RERENDER_GROWTH * rendered, rendered + RERENDER_MIN_CHARS):
+    if rendered is None or _rerender(rendered, text, in_code=turn.id in live.in_code):
         live.rendered[turn.id] = len(text)
-        html = with_tail(render_markdown(text), turn.id, text)
+        html, in_code = with_tail(render_markdown(text), text)
+        (live.in_code.add if in_code else live.in_code.discard)(turn.id)
         return render_to_string("agents/_event.html", {"streamed_html": html, "turn": turn})
     live.tail_only = True
-    return render_to_string("agents/_live_tail.html", {"turn": turn, "text": piece, "seq": seq})
+    return render_to_string("agents/_live_tail.html", {"text": piece, "seq": seq})
+
+
+def _rerender(rendered: int, text: str, *, in_code: bool) -> bool:
+    if in_code:
+        return not open_fence(text)
+    grown = len(text) >= max(RERENDER_GROWTH * rendered, rendered + RERENDER_MIN_CHARS)
+    return grown and len(text) <= RERENDER_MAX_CHARS and not open_fence(text)
 
 
 @renders("model.retry")
 def _model_retry(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     """The stream was cut off and is asked again: the text shown so far goes."""
-    live.live[turn.id] = ""
-    live.rendered.pop(turn.id, None)
+    live.forget_text(turn.id)
     return render_to_string("agents/_event.html", {"streamed_html": "", "turn": turn})
 
 
 @renders("model.message")
 def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: int) -> str:
-    live.live[turn.id] = ""  # the text moves into an item (tool step) or the answer; the next starts empty
-    live.rendered.pop(turn.id, None)
+    live.forget_text(turn.id)  # the text moves into an item (tool step) or the answer; the next starts empty
     status = live.status(turn, payload.get("step"), (payload.get("usage") or {}).get("turn_total"))
     if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
         return status

@@ -6,10 +6,11 @@ is shown as typed (render_user_message): whitespace kept, fenced code blocks as 
 
 Fenced code is highlighted on the server with Pygments (markdown-it's `highlight` option): the only
 markup that adds is `<span class="…">` with Pygments' short token classes, which are all the
-sanitiser lets through on a span. After sanitising, each code block is framed with its language
-label and a copy button (static/js/aptix.js copies it); the frame is ours, not the model's, so it
-needs no allowance in the sanitiser. The colours are static/css/pygments.css (light, and dark under
-prefers-color-scheme)."""
+sanitiser lets through on a span, and only around tokens the stylesheet shows differently from the
+code's own text (names and punctuation stay plain text: a third fewer bytes for code). After
+sanitising, each code block is framed with its language label and a copy button (static/js/aptix.js
+copies it); the frame is ours, not the model's, so it needs no allowance in the sanitiser. The
+colours are static/css/pygments.css (light, and dark under prefers-color-scheme)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
-from pygments import highlight as pygments_highlight
+from pygments import format as pygments_format
+from pygments import lex
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
-from pygments.token import STANDARD_TYPES
+from pygments.styles import get_style_by_name
+from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
 
 ALLOWED_TAGS = frozenset(
@@ -76,6 +79,28 @@ PYGMENTS_CLASSES = frozenset(css for css in STANDARD_TYPES.values() if css)
 # Longer code is shown plain: highlighting is linear, but a streamed answer is rendered on every delta.
 HIGHLIGHT_MAX_CHARS = 50_000
 PLAIN_LABEL = "text"
+# The Pygments styles static/css/pygments.css is generated from: light, and dark under the media query.
+CODE_STYLES = ("default", "github-dark")
+_LOOK = ("color", "bold", "italic", "underline", "bgcolor", "border")  # what the HTML stylesheet sets
+
+
+def _looks_plain(ttype: _TokenType) -> bool:
+    """Whether text of this token type looks, in every style of CODE_STYLES, like the code block's own
+    text, so a span around it would change nothing: no rule (`n`, `p` in light), a rule that repeats
+    the block's colour (`.highlight .n { color: #E6EDF3 }` in dark, as `.highlight` itself), or a
+    colour on whitespace (`w`), which paints nothing."""
+    for name in CODE_STYLES:
+        style = get_style_by_name(name)
+        look = style.style_for_token(ttype)
+        text = style.style_for_token(Token.Text)
+        keys = _LOOK[1:] if ttype in Token.Text.Whitespace else _LOOK
+        if any(look[key] != text[key] for key in keys):
+            return False
+    return True
+
+
+# Each standard token type → itself where it shows, else plain text (no span; runs merge).
+_SHOWN = {ttype: ttype if not _looks_plain(ttype) else Token.Text for ttype in STANDARD_TYPES}
 
 
 @lru_cache(maxsize=1)
@@ -113,11 +138,26 @@ def _highlight(code: str, lang: str, attrs: str) -> str:
     lexer = _lexer(lang.lower()) if lang else None
     if lexer is None or len(code) > HIGHLIGHT_MAX_CHARS:
         return ""
-    return pygments_highlight(code, lexer, HtmlFormatter(nowrap=True))
+    tokens = ((_shown(ttype), value) for ttype, value in lex(code, lexer))
+    return pygments_format(tokens, HtmlFormatter(nowrap=True))
+
+
+def _shown(ttype: _TokenType) -> _TokenType:
+    """The standard token type whose class shows `ttype` (a lexer's own subtype gets its nearest
+    standard parent's, as the sanitiser's class allowlist would leave it), or plain text."""
+    while ttype not in _SHOWN:
+        ttype = ttype.parent
+    return _SHOWN[ttype]
 
 
 # Code blocks as the sanitiser writes them. Text is escaped, so in its output these are real tags.
 _CODE_OPEN = re.compile(r'<pre><code(?: class="language-([^"]*)")?>')
+# The line break markdown-it writes after each block tag: between blocks (or table cells, list items)
+# a browser shows nothing for it, so it goes (bytes on every stream). Inside a <pre> there are no
+# such tags (the code's text is escaped), and a break after inline markup (`</em>\n`) stays: it is a space.
+_BLOCK_BREAK = re.compile(
+    r"(</?(?:p|ul|ol|li|blockquote|h[1-6]|table|thead|tbody|tr|th|td)(?: [^>]*)?>|<hr>|<br>|</pre>)\n"
+)
 
 
 def _frame(match: re.Match[str]) -> str:
@@ -145,6 +185,7 @@ def render_markdown(text: str | None) -> SafeString:
         url_schemes=set(URL_SCHEMES),
         link_rel="noopener noreferrer",
     )
+    clean = _BLOCK_BREAK.sub(r"\1", clean)
     framed = _CODE_OPEN.sub(_frame, clean).replace("</code></pre>", "</code></pre></div>")
     return mark_safe(framed)  # sanitised above; the frame's only variable part (the label) is escaped
 

@@ -34,6 +34,24 @@
     htmx.createWebSocket = function (url) { return new WebSocket(withCursor(url)); };
   }
 
+  // Streamed text comes as `<b data-seq="N">text</b>` (agents/_live_tail.html: the most frequent frame,
+  // kept small, so not an htmx out-of-band swap): its text goes at the end of the page's live tail and
+  // the stream cursor moves to N. With no tail on the page the cursor stays, so a reconnect replays it.
+  document.addEventListener("htmx:wsBeforeMessage", function (e) {
+    var message = e.detail.message;
+    if (typeof message !== "string" || message.lastIndexOf('<b data-seq="', 0) !== 0) return;
+    e.preventDefault();
+    var box = document.createElement("template");
+    box.innerHTML = message;
+    var piece = box.content.firstElementChild;
+    var tail = document.getElementById("live-tail");
+    var cursor = document.getElementById("stream-cursor");
+    if (!piece || !tail) return;
+    tail.appendChild(document.createTextNode(piece.textContent));
+    if (cursor) cursor.dataset.seq = piece.dataset.seq;
+    stickToBottom(false);
+  });
+
   // A new turn arrives as an append to the timeline (from the send request's answer and from the
   // stream, whichever comes first; the other copy yields, see htmx:oobBeforeSwap below).
   document.addEventListener("htmx:oobAfterSwap", function (e) {

@@ -29,7 +29,7 @@ from .scripted_model import ScriptedModel, loopback_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="(\w+)" data-seq="(\d+)"')
-TAIL = re.compile(r'hx-swap-oob="beforeend:#live-tail" data-seq="(\d+)"')
+TAIL = re.compile(r'^<b data-seq="(\d+)">')  # appended text (templates/agents/_live_tail.html)
 FINAL = re.compile(r'class="turn status-(completed|failed|cancelled|limit_reached)"')
 
 
@@ -137,7 +137,7 @@ async def watch(web: LiveServer, session_id: str, cookie: bytes) -> tuple[list[i
         async for frame in socket:
             if cursor := CURSOR.search(str(frame)):
                 seqs.append(int(cursor.group(2)))
-            elif tail := TAIL.search(str(frame)):  # appended text does not move the cursor every time
+            elif tail := TAIL.search(str(frame)):  # appended text carries no cursor: its own seq
                 seqs.append(int(tail.group(1)))
             if final := FINAL.search(str(frame)):
                 return seqs, final.group(1)
