@@ -109,6 +109,11 @@ def _parser() -> MarkdownIt:
         ["table", "strikethrough"]
     )
     parser.add_render_rule("image", _image)
+    # markdown-it compiles each rule chain on first use, and a chain read while another thread is
+    # compiling it is empty or partial (Ruler.getRules): answers are rendered on the event loop and
+    # on the render thread at once (agents/web/renders.py). Compile every chain before sharing.
+    for ruler in (parser.core.ruler, parser.block.ruler, parser.inline.ruler, parser.inline.ruler2):
+        ruler.getRules("")
     return parser
 
 

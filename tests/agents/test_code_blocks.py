@@ -114,3 +114,14 @@ def test_no_line_breaks_between_blocks_but_spaces_between_words_stay():
     html = str(render_markdown("a *b*\n**c**\n\n- x\n- y\n\n| h |\n|---|\n| 1 |\n\n```\n<p>\n\n</p>\n```"))
     assert html.startswith("<p>a <em>b</em>\n<strong>c</strong></p><ul><li>x</li><li>y</li></ul><table><thead>")
     assert "<pre><code>&lt;p&gt;\n\n&lt;/p&gt;\n</code></pre>" in html  # code keeps every line
+
+
+def test_the_shared_markdown_parser_is_compiled_before_any_thread_uses_it():
+    """Answers render on the event loop and on the render thread at once; markdown-it compiles a rule
+    chain on first use, and a chain read mid-compilation by another thread is empty or partial."""
+    from agents.web.markdown import _parser
+
+    _parser.cache_clear()
+    parser = _parser()
+    rulers = (parser.core.ruler, parser.block.ruler, parser.inline.ruler, parser.inline.ruler2)
+    assert all(ruler.__cache__ is not None for ruler in rulers)
