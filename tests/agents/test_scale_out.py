@@ -107,6 +107,11 @@ async def test_a_worker_killed_mid_run_leaves_no_turn_running(deployment, alice,
     statuses = Counter(b["status"] for b in bodies)
     assert set(statuses) <= {"completed", "failed"} and statuses["failed"] > 0, statuses  # the dead one's failed
     assert [status for _, status in seen] == [b["status"] for b in bodies]  # every client saw its end
+    for body, (seqs, _) in zip(bodies, seen, strict=True):
+        # ...and every event before it: those the killed worker wrote but never broadcast come from
+        # the database (agents/web/consumers.py fills the gap the end's seq shows)
+        stored = [e async for e in TurnEvent.objects.filter(turn_id=body["turnId"]).values_list("seq", flat=True)]
+        assert seqs == sorted(stored) == list(range(1, len(stored) + 1)), body["turnId"]
     assert await Turn.objects.filter(session_id__in=sessions, finished_at__isnull=True).acount() == 0
 
 
