@@ -48,3 +48,22 @@ async def test_code_streams_into_its_code_block_and_the_cursor_follows(sign_in, 
     await expect(turn.locator(".answer .code-block code .mi")).to_have_count(120)  # highlighted at the end
     await expect(turn.locator(".answer")).to_contain_text("Done.")
     await expect(turn.locator(".live")).to_be_empty()
+
+
+async def test_text_streamed_since_the_last_rendering_keeps_its_lines(sign_in, alice, make_session, model):
+    """Past the last whole rendering, streamed text shows as its Markdown source: line by line, not
+    run together into one paragraph (agents/web/live.py renders it whole again only at the end)."""
+    long = "Intro paragraph that is long enough. " * 60  # past RERENDER_MAX_CHARS: no rendering until the end
+    model.reply(pieces=[long, "\n\n- first point\n", "- second point\n", *["more "] * 60], chunk_delay=0.03)
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+
+    await send(page, "Write a list")
+    tail = page.locator("#live-tail")
+    await expect(tail).to_contain_text("- second point")
+    box = await tail.bounding_box()
+    line = await page.evaluate("parseFloat(getComputedStyle(document.getElementById('live-tail')).lineHeight)")
+    assert box is not None and box["height"] >= 3 * line  # the blank line and the two items on lines of their own
+    await turn_ended(turns(page).first)
+    await expect(turns(page).first.locator(".answer li")).to_have_count(2)
