@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..models import Turn, TurnEvent
 from . import pacing
 from .channel import send_events
 from .payloads import EVENT_TYPES
-from .writer import TurnWrite, write_events
+from .writer import TurnWrite, submit_events
 
 logger = logging.getLogger("aptix.events")
 
@@ -38,14 +39,16 @@ class EventRecorder:
     """Records and broadcasts the events of one turn.
 
     Writing is behind the run, in order: `emit` queues the event and hands everything queued to
-    the turn's writer task. The writer has one transaction in flight at a time; each takes all that
+    the turn's writer task. The writer has one batch in flight at a time; each takes all that
     was handed over meanwhile (group commit) together with the turn row's columns given with it,
-    and starts at most every WRITE_INTERVAL unless the run is draining. Once written, the batch is
-    broadcast as one group message, so the stream never sees an event before the database has it,
-    nor out of order. The run does not wait for the database between steps: it waits once, in
-    `drain()`, before it returns. `emit(..., defer=True)` only queues (the next emit takes it
-    along), for an event that another follows at once. A cancelled run cannot lose events: the
-    writer is not the run's task.
+    and starts at most every WRITE_INTERVAL unless the run is draining. A reply's first delta
+    does not wait for the batch in flight: it is handed to the events thread at once and goes in
+    the transaction after it (the thread writes in the order it is handed batches). Once written,
+    each batch is broadcast as one group message, in order, so the stream never sees an event
+    before the database has it, nor out of order. The run does not wait for the database between
+    steps: it waits once, in `drain()`, before it returns. `emit(..., defer=True)` only queues
+    (the next emit takes it along), for an event that another follows at once. A cancelled run
+    cannot lose events: the writer is not the run's task.
     """
 
     def __init__(self, turn: Turn, *, start_seq: int = 0, channel_layer: Any = None) -> None:
@@ -58,6 +61,8 @@ class EventRecorder:
         self._queue_write = TurnWrite()  # the turn row's columns given with the queued events
         self._handed_write = TurnWrite()  # ... and with the handed ones
         self._writer: asyncio.Task | None = None  # the writer, while it has work
+        # Batches handed to the events thread, in seq order, until written and broadcast.
+        self._in_flight: deque[tuple[list[TurnEvent], asyncio.Future]] = deque()
         self._urgent = asyncio.Event()  # set by drain(): write what is handed without waiting
         self._wake = asyncio.Event()  # ends the writer's pause between transactions (drain, a first delta)
         self._last_write = 0.0  # loop time the last transaction started
@@ -67,7 +72,6 @@ class EventRecorder:
         self._last_flush = 0.0
         self._stream_started: float | None = None  # when the current reply's first delta came
         self._hurry = False  # a reply's first delta is handed over: write it without the pause
-        self._writing = False  # a transaction of this turn is in flight
 
     async def emit(
         self,
@@ -116,7 +120,7 @@ class EventRecorder:
     def _backlog(self) -> int:
         """Batches handed to the writer that wait for its transaction in flight (0 or 1: it takes
         them all next): the database is behind. (Not those waiting out the writer's pause.)"""
-        return 1 if self._writing and self._handed else 0
+        return 1 if self._in_flight and self._handed else 0
 
     async def flush_delta(self) -> None:
         if self._queue_delta():
@@ -129,6 +133,10 @@ class EventRecorder:
         self._handed += self._queue
         self._handed_write.merge(self._queue_write)
         self._queue, self._queue_write = [], TurnWrite()
+        if self._hurry and self._in_flight:
+            # A reply's first delta: to the events thread now, for the transaction after the one in
+            # flight, instead of once that one is back on this loop (behind every other turn's work).
+            self._submit()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write_then_send())
 
@@ -148,32 +156,39 @@ class EventRecorder:
             raise error
 
     async def _write_then_send(self) -> None:
-        """Group commit: one transaction at a time, each taking everything handed over meanwhile, so
-        a fast run writes a few larger batches instead of one transaction per event."""
+        """Group commit: one batch at a time (but a first delta: `flush`), each taking everything
+        handed over meanwhile, so a fast run writes a few larger batches instead of one transaction
+        per event. Each written batch is broadcast in turn."""
         loop = asyncio.get_running_loop()
-        while self._handed:
-            wait = self._last_write + WRITE_INTERVAL - loop.time()
-            if wait > 0 and not self._urgent.is_set() and not self._hurry:
-                self._wake.clear()
-                try:
-                    async with asyncio.timeout(wait):
-                        await self._wake.wait()
-                except TimeoutError:
-                    pass
-            self._last_write = loop.time()
-            self._hurry = False
-            events, write = self._handed, self._handed_write
-            self._handed, self._handed_write = [], TurnWrite()
-            self._writing = True
+        while self._handed or self._in_flight:
+            if not self._in_flight:
+                wait = self._last_write + WRITE_INTERVAL - loop.time()
+                if wait > 0 and not self._urgent.is_set() and not self._hurry:
+                    self._wake.clear()
+                    try:
+                        async with asyncio.timeout(wait):
+                            await self._wake.wait()
+                    except TimeoutError:
+                        pass
+                self._submit()
+            events, written = self._in_flight[0]
             try:
-                await write_events(self.turn_id, events, write)
+                await written
             except Exception as exc:
                 logger.exception("Writing events %s-%s of turn %s failed", events[0].seq, events[-1].seq, self.turn_id)
                 self._error = self._error or exc
                 continue
             finally:
-                self._writing = False
+                self._in_flight.popleft()
             await send_events(self._layer, self.session_id, self.turn_id, events)
+
+    def _submit(self) -> None:
+        """Hand what was handed over (and its turn columns) to the events thread as one batch."""
+        self._last_write = asyncio.get_running_loop().time()
+        self._hurry = False
+        events, write = self._handed, self._handed_write
+        self._handed, self._handed_write = [], TurnWrite()
+        self._in_flight.append((events, submit_events(self.turn_id, events, write)))
 
     def _queue_delta(self) -> bool:
         if not self._pending_delta:

@@ -70,7 +70,10 @@ class _Pending:
 _pending = _Pending()
 
 
-async def write_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
+def submit_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> asyncio.Future:
+    """Hand a batch to the events thread; the future is done once it is written (or failed). The
+    thread writes batches in the order they were handed over, so a turn may hand over its next batch
+    while one is in flight (its reply's first delta does: agents/events/recorder.py)."""
     loop = asyncio.get_running_loop()
     job = _Job(turn_id, events, write, loop, loop.create_future())
     with _pending.lock:
@@ -78,7 +81,11 @@ async def write_events(turn_id: str, events: list[TurnEvent], write: TurnWrite |
         submit, _pending.scheduled = not _pending.scheduled, True
     if submit:
         _executor.submit(_write_pending)
-    await job.future
+    return job.future
+
+
+async def write_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
+    await submit_events(turn_id, events, write)
 
 
 def close_writer_connection() -> None:
@@ -97,11 +104,8 @@ def _write_jobs(jobs: list[_Job]) -> list[BaseException | None]:
     """Every job in one transaction; if that fails, each on its own, so one turn's bad batch (a
     duplicate seq) fails that turn only. The error of each job, or None."""
     if len(jobs) > 1:
-        alias = TurnEvent.objects.db
         try:
-            with transaction.atomic(using=alias):
-                for job in jobs:
-                    _write_batch(job.turn_id, job.events, job.write)
+            _write_group(jobs)
             return [None] * len(jobs)
         except Exception:
             logger.warning("A group of %d event batches failed: writing them one by one", len(jobs), exc_info=True)
@@ -162,6 +166,20 @@ def _write_batch(turn_id: str, events: list[TurnEvent], write: TurnWrite | None)
         return
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         for sql, params in [*([update] if update else []), *statements]:
+            cursor.execute(sql, params)
+
+
+def _write_group(jobs: list[_Job]) -> None:
+    """Several turns' batches in one transaction: each turn's columns, then every event of them all
+    in one multi-row INSERT. As few statements as possible, because the events thread gives up the
+    GIL at each one and, while twenty turns start on the event loop, waits up to a switch interval
+    (5 ms) to get it back: a statement per batch (and a savepoint around each) made a group of
+    twenty turns' starts take 30-40 ms, and each turn's first token waited for it (issue 17)."""
+    connection = connections[TurnEvent.objects.db]
+    updates = [_update_statement(connection, job.turn_id, job.write) for job in jobs if job.write and job.write.fields]
+    inserts = _insert_statements(connection, [event for job in jobs for event in job.events])
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        for sql, params in [*updates, *inserts]:
             cursor.execute(sql, params)
 
 

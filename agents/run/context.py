@@ -101,10 +101,17 @@ class History:
     turn_ids: list[str] = field(default_factory=list)  # the turns sent, oldest first (the trace's reference)
 
 
-@sync_to_async
-def load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
+async def load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
     """The session's earlier finished turns that fit in `budget` tokens, newest first until one does
-    not fit (each whole, never a part of one)."""
+    not fit (each whole, never a part of one). A session's first turn has none: it does not queue on
+    asgiref's one sync thread for them (behind every other starting turn's reads)."""
+    if turn.index <= 1:
+        return History(messages=[], sizes=[], dropped=0, tokens=0)
+    return await _load_history(turn, counter, budget)
+
+
+@sync_to_async
+def _load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
     kept: list[list[dict[str, Any]]] = []
     kept_ids: list[str] = []
     used = dropped = 0

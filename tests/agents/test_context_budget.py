@@ -4,10 +4,14 @@ and results; what was sent and dropped is in the trace; a turn that cannot fit f
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 from asgiref.sync import sync_to_async
 
 from agents.models import Turn
-from agents.run.context import ERROR_TOO_LONG, TokenCounter, context_budget
+from agents.run.context import ERROR_TOO_LONG, TokenCounter, context_budget, load_history
+from agents.turns import turn_start
 from modes.models import AgentMode
 from tests.helpers import async_db
 
@@ -102,3 +106,19 @@ async def test_history_gives_way_when_the_current_turn_grows(make_session, run_t
     steps = await events_of(turn, "step.started")
     assert steps[-1]["history_turns"] < steps[0]["history_turns"]
     assert all(step["tokens"] <= context_budget() for step in steps)
+
+
+async def test_a_sessions_first_turn_does_not_wait_for_the_sync_thread_for_its_history(make_session):
+    """Issue 17: twenty turns starting at once each queued a history read on asgiref's one sync
+    thread, behind every other turn's reads, even those of a new session, which has no history."""
+    session = await make_session()
+    first = await sync_to_async(turn_start)(session=session, text="Hi")
+    holding, release = threading.Event(), threading.Event()
+    held = asyncio.ensure_future(sync_to_async(lambda: (holding.set(), release.wait(10)))())
+    await asyncio.to_thread(holding.wait, 10)
+    try:  # the sync thread is busy: a read queued there would wait for `release`
+        history = await asyncio.wait_for(load_history(first, TokenCounter("gpt-4o"), 10_000), 5)
+    finally:
+        release.set()
+        await held
+    assert (history.messages, history.sizes, history.dropped, history.tokens) == ([], [], 0, 0)

@@ -197,6 +197,28 @@ async def test_tools_kept_when_accepted(client, model):
     assert reply.tools_dropped is False and model.last_tools == ["get_weather", "search"]
 
 
+async def test_the_request_body_is_exactly_the_messages_and_tools_given(client, model):
+    """They go in the SDK's `extra_body` (not through its per-key parameter transform, issue 17):
+    the server still receives them as given, once, with the request's other fields."""
+    model.reply("Hello.")
+    await client.stream_chat(messages=MESSAGES, tools=TOOLS)
+    assert model.last_request == {
+        "model": "scripted-model",
+        "messages": MESSAGES,
+        "tools": TOOLS,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    model.reply("Again.")
+    await client.stream_chat(messages=MESSAGES, tools=None)
+    assert model.last_request == {
+        "model": "scripted-model",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
 @pytest.mark.parametrize(
     "message, tools",
     [
