@@ -12,7 +12,9 @@ A socket that joined late may see an event before a slower socket has handed on 
 then the turn's state is rebuilt from the database (its text so far, rendered whole), and an event
 older than what was rendered is drawn on its own by a fresh renderer.
 
-Appending streamed text needs neither the database nor a thread: it is rendered on the event loop.
+Appending streamed text needs neither the database nor a thread: it is rendered on the event loop,
+and so is a new message's start once its turn is read (issue 17: one thread hop fewer for each of
+twenty turns starting at once, each of whose first delta waits for its start on the socket).
 Other events are rendered (and their turn read) on a thread of the renders' own, not queued on
 asgiref's one sync thread behind every ORM call of the process: twenty turns starting at once load
 their runs and histories there, and each turn's first frame waited for all of them (issue 17: most
@@ -99,7 +101,7 @@ class SessionRenders:
                 if last is not None and seq > last + 1:
                     self.renderer.forget(turn_id)  # events this process never saw: start from the database
                 self.upto[turn_id] = seq
-                if self.renderer.renders_inline(turn_id, event_type):
+                if self.renderer.renders_inline(turn_id, event_type) or _starts_fresh(turn, event_type, seq):
                     html = self.renderer.render(turn, event_type, payload, seq)
                 else:
                     html = await on_render_thread(self.renderer.render, turn, event_type, payload, seq)
@@ -108,6 +110,11 @@ class SessionRenders:
             while len(self.html) > KEEP_RENDERED:
                 self.html.popitem(last=False)
             return html
+
+
+def _starts_fresh(turn: Turn, event_type: str, seq: int) -> bool:
+    """A new message's turn starting: drawn from the event and the turn row alone (no database)."""
+    return event_type == "turn.started" and seq == 1 and turn.origin == Turn.Origin.MESSAGE
 
 
 _sessions: dict[str, SessionRenders] = {}
