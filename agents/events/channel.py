@@ -4,12 +4,13 @@ and reading it back. The only code that sends turn events to the channel layer."
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from ..models import TurnEvent
+from ..models import Turn, TurnEvent
 from .payloads import live_payload
 
 logger = logging.getLogger("aptix.events")
@@ -22,32 +23,67 @@ class LiveEvent(TypedDict):
     created_at: str
 
 
-class TurnEventsMessage(TypedDict):
+class TurnEventsMessage(TypedDict, total=False):
     """What goes to a session's group: the events of one written batch, in `seq` order (one message
-    per batch, not per event: one channel-layer round trip, to Redis too, instead of dozens)."""
+    per batch, not per event: one channel-layer round trip, to Redis too, instead of dozens). The
+    batch that starts a turn carries its row too (`turn_row`), so the web processes draw the start
+    without reading it back (agents/web/renders.py)."""
 
     type: str  # "turn.events" → consumer method turn_events
     session_id: str
     turn_id: str
     events: list[LiveEvent]
+    turn: dict[str, Any]
+
+
+# Not sent with a starting turn's row: large, and no fragment shows them.
+ROW_LEFT_OUT = frozenset({"trace", "state", "choice"})
+
+
+def turn_row(turn: Turn) -> dict[str, Any]:
+    """The turn's row as the channel layer carries it (msgpack: strings, numbers, None)."""
+    return {
+        field.attname: _plain(getattr(turn, field.attname))
+        for field in Turn._meta.concrete_fields
+        if field.name not in ROW_LEFT_OUT
+    }
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def turn_from_row(row: dict[str, Any]) -> Turn:
+    """The Turn a `turn_row` describes, as if read from the database (without the fields left out)."""
+    fields = {field.attname: field for field in Turn._meta.concrete_fields if field.attname in row}
+    turn = Turn(**{name: field.to_python(row[name]) for name, field in fields.items()})
+    turn._state.adding = False
+    turn._state.db = Turn.objects.db
+    return turn
 
 
 def message_events(message: dict) -> list[dict]:
-    """The events of a group message, each with its turn and session (for listeners)."""
+    """The events of a group message, each with its turn and session (for listeners); the first
+    event of a starting turn's batch with the turn's row (`turn_row`)."""
     if message.get("type") != "turn.events":
         return []
-    return [
+    events = [
         {"session_id": message["session_id"], "turn_id": message["turn_id"], **event}
         for event in message.get("events", [])
     ]
+    if events and message.get("turn"):
+        events[0]["turn_row"] = message["turn"]
+    return events
 
 
 def session_group(session_id: str) -> str:
     return f"session_{session_id}"
 
 
-def events_message(session_id: str, turn_id: str, events: list[TurnEvent]) -> TurnEventsMessage:
-    return {
+def events_message(
+    session_id: str, turn_id: str, events: list[TurnEvent], row: dict[str, Any] | None = None
+) -> TurnEventsMessage:
+    message: TurnEventsMessage = {
         "type": "turn.events",
         "session_id": session_id,
         "turn_id": turn_id,
@@ -61,6 +97,9 @@ def events_message(session_id: str, turn_id: str, events: list[TurnEvent]) -> Tu
             for event in events
         ],
     }
+    if row is not None:
+        message["turn"] = row
+    return message
 
 
 def broadcast_written(session_id: str, turn_id: str, events: list[TurnEvent]) -> None:
@@ -75,12 +114,14 @@ def broadcast_written(session_id: str, turn_id: str, events: list[TurnEvent]) ->
         logger.exception("Broadcasting events of turn %s failed", turn_id)
 
 
-async def send_events(layer: Any, session_id: str, turn_id: str, events: list[TurnEvent]) -> None:
+async def send_events(
+    layer: Any, session_id: str, turn_id: str, events: list[TurnEvent], row: dict[str, Any] | None = None
+) -> None:
     """From a run: send a written batch to the session's group. A failure is logged, not raised:
     the events are persisted, and a live-stream hiccup must not kill the run."""
     if layer is None:
         return
     try:
-        await layer.group_send(session_group(session_id), events_message(session_id, turn_id, events))
+        await layer.group_send(session_group(session_id), events_message(session_id, turn_id, events, row))
     except Exception:
         logger.exception("Broadcasting events %s-%s of turn %s failed", events[0].seq, events[-1].seq, turn_id)

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from ..models import Turn, TurnEvent
 from . import pacing
-from .channel import send_events
+from .channel import send_events, turn_row
 from .payloads import EVENT_TYPES
 from .writer import TurnWrite, submit_events
 
@@ -53,6 +53,7 @@ class EventRecorder:
 
     def __init__(self, turn: Turn, *, start_seq: int = 0, channel_layer: Any = None) -> None:
         self.turn_id = turn.id
+        self._row = turn_row(turn) if start_seq == 0 else None  # sent with the batch that starts the turn
         self.session_id = turn.session_id
         self.seq = start_seq
         self._layer = channel_layer if channel_layer is not None else get_channel_layer()
@@ -180,7 +181,8 @@ class EventRecorder:
                 continue
             finally:
                 self._in_flight.popleft()
-            await send_events(self._layer, self.session_id, self.turn_id, events)
+            row = self._row if events[0].seq == 1 else None
+            await send_events(self._layer, self.session_id, self.turn_id, events, row)
 
     def _submit(self) -> None:
         """Hand what was handed over (and its turn columns) to the events thread as one batch."""

@@ -126,7 +126,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             if self.closed:
                 return
             try:  # every event, even one already replayed here: the shared renderer follows the turn
-                html = await self.shared.render(turn_id, event["event"], event["payload"], seq)
+                html = await self.shared.render(turn_id, event["event"], event["payload"], seq, event.get("turn_row"))
             except Exception:
                 logger.exception("Rendering event %s of turn %s failed", seq, turn_id)
                 continue

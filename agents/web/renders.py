@@ -34,6 +34,7 @@ from typing import TypeVar
 
 from django.db import connections
 
+from agents.events.channel import turn_from_row
 from agents.models import AgentSession, Turn
 
 from .live import LiveRenderer
@@ -83,8 +84,9 @@ class SessionRenders:
     def __post_init__(self) -> None:
         self.renderer = LiveRenderer(self.session)
 
-    async def render(self, turn_id: str, event_type: str, payload: dict, seq: int) -> str:
-        """The event's HTML fragment, rendered by the first socket that asks for it."""
+    async def render(self, turn_id: str, event_type: str, payload: dict, seq: int, row: dict | None = None) -> str:
+        """The event's HTML fragment, rendered by the first socket that asks for it (`row`: the turn's
+        row, which the batch that starts a turn carries: it need not be read)."""
         key = (turn_id, seq)
         if key in self.html:
             return self.html[key]
@@ -92,6 +94,9 @@ class SessionRenders:
             if key in self.html:
                 return self.html[key]
             turn = self.turns.get(turn_id)
+            if turn is None and row is not None and row.get("session_id") == self.session.id:
+                turn = self.turns[turn_id] = turn_from_row(row)
+                turn.session = self.session
             if turn is None:
                 turn = self.turns[turn_id] = await on_render_thread(_read_turn, turn_id, self.session.id)
             last = self.upto.get(turn_id)

@@ -4,11 +4,13 @@ payloads, without reading the turn and its events back; other teams' sockets get
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agents.events.channel import turn_from_row, turn_row
 from agents.run.current import get_runner
 from agents.sessions import session_create
 from agents.turns import turn_start
@@ -60,6 +62,13 @@ def test_start_and_end_are_drawn_from_the_payloads_without_reading_the_turn_back
     # not one query at all: renders.py draws a new message's start on the event loop, where the ORM
     # would raise SynchronousOnlyOperation
     assert start.captured_queries == []
+    # ...from the row its first batch carries through the channel layer (msgpack on Redis), too
+    row = msgpack.unpackb(msgpack.packb(turn_row(turn)))
+    carried = turn_from_row(row)
+    carried.session = session
+    with CaptureQueriesContext(connection) as from_row:
+        again = LiveRenderer(session).render(carried, "turn.started", {"mode": session.mode, "execution": "ask"}, 1)
+    assert from_row.captured_queries == [] and again == started
     renderer.render(turn, "step.started", {"step": 1, "max_steps": 10}, 2)
     renderer.render(turn, "model.delta", {"text": "The answer "}, 3)
     renderer.render(turn, "model.delta", {"text": "is **42**."}, 4)
