@@ -16,22 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-if not os.environ.get("DATABASE_URL"):
-    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+from benchenv import setup_django  # bench/benchenv.py: this script runs from bench/
 
-import django
-
-django.setup()
+setup_django()
 
 import httpx2
 import openai
@@ -39,6 +29,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 
 from agents.events import message_events, session_group
 from agents.llm import LLMClient
@@ -161,7 +152,7 @@ async def main(runs: int) -> None:
             bare.append(bare_t)
     drainer.cancel()
     f, b = statistics.median(full), statistics.median(bare)
-    vendor = django.db.connection.vendor
+    vendor = connection.vendor
     print(f"agent_overhead: {STEPS}-step Agent run, {runs} runs, database {vendor}")
     print(f"  full pipeline  median {f * 1000:8.1f} ms   (p90 {sorted(full)[int(len(full) * 0.9) - 1] * 1000:.1f} ms)")
     print(f"  bare loop      median {b * 1000:8.1f} ms   (p90 {sorted(bare)[int(len(bare) * 0.9) - 1] * 1000:.1f} ms)")

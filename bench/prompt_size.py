@@ -8,20 +8,11 @@ percent), for an Ask turn and an Agent turn. Targets: Ask in general <= 800, Age
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-if not os.environ.get("DATABASE_URL"):
-    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+from benchenv import setup_django  # bench/benchenv.py: this script runs from bench/
 
-import django
-
-django.setup()
+setup_django()
 
 from django.conf import settings
 from django.core.management import call_command

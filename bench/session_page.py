@@ -17,27 +17,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import sys
-import tempfile
 import time
 import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ.setdefault("APTIX_MCP_AUTOSTART", "false")
-os.environ.setdefault("APTIX_RUN_SWEEP", "false")
-os.environ.setdefault("LOG_LEVEL", "ERROR")
-os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
-if not os.environ.get("DATABASE_URL"):
-    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+from benchenv import setup_django  # bench/benchenv.py: this script runs from bench/
 
-import django
-
-django.setup()
+setup_django(
+    APTIX_MCP_AUTOSTART="false",
+    APTIX_RUN_SWEEP="false",
+    LOG_LEVEL="ERROR",
+    ALLOWED_HOSTS="testserver,127.0.0.1,localhost",
+)
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model

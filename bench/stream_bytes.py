@@ -18,25 +18,16 @@ largest frame, the render CPU time, and the bytes on the wire once compressed as
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
-import sys
-import tempfile
 import time
 import zlib
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ.setdefault("APTIX_MCP_AUTOSTART", "false")
-if not os.environ.get("DATABASE_URL"):
-    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+from benchenv import setup_django  # bench/benchenv.py: this script runs from bench/
 
-import django
-
-django.setup()
+setup_django(
+    APTIX_MCP_AUTOSTART="false",
+)
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command

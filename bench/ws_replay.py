@@ -17,25 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import resource
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aptix.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ.setdefault("APTIX_MCP_AUTOSTART", "false")
-os.environ.setdefault("APTIX_RUN_SWEEP", "false")
-os.environ.setdefault("LOG_LEVEL", "ERROR")  # not a line per refused socket
-if not os.environ.get("DATABASE_URL"):
-    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-")
+from benchenv import setup_django  # bench/benchenv.py: this script runs from bench/
 
-import django
-
-django.setup()
+setup_django(
+    APTIX_MCP_AUTOSTART="false",
+    APTIX_RUN_SWEEP="false",
+    LOG_LEVEL="ERROR",  # not a line per refused socket
+)
 
 from channels.testing import WebsocketCommunicator
 from django.conf import settings

@@ -50,3 +50,23 @@ def mode_admin_form(mode, **changes) -> dict:
     }
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}
+
+
+def answered_turn(team, user, title: str, answer: str, question: str = "A question"):
+    """A new session of `user` whose one turn asked `question` and ended with `answer` (the turn)."""
+    from django.utils import timezone
+
+    from agents.models import Turn
+    from agents.sessions import session_create
+
+    session = session_create(team=team, user=user, title=title)
+    return Turn.objects.create(
+        session=session,
+        index=1,
+        user_message=question,
+        mode=session.mode,
+        response_mode=session.mode,
+        status=Turn.Status.COMPLETED,
+        answer=answer,
+        finished_at=timezone.now(),
+    )

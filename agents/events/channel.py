@@ -26,7 +26,7 @@ class LiveEvent(TypedDict):
 class TurnEventsMessage(TypedDict, total=False):
     """What goes to a session's group: the events of one written batch, in `seq` order (one message
     per batch, not per event: one channel-layer round trip, to Redis too, instead of dozens). The
-    batch that starts a turn carries its row too (`turn_row`), so the web processes draw the start
+    batch that starts a turn carries its row too (`turn`, from `turn_row`), so web processes draw the start
     without reading it back (agents/web/renders.py)."""
 
     type: str  # "turn.events" → consumer method turn_events

@@ -84,10 +84,6 @@ def submit_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None
     return job.future
 
 
-async def write_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
-    await submit_events(turn_id, events, write)
-
-
 def close_writer_connection() -> None:
     """Close the event thread's database connection (test teardown; it reopens when needed)."""
     _executor.submit(connections.close_all).result(timeout=10)

@@ -124,10 +124,13 @@ class LiveRenderer:
         self.rendered.pop(turn_id, None)
         self.in_code.discard(turn_id)
 
-    def renders_inline(self, turn_id: str, event_type: str) -> bool:
+    def renders_inline(self, turn: Turn, event_type: str, seq: int) -> bool:
         """Whether rendering the event needs neither the database nor blocking work (so it can be
-        done on the event loop): streamed text of a turn whose text so far is known, a step's start."""
-        return event_type == "step.started" or (event_type == "model.delta" and turn_id in self.live)
+        done on the event loop): streamed text of a turn whose text so far is known, a step's start,
+        a new message's turn starting (drawn from the event and the turn row alone)."""
+        if event_type == "turn.started":
+            return seq == 1 and turn.origin == Turn.Origin.MESSAGE
+        return event_type == "step.started" or (event_type == "model.delta" and turn.id in self.live)
 
     def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
         """Sync (templates and, for some events, the database): call through sync_to_async."""

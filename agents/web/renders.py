@@ -106,7 +106,7 @@ class SessionRenders:
                 if last is not None and seq > last + 1:
                     self.renderer.forget(turn_id)  # events this process never saw: start from the database
                 self.upto[turn_id] = seq
-                if self.renderer.renders_inline(turn_id, event_type) or _starts_fresh(turn, event_type, seq):
+                if self.renderer.renders_inline(turn, event_type, seq):
                     html = self.renderer.render(turn, event_type, payload, seq)
                 else:
                     html = await on_render_thread(self.renderer.render, turn, event_type, payload, seq)
@@ -115,11 +115,6 @@ class SessionRenders:
             while len(self.html) > KEEP_RENDERED:
                 self.html.popitem(last=False)
             return html
-
-
-def _starts_fresh(turn: Turn, event_type: str, seq: int) -> bool:
-    """A new message's turn starting: drawn from the event and the turn row alone (no database)."""
-    return event_type == "turn.started" and seq == 1 and turn.origin == Turn.Origin.MESSAGE
 
 
 _sessions: dict[str, SessionRenders] = {}

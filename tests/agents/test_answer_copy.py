@@ -6,29 +6,19 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from agents.models import Turn
 from agents.sessions import session_create
 from agents.web.live import LiveRenderer
+from tests.helpers import answered_turn
 
 ANSWER = 'Use `total()`:\n\n```python\nprint("<b>" & 1)\n```\n\nDone — "quoted".'
 
 
 @pytest.fixture
 def answered(team_a, alice):
-    session = session_create(team=team_a, user=alice, title="Copy me")
-    turn = Turn.objects.create(
-        session=session,
-        index=1,
-        user_message="How?",
-        mode=session.mode,
-        response_mode=session.mode,
-        status=Turn.Status.COMPLETED,
-        answer=ANSWER,
-        finished_at=timezone.now(),
-    )
-    return session, turn
+    turn = answered_turn(team_a, alice, "Copy me", ANSWER, "How?")
+    return turn.session, turn
 
 
 def _url(turn: Turn) -> str:

@@ -36,15 +36,15 @@ async def test_batches_of_several_turns_go_together_and_a_bad_one_fails_alone(ma
     first, second = await make_session(), await make_session()
     good = await sync_to_async(turn_start)(session=first, text="Hi")
     bad = await sync_to_async(turn_start)(session=second, text="Hi")
-    await writer.write_events(bad.id, [_event(bad, 1, "kept")], None)
+    await writer.submit_events(bad.id, [_event(bad, 1, "kept")], None)
 
     # Hold the events thread so that both batches wait for it and are taken together.
     hold, holding = threading.Event(), threading.Event()
     blocker = writer._executor.submit(lambda: (holding.set(), hold.wait(10)))
     await asyncio.to_thread(holding.wait, 10)
     writes = [
-        asyncio.ensure_future(writer.write_events(good.id, [_event(good, 1, "a"), _event(good, 2, "b")], None)),
-        asyncio.ensure_future(writer.write_events(bad.id, [_event(bad, 1, "again")], None)),  # seq 1 exists
+        asyncio.ensure_future(writer.submit_events(good.id, [_event(good, 1, "a"), _event(good, 2, "b")], None)),
+        asyncio.ensure_future(writer.submit_events(bad.id, [_event(bad, 1, "again")], None)),  # seq 1 exists
     ]
     await asyncio.sleep(0)  # both handed over while the thread is held
     assert len(writer._pending.jobs) == 2
@@ -61,10 +61,10 @@ async def test_batches_of_several_turns_go_together_and_a_bad_one_fails_alone(ma
 async def test_a_lone_batch_is_written_as_before(make_session):
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
-    await writer.write_events(turn.id, [_event(turn, 1, "x")], None)
+    await writer.submit_events(turn.id, [_event(turn, 1, "x")], None)
     with pytest.raises(IntegrityError):
-        await writer.write_events(turn.id, [_event(turn, 1, "y")], None)
-    await writer.write_events(turn.id, [_event(turn, 2, "z")], None)  # the thread's connection recovered
+        await writer.submit_events(turn.id, [_event(turn, 1, "y")], None)
+    await writer.submit_events(turn.id, [_event(turn, 2, "z")], None)  # the thread's connection recovered
     assert await _stored(turn) == [(1, "x"), (2, "z")]
 
 

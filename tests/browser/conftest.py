@@ -23,6 +23,7 @@ from asgiref.sync import sync_to_async
 
 from agents.sessions import session_create
 from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
+from tests.helpers import answered_turn
 
 from .live import LiveServer, ModelSwitchboard, artifact_name, save_artifacts
 
@@ -144,6 +145,13 @@ async def open_page(browser, daphne_server, request):
 def make_session(team_a, alice):
     """`await make_session(**fields)`: a session of alice's in team A (modules may define their own)."""
     return sync_to_async(lambda **kwargs: session_create(team=team_a, user=alice, **kwargs))
+
+
+@pytest.fixture
+def answered_session(team_a, alice):
+    """`await answered_session(title, answer, question)`: a session of alice's in team A whose one
+    turn asked `question` and ended with `answer`."""
+    return sync_to_async(lambda *args: answered_turn(team_a, alice, *args).session)
 
 
 @pytest.fixture

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.utils import timezone
 
 from agents.models import Turn
-from agents.sessions import session_create
 from tests.helpers import async_db
 
 from .live import expect, open_session, turns
@@ -19,29 +17,10 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 ANSWER = 'Totals:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\necho "<x>"\n```\n'
 
 
-@pytest.fixture
-def answered_session(team_a, alice):
-    def make():
-        session = session_create(team=team_a, user=alice, title="Copy")
-        Turn.objects.create(
-            session=session,
-            index=1,
-            user_message="Totals?",
-            mode=session.mode,
-            response_mode=session.mode,
-            status=Turn.Status.COMPLETED,
-            answer=ANSWER,
-            finished_at=timezone.now(),
-        )
-        return session
-
-    return sync_to_async(make)
-
-
 async def test_without_clipboarditem_the_markdown_is_fetched_then_written(
     sign_in, alice, answered_session, daphne_server
 ):
-    session = await answered_session()
+    session = await answered_session("Copy", ANSWER, "Totals?")
     page = await sign_in(alice)
     await page.add_init_script("delete window.ClipboardItem")
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
@@ -56,7 +35,7 @@ async def test_without_clipboarditem_the_markdown_is_fetched_then_written(
 
 
 async def test_a_copy_the_server_refuses_says_so(sign_in, alice, answered_session, daphne_server):
-    session = await answered_session()
+    session = await answered_session("Copy", ANSWER, "Totals?")
     page = await sign_in(alice)
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
     await open_session(page, session.id)

@@ -5,11 +5,7 @@ button, like the answer's, puts the text on the clipboard and says "Copied"."""
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.utils import timezone
 
-from agents.models import Turn
-from agents.sessions import session_create
 from tests.helpers import async_db
 
 from .live import ARTIFACTS, expect, open_session, turns
@@ -20,33 +16,12 @@ CODE = "def total(xs):\n    return sum(x * 2 for x in xs)  # <doubled>"
 ANSWER = f"Use this:\n\n```python\n{CODE}\n```\n\nand run it with `total([1, 2])`."
 
 
-@pytest.fixture
-def answered_session(team_a, alice):
-    """A session whose one turn ended with an answer holding a Python code block."""
-
-    def make():
-        session = session_create(team=team_a, user=alice, title="Code review")
-        Turn.objects.create(
-            session=session,
-            index=1,
-            user_message="How do I double and sum?",
-            mode=session.mode,
-            response_mode=session.mode,
-            status=Turn.Status.COMPLETED,
-            answer=ANSWER,
-            finished_at=timezone.now(),
-        )
-        return session
-
-    return sync_to_async(make)
-
-
 async def _clipboard(page) -> str:
     return await page.evaluate("() => navigator.clipboard.readText()")
 
 
 async def test_a_code_block_is_highlighted_labelled_and_copied(sign_in, alice, answered_session, daphne_server):
-    session = await answered_session()
+    session = await answered_session("Code review", ANSWER, "How do I double and sum?")
     page = await sign_in(alice)
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
     await open_session(page, session.id)
@@ -66,7 +41,7 @@ async def test_a_code_block_is_highlighted_labelled_and_copied(sign_in, alice, a
 
 
 async def test_the_answer_copies_as_markdown(sign_in, alice, answered_session, daphne_server):
-    session = await answered_session()
+    session = await answered_session("Code review", ANSWER, "How do I double and sum?")
     page = await sign_in(alice)
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
     await open_session(page, session.id)
@@ -77,7 +52,7 @@ async def test_the_answer_copies_as_markdown(sign_in, alice, answered_session, d
 
 
 async def test_the_dark_theme_highlights_with_the_dark_style(sign_in, alice, answered_session):
-    session = await answered_session()
+    session = await answered_session("Code review", ANSWER, "How do I double and sum?")
     page = await sign_in(alice, color_scheme="dark")
     await open_session(page, session.id)
     block = turns(page).first.locator(".answer .code-block")

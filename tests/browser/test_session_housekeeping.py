@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.utils import timezone
 
-from agents.models import AgentSession, Turn
+from agents.models import AgentSession
 from agents.sessions import session_create
 from agents.web.views.sidebar import PAGE_SIZE
-from tests.helpers import async_db
+from tests.helpers import answered_turn, async_db
 
 from .live import ARTIFACTS, expect, open_session
 
@@ -25,19 +24,9 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 @pytest.fixture
 def make_session(team_a, alice):
     def make(title: str, answer: str = "") -> AgentSession:
-        session = session_create(team=team_a, user=alice, title=title)
         if answer:
-            Turn.objects.create(
-                session=session,
-                index=1,
-                user_message="A question",
-                mode=session.mode,
-                response_mode=session.mode,
-                status=Turn.Status.COMPLETED,
-                answer=answer,
-                finished_at=timezone.now(),
-            )
-        return session
+            return answered_turn(team_a, alice, title, answer).session
+        return session_create(team=team_a, user=alice, title=title)
 
     return sync_to_async(make)
 
