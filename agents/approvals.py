@@ -100,8 +100,12 @@ def _mode_change_kind(arguments: str, current_mode: str, choice: dict[str, Any] 
     requested = requested_mode(arguments)
     if requested is None or requested == normalize_mode_key(current_mode):
         return None  # the tool answers an invalid call, or a change to the current mode, itself
-    if choice and normalize_mode_key(str(choice.get("mode") or "")) == requested:
-        return None  # the user chose this mode with the proposal's button
+    if (
+        choice
+        and normalize_mode_key(str(choice.get("mode") or "")) == requested
+        and bool(choice.get("branch")) == requested_branch(arguments)
+    ):
+        return None  # the user chose this mode, in this session or a new one, with the proposal's button
     return Kind.MODE_CHANGE
 
 
@@ -112,6 +116,15 @@ def requested_mode(arguments: str) -> str | None:
         return None
     mode = args.get("mode") if isinstance(args, dict) else None
     return normalize_mode_key(mode) if isinstance(mode, str) and mode.strip() else None
+
+
+def requested_branch(arguments: str) -> bool:
+    """Whether a mode change asks for a new session (TUL-007's `branch`, false when absent)."""
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        return False
+    return isinstance(args, dict) and args.get("branch") is True
 
 
 def with_branch(arguments: str, branch: bool | None) -> str:
