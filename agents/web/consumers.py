@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import NamedTuple
 from urllib.parse import parse_qs
 
@@ -33,7 +34,15 @@ from agents.sessions import SessionNotFoundError, session_get
 
 from .live import LiveRenderer
 from .renders import release, renders_for
-from .streams import CLOSE_ACCESS_LOST, CLOSE_TOO_BIG, CLOSE_TOO_MANY, open_streams, still_allowed, user_group
+from .streams import (
+    CLOSE_ACCESS_LOST,
+    CLOSE_BAD_CURSOR,
+    CLOSE_TOO_BIG,
+    CLOSE_TOO_MANY,
+    open_streams,
+    still_allowed,
+    user_group,
+)
 
 logger = logging.getLogger("aptix.stream")
 
@@ -44,6 +53,27 @@ class Cursor(NamedTuple):
 
     turn_id: str
     seq: int
+
+
+TURN_ID = re.compile(r"[0-9a-f]{32}")
+MAX_SEQ = 2**31 - 1  # TurnEvent.seq is an integer column: a larger number is no seq (PostgreSQL refuses it)
+
+
+class BadCursor(ValueError):
+    """A `?turn=&seq=` cursor that no page writes."""
+
+
+def cursor_of(query_string: bytes) -> Cursor | None:
+    """The page's cursor (`?turn=<id>&seq=<n>`; `turn` empty: the page showed no turn), None when the
+    socket did not come from a session page; BadCursor when it is not a turn id and a seq (a NUL byte
+    would reach the database as a DataError on PostgreSQL)."""
+    query = parse_qs(query_string.decode("utf-8", "replace"), keep_blank_values=True)
+    if "seq" not in query:
+        return None
+    turn_id, seq = (query.get("turn") or [""])[0], query["seq"][0]
+    if (turn_id and not TURN_ID.fullmatch(turn_id)) or not seq.isascii() or not seq.isdigit() or int(seq) > MAX_SEQ:
+        raise BadCursor(f"Not a stream cursor: turn={turn_id!r}, seq={seq!r}")
+    return Cursor(turn_id, int(seq))
 
 
 class SessionStreamConsumer(AsyncWebsocketConsumer):
@@ -61,6 +91,13 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             session = await sync_to_async(session_get)(user=user, session_id=session_id)
         except SessionNotFoundError:
             await self.close()
+            return
+        try:
+            cursor = cursor_of(self.scope.get("query_string") or b"")
+        except BadCursor as exc:
+            logger.info("Stream refused: %s", exc, extra={"event": "stream.refused", "session_id": session.id})
+            await self.accept()
+            await self._close(CLOSE_BAD_CURSOR)
             return
         refused = open_streams.admit(self, user_id=user.pk, session_id=session.id)
         if refused:
@@ -80,7 +117,6 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         await self.accept()
         self.rechecks = asyncio.create_task(self._recheck_forever())
-        cursor = self._cursor()
         if cursor is not None and cursor.turn_id:
             self.sent[cursor.turn_id] = cursor.seq  # the page shows the turn up to there
         await self._replay(cursor)
@@ -168,18 +204,6 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         if not self.closed:
             self.closed = True
             await self.close(code=code)
-
-    def _cursor(self) -> Cursor | None:
-        """The page's cursor (`?turn=<id>&seq=<n>`; `turn` empty: the page showed no turn), or None
-        when the socket did not come from a session page."""
-        query = parse_qs((self.scope.get("query_string") or b"").decode(), keep_blank_values=True)
-        if "seq" not in query:
-            return None
-        try:
-            seq = max(0, int(query["seq"][0]))
-        except ValueError:
-            seq = 0
-        return Cursor((query.get("turn") or [""])[0], seq)
 
     async def _replay(self, cursor: Cursor | None) -> None:
         assert self.session is not None  # connect() replays only after it found the session

@@ -40,7 +40,10 @@ logger = logging.getLogger("aptix.stream")
 
 CLOSE_ACCESS_LOST = 4403  # the user may no longer read the session
 CLOSE_TOO_MANY = 4429  # over the per-user or per-session cap
-CLOSE_TOO_BIG = 1009  # RFC 6455: message too big
+# Daphne (Autobahn) sends only 1000 or a code in 3000-4999 and fails the socket with 1011 on any other
+# (RFC 6455's 1009 "message too big" included): our codes are 4000 + the nearest HTTP status.
+CLOSE_TOO_BIG = 4413  # a client frame over APTIX_WS_MAX_MESSAGE
+CLOSE_BAD_CURSOR = 4400  # `?turn=&seq=` that no page writes (not a turn id, not a seq)
 
 
 def user_group(user_id: Any) -> str:
