@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.forms import PasswordChangeForm
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -31,6 +34,31 @@ def api_token_revoke(*, user, token_id: int) -> bool:
     """Delete the user's token `token_id`; False when they have no such token (someone else's included)."""
     deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
     return deleted > 0
+
+
+def api_tokens_revoke_all(*, user) -> int:
+    """Delete all of `user`'s tokens (their password changed: a token is as good as the password);
+    the number deleted."""
+    deleted, _ = ApiToken.objects.filter(user=user).delete()
+    return deleted
+
+
+PASSWORD_CHANGED = "Your password was changed."
+TOKENS_REVOKED = "Your {count} API token{s} {were} revoked with it: create new ones for your programs."
+
+
+def password_change(*, form: PasswordChangeForm) -> tuple[AbstractBaseUser, str]:
+    """Save a valid password change and revoke the user's API tokens in the same transaction (someone
+    who learnt the old password may have made one); the user and what to tell them."""
+    with transaction.atomic():
+        user = form.save()
+        revoked = api_tokens_revoke_all(user=user)
+    if not revoked:
+        return user, PASSWORD_CHANGED
+    plural = revoked != 1
+    return user, f"{PASSWORD_CHANGED} " + TOKENS_REVOKED.format(
+        count=revoked, s="s" if plural else "", were="were" if plural else "was"
+    )
 
 
 def api_token_user(authorization: str | None):

@@ -126,3 +126,27 @@ def test_a_user_revokes_their_own_token_only(alice_client, alice, bob):
 @pytest.mark.parametrize("name", ["settings-password", "settings-preferences", "settings-token-create"])
 def test_actions_take_only_post(alice_client, name):
     assert alice_client.get(reverse(name)).status_code == 405
+
+
+def test_a_password_change_revokes_the_users_api_tokens_and_says_so(alice_client, alice, bob, password):
+    _, old_secret = api_token_create(user=alice, name="laptop")
+    api_token_create(user=alice, name="ci")
+    _, bobs = api_token_create(user=bob, name="bob's")
+    assert "revokes your API tokens" in alice_client.get(reverse("settings")).content.decode()
+    data = {
+        "old_password": password,
+        "new_password1": "a-new-long-passphrase",
+        "new_password2": "a-new-long-passphrase",
+    }
+    page = alice_client.post(reverse("settings-password"), data, follow=True).content.decode()
+    assert "Your password was changed. Your 2 API tokens were revoked with it" in page
+    assert api_token_user(f"Bearer {old_secret}") is None  # whoever had the old password loses the token too
+    assert not ApiToken.objects.filter(user=alice).exists()
+    assert api_token_user(f"Bearer {bobs}") == bob  # nobody else's
+
+
+def test_a_refused_password_change_keeps_the_tokens(alice_client, alice):
+    _, secret = api_token_create(user=alice)
+    data = {"old_password": "nope", "new_password1": "a-new-long-passphrase", "new_password2": "a-new-long-passphrase"}
+    assert alice_client.post(reverse("settings-password"), data).status_code == 400
+    assert api_token_user(f"Bearer {secret}") == alice

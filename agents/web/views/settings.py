@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
-from aptix.tokens import api_token_create, api_token_list, api_token_revoke
+from aptix.tokens import api_token_create, api_token_list, api_token_revoke, password_change
 from modes.catalog import active_modes
 
 CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
@@ -79,9 +79,9 @@ def settings_password(request):
     if not form.is_valid():
         messages.error(request, "Your password was not changed. See the form for details.")
         return _page(request, status=400, password_form=form)
-    user = form.save()
+    user, told = password_change(form=form)
     update_session_auth_hash(request, user)  # this login stays; the user's other logins end
-    messages.success(request, "Your password was changed.")
+    messages.success(request, told)
     return redirect("settings")
 
 
