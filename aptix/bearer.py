@@ -26,7 +26,10 @@ def bearer_user(request):
     authorization = request.headers.get("Authorization")
     user = api_token_user(authorization)
     if user is None:
-        rate_limit(BAD_TOKENS, address, request)
+        # Counted and judged in one atomic step (the cache's incr): of concurrent guesses that all
+        # passed the look above, only those within the limit are told "invalid"; the rest are refused.
+        if limited := rate_limit(BAD_TOKENS, address, request):
+            raise RateLimited(limited)
         return None
     secret = (authorization or "").partition(" ")[2].strip()
     if limited := rate_limit(API, f"token:{hashlib.sha256(secret.encode()).hexdigest()}", request):
