@@ -128,7 +128,7 @@ REDIS_URL = OptionalText(
     "Redis for several processes: the channel layer, the run queue to `aptix_worker` processes and the rate "
     "limits' counters",
     secret=True,
-    default_doc="unset: one process, the in-memory channel layer",
+    default_doc="unset (one process, the in-memory channel layer)",
     example="redis://127.0.0.1:6379/0",
 )
 APTIX_RUN_HEARTBEAT = Number(
@@ -172,14 +172,14 @@ OPENAI_API_KEY = OptionalText(
     MODELS,
     "key of an OpenAI-compatible server (OpenAI, Azure OpenAI, Ollama, vLLM, llama.cpp)",
     secret=True,
-    default_doc="unset: the built-in offline model",
+    default_doc="unset (the built-in offline model)",
 )
 OPENAI_BASE_URL = OptionalText(
     "OPENAI_BASE_URL",
     None,
     MODELS,
     "base URL of that server",
-    default_doc="unset: OpenAI with a key, else the offline model",
+    default_doc="unset (OpenAI with a key, else the offline model)",
     example="http://127.0.0.1:11434/v1",
 )
 APTIX_LLM_MODEL = OptionalText(
