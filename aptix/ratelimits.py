@@ -1,5 +1,5 @@
 """Request rate limits: how many turns a user may start, API calls a token may make and requests with
-a bad bearer token an address may send, per period (README "Rate limits").
+a bad bearer token an address may send, per period (docs/operations.md "Rate limits").
 
 The counting is django-ratelimit's (`get_usage`: a fixed window per key in Django's cache, atomic
 `incr`), so the limits hold across processes when the cache is shared (Redis with REDIS_URL) and per

@@ -20,6 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from aptix.env import APTIX_DEMO_DB
+
 REPO_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_DIR / "aptix" / "demo_data"
 TABLES = ("customers", "products", "orders")  # load order: parents first
@@ -59,7 +61,7 @@ CREATE INDEX orders_ordered_at ON orders (ordered_at);
 
 def default_path() -> Path:
     """$APTIX_DEMO_DB, else var/demo.sqlite3 in the repository (where mcp.json's `sql` entry looks)."""
-    return Path(os.environ.get("APTIX_DEMO_DB") or REPO_DIR / "var" / "demo.sqlite3")
+    return Path(APTIX_DEMO_DB.read() or REPO_DIR / "var" / "demo.sqlite3")
 
 
 def dataset_version() -> int:

@@ -48,7 +48,7 @@ SELECT current_user::text,
 READER_HINT = (
     "A READ ONLY transaction does not stop such a role from reading or writing server files, running "
     "programs, signalling other sessions or writing through a connection of its own: connect as a role "
-    'that can only read (README.md, "The SQL MCP server", "A read-only role")'
+    'that can only read (docs/mcp.md, "The SQL MCP server", "A read-only role")'
 )
 
 _TABLES_SQL = """

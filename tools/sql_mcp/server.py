@@ -12,9 +12,9 @@ offline model. Refused writes, timeouts and SQL errors are tool errors (is_error
 database's own message. How writes are refused: sqlite.py (SQLite) and postgres.py (PostgreSQL);
 backends.py picks one for the URL.
 
-Environment (all positive integers): APTIX_SQL_MAX_ROWS, the row cap (default 200);
-APTIX_SQL_TIMEOUT_MS, the time limit per call (default 5000); APTIX_SQL_MAX_BYTES, the result size
-limit (default 16 MiB: fetching stops there, and on SQLite no value may be longer);
+Environment (all positive integers, declared in aptix/env.py): APTIX_SQL_MAX_ROWS, the row cap
+(default 200); APTIX_SQL_TIMEOUT_MS, the time limit per call (default 5000); APTIX_SQL_MAX_BYTES, the
+result size limit (default 16 MiB: fetching stops there, and on SQLite no value may be longer);
 APTIX_SQL_MEMORY_MB, the process's address-space limit (RLIMIT_AS, default 1024, at least 128; the
 server runs in about 100), the backstop for whatever the other limits miss.
 
@@ -36,17 +36,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from aptix.env import APTIX_SQL_MAX_BYTES, APTIX_SQL_MAX_ROWS, APTIX_SQL_MEMORY_MB, APTIX_SQL_TIMEOUT_MS
+from aptix.envtypes import SettingError
 from tools.tables import markdown_table
 
 from .backends import open_backend
 from .base import Backend, Column, ConfigError, QueryError, Result, Table, out_of_memory, size_text
 
 USAGE = "usage: python -m tools.mcp.sql_server <sqlite:///path/to/file.sqlite3 | postgresql://user@host/db>"
-DEFAULT_MAX_ROWS = 200
-DEFAULT_TIMEOUT_MS = 5000
-DEFAULT_MAX_BYTES = 16 << 20
-DEFAULT_MEMORY_MB = 1024
-MIN_MEMORY_MB = 128  # Python, the MCP SDK and a driver start in about 100 MiB of address space
 EXIT_STUCK = 75  # EX_TEMPFAIL: the process gave up a call it could not interrupt; start it again
 EXIT_DELAY_SECONDS = 1.0
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -180,19 +177,6 @@ def build_server(backend: Backend, *, max_rows: int, max_bytes: int, timeout_ms:
     return server
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"{name} must be a positive integer, not {raw!r}")
-    return value
-
-
 def limit_memory(megabytes: int) -> None:
     """Cap the process's address space (RLIMIT_AS; never above a hard limit already set), so that a
     query no other limit catches fails with MemoryError instead of taking the machine's memory."""
@@ -212,16 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(USAGE + "\n")
         return 2
     try:
-        max_rows = _env_int("APTIX_SQL_MAX_ROWS", DEFAULT_MAX_ROWS)
-        timeout_ms = _env_int("APTIX_SQL_TIMEOUT_MS", DEFAULT_TIMEOUT_MS)
-        max_bytes = _env_int("APTIX_SQL_MAX_BYTES", DEFAULT_MAX_BYTES)
-        memory_mb = _env_int("APTIX_SQL_MEMORY_MB", DEFAULT_MEMORY_MB)
-        if memory_mb < MIN_MEMORY_MB:
-            raise ConfigError(f"APTIX_SQL_MEMORY_MB must be at least {MIN_MEMORY_MB} (MiB), not {memory_mb}")
+        max_rows = APTIX_SQL_MAX_ROWS.read()
+        timeout_ms = APTIX_SQL_TIMEOUT_MS.read()
+        max_bytes = APTIX_SQL_MAX_BYTES.read()
+        memory_mb = APTIX_SQL_MEMORY_MB.read()
         if argv is None:  # run as a command, in its own process; a caller passing argv (a test) keeps its limits
             limit_memory(memory_mb)
         backend = open_backend(args[0], timeout_ms=timeout_ms, max_bytes=max_bytes)
-    except ConfigError as exc:
+    except (ConfigError, SettingError) as exc:
         sys.stderr.write(f"sql_server: {exc}\n")
         return 1
     build_server(backend, max_rows=max_rows, max_bytes=max_bytes, timeout_ms=timeout_ms).run()

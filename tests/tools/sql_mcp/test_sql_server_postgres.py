@@ -1,7 +1,7 @@
 """The SQL MCP server on PostgreSQL, as a real subprocess over stdio (run under bin/with-postgres).
 
 A database of its own holds the demo data. Two servers read it: one as a SELECT-only role (the
-set-up the README recommends) and one as a role that may write the tables, create databases and
+set-up docs/mcp.md recommends) and one as a role that may write the tables, create databases and
 roles, to show that the read-only transaction and the extended protocol refuse writes even then.
 Cases refused only by the role's privileges (reading server files, running programs, signalling
 backends) are not run as the writer. A superuser, which can do those things inside a read-only

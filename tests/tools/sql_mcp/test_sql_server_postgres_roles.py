@@ -5,7 +5,7 @@ A READ ONLY transaction does not stop a superuser from writing through dblink_ex
 (COPY … TO PROGRAM), writing files (COPY … TO '/file'), reading them (pg_read_file), terminating
 other backends or reloading the configuration: with a superuser DSN all six worked through the
 "read-only" server. Now the server refuses to start for such a role, naming what it found; the role
-the README describes starts, and each of the six is refused by its privileges.
+docs/mcp.md describes starts, and each of the six is refused by its privileges.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ pytestmark = [
 
 
 def readme_role_sql() -> str:
-    """The SQL that README.md gives for a read-only role: the first sql block of the SQL server section."""
-    readme = (REPO_DIR / "README.md").read_text()
-    section = readme[readme.index("### The SQL MCP server") :]
+    """The SQL that docs/mcp.md gives for a read-only role: the first sql block of the SQL server section."""
+    readme = (REPO_DIR / "docs" / "mcp.md").read_text()
+    section = readme[readme.index("\n## The SQL MCP server\n") :]
     return section[section.index("```sql\n") + len("```sql\n") :].split("```", 1)[0]
 
 
@@ -46,7 +46,7 @@ class Cluster:
     roles: list[str]  # created by the tests, dropped at the end
 
     def role(self, *grants: str) -> tuple[str, str]:
-        """A new role made as the README says, then given `grants` ({role}, {superuser}): name, URL."""
+        """A new role made as docs/mcp.md says, then given `grants` ({role}, {superuser}): name, URL."""
         role, password = f"aptix_reader_{secrets.token_hex(4)}", secrets.token_urlsafe(16)
         self.roles.append(role)
         made = re.sub(r"\baptix_reader\b", role, readme_role_sql()).replace("'change-me'", f"'{password}'")
@@ -100,7 +100,8 @@ def test_a_superuser_is_refused_at_start(cluster):
     assert done.stderr == (
         f"sql_server: refusing to run as PostgreSQL role {cluster.superuser!r}: it is a superuser. {READER_HINT}\n"
     )
-    assert '"A read-only role"' in done.stderr and "#### A read-only role" in (REPO_DIR / "README.md").read_text()
+    mcp_doc = (REPO_DIR / "docs" / "mcp.md").read_text()
+    assert '"A read-only role"' in done.stderr and "\n### A read-only role\n" in mcp_doc
 
 
 REFUSED = [

@@ -1,0 +1,212 @@
+"""The kinds of environment variable (aptix/env.py declares each variable with one): how a value
+is read, checked and written back.
+
+No Django here: the SQL MCP server reads its limits through these and must start fast. A value that
+cannot be used raises SettingError naming the variable and the problem; aptix/settings.py turns it
+into ImproperlyConfigured, so a bad value stops the start with that message. Unset and empty mean the
+default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class SettingError(ValueError):
+    """A variable's value cannot be used; the message names the variable and says why."""
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    about: str  # Markdown for docs/configuration.md: what the section covers and where it is explained
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One variable. `default` is what an unset (or empty) variable means; None where the default is
+    worked out elsewhere, and then `default_doc` says what it is."""
+
+    name: str
+    default: T
+    section: Section
+    help: str  # one line of Markdown: what it does
+    _: KW_ONLY
+    secret: bool = False  # never has a default, left empty in .env.example
+    default_doc: str | None = None  # the default in words, where it is not a plain value
+    example: str | None = None  # a sample value for the docs when the default is empty
+    child_process: str | None = None  # set for a process Aptix starts, not for Aptix: where it is set
+
+    def read(self, environ: Mapping[str, str] | None = None) -> T:
+        raw = (os.environ if environ is None else environ).get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        return self.convert(raw)
+
+    def convert(self, raw: str) -> T:
+        raise NotImplementedError
+
+    def text(self, value: T) -> str:
+        """The value as it would be written in the environment."""
+        return "" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Text(Setting[str]):
+    def convert(self, raw: str) -> str:
+        return raw
+
+
+@dataclass(frozen=True)
+class OptionalText(Setting[str | None]):
+    def convert(self, raw: str) -> str | None:
+        return raw
+
+
+@dataclass(frozen=True)
+class Choice(Setting[str]):
+    _: KW_ONLY
+    choices: tuple[str, ...] = ()
+
+    def convert(self, raw: str) -> str:
+        value = raw.lower()
+        if value not in self.choices:
+            *first, last = [repr(choice) for choice in self.choices]
+            raise SettingError(f"{self.name} must be {', '.join(first)} or {last}, not {value!r}.")
+        return value
+
+
+@dataclass(frozen=True)
+class Flag(Setting[bool]):
+    def convert(self, raw: str) -> bool:
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise SettingError(f"{self.name} must be true or false, not {raw!r}.")
+
+    def text(self, value: bool) -> str:
+        return "true" if value else "false"
+
+
+@dataclass(frozen=True)
+class Integer(Setting[int]):
+    _: KW_ONLY
+    minimum: int = 0
+
+    def convert(self, raw: str) -> int:
+        try:
+            number = int(raw)
+        except ValueError:
+            raise SettingError(f"{self.name} must be an integer, not {raw!r}.") from None
+        if not number >= self.minimum:
+            raise SettingError(f"{self.name} must be at least {self.minimum}, not {raw}.")
+        return number
+
+
+@dataclass(frozen=True)
+class Number(Setting[float]):
+    _: KW_ONLY
+    minimum: float = 0.0
+
+    def convert(self, raw: str) -> float:
+        try:
+            number = float(raw)
+        except ValueError:
+            raise SettingError(f"{self.name} must be a number, not {raw!r}.") from None
+        if not number >= self.minimum:  # also refuses NaN
+            raise SettingError(f"{self.name} must be at least {self.minimum}, not {raw}.")
+        return number
+
+    def text(self, value: float) -> str:
+        return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class PositiveInteger(Setting[int]):
+    """The SQL MCP server's limits: surrounding spaces ignored, a positive integer, at least
+    `minimum` (in `unit`)."""
+
+    _: KW_ONLY
+    minimum: int = 1
+    unit: str = ""
+
+    def convert(self, raw: str) -> int:
+        stripped = raw.strip()
+        if not stripped:
+            return self.default
+        try:
+            value = int(stripped)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise SettingError(f"{self.name} must be a positive integer, not {stripped!r}")
+        if value < self.minimum:
+            raise SettingError(f"{self.name} must be at least {self.minimum} ({self.unit}), not {value}")
+        return value
+
+
+@dataclass(frozen=True)
+class Items(Setting[list[str]]):
+    """Comma-separated; spaces around items and empty items are dropped."""
+
+    def convert(self, raw: str) -> list[str]:
+        return split_items(raw)
+
+    def text(self, value: list[str]) -> str:
+        return ",".join(value)
+
+
+def split_items(raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+RATE = re.compile(r"[1-9]\d*/([1-9]\d*)?[smhd]")
+
+
+@dataclass(frozen=True)
+class Rate(Setting[str | None]):
+    """A django-ratelimit rate such as `30/m` or `100/5m` (s, m, h, d); `off` or `0` turns it off (None)."""
+
+    def convert(self, raw: str) -> str | None:
+        value = raw.strip().lower()
+        if value in {"0", "off"}:
+            return None
+        if not RATE.fullmatch(value):
+            raise SettingError(f"{self.name} must be a rate such as 30/m, 100/5m or 1000/h, or off; not {value!r}.")
+        return value
+
+    def text(self, value: str | None) -> str:
+        return "off" if value is None else value
+
+
+LockoutParameters = list[str | list[str]]
+LOCKOUT_FIELDS = {"username": "username", "ip": "ip_address"}
+
+
+@dataclass(frozen=True)
+class LockoutBy(Setting[LockoutParameters]):
+    """Comma-separated alternatives, each `username`, `ip` or `username+ip`: what a failure count is
+    kept for (django-axes' AXES_LOCKOUT_PARAMETERS)."""
+
+    def convert(self, raw: str) -> LockoutParameters:
+        parameters: LockoutParameters = []
+        for group in split_items(raw):
+            names = [part.strip() for part in group.split("+")]
+            if not names or any(part not in LOCKOUT_FIELDS for part in names):
+                raise SettingError(f"{self.name}: {group!r} is not username, ip or username+ip.")
+            combined = [LOCKOUT_FIELDS[part] for part in dict.fromkeys(names)]
+            parameters.append(combined[0] if len(combined) == 1 else combined)
+        return parameters
+
+    def text(self, value: LockoutParameters) -> str:
+        names = {field: name for name, field in LOCKOUT_FIELDS.items()}
+        groups = [[part] if isinstance(part, str) else part for part in value]
+        return ",".join("+".join(names[field] for field in group) for group in groups)
