@@ -1,4 +1,4 @@
-"""Issue 13, gap 13: progress. Every tools/call carries a progressToken; the server's progress
+"""MCP progress. Every tools/call carries a progressToken; the server's progress
 notifications reach the tool card live as coalesced `tool.progress` events and give the call its
 `timeout` again, up to the server's `maxTimeout`. A real server (rich_server.py) reports."""
 
