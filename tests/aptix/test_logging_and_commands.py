@@ -69,6 +69,7 @@ def test_ensure_catalog_restores_missing_modes_without_touching_edits(capsys):
     assert "nothing to create" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # two Django start-ups in subprocesses
 def test_manage_py_uses_the_secret_key_make_run_keeps(tmp_path):
     """A command of the README run on its own (no SECRET_KEY, DEBUG off) uses var/secret_key."""
     root = Path(settings.BASE_DIR)

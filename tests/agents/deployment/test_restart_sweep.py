@@ -25,7 +25,7 @@ from tests.browser.live import LiveServer
 from tests.helpers import async_db
 from tests.helpers.scripted_model import ScriptedModel, loopback_server
 
-pytestmark = async_db
+pytestmark = [pytest.mark.slow, async_db]
 
 END_TIMEOUT = 30.0  # seconds for the new server to start and end the turn
 

@@ -21,7 +21,7 @@ from aptix.redis_options import redis_channel_layers
 from tests.helpers import async_db
 from tests.helpers.worker_process import REDIS_URL
 
-pytestmark = async_db
+pytestmark = [pytest.mark.slow, async_db]
 
 DEFAULT_REDIS_SOCKET_TIMEOUT = 5.0  # redis-py 8's, which killed idle workers and sockets
 

@@ -28,7 +28,7 @@ from tests.helpers.deployment import execute, requests_per_message, watch
 from tests.helpers.streams import session_cookie
 from tests.helpers.worker_process import REDIS_URL
 
-pytestmark = async_db
+pytestmark = [pytest.mark.slow, async_db]
 
 HEARTBEAT = 2.0  # seconds: 50 runs starting at once on a 2-core CI machine must renew their leases
 LEASE = HEARTBEAT * 6

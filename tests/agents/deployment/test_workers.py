@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import Turn
@@ -21,7 +22,7 @@ from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.worker_process import HEARTBEAT
 
-pytestmark = async_db
+pytestmark = [pytest.mark.slow, async_db]
 
 
 async def _until_streaming(worker) -> None:

@@ -21,6 +21,8 @@ from tools.base import InvokeResult, function_schema
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry, internal_registry, mcp_registry
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 MANY = Path(__file__).resolve().parents[2] / "tools" / "mcp" / "many_tools_server.py"
 SERVERS = ("alpha", "beta", "gamma")  # the config's order
 INTERNAL = len(list(internal_registry()))

@@ -22,7 +22,7 @@ from tools.demo_data import build_demo_database
 from tools.mcp.host import McpHost
 from tools.registry import mcp_registry
 
-pytestmark = async_db
+pytestmark = [pytest.mark.slow, async_db]
 
 READY_TIMEOUT = 60
 ROOT = Path(__file__).resolve().parents[3]

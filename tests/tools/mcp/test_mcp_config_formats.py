@@ -15,6 +15,8 @@ from tools.mcp.config import McpConfigError, load_config, parse_config
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 INPUTS_ERROR = "inputs are not supported here, use ${env:VAR}"
 
 

@@ -25,6 +25,8 @@ from tools.registry import ToolRegistry, mcp_registry, validate_tool_contract
 
 from .mcp_fixture_server import server as fixture_server
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 SECRET = "s3cret-from-the-environment"
 
 

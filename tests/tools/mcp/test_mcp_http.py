@@ -14,6 +14,8 @@ from tests.helpers.mcp import START_TIMEOUT, HttpServer, write_config
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 
 @pytest.fixture
 def http_server():

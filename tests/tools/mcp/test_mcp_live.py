@@ -19,6 +19,8 @@ from tools.mcp.host import McpHost
 from tools.mcp.logs import LOG_LINES, ServerLog
 from tools.registry import ToolRegistry
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 
 def call(registry: ToolRegistry, tool: str, /, **arguments):
     return asyncio.run(registry.get(tool).execute(json.dumps(arguments), None))

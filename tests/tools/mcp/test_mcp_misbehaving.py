@@ -19,6 +19,8 @@ from tools.registry import ToolRegistry
 
 from .odd_server import LONG_NAME
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 ODD_SERVER = Path(__file__).with_name("odd_server.py")
 
 

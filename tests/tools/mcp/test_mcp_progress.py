@@ -22,6 +22,8 @@ from tools.mcp.config import ServerConfigError, parse_server
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 RICH = Path(__file__).with_name("rich_server.py")
 READY_TIMEOUT = 60
 

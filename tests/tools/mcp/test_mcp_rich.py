@@ -29,6 +29,8 @@ from tools.registry import mcp_registry
 
 from .rich_server import AUDIO, SVG, png
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 RICH = Path(__file__).with_name("rich_server.py")
 READY_TIMEOUT = 60
 
