@@ -1,11 +1,12 @@
 # Two commands do everything: `make run` serves the app, `make test` runs the whole suite.
+# While working, `make test-fast` runs the suite without its slow tier (@pytest.mark.slow) on SQLite.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-sqlite test-real-model lint format bench clean
+.PHONY: run test test-fast test-sqlite test-real-model lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Aptix needs Python >= 3.11")'
@@ -40,6 +41,10 @@ test: $(VENV)/.installed-test lint
 ## test-sqlite: the same suite on SQLite
 test-sqlite: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+## test-fast: the suite on SQLite without the slow tier (browsers, subprocess deployments, real MCP servers)
+test-fast: $(VENV)/.installed-test
+	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest -m "not slow" $(PYTEST_ARGS)
 
 ## test-real-model: the opt-in tier against a real model server (not in CI), e.g.
 ##   ../shared/local-llm/start.sh 8081 && make test-real-model APTIX_REAL_MODEL_URL=http://127.0.0.1:8081/v1

@@ -1,7 +1,7 @@
 """Benchmark: the 2 web + 2 worker deployment at 100 concurrent turns (issue 17, item 5).
 
 Two web processes (`manage.py aptix_serve`) and two workers (`manage.py aptix_worker`) run as real
-subprocesses on one PostgreSQL database and one Redis (tests/agents/deployment.py, the machinery of
+subprocesses on one PostgreSQL database and one Redis (tests/helpers/deployment.py, the machinery of
 the scale-out test), with a scripted OpenAI-compatible model on loopback streaming `--tokens`
 tokens at `--rate` tokens/s. One turn runs alone first (the reference), then `--turns` turns are
 posted at once through the JSON API of the first web process while one websocket per session
@@ -59,7 +59,7 @@ from agents.models import TurnEvent
 from agents.sessions import session_create
 from aptix.teams import team_ensure
 from aptix.tokens import api_token_create
-from tests.agents.deployment import deployment, requests_per_message, warnings_in, watch
+from tests.helpers.deployment import deployment, requests_per_message, warnings_in, watch
 
 HEARTBEAT = 2.0  # as the scale-out test: 100 runs starting at once on 2 cores must renew their leases
 

@@ -60,7 +60,7 @@ from agents.sessions import session_create
 from agents.turns import turn_start
 from aptix.asgi import application
 from aptix.teams import team_ensure
-from tests.agents.test_stream import session_cookie
+from tests.helpers.streams import session_cookie
 
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="\w+" data-seq="(\d+)"')
 TAIL = re.compile(r'(?:^<b|hx-swap-oob="beforeend:#live-tail"|class="live-tail") data-seq="(\d+)"')  # now | before

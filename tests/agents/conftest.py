@@ -1,4 +1,5 @@
-"""Reasoner fixtures: a scripted model over the real SDK and helpers to run turns."""
+"""Fixtures of the agents tests: the reasoner's (tests/helpers/reasoner.py), the worker's
+(tests/helpers/worker_process.py), a stand-in MCP tool and a listener on a session's group."""
 
 from __future__ import annotations
 
@@ -6,63 +7,13 @@ import asyncio
 from typing import ClassVar
 
 import pytest
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from agents.events import message_events, session_group
-from agents.llm import LLMClient, use_llm_client
-from agents.models import Turn
-from agents.run.reasoner import Reasoner
-from agents.sessions import session_create
-from agents.turns import turn_start
+from tests.helpers.reasoner import llm, make_session, model, run_turn  # noqa: F401 - fixtures of the turn tests
+from tests.helpers.worker_process import redis_layer, worker  # noqa: F401 - fixtures of the worker tests
 from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry
-
-from .scripted_model import ScriptedModel, openai_client
-from .worker_process import redis_layer, worker  # noqa: F401 - fixtures of the worker tests
-
-
-@pytest.fixture
-def model():
-    return ScriptedModel()
-
-
-@pytest.fixture
-async def llm(model):
-    client = LLMClient(openai_client(model, max_retries=2, timeout=5), model="scripted-model", label="scripted")
-    with use_llm_client(client):
-        yield client
-    await client.client.close()
-
-
-@pytest.fixture
-def make_session(team_a, alice):
-    async def make(**kwargs):
-        kwargs.setdefault("team", team_a)
-        kwargs.setdefault("user", alice)
-        return await sync_to_async(session_create)(**kwargs)
-
-    return make
-
-
-@pytest.fixture
-def run_turn(llm):
-    """Start a turn in `session` and run it to its end with a Reasoner on the scripted model."""
-
-    async def run(session, text="Hello", execution=None, reasoner=None, choice=None, **kwargs) -> Turn:
-        turn = await sync_to_async(turn_start)(session=session, text=text, execution=execution, choice=choice)
-        await (reasoner or Reasoner(llm=llm)).run(turn.id, **kwargs)
-        return await Turn.objects.select_related("session").aget(pk=turn.id)
-
-    return run
-
-
-async def event_types(turn) -> list[str]:
-    return [e.type async for e in turn.events.order_by("seq")]
-
-
-async def events_of(turn, event_type) -> list[dict]:
-    return [e.payload async for e in turn.events.filter(type=event_type).order_by("seq")]
 
 
 class StandInMcpTool:

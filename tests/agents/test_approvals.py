@@ -17,10 +17,9 @@ from agents.run.reasoner import Reasoner
 from agents.turns import turn_cancel, turn_start
 from modes.models import AgentMode, ModeHistory
 from tests.helpers import async_db
+from tests.helpers.events import event_types, events_of
 from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry
-
-from .conftest import event_types, events_of
 
 pytestmark = async_db
 

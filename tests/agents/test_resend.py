@@ -1,4 +1,4 @@
-"""Edit and resend, retry, regenerate (issue 15, item 12): a message sent again is a new turn in the
+"""Edit and resend, retry, regenerate: a message sent again is a new turn in the
 session's persisted mode (AGN-011 §3.3); the turns it replaces stay (audit) but leave the conversation
 the model sees; nothing is rewritten silently and bad requests write nothing."""
 

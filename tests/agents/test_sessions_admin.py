@@ -1,12 +1,14 @@
-"""Admin → Sessions: staff tell active, pinned, archived and (soft-)deleted sessions apart; a deleted
-session stays listed there for the audit."""
+"""Admin → Sessions and Turns: staff tell active, pinned, archived and (soft-)deleted sessions apart (a
+deleted session stays listed there for the audit); turns are listed newest first by a readable title."""
 
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from agents.sessions import session_create
+from tests.helpers.turns import ended_turn
 
 ADMIN_LIST = "/admin/agents/agentsession/"
 
@@ -51,3 +53,16 @@ def test_the_list_says_each_sessions_state(admin_client, sessions):
     assert "deleted " + f"{sessions['deleted'].deleted_at:%Y-%m-%d}" in html
     for word in ("pinned", "archived", "active"):
         assert f'<td class="field-state">{word}</td>' in html
+
+
+@pytest.mark.django_db
+def test_turns_are_listed_newest_first_with_a_readable_title(admin_client, team_a, alice):
+    session = session_create(team=team_a, user=alice, title="Plans")
+    ended_turn(session, status="completed", message="First   question\nabout caching")
+    ended_turn(session, status="completed", index=2, message="Second question")
+    page = admin_client.get(reverse("admin:agents_turn_changelist")).content.decode()
+    second, first = (
+        page.index(">Plans · #2: Second question</a>"),
+        page.index(">Plans · #1: First question about caching</a>"),
+    )
+    assert second < first

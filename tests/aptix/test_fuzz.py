@@ -1,4 +1,4 @@
-"""Property-based: no input, however crafted, gets a 5xx (issue 14, item 6).
+"""Property-based: no input, however crafted, gets a 5xx.
 
 Hypothesis generates JSON API bodies (known and unknown fields, any JSON value, text with NUL
 characters, unpaired surrogates and control characters, deep nesting, raw bytes that are not JSON)

@@ -1,11 +1,17 @@
-"""The admin logger's structured records and the first-run management commands."""
+"""The admin logger's structured records, the first-run management commands, and manage.py run on its
+own (outside `make`) finding the secret key `make run` keeps."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 
 from aptix.logging import AdminLogger, StructuredFormatter
@@ -61,3 +67,28 @@ def test_ensure_catalog_restores_missing_modes_without_touching_edits(capsys):
     assert list(AgentMode.objects.filter(is_default=True).values_list("key", flat=True)) == ["general"]
     call_command("ensure_catalog")
     assert "nothing to create" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # two Django start-ups in subprocesses
+def test_manage_py_uses_the_secret_key_make_run_keeps(tmp_path):
+    """A command of the README run on its own (no SECRET_KEY, DEBUG off) uses var/secret_key."""
+    root = Path(settings.BASE_DIR)
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "manage.py").write_text((root / "manage.py").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
+    env.update({"DEBUG": "false", "PYTHONPATH": str(root), "APTIX_VAR_DIR": str(tmp_path / "var")})
+    command = [
+        sys.executable,
+        "manage.py",
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.SECRET_KEY)",
+        "--no-imports",
+    ]
+    first = subprocess.run(command, check=False, cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    key = (clone / "var" / "secret_key").read_text().strip()
+    assert first.stdout.strip() == key and len(key) > 40
+    again = subprocess.run(command, check=True, cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+    assert again.stdout.strip() == key  # the same key every time

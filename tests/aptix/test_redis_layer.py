@@ -8,7 +8,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 
 from aptix.redis_options import CHANNEL_CAPACITY, redis_channel_layers
-from tests.agents.worker_process import REDIS_URL
+from tests.helpers.worker_process import REDIS_URL
 
 MESSAGES = 300
 

@@ -1,4 +1,4 @@
-"""The settings page (issue "Workspace a team uses all day", item 19): password, new-session
+"""The settings page: password, new-session
 defaults, theme, turn notifications and the user's own API tokens."""
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ import pytest_asyncio
 from asgiref.sync import sync_to_async
 
 from agents.sessions import session_create
-from tests.agents.scripted_model import ScriptedModel, serve_on_loopback
 from tests.helpers import answered_turn
+from tests.helpers.scripted_model import ScriptedModel, serve_on_loopback
 
 from .live import LiveServer, ModelSwitchboard, artifact_name, save_artifacts
 
@@ -64,10 +64,14 @@ if MISSING is None:
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects by marker
 def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(pytest.mark.slow)  # a real browser and a live server per module
     if MISSING is None or REQUIRE_BROWSER:
         return
-    here = Path(__file__).parent
     skip = pytest.mark.skip(reason=f"browser tests: {MISSING}; set APTIX_REQUIRE_BROWSER=1 to fail instead")
     for item in items:
         if here in Path(item.path).parents:

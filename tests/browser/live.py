@@ -26,7 +26,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
-from tests.agents.scripted_model import ScriptedModel
+from tests.helpers.scripted_model import ScriptedModel
 
 try:
     from playwright.async_api import expect

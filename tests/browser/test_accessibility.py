@@ -1,4 +1,4 @@
-"""Accessibility in a real browser (issue "Workspace a team uses all day", item 18): axe-core (vendored,
+"""Accessibility in a real browser: axe-core (vendored,
 tests/browser/axe.py) finds no violation on the login page, the home page, a session with tool cards,
 an image, approval cards (waiting and decided, a blocked tool among them), the Tools popover and the
 mode popover, in the light and the dark theme. Each page checked leaves a screenshot in

@@ -1,4 +1,4 @@
-"""The answer's Copy button fetches the answer's Markdown when clicked (issue 17: the page and the
+"""The answer's Copy button fetches the answer's Markdown when clicked (so the page and the
 stream carry each answer once). With ClipboardItem (Chromium) the clipboard write starts in the
 click with a promise of the text; without it the text is fetched, then written."""
 

@@ -1,4 +1,4 @@
-"""Code and copy in a real browser (issue "Workspace a team uses all day", item 13): code in an
+"""Code and copy in a real browser: code in an
 answer is highlighted in the light and the dark theme, labelled with its language, and its copy
 button, like the answer's, puts the text on the clipboard and says "Copied"."""
 

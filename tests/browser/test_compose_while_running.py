@@ -1,4 +1,4 @@
-"""Compose while a turn runs (issue 15, item 15): the message box stays editable during a turn; Enter
+"""Compose while a turn runs: the message box stays editable during a turn; Enter
 then sends nothing and says why (nothing is queued silently); the draft survives the turn's end and
 goes with the next Enter."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, gaps 12-13 in a real browser: a running MCP call's card shows the server's progress live
+"""MCP progress and rich results in a real browser: a running MCP call's card shows the server's progress live
 ("2/3 — fetching part 2"), and a result's image (served by the media view to the session's owner),
 links and downloads show with the card. The MCP server is tests/tools/mcp/rich_server.py, run by
 the live server's MCP host; the model is the scripted one. Screenshots: var/test-artifacts/."""

@@ -1,4 +1,4 @@
-"""The workspace on a phone (issue "Workspace a team uses all day", item 17), 390×844 like an iPhone 14:
+"""The workspace on a phone, 390×844 like an iPhone 14:
 the session list is a drawer behind the top bar's "Sessions" button (aria-expanded, focus moved into
 it and back, Esc or a tap beside it closes it), the composer stays at the bottom of the screen and its
 Send button is never below the fold, on the home page and in a session with a long conversation.

@@ -1,4 +1,4 @@
-"""Composer-first and edit/retry/regenerate in a real browser (issue 15, items 11 and 12), against a
+"""Composer-first and edit/retry/regenerate in a real browser, against a
 scripted model. Screenshots of the key states go to var/test-artifacts/ (resend-*.png)."""
 
 from __future__ import annotations

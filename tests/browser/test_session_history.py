@@ -1,4 +1,4 @@
-"""A long session in a real browser (issue 17, item 4): the page draws its last turns, scrolling up
+"""A long session in a real browser: the page draws its last turns, scrolling up
 loads the earlier ones above without moving what the user reads, and a link to an earlier turn
 (#turn-<id>) loads turns until that one is there."""
 

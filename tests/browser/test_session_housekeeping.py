@@ -1,4 +1,4 @@
-"""Conversation management in a real browser (issue "Workspace a team uses all day", item 14): the
+"""Conversation management in a real browser: the
 session menu renames, pins, archives, exports and (after a confirmation) deletes; the sidebar shows
 more than a page of sessions and search results with a snippet of where they match."""
 

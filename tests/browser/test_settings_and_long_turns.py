@@ -1,7 +1,7 @@
-"""The settings page and long turns in a real browser (issue "Workspace a team uses all day", items 19
-and 16): the chosen theme wins over the system's, ticking the notification opt-in is what asks the
-browser's permission, and a running turn shows in the tab's title and favicon, "✓ <session>" and a
-notification (for users who opted in) when it ends while the tab is in the background."""
+"""The settings page and long turns in a real browser: the chosen theme wins over the system's,
+ticking the notification opt-in is what asks the browser's permission, and a running turn shows in
+the tab's title and favicon, "✓ <session>" and a notification (for users who opted in) when it ends
+while the tab is in the background."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the page says when the server refuses or ends something (issue 14, items 4 and 9): a turn past
+"""What the page says when the server refuses or ends something: a turn past
 the user's rate shows the server's reason under the composer (it used to be cleared right after it was
 swapped in, or replaced by "The request failed (429)"), and a page whose login ended says so instead
 of streaming on or reconnecting in a loop."""

@@ -11,8 +11,8 @@ from django.conf import settings
 from websockets.datastructures import Headers
 
 from agents.sessions import session_create
-from tests.agents.test_stream import session_cookie
 from tests.helpers import async_db
+from tests.helpers.streams import session_cookie
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 

@@ -1,4 +1,4 @@
-"""Streamed text in a real browser (issue 17, a cheaper stream): each piece comes as a small
+"""Streamed text in a real browser (a cheaper stream): each piece comes as a small
 `<b data-seq>` frame that static/js/aptix.js appends to the live tail, moving the stream cursor; code
 streams into its code block as it comes, and the answer ends highlighted."""
 

@@ -1,4 +1,4 @@
-"""The live stream in a real browser, against a scripted model (tests/agents/scripted_model.py) on
+"""The live stream in a real browser, against a scripted model (tests/helpers/scripted_model.py) on
 loopback that the live server uses as its OpenAI-compatible provider: stopping a long turn, reloading
 in the middle of one, and model output that tries to run script."""
 
@@ -45,7 +45,7 @@ async def test_stop_ends_a_long_turn_as_cancelled(sign_in, alice, make_session, 
     await send(page, "Talk for a long time")
     turn = turns(page).first
     await expect(turn.locator(".live")).to_contain_text("w005")  # streaming
-    # While it runs the box takes the next message (issue 15, item 15); Send waits for the turn.
+    # While it runs the box takes the next message; Send waits for the turn.
     await expect(page.locator("#composer button[type=submit]")).to_be_disabled()
     stop = turn.locator(".turn-status .stop")
     if how == "stop button":

@@ -66,7 +66,7 @@ async def started_tools(turn_id: str) -> list[str]:
 
 
 async def test_log_in_and_start_a_session(sign_in, alice):
-    """Composer-first (issue 15, item 11): the home page is a composer; the first send creates the
+    """Composer-first: the home page is a composer; the first send creates the
     session, which opens with its first turn under way."""
     page = await sign_in(alice)
     await expect(page.get_by_role("heading", name="New session")).to_be_visible()

@@ -12,6 +12,7 @@ from django.urls import reverse
 from agents.sessions import SessionManager, session_create
 from modes.models import AgentMode, ModeHistory
 from tests.helpers import mode_admin_form
+from tools.registry import mcp_registry
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +206,52 @@ def test_plain_member_cannot_open_the_admin(client, alice, password):
     ]:
         response = client.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+# --- tool and approval policies ---------------------------------------------------------------------
+
+
+class FakeSqlQuery:
+    TOOL_NAME = "sql__query"
+    TOOL_USAGE_METADATA = "Runs a query."
+    is_tool_fully_executed_on_server = False
+
+    @staticmethod
+    def get_schema() -> dict:
+        return {
+            "type": "function",
+            "function": {"name": "sql__query", "description": "q", "parameters": {"type": "object"}},
+        }
+
+    async def execute(self, arguments_json, context):  # pragma: no cover - never run
+        raise NotImplementedError
+
+
+@pytest.fixture
+def sql_running():
+    mcp_registry.register(FakeSqlQuery)
+    yield
+    mcp_registry.unregister("sql__query")
+
+
+@pytest.mark.django_db
+def test_the_policy_help_shows_its_placeholders(admin_client):
+    mode = AgentMode.objects.get(key="data-analysis")
+    page = admin_client.get(reverse("admin:modes_agentmode_change", args=[mode.pk])).content.decode()
+    assert "&#x27;&lt;server&gt;.*&#x27; or &#x27;&lt;server&gt;.&lt;tool&gt;&#x27;" in page
+    assert "<server>" not in page and "&lt;pattern&gt;: auto" in page
+
+
+@pytest.mark.django_db
+def test_unknown_policy_entries_are_saved_with_a_warning_naming_what_is_known(admin_client, sql_running):
+    mode = AgentMode.objects.get(key="data-analysis")
+    url = reverse("admin:modes_agentmode_change", args=[mode.pk])
+    policy = "image_gen\nbogus_tool\nsql.nonexistent\nsql.query\nnowhere.*"
+    response = admin_client.post(url, mode_admin_form(mode, tool_policy=policy), follow=True)
+    text = " ".join(str(m) for m in response.context["messages"])
+    assert "names tools this deployment does not know: bogus_tool, sql.nonexistent, nowhere.*." in text
+    assert "image_gen" in text.split("Known internal tools:")[1] and "sql.* (query)" in text
+    assert AgentMode.objects.get(pk=mode.pk).tool_policy == policy.splitlines()  # saved all the same
+
+    response = admin_client.post(url, mode_admin_form(mode, tool_policy="image_gen\nsql.*"), follow=True)
+    assert "does not know" not in " ".join(str(m) for m in response.context["messages"])

@@ -19,6 +19,8 @@ from aptix.asgi import application, router
 from aptix.startup import RunOnFirstScope
 from tools.mcp.host import start_mcp_host
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 ROOT = Path(settings.BASE_DIR)
 # Imports the application, then serves two lifespan scopes (the router refuses them, after the hooks
 # ran), printing the host's status and whether its thread runs after each step.

@@ -10,6 +10,8 @@ import pytest
 from tools.mcp import host as host_module
 from tools.mcp.host import McpHost
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 URL = "/admin/mcp/"
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.mcp import FIXTURE, START_TIMEOUT, HttpServer, all_settled, by_name
 from tools.mcp.config import McpConfigError, load_config, parse_config
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
-from .test_mcp_host import FIXTURE, START_TIMEOUT, all_settled, by_name
-from .test_mcp_http import HttpServer
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 INPUTS_ERROR = "inputs are not supported here, use ${env:VAR}"
 

@@ -7,57 +7,27 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import uvicorn
 from django.conf import settings
 
+from tests.helpers.mcp import FIXTURE, START_TIMEOUT, all_settled, by_name, fixture_entry, gone, write_config
 from tools.mcp.host import McpHost
 from tools.mcp.transport import SETPRIV
 from tools.registry import ToolRegistry, mcp_registry, validate_tool_contract
 
 from .mcp_fixture_server import server as fixture_server
 
-FIXTURE = Path(__file__).with_name("mcp_fixture_server.py")
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 SECRET = "s3cret-from-the-environment"
-START_TIMEOUT = 60
-
-
-def by_name(statuses) -> dict:
-    return {status.name: status for status in statuses}
-
-
-def write_config(path: Path, servers: dict) -> Path:
-    path.write_text(json.dumps({"mcpServers": servers}))
-    return path
-
-
-def fixture_entry(**extra) -> dict:
-    return {"command": "python", "args": [str(FIXTURE)], **extra}
-
-
-def all_settled(statuses) -> bool:
-    return all(status.settled for status in statuses)
-
-
-def gone(pid: int, timeout: float) -> bool:
-    """Has the process exited (within `timeout`)? A pidfd becomes readable when it does."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture(scope="module")

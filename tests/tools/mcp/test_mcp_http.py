@@ -7,45 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.mcp import START_TIMEOUT, HttpServer, write_config
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
-from .test_mcp_host import START_TIMEOUT, write_config
-
-HTTP_SERVER = Path(__file__).with_name("http_fixture_server.py")
-
-
-class HttpServer:
-    """The server's address is a socket this test owns: bound before the host connects, handed to
-    each server process, so a restarted server answers at the same address."""
-
-    def __init__(self) -> None:
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))  # not listening yet: connections are refused
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
-        self.process: subprocess.Popen | None = None
-
-    def start(self, *options: str) -> None:
-        self.listener.listen()
-        fd = self.listener.fileno()
-        self.process = subprocess.Popen([sys.executable, str(HTTP_SERVER), str(fd), *options], pass_fds=[fd])
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-
-    def close(self) -> None:
-        self.kill()
-        self.listener.close()
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 
 @pytest.fixture

@@ -14,11 +14,12 @@ import threading
 import pytest
 from django.core.management import call_command
 
+from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, fixture_entry, write_config
 from tools.mcp.host import McpHost
 from tools.mcp.logs import LOG_LINES, ServerLog
 from tools.registry import ToolRegistry
 
-from .test_mcp_host import START_TIMEOUT, all_settled, by_name, fixture_entry, write_config
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 
 def call(registry: ToolRegistry, tool: str, /, **arguments):

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.mcp import START_TIMEOUT, all_settled, fixture_entry, gone, write_config
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
 from .odd_server import LONG_NAME
-from .test_mcp_host import START_TIMEOUT, all_settled, fixture_entry, gone, write_config
+
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 ODD_SERVER = Path(__file__).with_name("odd_server.py")
 

@@ -1,4 +1,4 @@
-"""Issue 13, gap 13: progress. Every tools/call carries a progressToken; the server's progress
+"""MCP progress. Every tools/call carries a progressToken; the server's progress
 notifications reach the tool card live as coalesced `tool.progress` events and give the call its
 `timeout` again, up to the server's `maxTimeout`. A real server (rich_server.py) reports."""
 
@@ -21,6 +21,8 @@ from tools.base import ToolContext
 from tools.mcp.config import ServerConfigError, parse_server
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
+
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 RICH = Path(__file__).with_name("rich_server.py")
 READY_TIMEOUT = 60

@@ -24,7 +24,7 @@ from tests.helpers import async_db
 from tools.mcp.host import McpHost
 from tools.registry import mcp_registry
 
-pytestmark = async_db
+pytestmark = [pytest.mark.slow, async_db]
 
 FIXTURE = Path(__file__).with_name("mcp_fixture_server.py")
 READY_TIMEOUT = 60

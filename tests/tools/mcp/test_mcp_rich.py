@@ -1,4 +1,4 @@
-"""Issue 13, gap 12: rich content of MCP tool results, with a real server (rich_server.py). Images
+"""Rich content of MCP tool results, with a real server (rich_server.py). Images
 are stored per session and shown in the tool card (and served to nobody but whoever may see that
 session), other blobs are labelled downloads served as attachments, links are links only for
 http/https, embedded resources are collapsible text; a vision model gets the image itself, any
@@ -20,14 +20,16 @@ from django.test import Client
 from agents.llm import LLMClient
 from agents.web.timeline import render_turn
 from modes.models import AgentMode
-from tests.agents.scripted_model import openai_client
 from tests.helpers import async_db
+from tests.helpers.scripted_model import openai_client
 from tools.mcp.entry import format_result
 from tools.mcp.host import McpHost
 from tools.mcp.rich import MAX_ATTACHMENTS, store_attachments
 from tools.registry import mcp_registry
 
 from .rich_server import AUDIO, SVG, png
+
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 RICH = Path(__file__).with_name("rich_server.py")
 READY_TIMEOUT = 60

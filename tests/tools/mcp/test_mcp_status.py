@@ -11,6 +11,8 @@ from django.core.management import CommandError, call_command
 
 from tools.mcp.host import start_mcp_host
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 FIXTURE = Path(__file__).with_name("mcp_fixture_server.py")
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.mcp import all_settled, by_name, fixture_entry, write_config
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
-from .test_mcp_host import all_settled, by_name, fixture_entry, write_config
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 SILENT = Path(__file__).with_name("silent_server.py")
 HANDSHAKE = "did not complete the MCP handshake (initialize) within {} s"

@@ -27,7 +27,7 @@ from tests.tools.sql_mcp.helpers import (
 from tools.demo_data import build_demo_database
 from tools.sql_mcp.sqlite import MIN_LENGTH_LIMIT
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 ZEROBLOB = "SELECT replace(hex(zeroblob(100000000)),'0','x')"  # a 200 MB string from 50 bytes of SQL
 # An 8 MB string built anew for each row (SQLite cannot hoist it): every row costs ~75 ms in a few VM

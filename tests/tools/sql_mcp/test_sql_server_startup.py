@@ -11,6 +11,8 @@ import pytest
 from tests.tools.sql_mcp.helpers import REPO_DIR
 from tools.sql_mcp import server as sql_server
 
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
 
 def _python(*args: str) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO_DIR)}  # no Django settings, no DATABASE_URL

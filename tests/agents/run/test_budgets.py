@@ -1,0 +1,186 @@
+"""Budgets for real models: at most APTIX_MAX_TOOLS tool schemas per request, chosen in a fixed order
+and said so (trace, Tools panel, catalog admin), with 330 tools from three real MCP server processes;
+tool results cut for the model with a marker, kept longer in the trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from agents.run.pipeline import budget_order, select_tools
+from agents.run.reasoner import Reasoner
+from agents.web.toolpanel import tool_panel
+from modes.models import AgentMode
+from tests.helpers import async_db
+from tests.helpers.events import events_of
+from tools.base import InvokeResult, function_schema
+from tools.mcp.host import McpHost
+from tools.registry import ToolRegistry, internal_registry, mcp_registry
+
+pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
+
+MANY = Path(__file__).resolve().parents[2] / "tools" / "mcp" / "many_tools_server.py"
+SERVERS = ("alpha", "beta", "gamma")  # the config's order
+INTERNAL = len(list(internal_registry()))
+
+
+@pytest.fixture(scope="module")
+def many_tools(tmp_path_factory):
+    """Three real stdio MCP servers with 110 tools each (330), in a registry of their own."""
+    config = tmp_path_factory.mktemp("mcp") / "mcp.json"
+    servers = {name: {"command": sys.executable, "args": [str(MANY), "110"]} for name in SERVERS}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    registry = ToolRegistry("mcp")
+    host = McpHost(config, registry=registry)
+    host.start()
+    host.wait_until_sync(lambda statuses: all(s.state == "ready" for s in statuses), 60)
+    yield registry
+    host.stop()
+
+
+def test_budget_order_keeps_mode_change_internal_named_then_servers_in_config_order():
+    names = ["image_gen", "b__x", "a__z", "agent_change_mode", "a__y", "b__w", "agent_list_modes"]
+    kept, left_out = budget_order(names, ["*", "b.w"], ["b", "a"], budget=5)
+    assert kept == ["image_gen", "b__x", "agent_change_mode", "b__w", "agent_list_modes"]  # request order kept
+    assert left_out == ["a__y", "a__z"]
+    kept, left_out = budget_order(names, ["*"], [], budget=1)
+    assert kept == ["agent_change_mode"]
+    assert left_out == ["agent_list_modes", "image_gen", "a__y", "a__z", "b__w", "b__x"]
+
+
+def test_330_mcp_tools_go_out_as_128_in_a_fixed_order(many_tools):
+    selection = select_tools(
+        policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
+    )
+    assert selection.allowed == INTERNAL + 330
+    assert len(selection.schemas) == 128 and len(selection.left_out) == selection.allowed - 128
+    offered = set(selection.names)
+    assert {name for name, _ in internal_registry()} <= offered  # agent_change_mode and every internal tool
+    assert "gamma__tool_109" in offered  # named by the policy: before whole servers
+    assert {f"alpha__tool_{i:03d}" for i in range(110)} <= offered  # then the servers in config order
+    assert "beta__tool_000" in offered and "beta__tool_109" in selection.left_out
+    again = select_tools(
+        policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
+    )
+    assert again.names == selection.names  # deterministic
+
+
+@async_db
+async def test_an_agent_turn_offers_128_and_the_trace_says_what_was_left_out(
+    make_session, run_turn, model, llm, many_tools
+):
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
+    session = await make_session(execution="agent")
+    model.reply("", tool_calls=[("alpha__tool_007", {})])
+    model.reply("Done.")
+    reasoner = Reasoner(llm=llm, mcp=many_tools)
+    turn = await run_turn(session, "Use a tool", reasoner=reasoner)
+    assert turn.status == "completed"
+    assert len(model.requests[0]["tools"]) == 128
+    assert "tool_007" in model.last_messages[-1]["content"]  # the real server answered
+    [started] = await events_of(turn, "turn.started")
+    assert started["tools_allowed"] == INTERNAL + 330 and len(started["tools_left_out"]) == INTERNAL + 330 - 128
+
+
+class HugeResultTool:
+    TOOL_USAGE_METADATA = "Dump everything."
+    is_tool_fully_executed_on_server = True
+    TOOL_NAME = "db__dump"
+    read_only = True
+    annotations = None
+    size: ClassVar[int] = 5_000_000
+
+    @staticmethod
+    def get_schema():
+        return function_schema("db__dump", "Dump.", {})
+
+    async def execute(self, arguments_json, context):
+        return InvokeResult.create("x" * self.size)
+
+
+@async_db
+async def test_a_5_mb_result_reaches_the_model_cut_with_a_marker(make_session, run_turn, model, settings):
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
+    mcp_registry.register(HugeResultTool())
+    try:
+        session = await make_session(execution="agent")
+        model.reply("", tool_calls=[("db__dump", {})])
+        model.reply("That is a lot.")
+        turn = await run_turn(session, "Dump it")
+    finally:
+        mcp_registry.unregister("db__dump")
+    sent = model.last_messages[-1]["content"]
+    limit = settings.APTIX_TOOL_RESULT_CHARS
+    assert sent.startswith("x" * limit) and "x" * (limit + 1) not in sent
+    assert "it is 5,000,000 characters and you got the first 40,000" in sent and "asking for less" in sent
+    [result] = await events_of(turn, "tool.result")
+    assert result["size"] == 5_000_000 and result["cut_for_model"] == limit
+    assert len(result["result"]) == settings.APTIX_TOOL_RESULT_STORE_CHARS
+    assert turn.status == "completed"
+
+
+class StandInTool:
+    TOOL_USAGE_METADATA = "A stand-in."
+    is_tool_fully_executed_on_server = True
+    read_only = True
+    annotations = None
+
+    def __init__(self, name: str) -> None:
+        self.TOOL_NAME = name
+
+    def get_schema(self):
+        return function_schema(self.TOOL_NAME, "A stand-in.", {})
+
+    async def execute(self, arguments_json, context):
+        return InvokeResult.create("ok")
+
+
+@pytest.fixture
+def ten_mcp_tools(settings):
+    """Ten MCP tools in the process's registry and a budget three above the internal tools."""
+    settings.APTIX_MAX_TOOLS = INTERNAL + 3
+    names = [f"box__t{i}" for i in range(10)]
+    for name in names:
+        mcp_registry.register(StandInTool(name))
+    yield names
+    for name in names:
+        mcp_registry.unregister(name)
+
+
+@pytest.mark.django_db
+def test_the_tools_panel_says_what_the_budget_leaves_out(team_a, alice, ten_mcp_tools, client, password):
+    from django.urls import reverse
+
+    from agents.sessions import session_create
+
+    AgentMode.objects.filter(key="general").update(tool_policy=["*"])
+    session = session_create(team=team_a, user=alice, execution="agent")
+    panel = tool_panel(session)
+    assert panel["budget"]["allowed"] == INTERNAL + 10 and panel["budget"]["offered"] == INTERNAL + 3
+    rows = {row.name: row for group in panel["servers"] for row in group.tools}
+    assert [name for name in ten_mcp_tools if rows[name].blocked.startswith("over the tool budget")] == [
+        f"box__t{i}" for i in range(3, 10)
+    ]
+    client.login(username=alice.username, password=password)
+    page = client.get(reverse("session-detail", args=[session.id])).content.decode()
+    assert f"{INTERNAL + 10} tools allowed, {INTERNAL + 3} offered" in page
+
+
+@pytest.mark.django_db
+def test_the_catalog_admin_warns_when_a_policy_exceeds_the_budget(client, curator, password, ten_mcp_tools):
+    from django.urls import reverse
+
+    from tests.helpers import mode_admin_form
+
+    client.login(username=curator.username, password=password)
+    mode = AgentMode.objects.get(key="general")
+    response = client.post(
+        reverse("admin:modes_agentmode_change", args=[mode.pk]), mode_admin_form(mode, tool_policy="*"), follow=True
+    )
+    text = response.content.decode()
+    assert f"tool policy allows {INTERNAL + 10} tools; a request carries at most {INTERNAL + 3}" in text
+    assert "box__t9" in text
