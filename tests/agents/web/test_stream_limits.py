@@ -16,7 +16,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.utils import timezone
 
 from agents.models import AgentSession, Turn, TurnEvent
-from agents.web.streams import CLOSE_ACCESS_LOST, CLOSE_TOO_BIG, CLOSE_TOO_MANY
+from agents.web.streams import CLOSE_ACCESS_LOST, CLOSE_BAD_CURSOR, CLOSE_TOO_BIG, CLOSE_TOO_MANY
 from aptix.models import Membership
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.streams import CURSOR, open_socket
@@ -104,6 +104,16 @@ async def test_an_oversized_frame_closes_the_socket(make_session, alice):
     assert await socket.communicator.receive_nothing(timeout=0.2)
     await socket.communicator.send_to(text_data="x" * (settings.APTIX_WS_MAX_MESSAGE + 1))
     assert await socket.closed_with() == CLOSE_TOO_BIG
+
+
+@pytest.mark.parametrize("query", ["turn=%00&seq=1", "turn=abc&seq=1", "turn=&seq=99999999999"])
+async def test_a_cursor_no_page_writes_closes_the_socket_before_any_query(make_session, alice, query):
+    """On PostgreSQL a NUL byte or an out-of-range seq reached the database as an unhandled DataError."""
+    session = await make_session()
+    socket = await open_socket(session.id, alice, query=query)
+    assert await socket.closed_with() == CLOSE_BAD_CURSOR
+    again = await open_socket(session.id, alice, query="turn=&seq=0")  # the refused one holds no place
+    assert await again.communicator.receive_nothing(timeout=0.2)
 
 
 # --- access ends, the socket closes ----------------------------------------------------------------
