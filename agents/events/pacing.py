@@ -14,7 +14,7 @@ depends on the reply and on the process:
   DELTA_INTERVAL more per batch waiting;
 - never longer than DELTA_INTERVAL_MAX.
 
-`delta_interval` is the whole policy, a pure function (tests/agents/test_delta_pacing.py);
+`delta_interval` is the whole policy, a pure function (tests/agents/events/test_pacing.py);
 `StreamingReplies` counts the replies streaming in the process.
 """
 
