@@ -1,4 +1,4 @@
-"""UI fixes around a running turn, in a real browser against the scripted model: Esc closes
+"""The workspace around a running turn, in a real browser against the scripted model: Esc closes
 what is open before it stops anything, a second tab sees why its message was refused and keeps its
 draft, a stopped turn's tool card and token count say what happened, the mode popover follows a manual
 switch, and a user's pasted code keeps its whitespace."""

@@ -1,4 +1,4 @@
-"""UI fixes with the built-in offline model, in a real browser: a branch is made once and its
+"""The workspace with the built-in offline model, in a real browser: a branch is made once and its
 button becomes a link to the child, a chart of data the turn cannot read says what it needs, and the
 admin's team form fills in the slug."""
 
