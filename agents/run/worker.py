@@ -21,9 +21,9 @@ from django.conf import settings
 
 from aptix.ids import new_hex_id
 
+from ..runner import get_runner
 from . import queue
 from .claims import run_claim
-from .current import get_runner
 
 logger = logging.getLogger("aptix.runs")
 

@@ -14,7 +14,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 
 from agents.models import Turn
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.turns import turn_start
 from aptix.asgi import application
 from tests.helpers import async_db
