@@ -6,12 +6,12 @@ first; other users' sessions are 404."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -56,7 +56,7 @@ def _first_error(exc: ValidationError) -> str:
     return " ".join(exc.messages)
 
 
-async def _session(request, session_id: str) -> AgentSession | None:
+async def _session(request: HttpRequest, session_id: str) -> AgentSession | None:
     """The signed-in user's session (404 for anyone else's), or None when nobody is signed in.
     Async views cannot use login_required, so they call this first."""
     user = await request.auser()
@@ -66,7 +66,7 @@ async def _session(request, session_id: str) -> AgentSession | None:
     return await sync_to_async(get_session_or_404)(request, session_id)
 
 
-async def _session_for_a_turn(request, session_id: str) -> AgentSession | HttpResponse:
+async def _session_for_a_turn(request: HttpRequest, session_id: str) -> AgentSession | HttpResponse:
     """`_session` for a view that starts a turn, within the user's turn rate: the session, or the
     answer instead of one (401 signed out, 429 past the rate)."""
     session = await _session(request, session_id)
@@ -78,7 +78,7 @@ async def _session_for_a_turn(request, session_id: str) -> AgentSession | HttpRe
 
 
 @require_POST
-async def turn_new(request, session_id: str):
+async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
     """Start a turn with the composer's message; the reply streams over the websocket."""
     session = await _session_for_a_turn(request, session_id)
     if isinstance(session, HttpResponse):
@@ -100,7 +100,7 @@ async def turn_new(request, session_id: str):
 
 
 @require_POST
-async def turn_resend(request, session_id: str, turn_id: str):
+async def turn_resend(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """A turn's Edit (with the edited `message`), Retry or Regenerate button (`kind`): the message goes
     again as a new turn that streams like any other; the turns it replaced are redrawn folded away."""
     session = await _session_for_a_turn(request, session_id)
@@ -126,7 +126,7 @@ def _resent_fragments(session: AgentSession, turn: Turn) -> str:
     return replaced_turns(turn) + _turn_started_fragments(session, turn)
 
 
-def _choice(data) -> dict | None:
+def _choice(data: QueryDict) -> dict[str, Any] | None:
     """A proposal's option button sends its answer structured as well as in words: consent to that
     mode change in this turn (agents/approvals.py). A typed message carries none."""
     mode = data.get("choice_mode", "").strip()
@@ -143,7 +143,7 @@ def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
 
 
 @require_POST
-async def turn_stop(request, session_id: str, turn_id: str):
+async def turn_stop(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = await _session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
@@ -156,7 +156,7 @@ async def turn_stop(request, session_id: str, turn_id: str):
 
 @require_POST
 @login_required
-def session_mode(request, session_id: str):
+def session_mode(request: HttpRequest, session_id: str) -> HttpResponse:
     """A manual mode switch by the user: through set_session_mode, recorded with source "user"."""
     session = get_session_or_404(request, session_id)
     try:
@@ -174,7 +174,7 @@ def session_mode(request, session_id: str):
 
 @require_POST
 @login_required
-def session_execution(request, session_id: str):
+def session_execution(request: HttpRequest, session_id: str) -> HttpResponse:
     """Ask / Agent, persisted on the session; the next turn selects its tools afresh (spec 004 §5.2)."""
     session = get_session_or_404(request, session_id)
     try:
@@ -186,7 +186,7 @@ def session_execution(request, session_id: str):
 
 @require_POST
 @login_required
-def session_tools(request, session_id: str):
+def session_tools(request: HttpRequest, session_id: str) -> HttpResponse:
     """Switch one tool (or a whole MCP server) on or off for this session's next turns."""
     session = get_session_or_404(request, session_id)
     name = request.POST.get("tool", "").strip()
@@ -203,7 +203,7 @@ def session_tools(request, session_id: str):
 
 
 @require_POST
-async def session_branch(request, session_id: str):
+async def session_branch(request: HttpRequest, session_id: str) -> HttpResponse:
     """ "Continue in a new <mode> session": a child session in the branched-to mode, linked to this
     one, whose first turn carries the request that led to the proposal (started at once)."""
     session = await _session_for_a_turn(request, session_id)
@@ -236,7 +236,7 @@ DECISIONS = {
 
 
 @require_POST
-async def approval_decide(request, session_id: str, turn_id: str):
+async def approval_decide(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """A button of an approval card: record the decision; once the turn waits for nothing more, its
     run continues (the stream shows the rest)."""
     session = await _session(request, session_id)
@@ -264,7 +264,7 @@ async def approval_decide(request, session_id: str, turn_id: str):
 
 @require_POST
 @login_required
-def session_grant_revoke(request, session_id: str):
+def session_grant_revoke(request: HttpRequest, session_id: str) -> HttpResponse:
     """Take back an "Allow for this session" grant (the Tools panel)."""
     session = get_session_or_404(request, session_id)
     tool = request.POST.get("tool", "").strip()
@@ -276,7 +276,7 @@ def session_grant_revoke(request, session_id: str):
 
 @require_POST
 @login_required
-def session_model(request, session_id: str):
+def session_model(request: HttpRequest, session_id: str) -> HttpResponse:
     """The model select in the session's header: the next turns run on the picked model."""
     session = get_session_or_404(request, session_id)
     try:

@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -24,11 +26,11 @@ EXPORT_FORMAT = "aptix.session/1"
 _MEDIA_LINK = re.compile(r"\]\((/media/[^)\s]+)\)")
 
 
-def _iso(value) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _tool_calls(events: list[TurnEvent], absolute) -> list[dict[str, Any]]:
+def _tool_calls(events: list[TurnEvent], absolute: Callable[[str], str]) -> list[dict[str, Any]]:
     calls: dict[str, dict[str, Any]] = {}
     for event in events:
         payload = event.payload or {}
@@ -52,7 +54,7 @@ def _tool_calls(events: list[TurnEvent], absolute) -> list[dict[str, Any]]:
     return list(calls.values())
 
 
-def session_export_data(session: AgentSession, absolute) -> dict[str, Any]:
+def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -> dict[str, Any]:
     """The whole session as one JSON-able dict; `absolute` makes a site path an absolute URL."""
     events_of = tool_events_of_session(session=session)
     changes = [
@@ -161,7 +163,7 @@ def session_export_markdown(data: dict[str, Any]) -> str:
 
 @require_GET
 @login_required
-def session_export(request, session_id: str, fmt: str):
+def session_export(request: HttpRequest, session_id: str, fmt: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
     if fmt not in {"json", "md"}:
         raise Http404("Export as json or md.")

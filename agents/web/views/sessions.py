@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from agents.models import AgentSession, Turn
 
 
-def _create_form(user, data=None) -> SessionCreateForm:
+def _create_form(user: Any, data: QueryDict | None = None) -> SessionCreateForm:
     """The new-session form, starting from the user's defaults (settings page) where they still apply."""
     modes = active_modes()
     preferences = preferences_get(user=user)
@@ -49,7 +49,7 @@ def _create_form(user, data=None) -> SessionCreateForm:
     )
 
 
-def get_session_or_404(request, session_id: str) -> AgentSession:
+def get_session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
     """The user's own session in one of their teams; anything else is a 404 that says nothing."""
     try:
         return session_get(user=request.user, session_id=session_id)
@@ -59,12 +59,12 @@ def get_session_or_404(request, session_id: str) -> AgentSession:
 
 @require_GET
 @login_required
-def home(request):
+def home(request: HttpRequest) -> HttpResponse:
     """The composer of a new session (mode and Ask/Agent beside it). Nothing is created until a send."""
     return _home_page(request, _create_form(request.user))
 
 
-def _home_page(request, form: SessionCreateForm, *, status: int = 200):
+def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
     """The home page; again with the posted form (the draft and the reason) when nothing was sent."""
     teams = team_list_for_user(user=request.user)
     context = {
@@ -79,7 +79,7 @@ def _home_page(request, form: SessionCreateForm, *, status: int = 200):
 
 @require_GET
 @login_required
-def session_list_view(request):
+def session_list_view(request: HttpRequest) -> HttpResponse:
     context = sidebar_context(request)
     # "Show more" swaps its own list item for the next page's items (and its own "Show more").
     template = "agents/_session_list.html" + ("#session-items" if context["page"] > 1 else "")
@@ -140,7 +140,7 @@ def _form_errors(form: SessionCreateForm, exc: ValidationError) -> None:
 
 @require_GET
 @login_required
-def session_detail(request, session_id: str):
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
     try:  # ?since=<turn index>: the page from that turn on (the "Load earlier turns" link without JavaScript)
         since = turn_number(request.GET.get("since"), ERROR_SINCE)
@@ -149,7 +149,9 @@ def session_detail(request, session_id: str):
     return detail_page(request, session, since=since)
 
 
-def detail_page(request, session: AgentSession, *, status: int = 200, since: int | None = None):
+def detail_page(
+    request: HttpRequest, session: AgentSession, *, status: int = 200, since: int | None = None
+) -> HttpResponse:
     """The session page (its last turns: history.py); also the answer to a housekeeping form the server
     refused (with its reason)."""
     context = {
