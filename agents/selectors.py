@@ -119,6 +119,39 @@ def tool_events_of_session(*, session: AgentSession) -> defaultdict[str, list[Tu
     return events_of
 
 
+# --- the live stream's replay (agents/web/consumers.py) ------------------------------------------
+
+
+async def turn_aget_by_id(*, turn_id: str) -> Turn:
+    return await Turn.objects.aget(pk=turn_id)
+
+
+def event_list_unseen(*, session_id: str, cursor: tuple[str, int] | None, limit: int) -> list[TurnEvent]:
+    """At most `limit` events the client has not seen: after the cursor's (turn id, seq) in its turn,
+    and all of later turns. A page that showed no turn (turn id "") gets every event of the session:
+    its turns all started after the page was drawn, and one may have ended before the socket connected
+    (a fast turn, a slow network), so it must be replayed even though it is finished. Without a cursor,
+    only the events of the turns still open."""
+    events = TurnEvent.objects.filter(turn__session_id=session_id).order_by("turn__index", "seq")
+    if cursor is None:
+        events = events.filter(turn__finished_at__isnull=True)
+    elif cursor[0]:
+        turn_id, seq = cursor
+        index = Turn.objects.filter(pk=turn_id, session_id=session_id).values_list("index", flat=True).first()
+        if index is not None:
+            later = events.filter(turn__index__gt=index) | events.filter(turn_id=turn_id, seq__gt=seq)
+            events = later.order_by("turn__index", "seq")
+    return list(events[:limit])
+
+
+def event_list_between(*, turn_id: str, after: int, before: int | None, limit: int) -> list[TurnEvent]:
+    """At most `limit` events of the turn after `after` (and before `before`), in order."""
+    events = TurnEvent.objects.filter(turn_id=turn_id, seq__gt=after).order_by("seq")
+    if before is not None:
+        events = events.filter(seq__lt=before)
+    return list(events[:limit])
+
+
 # --- the timeline's pages -----------------------------------------------------------------------
 
 # Not loaded for a finished turn: what streamed (its answer has it) and each step's request (the trace).
@@ -220,6 +253,17 @@ def _unreported(turn_id: str, step: tuple[int, int] | None, events: list[TurnEve
 def mode_get(*, key: str) -> AgentMode | None:
     """The catalog's mode with this key (active or not)."""
     return AgentMode.objects.filter(key=key).first()
+
+
+def mode_display_name(*, key: str) -> str:
+    """The mode's display name (its key when there is no such mode)."""
+    return AgentMode.objects.filter(key=key).values_list("display_name", flat=True).first() or key
+
+
+def mode_key_named(*, name: str) -> str:
+    """The key of the active mode with this display name or key (case-insensitive), or ""."""
+    mode = AgentMode.objects.filter(Q(display_name__iexact=name) | Q(key__iexact=name), is_active=True).first()
+    return mode.key if mode else ""
 
 
 def mode_model(*, key: str) -> str:

@@ -1,7 +1,8 @@
 """Views parse, call a service or a selector, and render: no view module reads or writes the ORM
-itself. Every module under agents/web/views/, the JSON API (agents/web/api*.py) and the page
-fragments they share is parsed and checked for a model import (agents.models, modes.models: the
-queries belong in agents/selectors.py or a service), a manager (`.objects`) or a queryset method.
+itself. Every module under agents/web/views/, the JSON API (agents/web/api*.py), the page fragments
+they share and the websocket consumer is parsed and checked for a model import (agents.models,
+modes.models: the queries belong in agents/selectors.py or a service), a manager (`.objects`) or a
+queryset method.
 
 An import under `if TYPE_CHECKING:` is allowed (an annotation queries nothing), and so are the
 TextChoices enums in ALLOWED_MODEL_NAMES (values, not queries)."""
@@ -21,6 +22,7 @@ VIEW_MODULES = sorted(
         *WEB.glob("api*.py"),
         WEB / "fragments.py",
         WEB / "toolpanel.py",
+        WEB / "consumers.py",
     ]
 )
 MODEL_MODULES = frozenset({"agents.models", "modes.models"})
@@ -106,7 +108,8 @@ def test_view_module_does_not_query_the_orm(path: Path) -> None:
 
 def test_the_checked_modules_are_there() -> None:
     names = {p.name for p in VIEW_MODULES}
-    assert {"sessions.py", "actions.py", "history.py", "api.py", "api_resend.py", "fragments.py"} <= names
+    expected = {"sessions.py", "actions.py", "history.py", "api.py", "api_resend.py", "fragments.py", "consumers.py"}
+    assert expected <= names
 
 
 def test_the_check_finds_each_kind_of_orm_use() -> None:
