@@ -37,7 +37,7 @@ async def test_a_recorded_turn_is_dispatched_with_the_clients_tools(make_session
     session = await make_session()
     runner = RecordingRunner()
     tools = [{"type": "function", "function": {"name": "lookup"}}]
-    with use_runner(runner):  # type: ignore[arg-type]
+    with use_runner(runner):
         submitted = await turn_submit(partial(turn_start, session=session, text="Hello"), client_tools=tools)
     assert submitted is not None
     assert submitted.turn.user_message == "Hello"
@@ -48,7 +48,7 @@ async def test_a_recorded_turn_is_dispatched_with_the_clients_tools(make_session
 async def test_a_refused_recording_dispatches_nothing(make_session):
     session = await make_session()
     runner = RecordingRunner()
-    with use_runner(runner), pytest.raises(ValidationError) as refused:  # type: ignore[arg-type]
+    with use_runner(runner), pytest.raises(ValidationError) as refused:
         await turn_submit(partial(turn_start, session=session, text="   "))
     assert ERROR_EMPTY_MESSAGE in refused.value.messages
     assert runner.started == []
@@ -56,7 +56,7 @@ async def test_a_refused_recording_dispatches_nothing(make_session):
 
 async def test_nothing_to_run_dispatches_nothing():
     runner = RecordingRunner()
-    with use_runner(runner):  # type: ignore[arg-type]
+    with use_runner(runner):
         assert await turn_submit(lambda: None) is None
     assert runner.started == []
 
