@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from agents.runner import use_runner
 from agents.submit import turn_submit
 from agents.turns import ERROR_EMPTY_MESSAGE, turn_start
+from tests.helpers import async_db
 
 WEB = Path(__file__).resolve().parents[2] / "agents" / "web"
 
@@ -32,7 +33,7 @@ class RecordingRunner:
         return asyncio.get_running_loop().create_future()
 
 
-@pytest.mark.django_db(transaction=True)
+@async_db
 async def test_a_recorded_turn_is_dispatched_with_the_clients_tools(make_session):
     session = await make_session()
     runner = RecordingRunner()
@@ -44,7 +45,7 @@ async def test_a_recorded_turn_is_dispatched_with_the_clients_tools(make_session
     assert runner.started == [(submitted.turn.id, tools, None)]
 
 
-@pytest.mark.django_db(transaction=True)
+@async_db
 async def test_a_refused_recording_dispatches_nothing(make_session):
     session = await make_session()
     runner = RecordingRunner()
