@@ -53,11 +53,12 @@ test-real-model: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= APTIX_REAL_MODEL_URL=$(APTIX_REAL_MODEL_URL) \
 	  $(VENV)/bin/pytest tests/real_model $(PYTEST_ARGS)
 
-## lint: ruff (lint + format check) and mypy with django-stubs, as configured in pyproject.toml
+## lint: ruff (lint + format check), mypy with django-stubs and the import layering (import-linter), as configured in pyproject.toml
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DEBUG=false SECRET_KEY=lint-only $(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 ## format: apply ruff's fixes and formatting
 format: $(VENV)/.installed-test

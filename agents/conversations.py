@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -43,14 +44,22 @@ CODE_NOT_LAST = "not_last"
 
 
 def session_start(
-    *, team, user, text: str, mode: str | None = None, execution: str = "ask", title: str = ""
+    *,
+    team: Any,
+    user: Any,
+    text: str,
+    mode: str | None = None,
+    execution: str = "ask",
+    title: str = "",
+    choice: dict[str, Any] | None = None,
 ) -> tuple[AgentSession, Turn]:
     """A new session (session_create) and its first turn (turn_start, queued), or neither: bad input
     (an empty message, an unknown mode…) raises ValidationError naming the field and writes nothing.
-    Callers authorise first (the user's own team) and dispatch the turn's run."""
+    Callers authorise first (the user's own team) and dispatch the turn's run (agents/submit.py).
+    The home page's composer and the JSON API both start a conversation here."""
     with transaction.atomic():
         session = session_create(team=team, user=user, mode=mode, execution=execution, title=title)
-        turn = turn_start(session=session, text=text)
+        turn = turn_start(session=session, text=text, choice=choice)
     return session, turn
 
 

@@ -307,3 +307,13 @@ def _write_change(session: AgentSession, previous: str, change: _ModeChange) -> 
 
 
 session_manager = SessionManager()
+
+SWITCHED_BY_USER = "Switched by the user"
+
+
+def session_switch_mode(*, session: AgentSession, mode: str, user: Any) -> None:
+    """A manual mode switch by the user (the mode badge): through set_session_mode, recorded with
+    source "user"; ModeValidationError for a key that is not an active mode."""
+    session_manager.set_session_mode_sync(
+        session.id, mode, SWITCHED_BY_USER, session.team, user, source=ModeHistory.Source.USER
+    )

@@ -12,15 +12,15 @@ what it writes is a `TurnWrite` built here: the columns plus the statuses they m
       └──────────┴────────► failed | cancelled   (from any open status)
 
 Orphans — turns that nothing runs any more (their process died) — are ended `failed` by
-`turn_end_orphans` (agents/run/claims.py, with the leases; re-exported here), called when a turn is
-started and on the runner's timer (never on a GET).
+`turn_end_orphans` (which turns are orphans is the runner's call, agents/runner.py), called when a turn
+is started and on the runner's timer (never on a GET).
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
@@ -36,20 +36,9 @@ from .events import broadcast_written
 from .events.payloads import final_payload
 from .events.writer import TurnWrite
 from .models import AgentSession, Execution, ToolApproval, Turn, TurnEvent
-from .run.claims import (  # noqa: F401 - the orphan/lease section moved there; its names stay importable here
-    LEASE_HEARTBEATS,
-    ORPHAN_QUEUED_AFTER,
-    lease,
-    lease_expired,
-    orphan_queued_too_long,
-    turn_end_orphans,
-)
-from .run.current import get_runner
+from .runner import Runner, get_runner
 from .sessions import ERROR_BAD_EXECUTION, session_manager
 from .state import EndedState, ModeChange, PausedState
-
-if TYPE_CHECKING:
-    from .run.runners import Runner
 
 logger = logging.getLogger("aptix.runs")
 
@@ -356,6 +345,46 @@ def turn_cancel_unrun(turn: Turn) -> bool:
         payload={"reason": STOPPED_BY_USER},
         mode=turn.mode,
     )
+
+
+def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | None = None) -> list[str]:
+    """End the turns (of `session`, or of every session) that nothing runs any more, so they do not
+    block a session for ever; returns their ids. Which turns are orphans is the runner's call (one
+    process: open with no task here; workers: a stopped heartbeat, or queued with no taker). Each
+    ends `failed` with a `turn.failed` event saying why."""
+    runner = runner or get_runner()
+    now = timezone.now()
+    turns = Turn.objects.filter(status__in=[Status.QUEUED, Status.RUNNING])
+    if session is not None:
+        turns = turns.filter(session=session)
+    stale: dict[str, tuple[Turn, str]] = {}
+    for turn in turns.select_related("session"):
+        reason = runner.orphan_reason(turn, now)
+        if reason:
+            stale[turn.pk] = (turn, reason)
+    for turn, error in stale.values():
+        turn_end_unrun(
+            turn,
+            session_id=turn.session_id,
+            status=Status.FAILED,
+            event_type="turn.failed",
+            payload={"error": error, "kind": "interrupted"},
+            mode=turn.session.mode,
+            error=error,
+            now=now,
+        )
+    if stale:
+        logger.warning(
+            "Ended %d interrupted turn(s)%s",
+            len(stale),
+            f" of session {session.pk}" if session else "",
+            extra={
+                "event": "runs.orphans_ended",
+                "session_id": session.pk if session else None,
+                "turn_ids": list(stale),
+            },
+        )
+    return list(stale)
 
 
 async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:

@@ -55,7 +55,7 @@ from django.core.management import call_command
 from agents.llm import LLMClient, use_llm_client
 from agents.llm.transport import StreamingASGITransport
 from agents.models import TurnEvent
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.sessions import session_create
 from agents.turns import turn_start
 from aptix.asgi import application

@@ -12,10 +12,8 @@ died before the run started); a running turn whose lease expired is ended as int
 from __future__ import annotations
 
 import asyncio
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connections
@@ -24,19 +22,13 @@ from django.utils import timezone
 
 from aptix.ids import new_hex_id
 
-from ..models import AgentSession, Turn
-from .current import get_runner
-
-if TYPE_CHECKING:
-    from .runners import Runner
-
-logger = logging.getLogger("aptix.runs")
+from ..models import Turn
 
 Status = Turn.Status
 CLAIMABLE = (Status.QUEUED, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL)
 
 
-# --- leases and orphans (moved from agents/turns.py, which re-exports these names) -------------------
+# --- leases (which turns are orphans is the runner's call; agents/turns.py ends them) -----------------
 
 ORPHAN_QUEUED_AFTER = timedelta(minutes=1)
 LEASE_HEARTBEATS = 6  # a running turn silent for this many heartbeat intervals lost its process
@@ -44,50 +36,6 @@ LEASE_HEARTBEATS = 6  # a running turn silent for this many heartbeat intervals 
 
 def lease() -> timedelta:
     return timedelta(seconds=settings.APTIX_RUN_HEARTBEAT * LEASE_HEARTBEATS)
-
-
-def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | None = None) -> list[str]:
-    """End the turns (of `session`, or of every session) that nothing runs any more, so they do not
-    block a session for ever; returns their ids. Which turns are orphans is the runner's call (one
-    process: open with no task here; workers: a stopped heartbeat, or queued with no taker). Each
-    ends `failed` with a `turn.failed` event saying why."""
-    # Imported here: turns.py imports this module (turn_start ends orphans first), and ending a turn
-    # nobody runs is a turn service (its status table and final event).
-    from ..turns import turn_end_unrun
-
-    runner = runner or get_runner()
-    now = timezone.now()
-    turns = Turn.objects.filter(status__in=[Status.QUEUED, Status.RUNNING])
-    if session is not None:
-        turns = turns.filter(session=session)
-    stale: dict[str, tuple[Turn, str]] = {}
-    for turn in turns.select_related("session"):
-        reason = runner.orphan_reason(turn, now)
-        if reason:
-            stale[turn.pk] = (turn, reason)
-    for turn, error in stale.values():
-        turn_end_unrun(
-            turn,
-            session_id=turn.session_id,
-            status=Status.FAILED,
-            event_type="turn.failed",
-            payload={"error": error, "kind": "interrupted"},
-            mode=turn.session.mode,
-            error=error,
-            now=now,
-        )
-    if stale:
-        logger.warning(
-            "Ended %d interrupted turn(s)%s",
-            len(stale),
-            f" of session {session.pk}" if session else "",
-            extra={
-                "event": "runs.orphans_ended",
-                "session_id": session.pk if session else None,
-                "turn_ids": list(stale),
-            },
-        )
-    return list(stale)
 
 
 def orphan_queued_too_long(turn: Turn, now: datetime) -> bool:

@@ -6,7 +6,8 @@
   (agents/run/claims.py) and run it as a task; a cancel is a flag in the database that the worker's
   watcher sees within half a second. Events still reach sockets over the channel layer.
 
-Both have one interface; `agents.run.current.get_runner()` picks one from settings, once.
+Both implement one interface (the port in agents/runner.py); `agents.runner.get_runner()` picks one
+from settings, once.
 """
 
 from __future__ import annotations
@@ -28,16 +29,10 @@ from tools.registry import ToolRegistry, mcp_registry
 
 from ..events import FINAL_EVENT_TYPES, message_events, session_group
 from ..models import Turn, TurnEvent
-from ..turns import (
-    ERROR_INTERRUPTED,
-    ERROR_NO_WORKER,
-    lease_expired,
-    orphan_queued_too_long,
-    turn_end_orphans,
-)
+from ..runner import get_runner
+from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
-from .claims import run_dispatch, run_renew, stalled_queued, unheld
-from .current import get_runner
+from .claims import lease_expired, orphan_queued_too_long, run_dispatch, run_renew, stalled_queued, unheld
 
 logger = logging.getLogger("aptix.runs")
 CANCEL_POLL_INTERVAL = 0.5

@@ -15,15 +15,16 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from aptix.ids import new_hex_id
 
+from ..runner import get_runner
 from . import queue
 from .claims import run_claim
-from .current import get_runner
 
 logger = logging.getLogger("aptix.runs")
 
@@ -41,10 +42,11 @@ class QueueWorker:
         self.grace = grace
         self.runner = get_runner()
 
-    async def serve(self, stop: asyncio.Event) -> None:
-        from aptix.asgi import application  # the start-up hooks: MCP host, orphan sweep
-
-        application.run_hooks()
+    async def serve(self, stop: asyncio.Event, *, start_up: Callable[[], None] | None = None) -> None:
+        """Read and run runs until `stop` is set. `start_up` runs first, on this loop: the serving
+        process's hooks (the MCP host, the orphan sweep), which the composition root owns (aptix/asgi.py)."""
+        if start_up is not None:
+            start_up()
         client = queue.queue_client()
         try:
             await queue.ensure_group(client)
@@ -99,8 +101,8 @@ class QueueWorker:
             await asyncio.wait(pending, timeout=10)
 
 
-def serve_forever(grace: float | None = None) -> None:
-    """Run a worker until SIGTERM/SIGINT (the management command)."""
+def serve_forever(grace: float | None = None, *, start_up: Callable[[], None] | None = None) -> None:
+    """Run a worker until SIGTERM/SIGINT (the management command, which passes the start-up hooks)."""
     import signal
 
     async def main() -> None:
@@ -108,6 +110,7 @@ def serve_forever(grace: float | None = None) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await QueueWorker(grace=grace if grace is not None else settings.APTIX_WORKER_GRACE).serve(stop)
+        worker = QueueWorker(grace=grace if grace is not None else settings.APTIX_WORKER_GRACE)
+        await worker.serve(stop, start_up=start_up)
 
     asyncio.run(main())

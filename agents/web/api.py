@@ -7,58 +7,36 @@ and the response is sent when the turn ends (or waits for the client's tool resu
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.approvals import CODE_STALE, UserDecision, approval_decide
+from agents.conversations import session_start
 from agents.events.payloads import branch_of
 from agents.llm import get_llm_client
-from agents.models import Execution, Turn
-from agents.run.current import get_runner
+from agents.models import Execution
 from agents.run.pipeline import normalize_turn_mode
-from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_create, session_get
+from agents.runner import get_runner
+from agents.selectors import turn_last, turn_of_user_aget
+from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_get
 from agents.state import PausedState, turn_state
-from agents.turns import (
-    CODE_NOTHING_TO_CONTINUE,
-    CODE_SESSION_DELETED,
-    CODE_TURN_RUNNING,
-    error_code,
-    turn_cancel,
-    turn_claim_results,
-    turn_start,
-)
-from aptix.bearer import RateLimited, bearer_user
-from aptix.inputs import unstorable_in
-from aptix.ratelimits import TURNS, Limited, rate_limit, user_key
+from agents.submit import turn_submit
+from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
+from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
-from modes.catalog import ModeValidationError, mode_validate
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
-# Service error codes (ValidationError.code) that are not a plain 400.
-STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409, CODE_SESSION_DELETED: 404}
+from .api_support import ApiError, authenticate, json_body
 
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, field: str | None = None, *, retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.field, self.retry_after = status, message, field, retry_after
-
-    @classmethod
-    def too_many(cls, limited: Limited) -> ApiError:
-        return cls(429, limited.message, retry_after=limited.retry_after)
-
-    def response(self) -> JsonResponse:
-        response = JsonResponse({"error": {"message": self.message, "field": self.field}}, status=self.status)
-        if self.retry_after is not None:
-            response["Retry-After"] = str(self.retry_after)
-        return response
+if TYPE_CHECKING:
+    from agents.models import AgentSession, Turn
 
 
 @dataclass
@@ -81,28 +59,13 @@ def _optional_str(body: dict, name: str) -> str | None:
     return value
 
 
-def _json_body(raw: bytes) -> dict:
-    """The request body as a JSON object whose every string can be stored, or an ApiError naming why not."""
-    try:
-        body = json.loads(raw or b"")
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "The request body must be a JSON object.", None) from None
-    except RecursionError:
-        raise ApiError(400, "The request body is nested too deeply.", None) from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "The request body must be a JSON object.", None)
-    if bad := unstorable_in(body):
-        raise ApiError(400, f"'{bad[0]}' contains {bad[1]}.", bad[0])
-    return body
-
-
 EXECUTE_FIELDS = frozenset(
     {"conversationId", "mode", "execution", "message", "tools", "toolResults", "approvals", "choice", "continue"}
 )
 
 
 def parse_execute_request(raw: bytes) -> ExecuteRequest:
-    body = _json_body(raw)
+    body = json_body(raw)
     known = EXECUTE_FIELDS
     unknown = sorted(set(body) - known)
     if unknown:
@@ -212,50 +175,56 @@ def _parse_approvals(value: Any) -> list[UserDecision]:
     return decisions
 
 
-def prepare_turn(*, user, request: ExecuteRequest) -> Turn:
-    """Create (or load) the session and the turn in one transaction: nothing is half-written."""
+def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
+    """Create (or load) the session and the turn in one transaction: nothing is half-written. The
+    services are the workspace's: a new conversation is `session_start`, as the home composer's."""
     if request.approvals:
         return _decided_turn(user=user, request=request)
     if request.tool_results:
         return _pending_turn(user=user, request=request)
-    with transaction.atomic():
-        if request.conversation_id:
-            try:
-                session = session_get(user=user, session_id=request.conversation_id)
-            except SessionNotFoundError:
-                raise ApiError(404, "No conversation with this id.", "conversationId") from None
-            normalize_turn_mode(session=session, requested_mode=request.mode)
-        else:
-            team = team_list_for_user(user=user).first()
-            if team is None:
-                raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
-            if request.mode and request.mode.strip():
-                try:
-                    mode_validate(request.mode)
-                except ModeValidationError as exc:
-                    raise ApiError(400, str(exc), "mode") from None
-            session = session_create(team=team, user=user, mode=request.mode, execution=request.execution or "ask")
-        try:
-            return turn_start(
-                session=session,
-                text=request.message or "",
-                execution=request.execution,
-                choice=request.choice,
-                resume=request.resume,
-            )
-        except ValidationError as exc:
-            field_name = next(iter(getattr(exc, "message_dict", {}) or {}), None)
-            status = STATUS_OF_CODE.get(error_code(exc) or "", 400)
-            raise ApiError(status, " ".join(exc.messages), field_name) from None
-
-
-def _pending_turn(*, user, request: ExecuteRequest) -> Turn:
     try:
-        session = session_get(user=user, session_id=request.conversation_id or "")
+        if request.conversation_id:
+            return _next_turn(user=user, request=request, conversation_id=request.conversation_id)
+        team = team_list_for_user(user=user).first()
+        if team is None:
+            raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
+        _session, turn = session_start(
+            team=team,
+            user=user,
+            text=request.message or "",
+            mode=request.mode,
+            execution=request.execution or "ask",
+            choice=request.choice,
+        )
+        return turn
+    except ValidationError as exc:
+        raise ApiError.refused(exc) from None
+
+
+def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> Turn:
+    with transaction.atomic():
+        session = _conversation(user=user, conversation_id=conversation_id)
+        normalize_turn_mode(session=session, requested_mode=request.mode)
+        return turn_start(
+            session=session,
+            text=request.message or "",
+            execution=request.execution,
+            choice=request.choice,
+            resume=request.resume,
+        )
+
+
+def _conversation(*, user: Any, conversation_id: str) -> AgentSession:
+    try:
+        return session_get(user=user, session_id=conversation_id)
     except SessionNotFoundError:
         raise ApiError(404, "No conversation with this id.", "conversationId") from None
-    turn = session.turns.order_by("-index").first()
-    if turn is None or turn.status != Turn.Status.REQUIRES_ACTION:
+
+
+def _pending_turn(*, user: Any, request: ExecuteRequest) -> Turn:
+    session = _conversation(user=user, conversation_id=request.conversation_id or "")
+    turn = turn_last(session=session)
+    if turn is None or turn.status != Status.REQUIRES_ACTION:
         raise ApiError(409, "This conversation is not waiting for tool results.", "toolResults")
     pending = {call["id"] for call in PausedState.from_json(turn.state).pending}
     given = [r["toolCallId"] for r in request.tool_results]
@@ -270,24 +239,19 @@ def _pending_turn(*, user, request: ExecuteRequest) -> Turn:
     return turn
 
 
-def _decided_turn(*, user, request: ExecuteRequest) -> Turn:
-    try:
-        session = session_get(user=user, session_id=request.conversation_id or "")
-    except SessionNotFoundError:
-        raise ApiError(404, "No conversation with this id.", "conversationId") from None
-    turn = session.turns.order_by("-index").first()
-    if turn is None or turn.status != Turn.Status.AWAITING_APPROVAL:
+def _decided_turn(*, user: Any, request: ExecuteRequest) -> Turn:
+    session = _conversation(user=user, conversation_id=request.conversation_id or "")
+    turn = turn_last(session=session)
+    if turn is None or turn.status != Status.AWAITING_APPROVAL:
         raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")
     try:
         approval_decide(turn=turn, decisions=request.approvals, user=user, complete=True)
     except ValidationError as exc:
-        field_name = next(iter(getattr(exc, "message_dict", {}) or {}), "approvals")
-        status = 409 if error_code(exc) == CODE_STALE else 400
-        raise ApiError(status, " ".join(exc.messages), field_name) from None
+        raise ApiError.refused(exc, statuses={CODE_STALE: 409}, default_field="approvals") from None
     return turn
 
 
-def execute_response(turn: Turn) -> dict:
+def execute_response(turn: Turn) -> dict[str, Any]:
     state = turn_state(turn)
     changes = state.mode_changes if state is not None else []
     pending = state.pending if isinstance(state, PausedState) else []
@@ -324,43 +288,34 @@ def execute_response(turn: Turn) -> dict:
     }
 
 
-async def _authenticate(request):
-    """The token's user, within the rate limits (aptix/bearer.py): 429 past them, 401 without a valid token."""
-    try:
-        user = await sync_to_async(bearer_user)(request)
-    except RateLimited as exc:
-        raise ApiError.too_many(exc.limited) from None
-    if user is None:
-        raise ApiError(401, "Missing or invalid bearer token. Send 'Authorization: Bearer <token>'.")
-    return user
-
-
 @csrf_exempt
-async def agent_execute(request):
+async def agent_execute(request: HttpRequest) -> JsonResponse:
     try:
-        user = await _authenticate(request)  # auth before anything else
+        user = await authenticate(request)  # auth before anything else
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
         parsed = parse_execute_request(request.body)
         new_turn = not (parsed.approvals or parsed.tool_results)  # counted against the user's turn rate
         if new_turn and (limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request)):
             raise ApiError.too_many(limited)
-        turn = await sync_to_async(prepare_turn)(user=user, request=parsed)
-        runner = get_runner()
-        started = runner.start(turn.id, client_tools=parsed.tools, tool_results=parsed.tool_results or None)
-        turn = await runner.wait(turn.id, started)
+        submitted = await turn_submit(
+            partial(prepare_turn, user=user, request=parsed),
+            client_tools=parsed.tools,
+            tool_results=parsed.tool_results or None,
+        )
+        turn = await get_runner().wait(submitted.turn.id, submitted.started)
     except ApiError as exc:
         return exc.response()
     return JsonResponse(execute_response(turn))
 
 
 @csrf_exempt
-async def turn_cancel_api(request, turn_id: str):
+async def turn_cancel_api(request: HttpRequest, turn_id: str) -> JsonResponse:
     try:
-        user = await _authenticate(request)
+        user = await authenticate(request)
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
-        turn = await Turn.objects.filter(pk=turn_id, session__user=user).afirst()
+        turn = await turn_of_user_aget(user=user, turn_id=turn_id)
         if turn is None:
             raise ApiError(404, "No turn with this id.", "turnId")
         cancelled = await turn_cancel(turn=turn)

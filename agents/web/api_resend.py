@@ -10,18 +10,25 @@ is 409; bad input is a 400 naming the field, with nothing written.
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.conversations import CODE_NOT_LAST, turn_resend
-from agents.models import Turn
-from agents.run.current import get_runner
-from agents.turns import error_code
+from agents.runner import get_runner
+from agents.selectors import turn_of_user_get
+from agents.submit import turn_submit
 from aptix.ratelimits import TURNS, rate_limit, user_key
 
-from .api import STATUS_OF_CODE, ApiError, _authenticate, _json_body, execute_response
+from .api import execute_response
+from .api_support import STATUS_OF_CODE, ApiError, authenticate, json_body
+
+if TYPE_CHECKING:
+    from agents.models import Turn
 
 RESEND_FIELDS = frozenset({"kind", "message"})
 STATUS_OF_RESEND_CODE = {**STATUS_OF_CODE, CODE_NOT_LAST: 409}
@@ -29,7 +36,7 @@ STATUS_OF_RESEND_CODE = {**STATUS_OF_CODE, CODE_NOT_LAST: 409}
 
 def parse_resend_request(raw: bytes) -> tuple[str, str]:
     """(kind, message) from the body, or an ApiError naming the field."""
-    body = _json_body(raw)
+    body = json_body(raw)
     if unknown := sorted(set(body) - RESEND_FIELDS):
         raise ApiError(400, f"Unknown field '{unknown[0]}'; expected 'kind' and, for an edit, 'message'.", unknown[0])
     kind, message = body.get("kind"), body.get("message", "")
@@ -42,31 +49,27 @@ def parse_resend_request(raw: bytes) -> tuple[str, str]:
     return kind, message
 
 
-def _resend(*, user, turn_id: str, kind: str, message: str) -> Turn:
-    turn = Turn.objects.filter(pk=turn_id, session__user=user, session__deleted_at__isnull=True).first()
+def _resend(*, user: Any, turn_id: str, kind: str, message: str) -> Turn:
+    turn = turn_of_user_get(user=user, turn_id=turn_id)
     if turn is None:
         raise ApiError(404, "No turn with this id.", "turnId")
     try:
         return turn_resend(session=turn.session, turn_id=turn.pk, kind=kind, text=message)
     except ValidationError as exc:
-        field_name = next(iter(getattr(exc, "message_dict", {}) or {}), None)
-        field_name = {"turn": "turnId"}.get(field_name or "", field_name)
-        status = STATUS_OF_RESEND_CODE.get(error_code(exc) or "", 400)
-        raise ApiError(status, " ".join(exc.messages), field_name) from None
+        raise ApiError.refused(exc, statuses=STATUS_OF_RESEND_CODE, fields={"turn": "turnId"}) from None
 
 
 @csrf_exempt
-async def turn_resend_api(request, turn_id: str):
+async def turn_resend_api(request: HttpRequest, turn_id: str) -> JsonResponse:
     try:
-        user = await _authenticate(request)  # auth before anything else
+        user = await authenticate(request)  # auth before anything else
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
         kind, message = parse_resend_request(request.body)
         if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
             raise ApiError.too_many(limited)
-        turn = await sync_to_async(_resend)(user=user, turn_id=turn_id, kind=kind, message=message)
-        runner = get_runner()
-        turn = await runner.wait(turn.id, runner.start(turn.id))
+        submitted = await turn_submit(partial(_resend, user=user, turn_id=turn_id, kind=kind, message=message))
+        turn = await get_runner().wait(submitted.turn.id, submitted.started)
     except ApiError as exc:
         return exc.response()
     return JsonResponse(execute_response(turn))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
@@ -29,7 +29,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from agents.events import FINAL_EVENT_TYPES, message_events, session_group
-from agents.models import AgentSession, Turn, TurnEvent
+from agents.selectors import event_list_between, event_list_unseen, turn_aget_by_id
 from agents.sessions import SessionNotFoundError, session_get
 
 from .live import LiveRenderer
@@ -43,6 +43,9 @@ from .streams import (
     still_allowed,
     user_group,
 )
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession, Turn
 
 logger = logging.getLogger("aptix.stream")
 
@@ -208,7 +211,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
     async def _replay(self, cursor: Cursor | None) -> None:
         assert self.session is not None  # connect() replays only after it found the session
         limit = settings.APTIX_WS_REPLAY_MAX
-        events = await sync_to_async(_events_after)(self.session.id, cursor, limit + 1)
+        events = await sync_to_async(event_list_unseen)(session_id=self.session.id, cursor=cursor, limit=limit + 1)
         if len(events) > limit:
             logger.info("Replay of more than %d events refused", limit, extra={"event": "stream.stale"})
             await self.send(text_data=render_to_string("agents/_stream_notice.html", {"reason": "stale"}))
@@ -247,7 +250,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         failed). They are in the database (a run writes events before it broadcasts them): send them
         now, from there."""
         limit = settings.APTIX_WS_REPLAY_MAX
-        events = await sync_to_async(_turn_events_between)(turn_id, sent, seq, limit + 1)
+        events = await sync_to_async(event_list_between)(turn_id=turn_id, after=sent, before=seq, limit=limit + 1)
         if not events:
             return
         logger.warning(
@@ -271,34 +274,10 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         self._sent(turn_id, seq, event_type)
         turn = self.turns.get(turn_id)
         if turn is None:
-            turn = self.turns[turn_id] = await Turn.objects.aget(pk=turn_id)
+            turn = self.turns[turn_id] = await turn_aget_by_id(turn_id=turn_id)
         try:
             html = await sync_to_async(self.renderer.render)(turn, event_type, payload, seq)
         except Exception:
             logger.exception("Rendering event %s of turn %s failed", seq, turn_id)
             return
         await self.send(text_data=html)
-
-
-def _events_after(session_id: str, cursor: Cursor | None, limit: int) -> list[TurnEvent]:
-    """At most `limit` events the client has not seen: after the cursor's `seq` in its turn, and all
-    of later turns. A page that showed no turn gets every event of the session: its turns all started
-    after the page was drawn, and one may have ended before the socket connected (a fast turn, a slow
-    network), so it must be replayed even though it is finished. Without a cursor, only the events of
-    the turns still open."""
-    events = TurnEvent.objects.filter(turn__session_id=session_id).order_by("turn__index", "seq")
-    if cursor is None:
-        events = events.filter(turn__finished_at__isnull=True)
-    elif cursor.turn_id:
-        index = Turn.objects.filter(pk=cursor.turn_id, session_id=session_id).values_list("index", flat=True).first()
-        if index is not None:
-            later = events.filter(turn__index__gt=index) | events.filter(turn_id=cursor.turn_id, seq__gt=cursor.seq)
-            events = later.order_by("turn__index", "seq")
-    return list(events[:limit])
-
-
-def _turn_events_between(turn_id: str, after: int, before: int | None, limit: int) -> list[TurnEvent]:
-    events = TurnEvent.objects.filter(turn_id=turn_id, seq__gt=after).order_by("seq")
-    if before is not None:
-        events = events.filter(seq__lt=before)
-    return list(events[:limit])

@@ -5,19 +5,21 @@ the markup lives in templates (`agents/_oob.html` and the partials it includes).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.template.loader import render_to_string
 
 from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
-from agents.models import AgentSession, Turn, TurnEvent
+from agents.selectors import mode_model, session_waiting, turns_replaced
 from modes.catalog import active_modes
-from modes.models import AgentMode
 
 from .timeline import render_turn
 from .toolpanel import tool_panel
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession, Turn
+    from modes.models import AgentMode
 
 ComposerState = Literal["busy", "idle"]
 
@@ -41,7 +43,7 @@ def session_fragments(
     `waiting` the header's "waiting for your approval"; `model` the header's model; the others redraw
     their region as stored."""
     if waiting or meta:  # both show whether a turn waits for approval: as of now, not as loaded
-        session.has_waiting_turn = session.turns.filter(status=Turn.Status.AWAITING_APPROVAL).exists()
+        session.has_waiting_turn = session_waiting(session=session)
     context = {
         "session": session,
         "append": append,
@@ -62,7 +64,7 @@ def session_fragments(
     return render_to_string("agents/_oob.html", context)
 
 
-def mode_context(session: AgentSession, catalog: list[AgentMode] | None = None) -> dict:
+def mode_context(session: AgentSession, catalog: list[AgentMode] | None = None) -> dict[str, Any]:
     """The active catalog and the display name of the session's mode (the key for a mode no longer in
     the catalog), for the mode badge and its popover."""
     catalog = active_modes() if catalog is None else catalog
@@ -82,19 +84,15 @@ def stream_cursor(turn_id: str, seq: int) -> str:
     )
 
 
-def session_model_context(session: AgentSession) -> dict:
+def session_model_context(session: AgentSession) -> dict[str, Any]:
     """The model the session's next turn uses (its pick, else its mode's, else the default) and the
     models the user may pick from."""
-    mode_model = AgentMode.objects.filter(key=session.mode).values_list("model", flat=True).first() or ""
-    spec = model_for(session_model=session.model, mode_model=mode_model)
+    spec = model_for(session_model=session.model, mode_model=mode_model(key=session.mode))
     return {"model": describe_provider(spec), "model_key": spec.key, "models": models_config().choices}
 
 
 def replaced_turns(turn: Turn) -> str:
     """The turns `turn` replaced (an edit, retry or regenerate), redrawn folded away, out of band:
     for the tab that sent it again and, through the stream, every other tab open on the session."""
-    replaced = list(turn.replaces.select_related("replaced_by").order_by("index"))
-    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
-    for event in TurnEvent.objects.filter(turn__in=replaced).order_by("seq"):
-        events_of[event.turn_id].append(event)
+    replaced, events_of = turns_replaced(turn=turn)
     return "".join(render_turn(old, events_of[old.pk], oob=True, latest=False) for old in replaced)

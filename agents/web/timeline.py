@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
 from django.template.loader import render_to_string
 
 from agents.approvals import DECLINED_MODE_CHANGE, DENIED_TOOL, requested_mode
@@ -20,7 +19,7 @@ from agents.events import FINAL_EVENT_TYPES
 from agents.llm.protocol import estimate_tokens
 from agents.models import Turn, TurnEvent
 from agents.run.progress import progress_label
-from modes.models import AgentMode
+from agents.selectors import mode_display_name, mode_key_named
 from modes.proposal import find_proposal
 
 from .markdown import render_markdown, render_user_message
@@ -216,7 +215,7 @@ def approval_item(call: Mapping[str, Any], mode: str) -> Item:
     if data["kind"] == "mode_change":
         key = requested_mode(call.get("arguments") or "") or ""
         data["to_mode"] = key
-        data["to_display"] = AgentMode.objects.filter(key=key).values_list("display_name", flat=True).first() or key
+        data["to_display"] = mode_display_name(key=key)
     return Item("approval", data)
 
 
@@ -271,8 +270,7 @@ def proposal_choices(answer: str) -> list[dict[str, Any]]:
 
 
 def _mode_key_named(name: str) -> str:
-    mode = AgentMode.objects.filter(Q(display_name__iexact=name) | Q(key__iexact=name), is_active=True).first()
-    return mode.key if mode else ""
+    return mode_key_named(name=name)
 
 
 def live_text(events: list[TurnEvent]) -> str:

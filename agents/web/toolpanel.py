@@ -6,16 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from agents.models import AgentSession, Execution
+from agents.models import Execution
 from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, budget_order, policy_allows
-from modes.models import AgentMode
+from agents.selectors import mode_get
 from tools.mcp.entry import McpToolEntry
 from tools.mcp.host import mcp_config_error, mcp_status
 from tools.mcp.supervisor import ServerStatus
 from tools.registry import internal_registry, mcp_registry
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession
 
 
 @dataclass
@@ -48,7 +52,7 @@ def _mcp_status() -> dict[str, ServerStatus]:
 
 
 def tool_panel(session: AgentSession) -> dict:
-    mode = AgentMode.objects.filter(key=session.mode).first()
+    mode = mode_get(key=session.mode)
     policy = mode.tool_policy if mode else []
     toggles = session.tool_toggles or {}
     label = mode.display_name if mode else session.mode

@@ -20,8 +20,8 @@ from agents.conversations import (
     turn_resend,
 )
 from agents.models import Turn
-from agents.run.current import get_runner
 from agents.run.reasoner import Reasoner
+from agents.runner import get_runner
 from agents.sessions import session_manager
 from agents.turns import ERROR_EMPTY_MESSAGE, ERROR_TURN_RUNNING, turn_start
 from modes.models import ModeHistory

@@ -14,8 +14,8 @@ from channels.layers import get_channel_layer
 from django.db import connection
 from django.test import override_settings
 
-from agents.run.current import use_runner
 from agents.run.runners import WorkerRunner
+from agents.runner import use_runner
 from aptix.redis_options import redis_channel_layers
 from tests.helpers.deployment import Worker
 from tests.helpers.scripted_model import ScriptedModel, loopback_server

@@ -5,10 +5,13 @@ first; other users' sessions are 404."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -18,18 +21,20 @@ from agents.approvals import CODE_STALE, UserDecision, grant_revoke
 from agents.approvals import approval_decide as approval_decide_service
 from agents.branching import session_branch as session_branch_service
 from agents.conversations import turn_resend as turn_resend_service
-from agents.models import AgentSession, Turn
-from agents.run.current import get_runner
-from agents.sessions import session_manager, session_set_execution, session_set_model, session_toggle_tool
+from agents.selectors import mode_change_last_manual, session_refresh, turn_aget
+from agents.sessions import session_set_execution, session_set_model, session_switch_mode, session_toggle_tool
+from agents.submit import turn_submit
 from agents.turns import error_code, turn_cancel, turn_start
 from aptix.ratelimits import TURNS, Limited, rate_limit, user_key
 from modes.catalog import ModeValidationError
-from modes.models import ModeHistory
 
 from ..fragments import composer_error, replaced_turns, session_fragments
 from ..timeline import render_turn
 from ..toolpanel import tool_panel
 from .sessions import get_session_or_404
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession, Turn
 
 
 def _error(message: str, status: int = 422) -> HttpResponse:
@@ -51,7 +56,7 @@ def _first_error(exc: ValidationError) -> str:
     return " ".join(exc.messages)
 
 
-async def _session(request, session_id: str) -> AgentSession | None:
+async def _session(request: HttpRequest, session_id: str) -> AgentSession | None:
     """The signed-in user's session (404 for anyone else's), or None when nobody is signed in.
     Async views cannot use login_required, so they call this first."""
     user = await request.auser()
@@ -61,7 +66,7 @@ async def _session(request, session_id: str) -> AgentSession | None:
     return await sync_to_async(get_session_or_404)(request, session_id)
 
 
-async def _session_for_a_turn(request, session_id: str) -> AgentSession | HttpResponse:
+async def _session_for_a_turn(request: HttpRequest, session_id: str) -> AgentSession | HttpResponse:
     """`_session` for a view that starts a turn, within the user's turn rate: the session, or the
     answer instead of one (401 signed out, 429 past the rate)."""
     session = await _session(request, session_id)
@@ -73,43 +78,47 @@ async def _session_for_a_turn(request, session_id: str) -> AgentSession | HttpRe
 
 
 @require_POST
-async def turn_new(request, session_id: str):
+async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
     """Start a turn with the composer's message; the reply streams over the websocket."""
     session = await _session_for_a_turn(request, session_id)
     if isinstance(session, HttpResponse):
         return session
     try:
-        turn = await sync_to_async(turn_start)(
-            session=session,
-            text=request.POST.get("message", ""),
-            choice=_choice(request.POST),
-            resume=request.POST.get("continue") == "1",  # the Continue button of a turn stopped at a limit
+        submitted = await turn_submit(
+            partial(
+                turn_start,
+                session=session,
+                text=request.POST.get("message", ""),
+                choice=_choice(request.POST),
+                resume=request.POST.get("continue") == "1",  # the Continue button of a turn stopped at a limit
+            )
         )
     except ValidationError as exc:
         return _error(_first_error(exc))
-    get_runner().start(turn.id)
-    html = await sync_to_async(_turn_started_fragments)(session, turn)
+    html = await sync_to_async(_turn_started_fragments)(session, submitted.turn)
     return HttpResponse(html)
 
 
 @require_POST
-async def turn_resend(request, session_id: str, turn_id: str):
+async def turn_resend(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """A turn's Edit (with the edited `message`), Retry or Regenerate button (`kind`): the message goes
     again as a new turn that streams like any other; the turns it replaced are redrawn folded away."""
     session = await _session_for_a_turn(request, session_id)
     if isinstance(session, HttpResponse):
         return session
     try:
-        turn = await sync_to_async(turn_resend_service)(
-            session=session,
-            turn_id=turn_id,
-            kind=request.POST.get("kind", ""),
-            text=request.POST.get("message", ""),
+        submitted = await turn_submit(
+            partial(
+                turn_resend_service,
+                session=session,
+                turn_id=turn_id,
+                kind=request.POST.get("kind", ""),
+                text=request.POST.get("message", ""),
+            )
         )
     except ValidationError as exc:
         return _error(_first_error(exc))
-    get_runner().start(turn.id)
-    return HttpResponse(await sync_to_async(_resent_fragments)(session, turn))
+    return HttpResponse(await sync_to_async(_resent_fragments)(session, submitted.turn))
 
 
 def _resent_fragments(session: AgentSession, turn: Turn) -> str:
@@ -117,7 +126,7 @@ def _resent_fragments(session: AgentSession, turn: Turn) -> str:
     return replaced_turns(turn) + _turn_started_fragments(session, turn)
 
 
-def _choice(data) -> dict | None:
+def _choice(data: QueryDict) -> dict[str, Any] | None:
     """A proposal's option button sends its answer structured as well as in words: consent to that
     mode change in this turn (agents/approvals.py). A typed message carries none."""
     mode = data.get("choice_mode", "").strip()
@@ -127,18 +136,18 @@ def _choice(data) -> dict | None:
 def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
     # An upsert: appended to the timeline unless the stream already drew this turn (see aptix.js).
     if turn.index == 1:  # the first message names the session: header and sidebar follow
-        session.refresh_from_db(fields=["title"])
+        session_refresh(session=session, fields=["title"])
     return session_fragments(
         session, append=render_turn(turn, [], if_absent=True), first_turn=turn.index == 1, composer="busy", turn=turn
     )
 
 
 @require_POST
-async def turn_stop(request, session_id: str, turn_id: str):
+async def turn_stop(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = await _session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
-    turn = await Turn.objects.filter(pk=turn_id, session=session).afirst()
+    turn = await turn_aget(session=session, turn_id=turn_id)
     if turn is None:
         raise Http404("No such turn.")
     await turn_cancel(turn=turn)
@@ -147,22 +156,15 @@ async def turn_stop(request, session_id: str, turn_id: str):
 
 @require_POST
 @login_required
-def session_mode(request, session_id: str):
+def session_mode(request: HttpRequest, session_id: str) -> HttpResponse:
     """A manual mode switch by the user: through set_session_mode, recorded with source "user"."""
     session = get_session_or_404(request, session_id)
     try:
-        session_manager.set_session_mode_sync(
-            session.id,
-            request.POST.get("mode", ""),
-            "Switched by the user",
-            session.team,
-            request.user,
-            source=ModeHistory.Source.USER,
-        )
+        session_switch_mode(session=session, mode=request.POST.get("mode", ""), user=request.user)
     except ModeValidationError as exc:
         return _error(str(exc))
-    session.refresh_from_db()
-    change = session.mode_history.filter(turn__isnull=True).select_related("user").order_by("-created_at").first()
+    session_refresh(session=session)
+    change = mode_change_last_manual(session=session)
     appended = ""
     if change is not None and change.new_mode == session.mode:
         appended = render_to_string("agents/_mode_change.html", {"change": change})
@@ -172,7 +174,7 @@ def session_mode(request, session_id: str):
 
 @require_POST
 @login_required
-def session_execution(request, session_id: str):
+def session_execution(request: HttpRequest, session_id: str) -> HttpResponse:
     """Ask / Agent, persisted on the session; the next turn selects its tools afresh (spec 004 §5.2)."""
     session = get_session_or_404(request, session_id)
     try:
@@ -184,7 +186,7 @@ def session_execution(request, session_id: str):
 
 @require_POST
 @login_required
-def session_tools(request, session_id: str):
+def session_tools(request: HttpRequest, session_id: str) -> HttpResponse:
     """Switch one tool (or a whole MCP server) on or off for this session's next turns."""
     session = get_session_or_404(request, session_id)
     name = request.POST.get("tool", "").strip()
@@ -201,21 +203,24 @@ def session_tools(request, session_id: str):
 
 
 @require_POST
-async def session_branch(request, session_id: str):
+async def session_branch(request: HttpRequest, session_id: str) -> HttpResponse:
     """ "Continue in a new <mode> session": a child session in the branched-to mode, linked to this
     one, whose first turn carries the request that led to the proposal (started at once)."""
     session = await _session_for_a_turn(request, session_id)
     if isinstance(session, HttpResponse):
         return session
+    branched: list[AgentSession] = []
+
+    def record() -> Turn | None:  # the child's first turn (None when it was branched before)
+        child, turn = session_branch_service(session=session, turn_id=request.POST.get("turn", ""), user=request.user)
+        branched.append(child)
+        return turn
+
     try:
-        child, turn = await sync_to_async(session_branch_service)(
-            session=session, turn_id=request.POST.get("turn", ""), user=request.user
-        )
+        await turn_submit(record)
     except ValidationError as exc:
         return _error(_first_error(exc))
-    if turn is not None:
-        get_runner().start(turn.id)
-    response = HttpResponseClientRedirect(reverse("session-detail", args=[child.id]))
+    response = HttpResponseClientRedirect(reverse("session-detail", args=[branched[0].id]))
     response.status_code = 204  # nothing to swap: htmx follows HX-Redirect on any 2xx
     return response
 
@@ -231,13 +236,13 @@ DECISIONS = {
 
 
 @require_POST
-async def approval_decide(request, session_id: str, turn_id: str):
+async def approval_decide(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """A button of an approval card: record the decision; once the turn waits for nothing more, its
     run continues (the stream shows the rest)."""
     session = await _session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
-    turn = await Turn.objects.filter(pk=turn_id, session=session).select_related("session").afirst()
+    turn = await turn_aget(session=session, turn_id=turn_id)
     if turn is None:
         raise Http404("No such turn.")
     choice = DECISIONS.get(request.POST.get("decision", ""))
@@ -245,18 +250,21 @@ async def approval_decide(request, session_id: str, turn_id: str):
         return HttpResponseBadRequest("Unknown decision.")
     approve, scope, branch = choice
     decision = UserDecision(request.POST.get("call", ""), approve, scope, branch)
+
+    def record() -> Turn | None:  # the turn continues once it waits for no other decision
+        done = approval_decide_service(turn=turn, decisions=[decision], user=request.user)
+        return turn if done else None
+
     try:
-        done = await sync_to_async(approval_decide_service)(turn=turn, decisions=[decision], user=request.user)
+        await turn_submit(record)
     except ValidationError as exc:
         return _error(_first_error(exc), status=409 if error_code(exc) == CODE_STALE else 422)
-    if done:
-        get_runner().start(turn.id)
     return HttpResponse(status=204)
 
 
 @require_POST
 @login_required
-def session_grant_revoke(request, session_id: str):
+def session_grant_revoke(request: HttpRequest, session_id: str) -> HttpResponse:
     """Take back an "Allow for this session" grant (the Tools panel)."""
     session = get_session_or_404(request, session_id)
     tool = request.POST.get("tool", "").strip()
@@ -268,7 +276,7 @@ def session_grant_revoke(request, session_id: str):
 
 @require_POST
 @login_required
-def session_model(request, session_id: str):
+def session_model(request: HttpRequest, session_id: str) -> HttpResponse:
     """The model select in the session's header: the next turns run on the picked model."""
     session = get_session_or_404(request, session_id)
     try:

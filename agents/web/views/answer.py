@@ -5,17 +5,19 @@ answer once (as HTML), not a second time in the button."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
+
+from agents.selectors import turn_answer_get
 
 from .sessions import get_session_or_404
 
 
 @require_GET
 @login_required
-def turn_answer(request, session_id: str, turn_id: str) -> HttpResponse:
+def turn_answer(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
-    turn = session.turns.filter(pk=turn_id, finished_at__isnull=False).only("answer").first()
+    turn = turn_answer_get(session=session, turn_id=turn_id)
     if turn is None:
         raise Http404("No such finished turn in this session.")
     response = HttpResponse(turn.answer, content_type="text/markdown; charset=utf-8")

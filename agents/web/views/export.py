@@ -5,28 +5,32 @@
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from typing import Any
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from agents.models import AgentSession, TurnEvent
+from agents.selectors import mode_change_list, tool_events_of_session, turn_list
 
 from ..timeline import image_of
 from .sessions import get_session_or_404
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession, TurnEvent
 
 EXPORT_FORMAT = "aptix.session/1"
 _MEDIA_LINK = re.compile(r"\]\((/media/[^)\s]+)\)")
 
 
-def _iso(value) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _tool_calls(events: list[TurnEvent], absolute) -> list[dict[str, Any]]:
+def _tool_calls(events: list[TurnEvent], absolute: Callable[[str], str]) -> list[dict[str, Any]]:
     calls: dict[str, dict[str, Any]] = {}
     for event in events:
         payload = event.payload or {}
@@ -50,11 +54,9 @@ def _tool_calls(events: list[TurnEvent], absolute) -> list[dict[str, Any]]:
     return list(calls.values())
 
 
-def session_export_data(session: AgentSession, absolute) -> dict[str, Any]:
+def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -> dict[str, Any]:
     """The whole session as one JSON-able dict; `absolute` makes a site path an absolute URL."""
-    events_of: dict[str, list[TurnEvent]] = defaultdict(list)
-    for event in TurnEvent.objects.filter(turn__session=session, type__in=["tool.called", "tool.result"]):
-        events_of[event.turn_id].append(event)
+    events_of = tool_events_of_session(session=session)
     changes = [
         {
             "previousMode": c.previous_mode,
@@ -65,7 +67,7 @@ def session_export_data(session: AgentSession, absolute) -> dict[str, Any]:
             "turnId": c.turn_id,
             "at": _iso(c.created_at),
         }
-        for c in session.mode_history.order_by("created_at", "id")
+        for c in mode_change_list(session=session)
     ]
     turns = [
         {
@@ -89,7 +91,7 @@ def session_export_data(session: AgentSession, absolute) -> dict[str, Any]:
             "origin": t.origin,
             "replacedBy": t.replaced_by.index if t.replaced_by else None,
         }
-        for t in session.turns.select_related("replaced_by").order_by("index")
+        for t in turn_list(session=session)
     ]
     return {
         "format": EXPORT_FORMAT,
@@ -161,7 +163,7 @@ def session_export_markdown(data: dict[str, Any]) -> str:
 
 @require_GET
 @login_required
-def session_export(request, session_id: str, fmt: str):
+def session_export(request: HttpRequest, session_id: str, fmt: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
     if fmt not in {"json", "md"}:
         raise Http404("Export as json or md.")

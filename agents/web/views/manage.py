@@ -4,10 +4,13 @@ page again with the reason and a 4xx. Auth and ownership first: anyone else's se
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -15,6 +18,9 @@ from agents.sessions import session_archive, session_delete, session_pin, sessio
 
 from ..streams import access_changed
 from .sessions import detail_page, get_session_or_404
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession
 
 ERROR_BAD_FLAG = "Send {field}=1 or {field}=0."
 
@@ -25,19 +31,19 @@ def _see(url: str) -> HttpResponseRedirect:
     return response
 
 
-def _refused(request, session, exc: ValidationError, *, status: int = 400):
+def _refused(request: HttpRequest, session: AgentSession, exc: ValidationError, *, status: int = 400) -> HttpResponse:
     for text in exc.messages:
         messages.error(request, text)
     return detail_page(request, session, status=status)
 
 
-def _flag(request, field: str) -> bool | None:
+def _flag(request: HttpRequest, field: str) -> bool | None:
     return {"1": True, "0": False}.get(request.POST.get(field, ""))
 
 
 @require_POST
 @login_required
-def session_rename_view(request, session_id: str):
+def session_rename_view(request: HttpRequest, session_id: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
     try:
         session_rename(session=session, title=request.POST.get("title", ""))
@@ -47,7 +53,9 @@ def session_rename_view(request, session_id: str):
     return _see(reverse("session-detail", args=[session.id]))
 
 
-def _toggle(request, session_id: str, field: str, apply, said: tuple[str, str]):
+def _toggle(
+    request: HttpRequest, session_id: str, field: str, apply: Callable[..., AgentSession], said: tuple[str, str]
+) -> HttpResponse:
     """A yes/no setting of the session (`field` "1" or "0" in the form), applied by `apply`."""
     session = get_session_or_404(request, session_id)
     value = _flag(request, field)
@@ -60,20 +68,20 @@ def _toggle(request, session_id: str, field: str, apply, said: tuple[str, str]):
 
 @require_POST
 @login_required
-def session_pin_view(request, session_id: str):
+def session_pin_view(request: HttpRequest, session_id: str) -> HttpResponse:
     return _toggle(request, session_id, "pinned", session_pin, ("Pinned to the top of your sessions.", "Unpinned."))
 
 
 @require_POST
 @login_required
-def session_archive_view(request, session_id: str):
+def session_archive_view(request: HttpRequest, session_id: str) -> HttpResponse:
     said = ("Archived: find it under Archived in the sidebar.", "Unarchived.")
     return _toggle(request, session_id, "archived", session_archive, said)
 
 
 @require_POST
 @login_required
-def session_delete_view(request, session_id: str):
+def session_delete_view(request: HttpRequest, session_id: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
     try:
         session_delete(session=session)

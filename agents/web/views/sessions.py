@@ -3,19 +3,22 @@ session starts with its first message), and the session view."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
 from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.conversations import session_start
 from agents.llm import describe_provider
-from agents.models import AgentSession, Turn
-from agents.run.current import get_runner
+from agents.selectors import session_busy, session_children
 from agents.sessions import SessionNotFoundError, session_get
+from agents.submit import turn_submit
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
@@ -27,8 +30,11 @@ from ..toolpanel import tool_panel
 from .history import ERROR_SINCE, timeline_context, turn_number
 from .sidebar import sidebar_context
 
+if TYPE_CHECKING:
+    from agents.models import AgentSession, Turn
 
-def _create_form(user, data=None) -> SessionCreateForm:
+
+def _create_form(user: Any, data: QueryDict | None = None) -> SessionCreateForm:
     """The new-session form, starting from the user's defaults (settings page) where they still apply."""
     modes = active_modes()
     preferences = preferences_get(user=user)
@@ -43,7 +49,7 @@ def _create_form(user, data=None) -> SessionCreateForm:
     )
 
 
-def get_session_or_404(request, session_id: str) -> AgentSession:
+def get_session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
     """The user's own session in one of their teams; anything else is a 404 that says nothing."""
     try:
         return session_get(user=request.user, session_id=session_id)
@@ -53,12 +59,12 @@ def get_session_or_404(request, session_id: str) -> AgentSession:
 
 @require_GET
 @login_required
-def home(request):
+def home(request: HttpRequest) -> HttpResponse:
     """The composer of a new session (mode and Ask/Agent beside it). Nothing is created until a send."""
     return _home_page(request, _create_form(request.user))
 
 
-def _home_page(request, form: SessionCreateForm, *, status: int = 200):
+def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
     """The home page; again with the posted form (the draft and the reason) when nothing was sent."""
     teams = team_list_for_user(user=request.user)
     context = {
@@ -73,7 +79,7 @@ def _home_page(request, form: SessionCreateForm, *, status: int = 200):
 
 @require_GET
 @login_required
-def session_list_view(request):
+def session_list_view(request: HttpRequest) -> HttpResponse:
     context = sidebar_context(request)
     # "Show more" swaps its own list item for the next page's items (and its own "Show more").
     template = "agents/_session_list.html" + ("#session-items" if context["page"] > 1 else "")
@@ -82,18 +88,23 @@ def session_list_view(request):
 
 @require_POST
 @login_required
-async def session_new(request):
+async def session_new(request: HttpRequest) -> HttpResponse:
     """Composer-first: the home page's first send creates the session and its first turn together
     (agents/conversations.py), then opens the session, where the answer streams. Bad input or a rate
     limit writes nothing and shows the home page again with the draft and the reason."""
-    outcome = await sync_to_async(_start_from_home)(request)
-    if isinstance(outcome, HttpResponse):
-        return outcome
-    get_runner().start(outcome.id)  # needs this event loop: hence an async view
-    return redirect("session-detail", session_id=outcome.session_id)
+    form = await sync_to_async(_checked_form)(request)
+    if isinstance(form, HttpResponse):
+        return form
+    data = dict(form.cleaned_data)
+    try:
+        submitted = await turn_submit(partial(_first_turn, user=request.user, text=data.pop("message"), **data))
+    except ValidationError as exc:
+        return await sync_to_async(_refused)(request, form, exc)
+    return redirect("session-detail", session_id=submitted.turn.session_id)
 
 
-def _start_from_home(request) -> HttpResponse | Turn:
+def _checked_form(request: HttpRequest) -> SessionCreateForm | HttpResponse:
+    """The posted form when it may start a session; else the home page again, saying why."""
     form = _create_form(request.user, request.POST)
     if limited := rate_limit(TURNS, user_key(request.user), request):  # a first message counts as a turn
         messages.error(request, limited.message)
@@ -101,13 +112,21 @@ def _start_from_home(request) -> HttpResponse | Turn:
         response["Retry-After"] = str(limited.retry_after)
         return response
     if form.is_valid():
-        try:
-            data = dict(form.cleaned_data)
-            _session, turn = session_start(user=request.user, text=data.pop("message"), **data)
-        except ValidationError as exc:
-            _form_errors(form, exc)
-        else:
-            return turn
+        return form
+    return _nothing_sent(request, form)
+
+
+def _first_turn(**fields: Any) -> Turn:
+    _session, turn = session_start(**fields)
+    return turn
+
+
+def _refused(request: HttpRequest, form: SessionCreateForm, exc: ValidationError) -> HttpResponse:
+    _form_errors(form, exc)
+    return _nothing_sent(request, form)
+
+
+def _nothing_sent(request: HttpRequest, form: SessionCreateForm) -> HttpResponse:
     messages.error(request, "Nothing was sent: see the reason under the message.")
     return _home_page(request, form, status=400)
 
@@ -121,7 +140,7 @@ def _form_errors(form: SessionCreateForm, exc: ValidationError) -> None:
 
 @require_GET
 @login_required
-def session_detail(request, session_id: str):
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = get_session_or_404(request, session_id)
     try:  # ?since=<turn index>: the page from that turn on (the "Load earlier turns" link without JavaScript)
         since = turn_number(request.GET.get("since"), ERROR_SINCE)
@@ -130,17 +149,18 @@ def session_detail(request, session_id: str):
     return detail_page(request, session, since=since)
 
 
-def detail_page(request, session: AgentSession, *, status: int = 200, since: int | None = None):
+def detail_page(
+    request: HttpRequest, session: AgentSession, *, status: int = 200, since: int | None = None
+) -> HttpResponse:
     """The session page (its last turns: history.py); also the answer to a housekeeping form the server
     refused (with its reason)."""
     context = {
         **sidebar_context(request, current=session),
         "session": session,
-        "children": session.children.filter(user=request.user).order_by("created_at"),
+        "children": session_children(session=session, user=request.user),
         **session_model_context(session),
         "tools": tool_panel(session),
-        # a paused turn leaves the composer free (a new message declines what an approval waits for)
-        "busy": session.turns.filter(finished_at__isnull=True).exclude(status__in=Turn.PAUSED_STATUSES).exists(),
+        "busy": session_busy(session=session),
         **timeline_context(session, request, since=since),
     }
     context.update(mode_context(session, context["catalog"]))

@@ -4,13 +4,14 @@ the form's errors (400), a token that is not the user's a 404."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -33,7 +34,7 @@ class PreferencesForm(forms.Form):
         required=False, label="Notify me when a turn finishes while its tab is in the background"
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         modes = [(m.key, m.display_name) for m in active_modes()]
         field = cast(forms.ChoiceField, self.fields["default_mode"])
@@ -44,7 +45,7 @@ class TokenCreateForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="What it is for, e.g. “laptop”.")
 
 
-def _preferences_form(user) -> PreferencesForm:
+def _preferences_form(user: Any) -> PreferencesForm:
     p = preferences_get(user=user)
     initial = {
         "default_mode": p.default_mode,
@@ -55,7 +56,7 @@ def _preferences_form(user) -> PreferencesForm:
     return PreferencesForm(initial=initial)
 
 
-def _page(request, *, status: int = 200, **forms_and_more):
+def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> HttpResponse:
     context = {
         "password_form": PasswordChangeForm(request.user),
         "preferences_form": _preferences_form(request.user),
@@ -68,13 +69,13 @@ def _page(request, *, status: int = 200, **forms_and_more):
 
 @require_GET
 @login_required
-def settings_page(request):
+def settings_page(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
 @require_POST
 @login_required
-def settings_password(request):
+def settings_password(request: HttpRequest) -> HttpResponse:
     form = PasswordChangeForm(request.user, request.POST)
     if not form.is_valid():
         messages.error(request, "Your password was not changed. See the form for details.")
@@ -87,7 +88,7 @@ def settings_password(request):
 
 @require_POST
 @login_required
-def settings_preferences(request):
+def settings_preferences(request: HttpRequest) -> HttpResponse:
     form = PreferencesForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Your preferences were not saved. See the form for details.")
@@ -99,7 +100,7 @@ def settings_preferences(request):
 
 @require_POST
 @login_required
-def settings_token_create(request):
+def settings_token_create(request: HttpRequest) -> HttpResponse:
     form = TokenCreateForm(request.POST)
     if not form.is_valid():
         messages.error(request, "No token was created. See the form for details.")
@@ -111,7 +112,7 @@ def settings_token_create(request):
 
 @require_POST
 @login_required
-def settings_token_revoke(request, token_id: int):
+def settings_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     if not api_token_revoke(user=request.user, token_id=token_id):
         messages.error(request, TOKEN_GONE)
         return _page(request, status=404)

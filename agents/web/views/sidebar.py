@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from django.db.models import F, Q, QuerySet
+from django.http import HttpRequest
 
-from agents.models import AgentSession, Turn
-from agents.sessions import session_list
+from agents.selectors import session_list_filtered, turn_matches
 from modes.catalog import active_modes
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession
 
 PAGE_SIZE = 100
 SNIPPET_BEFORE = 40
@@ -37,16 +40,6 @@ def _page_number(raw: str) -> int:
         return 1
 
 
-def _filtered(user, *, q: str, mode: str, view: str) -> QuerySet[AgentSession]:
-    sessions = session_list(user=user).filter(archived_at__isnull=view != ARCHIVED)
-    if q:
-        matches = Q(title__icontains=q) | Q(turns__user_message__icontains=q) | Q(turns__answer__icontains=q)
-        sessions = sessions.filter(matches).distinct()
-    if mode:
-        sessions = sessions.filter(mode=mode)
-    return sessions.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at")
-
-
 def snippet_of(text: str, q: str, where: str) -> Snippet | None:
     """The first match of `q` in `text` (case-insensitive) with some words either side, on one line."""
     found = re.search(re.escape(q), text, re.IGNORECASE)
@@ -67,12 +60,7 @@ def _one_line(text: str) -> str:
 def _attach_snippets(sessions: list[AgentSession], q: str) -> None:
     """`snippet` on each session whose title does not show the match: the first turn that holds it."""
     wanted = [s for s in sessions if q.lower() not in str(s).lower()]
-    turns = (
-        Turn.objects.filter(session__in=wanted)
-        .filter(Q(user_message__icontains=q) | Q(answer__icontains=q))
-        .order_by("session_id", "index")
-        .only("session_id", "user_message", "answer")
-    )
+    turns = turn_matches(sessions=wanted, q=q)
     found: dict[str, Snippet] = {}
     for turn in turns:
         if turn.session_id not in found:
@@ -83,12 +71,13 @@ def _attach_snippets(sessions: list[AgentSession], q: str) -> None:
         session.snippet = found.get(session.id)  # type: ignore[attr-defined]  # shown by _session_list.html
 
 
-def sidebar_context(request, current: AgentSession | None = None) -> dict:
+def sidebar_context(request: HttpRequest, current: AgentSession | None = None) -> dict[str, Any]:
     q = request.GET.get("q", "").strip()[:200]
     mode = request.GET.get("mode", "").strip()[:64]
     view = ARCHIVED if request.GET.get("view") == ARCHIVED else ""
     page = _page_number(request.GET.get("page", "1"))
-    rows = list(_filtered(request.user, q=q, mode=mode, view=view)[(page - 1) * PAGE_SIZE : page * PAGE_SIZE + 1])
+    listed = session_list_filtered(user=request.user, q=q, mode=mode, archived=view == ARCHIVED)
+    rows = list(listed[(page - 1) * PAGE_SIZE : page * PAGE_SIZE + 1])
     sessions, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
     if q:
         _attach_snippets(sessions, q)

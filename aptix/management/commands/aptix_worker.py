@@ -24,4 +24,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.REDIS_URL:
             raise CommandError("aptix_worker needs REDIS_URL: without it every web process runs its own turns.")
-        serve_forever(options["grace"])
+        from aptix.asgi import application  # the serving process's start-up hooks: MCP host, orphan sweep
+
+        serve_forever(options["grace"], start_up=application.run_hooks)

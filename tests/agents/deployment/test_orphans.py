@@ -10,10 +10,11 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Turn
-from agents.run.current import use_runner
+from agents.run.claims import lease
 from agents.run.runners import LocalRunner, WorkerRunner
+from agents.runner import use_runner
 from agents.sessions import session_create
-from agents.turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, lease, turn_start
+from agents.turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_start
 from agents.turns import turn_end_orphans as end_orphans
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from agents.models import Turn, TurnEvent
 from agents.run import queue
-from agents.run.claims import run_claim, run_dispatch
-from agents.run.current import get_runner
-from agents.turns import lease, turn_cancel, turn_start
+from agents.run.claims import lease, run_claim, run_dispatch
+from agents.runner import get_runner
+from agents.turns import turn_cancel, turn_start
 from aptix.redis_options import redis_channel_layers
 from tests.helpers import async_db
 from tests.helpers.worker_process import REDIS_URL

@@ -16,8 +16,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import Turn
-from agents.run.current import get_runner
-from agents.turns import ERROR_INTERRUPTED, lease, turn_cancel, turn_end_orphans, turn_start
+from agents.run.claims import lease
+from agents.runner import get_runner
+from agents.turns import ERROR_INTERRUPTED, turn_cancel, turn_end_orphans, turn_start
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.worker_process import HEARTBEAT

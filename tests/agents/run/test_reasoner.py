@@ -371,7 +371,7 @@ async def test_deltas_are_coalesced(make_session, run_turn, model):
 async def test_cancel_mid_stream_ends_the_turn_cancelled(make_session, llm, model):
     from asgiref.sync import sync_to_async
 
-    from agents.run.current import get_runner
+    from agents.runner import get_runner
     from agents.turns import turn_cancel, turn_start
 
     session = await make_session(execution="agent")

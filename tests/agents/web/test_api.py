@@ -186,7 +186,7 @@ async def test_client_tool_calls_come_back_pending_and_continue_the_turn(llm, mo
 
 
 async def test_a_running_turn_blocks_a_second_one(llm, model, token, alice, team_a):
-    from agents.run.current import get_runner
+    from agents.runner import get_runner
     from agents.sessions import session_create
 
     session = await sync_to_async(session_create)(team=team_a, user=alice)

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from agents.models import AgentSession, ToolApproval, Turn
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.sessions import session_create
 from aptix.tokens import api_token_create
 from modes.models import ModeHistory

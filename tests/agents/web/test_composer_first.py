@@ -10,7 +10,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from agents.models import AgentSession, Turn
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.turns import ERROR_EMPTY_MESSAGE, ERROR_MESSAGE_TOO_LONG, MAX_MESSAGE_LENGTH
 from tests.helpers import ServerLikeAsyncClient, async_db
 

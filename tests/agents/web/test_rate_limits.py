@@ -17,7 +17,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from agents.models import AgentSession, Turn
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from aptix.ratelimits import TURNS, rate_limit
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.events.channel import turn_from_row, turn_row
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.sessions import session_create
 from agents.turns import turn_start
 from agents.web.live import LiveRenderer

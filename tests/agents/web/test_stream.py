@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from agents.models import Turn
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.turns import turn_start
 from aptix.asgi import application
 from tests.helpers import async_db

@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from agents.models import AgentSession
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.sessions import SessionManager, session_create
 from tests.helpers import ServerLikeAsyncClient
 

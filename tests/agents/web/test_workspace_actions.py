@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from agents.models import AgentSession, Turn
-from agents.run.current import get_runner
+from agents.runner import get_runner
 from agents.sessions import session_create
 from modes.models import ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
