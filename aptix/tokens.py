@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -47,7 +47,7 @@ PASSWORD_CHANGED = "Your password was changed."
 TOKENS_REVOKED = "Your {count} API token{s} {were} revoked with it: create new ones for your programs."
 
 
-def password_change(*, form: PasswordChangeForm) -> tuple[AbstractBaseUser, str]:
+def password_change(*, form: PasswordChangeForm) -> tuple[User, str]:
     """Save a valid password change and revoke the user's API tokens in the same transaction (someone
     who learnt the old password may have made one); the user and what to tell them."""
     with transaction.atomic():
