@@ -72,14 +72,20 @@ async def turn_aget(*, session: AgentSession, turn_id: str) -> Turn | None:
     return await Turn.objects.filter(pk=turn_id, session=session).select_related("session").afirst()
 
 
+def _turns_of_user(*, user: Any, turn_id: str) -> QuerySet[Turn]:
+    """The turn `turn_id` if its session is one the user may reach: the same check as every page's
+    (session_list: their own, in a team they still belong to, not deleted)."""
+    return Turn.objects.filter(pk=turn_id, session__in=session_list(user=user).values("pk")).select_related("session")
+
+
 async def turn_of_user_aget(*, user: Any, turn_id: str) -> Turn | None:
-    """A turn of one of the user's sessions (deleted ones too: a turn may still be stopped)."""
-    return await Turn.objects.filter(pk=turn_id, session__user=user).afirst()
+    """A turn of one of the sessions the user may reach (session_list)."""
+    return await _turns_of_user(user=user, turn_id=turn_id).afirst()
 
 
 def turn_of_user_get(*, user: Any, turn_id: str) -> Turn | None:
-    """A turn of one of the user's sessions that are not deleted."""
-    return Turn.objects.filter(pk=turn_id, session__user=user, session__deleted_at__isnull=True).first()
+    """A turn of one of the sessions the user may reach (session_list)."""
+    return _turns_of_user(user=user, turn_id=turn_id).first()
 
 
 def turn_answer_get(*, session: AgentSession, turn_id: str) -> Turn | None:
