@@ -35,7 +35,7 @@ from .approvals import approvals_close
 from .events import events_append
 from .events.payloads import final_payload
 from .events.writer import TurnWrite
-from .models import AgentSession, Execution, ToolApproval, Turn, TurnEvent
+from .models import AgentSession, Execution, ToolApproval, Turn
 from .run.claims import (  # noqa: F401 - the orphan/lease section moved there; its names stay importable here
     LEASE_HEARTBEATS,
     ORPHAN_QUEUED_AFTER,

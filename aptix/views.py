@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from django.conf import settings
@@ -9,13 +8,7 @@ from django.http import FileResponse, Http404, JsonResponse
 from django.views.decorators.http import require_GET
 
 from aptix.bearer import RateLimited, bearer_user
-
-# images/<session id>/<random id>.<ext>: drawn by image_gen, or shown by an MCP tool, in that
-# session; only raster formats (tools/mcp/rich.py checks them with Pillow), never SVG.
-IMAGE_PATH = re.compile(r"images/([0-9a-f]{32})/[0-9a-f]{32}\.(png|jpg|gif|webp)")
-IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
-# files/<session id>/<random id>/<name>: audio and other blobs of MCP results, only ever downloaded.
-FILE_PATH = re.compile(r"files/([0-9a-f]{32})/[0-9a-f]{32}/([A-Za-z0-9._-]{1,100})")
+from tools.media import FILE_PATH, IMAGE_PATH, IMAGE_TYPES
 
 
 @require_GET

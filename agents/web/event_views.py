@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.events import EVENT_TYPES
+from agents.events import EVENTS
 
 if TYPE_CHECKING:
     from agents.models import Turn
@@ -112,7 +112,7 @@ EVENT_VIEWS: dict[str, EventView] = {}
 
 
 def _views(event_types: tuple[str, ...]) -> list[EventView]:
-    unknown = set(event_types) - set(EVENT_TYPES)
+    unknown = set(event_types) - set(EVENTS)
     if unknown:
         raise ValueError(f"No such event type: {', '.join(sorted(unknown))} (see agents/events/registry.py).")
     return [EVENT_VIEWS.setdefault(event_type, EventView()) for event_type in event_types]

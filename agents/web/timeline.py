@@ -30,6 +30,8 @@ from agents.run.progress import progress_label
 from agents.state import ModeChange
 from modes.models import AgentMode
 from modes.proposal import find_proposal
+from tools.media import is_site_file, is_site_image
+from tools.registry import result_image
 
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
@@ -66,7 +68,7 @@ def tool_item(
         data["duration_ms"] = result.get("duration_ms")
         data["error"] = result.get("error") or ""
         text = result.get("result") or ""
-        data["image"] = image_of(called.get("name", ""), text)
+        data["image"] = result_image(called.get("name", ""), text)
         data["media"] = media_of(result.get("attachments") or [])
         if data["media"]:
             text = result.get("text") or ""  # the card shows the images, links, resources and files apart
@@ -91,9 +93,9 @@ def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
     media: dict[str, list[dict[str, Any]]] = {"images": [], "links": [], "resources": [], "files": []}
     for item in attachments:
         kind, url = item.get("kind"), str(item.get("url") or "")
-        if kind == "image" and url.startswith("/media/images/"):
+        if kind == "image" and is_site_image(url):
             media["images"].append({"url": url, "alt": item.get("name") or "image", "size": item.get("size")})
-        elif kind == "file" and url.startswith("/media/files/"):
+        elif kind == "file" and is_site_file(url):
             media["files"].append(item)
         elif kind == "link":
             safe = url if url.lower().startswith(("http://", "https://")) else ""
@@ -105,20 +107,6 @@ def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
         elif kind in ("image", "file"):  # not stored (no session): named only
             media["files"].append({**item, "url": ""})
     return media if any(media.values()) else None
-
-
-def image_of(name: str, text: str) -> dict | None:
-    """The image an `image_gen` result points to on this site ({"url", "alt"}), or None."""
-    if name != "image_gen" or not text:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    url = data.get("url") if isinstance(data, dict) else None
-    if isinstance(url, str) and url.startswith("/media/images/"):
-        return {"url": url, "alt": str(data.get("alt") or "image")}
-    return None
 
 
 def text_item(content: str) -> Item | None:
