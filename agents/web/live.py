@@ -75,9 +75,8 @@ class LiveRenderer:
     """Turns broadcast events into HTML fragments: for a session's sockets in one process
     (renders.py) or for one socket's replay. It keeps each running turn's timeline as the items
     views build it (so a result redraws the card of a call it saw; one it did not see is read from
-    the database), and
-    the events of each turn it saw from the start, so the turn's end is drawn from them and the
-    final event's payload, without reading the turn back."""
+    the database), and the events of each turn it saw from the start, so the turn's end is drawn
+    from them and the final event's payload, without reading the turn back."""
 
     def __init__(self, session: AgentSession) -> None:
         self.session = session

@@ -1,6 +1,7 @@
 """What a turn looks like on screen, built from its events: the timeline items, the answer, the mode
 proposal's choices and the status line of `_turn.html`. The page draws a turn from all its stored
-events at once; the live stream (live.py) draws the same templates one event at a time.
+events at once, each through its type's items view (registered here with `@shows`,
+event_views.py); the live stream (live.py) runs the same views one event at a time.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def test_a_status_write_without_its_transition_guard_is_refused():
     TurnWrite(fields={"step_count": 2})  # columns without a status need no guard
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the seeded catalog survives
 async def test_the_recorder_refuses_a_malformed_event_before_queueing_it(make_session):
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
