@@ -219,16 +219,16 @@ def test_the_timeline_and_the_live_stream_draw_each_type_through_its_one_view(te
 
 
 def test_a_new_event_type_is_one_entry(monkeypatch):
-    """What adding an event type takes: its payload and its entry. Until it has a view it is written,
-    checked and streamed, and the live stream only moves its cursor."""
+    """What adding an event type takes: its payload and its entry. It is then checked on every
+    write; until it has a view (event_views.py) the live stream only moves its cursor."""
 
-    class FileAttached(TypedDict):
-        name: str
-        size: int
-        url: NotRequired[str]
+    class NotePinned(TypedDict):
+        text: str
+        by: int
+        color: NotRequired[str]
 
-    monkeypatch.setitem(EVENTS, "file.attached", EventType("file.attached", FileAttached))
-    check_payload("file.attached", {"name": "report.pdf", "size": 1200})
-    with pytest.raises(EventPayloadError, match=r"file\.attached event's 'size' must be int"):
-        check_payload("file.attached", {"name": "report.pdf", "size": "big"})
-    assert "file.attached" not in EVENT_VIEWS
+    monkeypatch.setitem(EVENTS, "note.pinned", EventType("note.pinned", NotePinned))
+    check_payload("note.pinned", {"text": "Check Q3", "by": 1})
+    with pytest.raises(EventPayloadError, match=r"note\.pinned event's 'by' must be int, not str"):
+        check_payload("note.pinned", {"text": "Check Q3", "by": "alice"})
+    assert "note.pinned" not in EVENT_VIEWS
