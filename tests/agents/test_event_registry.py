@@ -232,3 +232,9 @@ def test_a_new_event_type_is_one_entry(monkeypatch):
     with pytest.raises(EventPayloadError, match=r"note\.pinned event's 'by' must be int, not str"):
         check_payload("note.pinned", {"text": "Check Q3", "by": "alice"})
     assert "note.pinned" not in EVENT_VIEWS
+
+
+def test_the_export_represents_registered_types_only():
+    from agents.web.views.export import EXPORTS
+
+    assert set(EXPORTS) <= set(EVENTS) and {"tool.called", "tool.result"} <= set(EXPORTS)
