@@ -2,7 +2,7 @@
 of payloads.py), whether it ends a turn, and which of its fields are trace only.
 
 A new event type is one entry in `EVENTS` (and its TypedDict); what the page shows of it is its
-view in agents/web/event_views.py (keyed by the same name), if it shows at all. Every write checks
+view (agents/web/event_views.py: an `@shows` function in timeline.py, keyed by the same name). Every write checks
 its payload here (`check_payload`): an unknown type, a required key missing or of the wrong
 top-level type is refused with an error naming the type and the key. The check is done once per
 event and costs a dict lookup plus one `isinstance` per required key; the streamed text
