@@ -24,7 +24,6 @@ from typing import Any, Literal
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from modes.catalog import normalize_mode_key
@@ -32,8 +31,8 @@ from modes.validators import parse_approval_entry
 from tools.builtin.mode_change import ModeChangeTool
 from tools.mcp.config import TOOL_SEPARATOR as MCP_SEPARATOR
 
-from .events.channel import broadcast_written
-from .models import AgentSession, ToolApproval, Turn, TurnEvent
+from .events import events_append
+from .models import AgentSession, ToolApproval, Turn
 from .state import PendingApproval
 
 Kind = ToolApproval.Kind
@@ -198,7 +197,7 @@ def approval_decide(*, turn: Turn, decisions: list[UserDecision], user: Any, com
             decided.append(_decided_payload(row, user))
         if grants != list(locked.session.approval_grants or []):
             AgentSession.objects.filter(pk=locked.session_id).update(approval_grants=grants)
-        _append_events(locked, [("approval.decided", {"decisions": decided})])
+        events_append(locked.pk, locked.session_id, [("approval.decided", {"decisions": decided})])
         return not any(row.is_pending for row in rows.values())
 
 
@@ -254,14 +253,3 @@ def grant_revoke(*, session: AgentSession, tool: str) -> AgentSession:
         locked.save(update_fields=["approval_grants", "updated_at"])
     session.approval_grants = locked.approval_grants
     return session
-
-
-def _append_events(turn: Turn, events: list[tuple[str, dict[str, Any]]]) -> None:
-    """Events of a turn no run holds (it is waiting): written in the caller's transaction with the
-    turn row locked, broadcast once committed."""
-    seq = TurnEvent.objects.filter(turn_id=turn.pk).aggregate(m=Max("seq"))["m"] or 0
-    written = [
-        TurnEvent.objects.create(turn_id=turn.pk, seq=seq + i, type=event_type, payload=payload)
-        for i, (event_type, payload) in enumerate(events, start=1)
-    ]
-    transaction.on_commit(lambda: broadcast_written(turn.session_id, turn.pk, written))

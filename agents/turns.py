@@ -32,10 +32,10 @@ from modes.catalog import default_mode_key
 from modes.models import AgentMode, ModeHistory
 
 from .approvals import approvals_close
-from .events import broadcast_written
+from .events import events_append
 from .events.payloads import final_payload
 from .events.writer import TurnWrite
-from .models import AgentSession, Execution, ToolApproval, Turn, TurnEvent
+from .models import AgentSession, Execution, ToolApproval, Turn
 from .runner import Runner, get_runner
 from .sessions import ERROR_BAD_EXECUTION, session_manager
 from .state import EndedState, ModeChange, PausedState
@@ -301,13 +301,8 @@ def turn_end_unrun(
         updated = Turn.objects.filter(pk=turn_id, status__in=write.from_statuses or ()).update(**write.fields)
         if not updated:
             return False
-        seq = TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0
         final = final_payload(payload, status=status, answer="", mode=mode, mode_changes=[])
-        events = [
-            TurnEvent.objects.create(turn_id=turn_id, seq=seq + i, type=kind, payload=body)
-            for i, (kind, body) in enumerate([*(before or []), (event_type, final)], start=1)
-        ]
-        transaction.on_commit(lambda: broadcast_written(session_id, turn_id, events))
+        events_append(turn_id, session_id, [*(before or []), (event_type, final)])
     return True
 
 

@@ -3,9 +3,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from agents.web.views.media import media
 from tools.admin_views import mcp_status_view
-
-from . import views
 
 admin.site.site_header = "Aptix administration"
 admin.site.site_title = "Aptix admin"
@@ -18,6 +17,6 @@ urlpatterns = [
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.web.api_urls")),
-    path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", views.media, name="media"),
+    path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media, name="media"),
     path("", include("agents.web.urls")),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypedDict, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,12 @@ class ToolDependencies:
 @runtime_checkable
 class AgentTool(Protocol):
     """IAgentTool. A tool class declares its identity as class attributes and a static schema, so the
-    registry can check the contract without building it (TUL-010 §3.1)."""
+    registry can check the contract without building it (TUL-010 §3.1). The internal tools
+    (tools/builtin) inherit it; an MCP entry (tools/mcp/entry.py) meets it by its shape.
+
+    How a successful result is shown beyond text is part of a tool's contract too, declared by the
+    tool itself with the methods of `ShowsImage` and `SummarisesResult` below: the page and the run
+    ask the registry (tools/registry.py `result_image`, `result_markdown`), never a tool's name."""
 
     TOOL_NAME: ClassVar[str]  # matches ^[a-zA-Z0-9_-]{1,64}$
     TOOL_USAGE_METADATA: ClassVar[str]  # non-empty guidance for the LLM
@@ -67,6 +72,41 @@ class AgentTool(Protocol):
     def get_schema() -> dict: ...
 
     async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult: ...
+
+
+class ResultImage(TypedDict):
+    url: str  # served by this site (tools/media.py)
+    alt: str
+
+
+@runtime_checkable
+class ShowsImage(Protocol):
+    """A tool whose successful result is an image on this site: its card and the export show it."""
+
+    @staticmethod
+    def result_image(result: str) -> ResultImage | None:
+        """The image `result` (the tool's result text) points to, or None."""
+        ...
+
+
+@runtime_checkable
+class SummarisesResult(Protocol):
+    """A tool whose successful result an Ask answer (no follow-up model call) shows as Markdown of its
+    own rather than as the raw result in a code block."""
+
+    @staticmethod
+    def result_markdown(result: str) -> str | None:
+        """`result` (the tool's result text) as Markdown, or None to show it raw."""
+        ...
+
+
+def json_result(result: str) -> dict[str, Any] | None:
+    """A result text that is a JSON object, or None (for the methods above)."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def function_schema(name: str, description: str, properties: dict, required: list[str] | None = None) -> dict:

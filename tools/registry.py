@@ -11,6 +11,8 @@ import re
 from importlib import import_module
 from typing import Any
 
+from .base import ResultImage, ShowsImage, SummarisesResult
+
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 # Internal tools by name → dotted path, imported lazily (explicit over import-time magic).
@@ -157,3 +159,21 @@ def internal_registry() -> ToolRegistry:
 
 # MCP tools are registered by the MCP host as servers come up (named `<server>__<tool>`).
 mcp_registry = ToolRegistry("mcp")
+
+
+def _tool_named(name: str) -> Any | None:
+    return internal_registry().get(name) or mcp_registry.get(name)
+
+
+def result_image(name: str, result: str) -> ResultImage | None:
+    """The image a successful result of the tool `name` shows on this site, if the tool says it
+    has one (tools/base.py ShowsImage)."""
+    tool = _tool_named(name)
+    return tool.result_image(result) if isinstance(tool, ShowsImage) and result else None
+
+
+def result_markdown(name: str, result: str) -> str | None:
+    """A successful result of the tool `name` as an Ask answer shows it, if the tool says how
+    (tools/base.py SummarisesResult); None: shown raw."""
+    tool = _tool_named(name)
+    return tool.result_markdown(result) if isinstance(tool, SummarisesResult) else None

@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from ..models import Turn, TurnEvent
-from .payloads import live_payload
+from .registry import live_payload
 
 logger = logging.getLogger("aptix.events")
 
@@ -91,7 +91,7 @@ def events_message(
             {
                 "seq": event.seq,
                 "event": event.type,
-                "payload": live_payload(event.payload),
+                "payload": live_payload(event.payload, event.type),
                 "created_at": event.created_at.isoformat(),
             }
             for event in events

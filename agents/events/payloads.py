@@ -1,7 +1,8 @@
-"""The payload of every event type, typed, and the registry of event types.
+"""The payload of every event type, typed (the registry of event types, registry.py, names them).
 
-A new event type is one entry in `EVENT_PAYLOADS` (plus its TypedDict here); producers build the
-TypedDict, readers (timeline, API, consumer) use the same keys. Trace-only fields (the messages a step
+Producers build the TypedDict, readers (timeline, API, consumer) use the same keys; each write is
+checked against it (registry.py). The shapes are those stored since the first turns: a key added
+later is NotRequired, so older rows still read. Trace-only fields (the messages a step
 added, the tool names) stay in the stored event and out of the live stream; what every step of a turn
 shares (system prompt, tool schemas, earlier turns) is stored once, in Turn.trace (agents/run/trace.py).
 """
@@ -156,35 +157,6 @@ class ApprovalDecided(TypedDict):
     decisions: list[ApprovalDecision]
 
 
-EVENT_PAYLOADS: dict[str, type] = {
-    "turn.started": TurnStarted,
-    "step.started": StepStarted,
-    "model.delta": ModelDelta,
-    "model.message": ModelMessage,
-    "model.retry": ModelRetry,
-    "tool.called": ToolCalled,
-    "tool.progress": ToolProgress,
-    "tool.result": ToolResult,
-    "mode.changed": ModeChange,
-    "approval.requested": ApprovalRequested,
-    "approval.decided": ApprovalDecided,
-    "limit.reached": TurnEnded,
-    "turn.completed": TurnEnded,
-    "turn.failed": TurnEnded,
-    "turn.cancelled": TurnEnded,
-}
-EVENT_TYPES = tuple(EVENT_PAYLOADS)
-FINAL_EVENT_TYPES = frozenset(t for t, payload in EVENT_PAYLOADS.items() if payload is TurnEnded)
-TRACE_ONLY_FIELDS = frozenset({"system_prompt", "messages", "tools"})
-
-
-def live_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """What of an event's payload goes to the live stream (and to replays)."""
-    if TRACE_ONLY_FIELDS.isdisjoint(payload):
-        return payload
-    return {k: v for k, v in payload.items() if k not in TRACE_ONLY_FIELDS}
-
-
 def branch_of(mode_changes: list[ModeChange]) -> Branch | None:
     """The new session a turn asks for: its last change with `branch`."""
     change = next((c for c in reversed(mode_changes) if c["branch"]), None)
@@ -215,3 +187,23 @@ def final_payload(
     if steps is not None:
         payload["steps"] = steps
     return payload  # type: ignore[return-value]  # TypedDict built from a dict: keys as declared above
+
+
+def turn_columns(payload: TurnEnded) -> dict[str, Any] | None:
+    """The turn row's columns a final event carries: what `final_payload` put in it from the turn's
+    outcome (agents/turns.py `finished` writes the same values). None for a final event without
+    usage and steps (a turn ended by no run, a sweep): those columns are only in the row."""
+    if "usage" not in payload or "steps" not in payload:
+        return None
+    columns: dict[str, Any] = {
+        "answer": payload.get("answer", ""),
+        "error": payload.get("error") or "",
+        "step_count": payload["steps"],
+    }
+    usage = payload["usage"]
+    columns.update({key: usage[key] for key in ("prompt_tokens", "completion_tokens") if key in usage})  # type: ignore[literal-required]
+    if payload.get("status"):
+        columns["status"] = payload["status"]
+    if payload.get("mode"):
+        columns["response_mode"] = payload["mode"]
+    return columns

@@ -16,7 +16,7 @@ from django.utils import timezone
 from ..models import Turn, TurnEvent
 from . import pacing
 from .channel import send_events, turn_row
-from .payloads import EVENT_TYPES
+from .registry import check_payload
 from .writer import TurnWrite, submit_events
 
 logger = logging.getLogger("aptix.events")
@@ -84,16 +84,17 @@ class EventRecorder:
     ) -> TurnEvent:
         """Record an event. `turn_write` holds columns of the turn's own row (built by
         agents/turns.py), written in the same transaction as the events, so the turn and its events
-        never disagree (a later value of a column replaces one not written yet)."""
-        if event_type not in EVENT_TYPES:
-            raise ValueError(f"Unknown event type {event_type!r}.")
+        never disagree (a later value of a column replaces one not written yet). An unknown type or
+        a malformed payload raises EventPayloadError here, before anything is queued."""
+        payload = dict(payload or {})
+        check_payload(event_type, payload)
         if event_type != "model.delta":
             self._queue_delta()  # a buffered delta goes out with the event that follows it
         if event_type in ("model.message", "model.retry"):
             self.streamed = ""
             self._stream_started = None  # the next reply starts fast again
             pacing.streaming.ended(self)
-        event = self._queue_event(event_type, dict(payload or {}))
+        event = self._queue_event(event_type, payload)
         if turn_write is not None:
             self._queue_write.merge(turn_write)
         if not defer:
@@ -197,7 +198,7 @@ class EventRecorder:
             return False
         text, self._pending_delta = self._pending_delta, ""
         self._last_flush = time.monotonic()
-        self._queue_event("model.delta", {"text": text})
+        self._queue_event("model.delta", {"text": text})  # built here, so not checked: the hot path
         return True
 
     def _queue_event(self, event_type: str, payload: dict[str, Any]) -> TurnEvent:

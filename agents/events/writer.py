@@ -30,6 +30,14 @@ class TurnWrite:
     fields: dict[str, Any] = field(default_factory=dict)
     from_statuses: frozenset[str] | None = None
 
+    def __post_init__(self) -> None:
+        # A status written without the statuses it may replace would skip the transition table.
+        if "status" in self.fields and self.from_statuses is None:
+            raise ValueError(
+                f"A TurnWrite of status {self.fields['status']!r} needs from_statuses: build it with "
+                "agents.turns.transition, which checks the transition table."
+            )
+
     def merge(self, later: TurnWrite) -> None:
         """Fold a later write into this one (one batch). The guard stays the earliest status
         change's: that is what the row holds when the batch is written."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tools.builtin.mode_change import ModeChangeTool
+from tools.registry import result_markdown
 
 from ..state import PausedState, ToolOutput
 
@@ -26,19 +26,8 @@ def summarize_tool_output(output: ToolOutput) -> str:
         except (ValueError, AttributeError):
             message = content
         return f"**{name}** failed: {message}"
-    try:
-        data = json.loads(content)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        if "url" in data and name == "image_gen":
-            return f"![{data.get('alt', 'image')}]({data['url']})"
-        if name == ModeChangeTool.TOOL_NAME:
-            line = f"Mode changed: {data.get('previousMode')} → {data.get('newMode')}."
-            return line + (" Continue in a new session in that mode." if data.get("branch") else "")
-        if "modes" in data:
-            return "\n".join(
-                f"- **{m.get('displayName')}** (`{m.get('key')}`) — {m.get('description')}" for m in data["modes"]
-            )
+    summary = result_markdown(name, content)  # the tool's own way of showing it (tools/base.py)
+    if summary is not None:
+        return summary
     text = content if len(content) < 2000 else content[:2000] + "…"
     return f"```\n{text}\n```"

@@ -2,8 +2,10 @@
 connection, drawn with the same templates as the page (timeline.py), so a reloaded page and a live
 stream end in exactly the same HTML.
 
-A new event type gets its fragment from one function here, registered with `@renders(<type>)`; an
-event type with no renderer only advances the stream cursor. Fragments are keyed by element ids:
+What each event type shows is its view (event_views.py): the items it adds to or changes in the
+turn's timeline (timeline.py, the same function as the page's), sent as out-of-band fragments, and
+where the fragment is more than that, its live view here (`@renders(<type>)`). An event type with
+neither only advances the stream cursor. Fragments are keyed by element ids:
 `turn-<id>` (the whole turn), `turn-<id>-items` (its timeline), `turn-<id>-live` (the text being
 streamed), `turn-<id>-status` (step and tokens, with Stop), `tool-<call id>` (a tool card), and
 the session parts of fragments.py (composer, mode badge, meta, stream cursor).
@@ -12,47 +14,21 @@ the session parts of fragments.py (composer, mode badge, meta, stream cursor).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from agents.events import EVENT_TYPES, FINAL_EVENT_TYPES, live_payload
-from agents.events.payloads import (
-    ModelDelta,
-    ModelMessage,
-    StepStarted,
-    ToolCalled,
-    ToolProgress,
-    ToolResult,
-    TurnEnded,
-)
+from agents.events import FINAL_EVENT_TYPES, live_payload
+from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, TurnEnded, turn_columns
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.state import ModeChange
 
+from .event_views import EVENT_VIEWS, TurnItems, renders
 from .fragments import ComposerState, replaced_turns, session_fragments, stream_cursor
 from .markdown import render_markdown
-from .timeline import live_text, mode_item, progress_of, render_turn, text_item, tool_item
-
-Renderer = Callable[["LiveRenderer", Turn, Any, int], str]
-LIVE_RENDERERS: dict[str, Renderer] = {}
-
-
-def renders(*event_types: str) -> Callable[[Renderer], Renderer]:
-    """Register the decorated function as the live renderer of `event_types`."""
-    unknown = set(event_types) - set(EVENT_TYPES)
-    if unknown:
-        raise ValueError(f"No such event type: {', '.join(sorted(unknown))} (see agents/events/payloads.py).")
-
-    def register(renderer: Renderer) -> Renderer:
-        for event_type in event_types:
-            LIVE_RENDERERS[event_type] = renderer
-        return renderer
-
-    return register
-
+from .timeline import live_text, render_turn
 
 RERENDER_MIN_CHARS = 200  # a streamed text is rendered whole again once it grew by this much...
 RERENDER_GROWTH = 4  # ...and to this many times its length when last rendered...
@@ -97,14 +73,14 @@ def with_tail(html: str, text: str) -> tuple[SafeString, bool]:
 
 class LiveRenderer:
     """Turns broadcast events into HTML fragments: for a session's sockets in one process
-    (renders.py) or for one socket's replay. It remembers the tool calls it has seen so a result
-    can redraw its card (a result whose call it did not see reads the call from the database), and
-    the events of each turn it saw from the start, so the turn's end is drawn from them and the
-    final event's payload, without reading the turn back."""
+    (renders.py) or for one socket's replay. It keeps each running turn's timeline as the items
+    views build it (so a result redraws the card of a call it saw; one it did not see is read from
+    the database), and the events of each turn it saw from the start, so the turn's end is drawn
+    from them and the final event's payload, without reading the turn back."""
 
     def __init__(self, session: AgentSession) -> None:
         self.session = session
-        self.calls: dict[str, dict] = {}
+        self.timelines: dict[str, TurnItems] = {}  # turn id → its timeline, as the events shown built it
         self.live: dict[str, str] = {}  # turn id → text streamed since its last model message
         self.rendered: dict[str, int] = {}  # turn id → length of that text when last rendered whole
         self.in_code: set[str] = set()  # turns whose last rendering put the tail inside a code block
@@ -114,7 +90,7 @@ class LiveRenderer:
 
     def forget(self, turn_id: str) -> None:
         """Drop what was remembered of a turn (events were missed): read from the database again."""
-        for memory in (self.live, self.rendered, self.seen):
+        for memory in (self.live, self.rendered, self.seen, self.timelines):
             memory.pop(turn_id, None)
         self.in_code.discard(turn_id)
 
@@ -134,14 +110,31 @@ class LiveRenderer:
 
     def render(self, turn: Turn, event_type: str, payload: dict, seq: int) -> str:
         """Sync (templates and, for some events, the database): call through sync_to_async."""
-        renderer = LIVE_RENDERERS.get(event_type)
+        view = EVENT_VIEWS.get(event_type)
         self.tail_only = False
-        payload = live_payload(payload)
+        payload = live_payload(payload, event_type)
         self._remember(turn.id, event_type, payload, seq)
-        html = renderer(self, turn, payload, seq) if renderer else ""
+        if view is None:
+            html = ""
+        elif view.live is not None:
+            html = view.live(self, turn, payload, seq)
+        else:
+            html = self.items(turn, event_type, payload)
         if self.tail_only:  # the page moves its cursor to the piece's seq itself (static/js/aptix.js)
             return html
         return html + stream_cursor(turn.id, seq)
+
+    def items(self, turn: Turn, event_type: str, payload: Any) -> str:
+        """The fragments that draw what the event's items view (timeline.py) changed in the turn's
+        timeline: the same items the page shows, appended or swapped in by id."""
+        view = EVENT_VIEWS[event_type]
+        timeline = self.timelines.get(turn.id)
+        if timeline is None:
+            timeline = self.timelines[turn.id] = TurnItems(turn, live=True, lookup_call=lambda i: _stored_call(turn, i))
+        timeline.turn = turn
+        if view.items is not None:
+            view.items(timeline, payload)
+        return "".join(render_to_string(name, {"turn": turn, **context}) for name, context in timeline.take_fragments())
 
     def _remember(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
         events = self.seen.get(turn_id)
@@ -186,19 +179,14 @@ def _stored_turn(turn: Turn, seq: int) -> list:
 
 
 def _ended(turn: Turn, payload: TurnEnded) -> None:
-    """Give the turn the row columns its final event carries (agents/turns.py `finished` writes
-    the same ones with it); a final event without usage (a turn ended by a sweep) reads the row."""
-    if "usage" not in payload or "steps" not in payload:
+    """Give the turn the row columns its final event carries (payloads.py `turn_columns`); a final
+    event without them (a turn ended by a sweep) reads the row."""
+    columns = turn_columns(payload)
+    if columns is None:
         turn.refresh_from_db()
         return
-    usage = payload["usage"]
-    turn.status = payload.get("status") or turn.status
-    turn.answer = payload.get("answer", "")
-    turn.error = payload.get("error") or ""
-    turn.response_mode = payload.get("mode") or turn.response_mode
-    turn.prompt_tokens = usage.get("prompt_tokens", turn.prompt_tokens)
-    turn.completion_tokens = usage.get("completion_tokens", turn.completion_tokens)
-    turn.step_count = payload["steps"]
+    for name, value in columns.items():
+        setattr(turn, name, value)
     if turn.finished_at is None:
         turn.finished_at = timezone.now()
 
@@ -222,6 +210,7 @@ def _turn_ended(live: LiveRenderer, turn: Turn, payload: TurnEnded, seq: int) ->
     _ended(turn, payload)
     html = render_turn(turn, events, oob=True)
     live.seen.pop(turn.id, None)
+    live.timelines.pop(turn.id, None)
     live.session.refresh_from_db()  # its mode, title, grants: one read per process, not per viewer
     # The badge (and its catalog, the largest part) only if the mode changed: mode.changed drew it then.
     changed = bool(payload.get("mode_changes")) or "mode_changes" not in payload
@@ -288,41 +277,18 @@ def _model_retry(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str
 def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: int) -> str:
     live.forget_text(turn.id)  # the text moves into an item (tool step) or the answer; the next starts empty
     status = live.status(turn, payload.get("step"), (payload.get("usage") or {}).get("turn_total"))
-    if not payload.get("tool_calls"):  # the answer: stays streamed until the final event redraws
-        return status
-    item = text_item(payload.get("content", ""))
-    context = {"turn": turn, "item": item, "append": True, "clear_live": True}
-    return status + render_to_string("agents/_event.html", context)
-
-
-@renders("tool.called")
-def _tool_called(live: LiveRenderer, turn: Turn, payload: ToolCalled, seq: int) -> str:
-    live.calls[payload.get("id", "")] = cast(dict, payload)
-    return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(payload, None), "append": True})
-
-
-@renders("tool.progress")
-def _tool_progress(live: LiveRenderer, turn: Turn, payload: ToolProgress, seq: int) -> str:
-    """Only the progress line of the running call's card (the card keeps its open/closed state)."""
-    context = {"call_id": payload.get("id", ""), "name": payload.get("name", ""), "oob": True}
-    return render_to_string("agents/_tool_progress.html", {**context, "progress": progress_of(payload)})
-
-
-@renders("tool.result")
-def _tool_result(live: LiveRenderer, turn: Turn, payload: ToolResult, seq: int) -> str:
-    called = live.calls.pop(payload.get("id", ""), None) or _stored_call(turn, payload.get("id"))
-    return render_to_string("agents/_event.html", {"turn": turn, "item": tool_item(called, payload), "replace": True})
+    return status + live.items(turn, "model.message", payload)  # the answer stays streamed: no item
 
 
 @renders("mode.changed")
 def _mode_changed(live: LiveRenderer, turn: Turn, payload: ModeChange, seq: int) -> str:
     live.session.refresh_from_db()
-    item = render_to_string("agents/_event.html", {"turn": turn, "item": mode_item(payload), "append": True})
+    item = live.items(turn, "mode.changed", payload)
     # tools: the Tools panel lists what the new mode's policy offers (and blocks)
     return item + session_fragments(live.session, mode_badge=True, tools=True, meta=True)
 
 
-def _stored_call(turn: Turn, call_id: str | None) -> dict:
+def _stored_call(turn: Turn, call_id: str) -> dict:
     for event in turn.events.filter(type="tool.called").order_by("seq"):
         if event.payload.get("id") == call_id:
             return event.payload

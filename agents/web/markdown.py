@@ -20,7 +20,6 @@ from html import unescape
 from typing import Any
 
 import nh3
-from django.conf import settings
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -34,7 +33,7 @@ from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
 
-from aptix.views import IMAGE_PATH
+from tools.media import is_site_image
 
 ALLOWED_TAGS = frozenset(
     {
@@ -127,13 +126,10 @@ def _image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
     would sign every viewer out, `![f](/api/…)` would make requests as them."""
     token = tokens[idx]
     src = str(token.attrGet("src") or "")
-    if _IMAGE_SRC.fullmatch(src):
+    if is_site_image(src):
         return renderer.image(tokens, idx, options, env)
     alt = renderer.renderInlineAsText(token.children or [], options, env) or src
     return f'<a href="{escapeHtml(src)}">{escapeHtml(alt)}</a> (external image, not loaded)'
-
-
-_IMAGE_SRC = re.compile("/" + re.escape(settings.MEDIA_URL.strip("/")) + "/" + IMAGE_PATH.pattern)
 
 
 @lru_cache(maxsize=256)

@@ -1,13 +1,13 @@
 """What a turn looks like on screen, built from its events: the timeline items, the answer, the mode
 proposal's choices and the status line of `_turn.html`. The page draws a turn from all its stored
-events at once; the live stream (live.py) draws the same templates one event at a time.
+events at once, each through its type's items view (registered here with `@shows`,
+event_views.py); the live stream (live.py) runs the same views one event at a time.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -16,23 +16,27 @@ from agents.approvals import DECLINED_MODE_CHANGE, DENIED_TOOL, requested_mode
 from agents.branching import branch_child
 from agents.conversations import AGAIN_FROM
 from agents.events import FINAL_EVENT_TYPES
+from agents.events.payloads import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ModelMessage,
+    ToolCalled,
+    ToolProgress,
+    ToolResult,
+)
 from agents.llm.protocol import estimate_tokens
 from agents.models import Turn, TurnEvent
 from agents.run.progress import progress_label
 from agents.selectors import mode_display_name, mode_key_named
+from agents.state import ModeChange
 from modes.proposal import find_proposal
+from tools.media import is_site_file, is_site_image
+from tools.registry import result_image
 
+from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
-
-
-@dataclass
-class Item:
-    """One entry of a turn's timeline: "text", "reasoning", "tool", "mode" or "approval"."""
-
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
 
 
 def _pretty(arguments: str) -> str:
@@ -64,7 +68,7 @@ def tool_item(
         data["duration_ms"] = result.get("duration_ms")
         data["error"] = result.get("error") or ""
         text = result.get("result") or ""
-        data["image"] = image_of(called.get("name", ""), text)
+        data["image"] = result_image(called.get("name", ""), text)
         data["media"] = media_of(result.get("attachments") or [])
         if data["media"]:
             text = result.get("text") or ""  # the card shows the images, links, resources and files apart
@@ -89,9 +93,9 @@ def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
     media: dict[str, list[dict[str, Any]]] = {"images": [], "links": [], "resources": [], "files": []}
     for item in attachments:
         kind, url = item.get("kind"), str(item.get("url") or "")
-        if kind == "image" and url.startswith("/media/images/"):
+        if kind == "image" and is_site_image(url):
             media["images"].append({"url": url, "alt": item.get("name") or "image", "size": item.get("size")})
-        elif kind == "file" and url.startswith("/media/files/"):
+        elif kind == "file" and is_site_file(url):
             media["files"].append(item)
         elif kind == "link":
             safe = url if url.lower().startswith(("http://", "https://")) else ""
@@ -103,20 +107,6 @@ def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
         elif kind in ("image", "file"):  # not stored (no session): named only
             media["files"].append({**item, "url": ""})
     return media if any(media.values()) else None
-
-
-def image_of(name: str, text: str) -> dict | None:
-    """The image an `image_gen` result points to on this site ({"url", "alt"}), or None."""
-    if name != "image_gen" or not text:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    url = data.get("url") if isinstance(data, dict) else None
-    if isinstance(url, str) and url.startswith("/media/images/"):
-        return {"url": url, "alt": str(data.get("alt") or "image")}
-    return None
 
 
 def text_item(content: str) -> Item | None:
@@ -136,47 +126,83 @@ def mode_item(payload: Mapping[str, Any]) -> Item:
 
 
 def turn_items(turn: Turn, events: Iterable[TurnEvent]) -> list[Item]:
-    """The timeline of a turn from its stored events. For a finished turn the final answer is shown
-    as the answer block, so the model message that produced it is not repeated as an item."""
-    items: list[Item] = []
-    cards: dict[str, int] = {}
-    calls: dict[str, dict] = {}
+    """The timeline of a turn from its stored events, each through its type's items view
+    (event_views.py)."""
+    timeline = TurnItems(turn)
     for event in events:
-        p = event.payload
-        if event.type == "model.message" and p.get("reasoning"):
-            items.append(Item("reasoning", {"text": p["reasoning"]}))
-        if event.type == "model.message" and (p.get("tool_calls") or not turn.is_finished):
-            if item := text_item(p.get("content", "")):
-                items.append(item)
-        elif event.type == "tool.called":
-            calls[p.get("id", "")] = p
-            cards[p.get("id", "")] = len(items)
-            items.append(tool_item(p, None))
-        elif event.type in ("tool.result", "tool.progress") and p.get("id") in cards:
-            _tool_update(turn, items, cards[p["id"]], calls[p["id"]], event)
-        elif event.type == "mode.changed":
-            items.append(mode_item(p))
-        elif event.type == "approval.requested":
-            _approvals_requested(items, cards, p.get("calls", []), p.get("mode", turn.mode))
-        elif event.type == "approval.decided":
-            for decision in p.get("decisions", []):
-                if (at := cards.get(f"approval:{decision['id']}")) is not None:
-                    items[at].data.update(decided(decision))
-    return _mark_unfinished_calls(turn, items)
+        view = EVENT_VIEWS.get(event.type)
+        if view is not None and view.items is not None:
+            view.items(timeline, event.payload)
+    return _mark_unfinished_calls(turn, timeline.items)
 
 
-def _tool_update(turn: Turn, items: list[Item], at: int, called: dict, event: TurnEvent) -> None:
-    """A call's card after its result (images the answer shows are not repeated) or a progress."""
-    if event.type == "tool.progress":
-        if items[at].data["state"] == "running":
-            items[at].data["progress"] = progress_of(event.payload)
+# The items view of each event type that shows in a turn's timeline; the live stream draws the same
+# items (live.py). A finished turn's answer is its answer block, so the model message that produced
+# it is no item; live, the answer stays streamed text until the final event redraws the turn.
+
+
+@shows("model.message")
+def _model_message(timeline: TurnItems, p: ModelMessage) -> None:
+    if p.get("reasoning") and not timeline.live:  # live, the reasoning shows once the turn is redrawn
+        timeline.add(Item("reasoning", {"text": p["reasoning"]}))
+    if p.get("tool_calls") or not (timeline.live or timeline.turn.is_finished):
+        timeline.add(text_item(p.get("content", "")), clear_live=True)
+
+
+@shows("tool.called")
+def _tool_called(timeline: TurnItems, p: ToolCalled) -> None:
+    timeline.calls[p.get("id", "")] = p
+    timeline.add(tool_item(p, None), key=p.get("id", ""))
+
+
+@shows("tool.progress")
+def _tool_progress(timeline: TurnItems, p: ToolProgress) -> None:
+    """Only the progress line of the running call's card (live, the card keeps its open/closed state)."""
+    progress = progress_of(p)
+    card = timeline.card(p.get("id", ""))
+    if card is not None and card.data["state"] == "running":
+        card.data["progress"] = progress
+    timeline.fragment(
+        "agents/_tool_progress.html", call_id=p.get("id", ""), name=p.get("name", ""), oob=True, progress=progress
+    )
+
+
+@shows("tool.result")
+def _tool_result(timeline: TurnItems, p: ToolResult) -> None:
+    """A call's card after its result (images the answer shows are not repeated)."""
+    called = timeline.call(p.get("id", ""))
+    if called is None:
         return
-    item = items[at] = tool_item(called, event.payload)
+    answer = timeline.turn.answer
+    item = tool_item(called, p)
     image = item.data.get("image")
-    if image and image["url"] in turn.answer:
+    if image and image["url"] in answer:
         item.data["image"] = None  # the answer shows it
     if media := item.data.get("media"):
-        media["images"] = [i for i in media["images"] if i["url"] not in turn.answer]
+        media["images"] = [i for i in media["images"] if i["url"] not in answer]
+    timeline.replace(p.get("id", ""), item)
+
+
+@shows("mode.changed")
+def _mode_changed(timeline: TurnItems, p: ModeChange) -> None:
+    timeline.add(mode_item(p))
+
+
+@shows("approval.requested")
+def _approval_requested(timeline: TurnItems, p: ApprovalRequested) -> None:
+    """A card per held call; the call's tool card says it waits (held for the user, not running)."""
+    for call in p.get("calls", []):
+        card = timeline.card(call["id"])
+        if card is not None and card.data["state"] == "running":
+            card.data["state"] = "waiting"
+        timeline.add(approval_item(call, p.get("mode", timeline.turn.mode)), key=f"approval:{call['id']}")
+
+
+@shows("approval.decided")
+def _approval_decided(timeline: TurnItems, p: ApprovalDecided) -> None:
+    for decision in p.get("decisions", []):
+        if (card := timeline.card(f"approval:{decision['id']}")) is not None:
+            card.data.update(decided(decision))
 
 
 def _mark_unfinished_calls(turn: Turn, items: list[Item]) -> list[Item]:
@@ -188,15 +214,6 @@ def _mark_unfinished_calls(turn: Turn, items: list[Item]) -> list[Item]:
         if item.kind == "tool" and item.data["state"] in ("running", "waiting"):
             item.data["state"] = "stopped"
     return items
-
-
-def _approvals_requested(items: list[Item], cards: dict[str, int], calls: list[dict], mode: str) -> None:
-    """A card per held call; the call's tool card says it waits (held for the user, not running)."""
-    for call in calls:
-        if (card := cards.get(call["id"])) is not None and items[card].data["state"] == "running":
-            items[card].data["state"] = "waiting"
-        cards[f"approval:{call['id']}"] = len(items)
-        items.append(approval_item(call, mode))
 
 
 def approval_item(call: Mapping[str, Any], mode: str) -> Item:

@@ -7,6 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.events import EventRecorder
+from agents.events.payloads import final_payload
 from agents.models import Turn
 from agents.state import EndedState, PausedState, turn_state
 from agents.turns import (
@@ -38,7 +39,11 @@ async def test_a_late_final_write_does_not_overwrite_an_ended_turn(make_session)
     session = await make_session()
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     recorder = EventRecorder(turn, channel_layer=None)
-    await recorder.emit("turn.started", {"mode": "general"}, turn_write=started(model_label="test"))
+    await recorder.emit(
+        "turn.started",
+        {"mode": "general", "execution": "ask", "model": "test", "max_steps": 1, "tool_kinds": {}},
+        turn_write=started(model_label="test"),
+    )
     await recorder.drain()
     assert (await Turn.objects.aget(pk=turn.pk)).status == "running"
     # The orphan sweep ends it (its process looked dead) ...
@@ -62,7 +67,11 @@ async def test_a_late_final_write_does_not_overwrite_an_ended_turn(make_session)
         counters={"step_count": 1, "prompt_tokens": 1, "completion_tokens": 1},
     )
     recorder.seq = await turn.events.acount()
-    await recorder.emit("turn.completed", {"status": "completed"}, turn_write=write)
+    await recorder.emit(
+        "turn.completed",
+        final_payload({}, status="completed", answer="", mode="general", mode_changes=[]),
+        turn_write=write,
+    )
     await recorder.drain()
     saved = await Turn.objects.aget(pk=turn.pk)
     assert (saved.status, saved.error, saved.answer) == ("failed", "gone", "")

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -21,10 +19,9 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from ..arguments import ToolArgumentError, json_object_arguments
-from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
+from ..base import AgentTool, InvokeResult, ResultImage, ToolContext, ToolDependencies, function_schema, json_result
+from ..media import image_name, is_site_image
 from .image_render import normalise_png, render_card, render_chart
-
-SAFE_ID = re.compile(r"[0-9a-f]{32}")  # a session id, as a folder name
 
 KINDS = ("bar", "line", "pie", "card")
 SIZES = ("512x512", "1024x1024", "1024x768")
@@ -62,7 +59,7 @@ _ALLOWED_ARGUMENTS = ("prompt", "kind", "title", "labels", "values", "size")
 RemoteRenderer = Callable[[str, str], Awaitable[bytes]]
 
 
-class ImageGenTool:
+class ImageGenTool(AgentTool):
     TOOL_NAME: ClassVar[str] = "image_gen"
     TOOL_USAGE_METADATA: ClassVar[str] = (
         "Use this tool when the user asks you to draw, illustrate, chart or plot something. A chart needs "
@@ -71,6 +68,21 @@ class ImageGenTool:
     )
     SCHEMA_DESCRIPTION: ClassVar[str] = "Creates a chart or picture and returns its URL."
     is_tool_fully_executed_on_server = True
+
+    @staticmethod
+    def result_image(result: str) -> ResultImage | None:
+        """The image a result points to on this site: the card shows it, the export links it."""
+        data = json_result(result)
+        url = data.get("url") if data else None
+        if data and isinstance(url, str) and is_site_image(url):
+            return {"url": url, "alt": str(data.get("alt") or "image")}
+        return None
+
+    @staticmethod
+    def result_markdown(result: str) -> str | None:
+        """An Ask answer shows the image itself."""
+        data = json_result(result)
+        return f"![{data.get('alt', 'image')}]({data['url']})" if data and "url" in data else None
 
     @classmethod
     def from_dependencies(cls, deps: ToolDependencies) -> ImageGenTool:
@@ -164,9 +176,8 @@ class ImageGenTool:
 
     def _store(self, data: bytes, session_id: str | None) -> str:
         """Stored under the session it was drawn for: the media view serves it to whoever may see
-        that session, and to nobody else (aptix/views.py)."""
-        folder = f"images/{session_id}" if session_id and SAFE_ID.fullmatch(str(session_id)) else "images"
-        name = self._storage.save(f"{folder}/{uuid.uuid4().hex}.png", ContentFile(data))
+        that session, and to nobody else (agents/web/views/media.py)."""
+        name = self._storage.save(image_name(session_id, "png"), ContentFile(data))
         return self._storage.url(name)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
+from ..base import AgentTool, InvokeResult, ToolContext, ToolDependencies, function_schema, json_result
 
 ERROR_CATALOG_UNAVAILABLE = "AgentListModesTool could not load the mode catalog. Try again later."
 ERROR_INVALID_JSON = "AgentListModesTool requires the arguments to be a JSON object, e.g. {\"includeExamples\": true}."
@@ -14,7 +14,7 @@ ERROR_INCLUDE_EXAMPLES = "AgentListModesTool requires 'includeExamples' to be a 
 LOG_TAG = "AgentListModesTool.GetAllModes"
 
 
-class AgentListModesTool:
+class AgentListModesTool(AgentTool):
     TOOL_NAME: ClassVar[str] = "agent_list_modes"
     TOOL_USAGE_METADATA: ClassVar[str] = (
         "Read-only mode catalog, for when the user asks what modes are available or is choosing between "
@@ -23,6 +23,16 @@ class AgentListModesTool:
     )
     SCHEMA_DESCRIPTION: ClassVar[str] = "Lists the agent modes."
     is_tool_fully_executed_on_server = True
+
+    @staticmethod
+    def result_markdown(result: str) -> str | None:
+        """An Ask answer lists the modes, one line each."""
+        data = json_result(result)
+        if data is None or "modes" not in data:
+            return None
+        return "\n".join(
+            f"- **{m.get('displayName')}** (`{m.get('key')}`) — {m.get('description')}" for m in data["modes"]
+        )
 
     @classmethod
     def from_dependencies(cls, deps: ToolDependencies) -> AgentListModesTool:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from modes.catalog import ModeValidationError
 
 from ..arguments import ToolArgumentError, json_object_arguments
-from ..base import InvokeResult, ToolContext, ToolDependencies, function_schema
+from ..base import AgentTool, InvokeResult, ToolContext, ToolDependencies, function_schema, json_result
 
 ERROR_EMPTY_ARGUMENTS = "ModeChangeTool requires a non-empty arguments object."
 ERROR_NO_CONTEXT = "ModeChangeTool requires a valid execution context."
@@ -36,7 +36,7 @@ LOG_TAG = "ModeChangeTool.SetSessionMode"
 _IDENTITY_ARGUMENTS = ("sessionId", "session_id", "org", "orgId", "org_id", "user", "userId", "user_id")
 
 
-class ModeChangeTool:
+class ModeChangeTool(AgentTool):
     TOOL_NAME: ClassVar[str] = "agent_change_mode"
     TOOL_USAGE_METADATA: ClassVar[str] = (
         "Use this tool to change the current agent session mode once the user explicitly agreed. If "
@@ -48,6 +48,15 @@ class ModeChangeTool:
         "Changes this session's mode once the user confirms; branch=true: in a new session."
     )
     is_tool_fully_executed_on_server = True
+
+    @staticmethod
+    def result_markdown(result: str) -> str | None:
+        """An Ask answer says what changed (and, for a branch, where to go on)."""
+        data = json_result(result)
+        if data is None:
+            return None
+        line = f"Mode changed: {data.get('previousMode')} → {data.get('newMode')}."
+        return line + (" Continue in a new session in that mode." if data.get("branch") else "")
 
     @classmethod
     def from_dependencies(cls, deps: ToolDependencies) -> ModeChangeTool:

@@ -6,7 +6,7 @@ blobs are decoded and kept as `Attachment`s with their bytes in a `RichResult`; 
 (run on a thread by the registry entry, which knows the session) then saves them through Django's
 storage, per session, as image_gen's pictures are:
 
-    images/<session id>/<32 hex>.(png|jpg|gif|webp)   shown inline (aptix/views.py `media`)
+    images/<session id>/<32 hex>.(png|jpg|gif|webp)   shown inline (agents/web/views/media.py)
     files/<session id>/<32 hex>/<name>                always a download (Content-Disposition: attachment)
 
 Only raster images that Pillow reads as PNG, JPEG, GIF or WebP are shown; anything else claiming

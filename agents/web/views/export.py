@@ -14,9 +14,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from agents.events.payloads import ToolCalled, ToolResult
 from agents.selectors import mode_change_list, tool_events_of_session, turn_list
+from tools.registry import result_image
 
-from ..timeline import image_of
 from .sessions import get_session_or_404
 
 if TYPE_CHECKING:
@@ -30,27 +31,44 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+# The export of each event type that has one: what it adds to the turn's tool calls (by call id).
+Calls = dict[str, dict[str, Any]]
+
+
+def _called(calls: Calls, payload: ToolCalled, absolute: Callable[[str], str]) -> None:
+    calls[payload.get("id", "")] = {
+        "id": payload.get("id", ""),
+        "name": payload.get("name", ""),
+        "kind": payload.get("kind", ""),
+        "arguments": payload.get("arguments") or "",
+        "ok": None,
+    }
+
+
+def _result(calls: Calls, payload: ToolResult, absolute: Callable[[str], str]) -> None:
+    if payload.get("id", "") not in calls:
+        return
+    image = result_image(payload.get("name", ""), payload.get("result") or "")
+    calls[payload["id"]].update(
+        ok=bool(payload.get("ok")),
+        result=payload.get("result") or "",
+        error=payload.get("error") or "",
+        durationMs=payload.get("duration_ms"),
+        image=absolute(image["url"]) if image else None,
+    )
+
+
+EXPORTS: dict[str, Callable[[Calls, Any, Callable[[str], str]], None]] = {
+    "tool.called": _called,
+    "tool.result": _result,
+}
+
+
 def _tool_calls(events: list[TurnEvent], absolute: Callable[[str], str]) -> list[dict[str, Any]]:
-    calls: dict[str, dict[str, Any]] = {}
+    calls: Calls = {}
     for event in events:
-        payload = event.payload or {}
-        if event.type == "tool.called":
-            calls[payload.get("id", "")] = {
-                "id": payload.get("id", ""),
-                "name": payload.get("name", ""),
-                "kind": payload.get("kind", ""),
-                "arguments": payload.get("arguments") or "",
-                "ok": None,
-            }
-        elif event.type == "tool.result" and payload.get("id", "") in calls:
-            image = image_of(payload.get("name", ""), payload.get("result") or "")
-            calls[payload["id"]].update(
-                ok=bool(payload.get("ok")),
-                result=payload.get("result") or "",
-                error=payload.get("error") or "",
-                durationMs=payload.get("duration_ms"),
-                image=absolute(image["url"]) if image else None,
-            )
+        if export := EXPORTS.get(event.type):
+            export(calls, event.payload or {}, absolute)
     return list(calls.values())
 
 

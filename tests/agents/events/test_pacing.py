@@ -93,13 +93,28 @@ async def test_the_recorder_sends_each_replys_first_delta_at_once_and_counts_its
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     recorder = EventRecorder(turn)
     before = len(streaming)
-    await recorder.emit("step.started", {"step": 1})
+    await recorder.emit(
+        "step.started",
+        {"step": 1, "max_steps": None, "mode": "general", "messages_from": 0, "messages": [], "tools": []},
+    )
     await recorder.delta("Hel")  # the first: an event at once
     assert recorder.seq == 2 and len(streaming) == before + 1
-    await recorder.emit("model.message", {"step": 1, "content": "Hello"})
+    await recorder.emit(
+        "model.message",
+        {
+            "step": 1,
+            "content": "Hello",
+            "tool_calls": [],
+            "finish_reason": "stop",
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "turn_total": 2},
+        },
+    )
     assert len(streaming) == before
     # The next reply's first delta goes at once too, however recently the last one went.
-    await recorder.emit("step.started", {"step": 2})
+    await recorder.emit(
+        "step.started",
+        {"step": 2, "max_steps": None, "mode": "general", "messages_from": 0, "messages": [], "tools": []},
+    )
     await recorder.delta("Again")
     assert recorder.seq == 5 and len(streaming) == before + 1
     await recorder.drain()

@@ -7,6 +7,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import Max
 
 from agents.events import EventRecorder, message_events, session_group
+from agents.events.payloads import final_payload
 from agents.events.writer import TurnWrite
 from agents.models import Turn, TurnEvent
 from agents.turns import turn_start
@@ -49,19 +50,42 @@ async def test_every_event_is_stored_before_it_is_broadcast_in_order(make_sessio
     layer = RecordingLayer()
     recorder = await recorder_for(turn, channel_layer=layer)
     # A fast run: many events back to back, some deferred, some with the turn's own columns.
-    await recorder.emit("turn.started", {"mode": "general"}, defer=True)
+    await recorder.emit(
+        "turn.started",
+        {"mode": "general", "execution": "ask", "model": "test", "max_steps": 1, "tool_kinds": {}},
+        defer=True,
+    )
     for step in range(1, 8):
-        await recorder.emit("step.started", {"step": step})
+        await recorder.emit(
+            "step.started",
+            {"step": step, "max_steps": None, "mode": "general", "messages_from": 0, "messages": [], "tools": []},
+        )
         await recorder.delta(f"part {step} ")
         await recorder.emit(
             "model.message",
-            {"step": step, "content": "x"},
+            {
+                "step": step,
+                "content": "x",
+                "tool_calls": [],
+                "finish_reason": "stop",
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "turn_total": 2},
+            },
             defer=True,
             turn_write=TurnWrite(fields={"step_count": step}),
         )
-        await recorder.emit("tool.called", {"id": f"c{step}", "name": "agent_list_modes"})
-        await recorder.emit("tool.result", {"id": f"c{step}", "ok": True}, defer=True)
-    await recorder.emit("turn.completed", {"status": "completed"}, turn_write=TurnWrite(fields={"status": "completed"}))
+        await recorder.emit(
+            "tool.called", {"id": f"c{step}", "name": "agent_list_modes", "arguments": "{}", "kind": "internal"}
+        )
+        await recorder.emit(
+            "tool.result", {"id": f"c{step}", "name": "agent_list_modes", "ok": True, "duration_ms": 1.0}, defer=True
+        )
+    # The row is still queued (no turn.started write here): the guard says so.
+    write = TurnWrite(fields={"status": "completed"}, from_statuses=frozenset({"queued"}))
+    await recorder.emit(
+        "turn.completed",
+        final_payload({}, status="completed", answer="", mode="general", mode_changes=[]),
+        turn_write=write,
+    )
     await recorder.drain()
 
     stored = [(e.seq, e.type) async for e in TurnEvent.objects.filter(turn_id=turn.id).order_by("seq")]
@@ -81,9 +105,29 @@ async def test_a_later_value_of_a_turn_column_wins(make_session):
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     recorder = await recorder_for(turn, channel_layer=RecordingLayer())
     await recorder.emit(
-        "model.message", {"step": 1}, defer=True, turn_write=TurnWrite(fields={"step_count": 1, "prompt_tokens": 5})
+        "model.message",
+        {
+            "step": 1,
+            "content": "",
+            "tool_calls": [],
+            "finish_reason": "stop",
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "turn_total": 2},
+        },
+        defer=True,
+        turn_write=TurnWrite(fields={"step_count": 1, "prompt_tokens": 5}),
     )
-    await recorder.emit("model.message", {"step": 2}, defer=True, turn_write=TurnWrite(fields={"step_count": 2}))
+    await recorder.emit(
+        "model.message",
+        {
+            "step": 2,
+            "content": "",
+            "tool_calls": [],
+            "finish_reason": "stop",
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "turn_total": 2},
+        },
+        defer=True,
+        turn_write=TurnWrite(fields={"step_count": 2}),
+    )
     await recorder.drain()
     turn = await Turn.objects.aget(pk=turn.id)
     assert (turn.step_count, turn.prompt_tokens) == (2, 5)
@@ -94,12 +138,14 @@ async def test_a_deferred_event_is_written_by_the_next_emit_or_by_drain(make_ses
     turn = await sync_to_async(turn_start)(session=session, text="Hi")
     layer = RecordingLayer()
     recorder = await recorder_for(turn, channel_layer=layer)
-    await recorder.emit("tool.result", {"id": "c1", "ok": True}, defer=True)
+    await recorder.emit("tool.result", {"id": "c1", "name": "t", "ok": True, "duration_ms": 1.0}, defer=True)
     await recorder.drain()
     assert [m["event"] for m in layer.sent] == ["tool.result"]
     # A recorder for the same turn later (a continued API turn) carries on the seq.
     again = await recorder_for(turn, channel_layer=layer)
-    await again.emit("turn.completed", {})
+    await again.emit(
+        "turn.completed", final_payload({}, status="completed", answer="", mode="general", mode_changes=[])
+    )
     await again.drain()
     assert [e.seq async for e in TurnEvent.objects.filter(turn_id=turn.id).order_by("seq")] == [1, 2]
 

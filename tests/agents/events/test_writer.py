@@ -110,8 +110,15 @@ async def test_a_replys_first_delta_goes_to_the_thread_while_the_batch_before_it
     layer = _CheckingLayer()
     recorder = EventRecorder(turn, channel_layer=layer)
     async with _HeldThread() as held:
-        await recorder.emit("turn.started", {"mode": "general"}, defer=True)
-        await recorder.emit("step.started", {"step": 1})
+        await recorder.emit(
+            "turn.started",
+            {"mode": "general", "execution": "ask", "model": "test", "max_steps": 1, "tool_kinds": {}},
+            defer=True,
+        )
+        await recorder.emit(
+            "step.started",
+            {"step": 1, "max_steps": None, "mode": "general", "messages_from": 0, "messages": [], "tools": []},
+        )
         await asyncio.sleep(0)  # the writer task hands the start batch over
         await recorder.delta("Hel")
         # Both batches wait for the thread (the delta's is not held back behind the start's)...

@@ -143,9 +143,12 @@ def test_a_session_with_a_running_turn_is_not_deleted(signed_in, session):
     assert AgentSession.objects.get(pk=session.pk).deleted_at is None
 
 
+IMAGE = "ab" * 16  # an image name as image_gen stores it (32 hex)
+
+
 def _traced_turn(session):
     turn = _turn(session, message="Draw it", answer="Done: ![chart](/media/images/s/1.png)")
-    image = json.dumps({"url": f"/media/images/{session.id}/abc.png", "alt": "Revenue"})
+    image = json.dumps({"url": f"/media/images/{session.id}/{IMAGE}.png", "alt": "Revenue"})
     calls = [
         ("tool.called", {"id": "c1", "name": "image_gen", "kind": "internal", "arguments": '{"title": "Revenue"}'}),
         ("tool.result", {"id": "c1", "name": "image_gen", "ok": True, "duration_ms": 12.5, "result": image}),
@@ -169,7 +172,7 @@ def test_the_json_export_holds_turns_tool_calls_mode_changes_and_image_links(sig
     assert exported["answer"] == "Done: ![chart](http://testserver/media/images/s/1.png)"
     first, second = exported["toolCalls"]
     assert first["name"] == "image_gen" and first["ok"] is True and first["durationMs"] == 12.5
-    assert first["image"] == f"http://testserver/media/images/{session.id}/abc.png"
+    assert first["image"] == f"http://testserver/media/images/{session.id}/{IMAGE}.png"
     assert second == {"id": "c2", "name": "sql__query", "kind": "mcp", "arguments": '{"sql": "select ```"}', "ok": None}
     assert exported["modeChanges"][0]["newMode"] == "data-analysis" and exported["modeChanges"][0]["reason"] == "charts"
     assert data["modeChanges"] == exported["modeChanges"]
@@ -183,7 +186,7 @@ def test_the_markdown_export_reads_as_a_transcript(signed_in, session, alice):
     text = response.content.decode()
     assert text.startswith("# Revenue questions\n")
     assert "**You:**\n\nDraw it" in text and "**Aptix:**\n\nDone: ![chart](http://testserver/media" in text
-    assert f"![image_gen](http://testserver/media/images/{session.id}/abc.png)" in text
+    assert f"![image_gen](http://testserver/media/images/{session.id}/{IMAGE}.png)" in text
     assert '````\n{"sql": "select ```"}\n````' in text  # a fence longer than the backticks inside
     assert "`sql__query` (mcp, not finished)" in text
     assert "**Mode changed:** general → data-analysis — charts" in text

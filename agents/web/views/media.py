@@ -1,30 +1,26 @@
+"""Media of sessions (generated images, the images and files of MCP results), served to whoever may
+see the session they were made in."""
+
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
+from agents.sessions import SessionNotFoundError, session_get
 from aptix.bearer import RateLimited, bearer_user
-
-# images/<session id>/<random id>.<ext>: drawn by image_gen, or shown by an MCP tool, in that
-# session; only raster formats (tools/mcp/rich.py checks them with Pillow), never SVG.
-IMAGE_PATH = re.compile(r"images/([0-9a-f]{32})/[0-9a-f]{32}\.(png|jpg|gif|webp)")
-IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
-# files/<session id>/<random id>/<name>: audio and other blobs of MCP results, only ever downloaded.
-FILE_PATH = re.compile(r"files/([0-9a-f]{32})/[0-9a-f]{32}/([A-Za-z0-9._-]{1,100})")
+from tools.media import FILE_PATH, IMAGE_PATH, IMAGE_TYPES
 
 
 @require_GET
-def media(request, path: str):
+def media(request: HttpRequest, path: str) -> HttpResponseBase:
     """Generated images and the images and files of MCP results, to whoever may see the session they
     were made in: its owner signed in, or a program with the owner's API token (`Authorization:
     Bearer …`). Anyone else gets a 404, as for a session of someone else. Files are downloads."""
-    from agents.sessions import SessionNotFoundError, session_get
-
     user = request.user if request.user.is_authenticated else None
     if user is None and "Authorization" in request.headers:
         try:
