@@ -1,4 +1,4 @@
-"""Benchmark: the 2 web + 2 worker deployment at 100 concurrent turns (issue 17, item 5).
+"""Benchmark: the 2 web + 2 worker deployment at 100 concurrent turns.
 
 Two web processes (`manage.py aptix_serve`) and two workers (`manage.py aptix_worker`) run as real
 subprocesses on one PostgreSQL database and one Redis (tests/helpers/deployment.py, the machinery of

@@ -1,4 +1,4 @@
-"""Benchmark: concurrent streamed turns on one process (issue 17, item 5).
+"""Benchmark: concurrent streamed turns on one process.
 
 For each count in `--streams` (default 1, 20, 60, 100) that many turns run at once in this process
 (the in-process runner), each watched by one websocket through the real ASGI application (origin

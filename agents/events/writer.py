@@ -66,7 +66,7 @@ class _Job:
 
 # Group commit across turns: the batches handed over while the thread writes wait here and go in
 # its next transaction together. Twenty turns starting at once used to queue twenty transactions
-# (one commit each) on the thread, and a turn's first token waited behind all of them (issue 17:
+# (one commit each) on the thread, and a turn's first token waited behind all of them (measured:
 # +69 ms of first-token latency at 20 streams); now it waits for at most one.
 class _Pending:
     def __init__(self) -> None:
@@ -178,7 +178,7 @@ def _write_group(jobs: list[_Job]) -> None:
     in one multi-row INSERT. As few statements as possible, because the events thread gives up the
     GIL at each one and, while twenty turns start on the event loop, waits up to a switch interval
     (5 ms) to get it back: a statement per batch (and a savepoint around each) made a group of
-    twenty turns' starts take 30-40 ms, and each turn's first token waited for it (issue 17)."""
+    twenty turns' starts take 30-40 ms, and each turn's first token waited for it."""
     connection = connections[TurnEvent.objects.db]
     updates = [_update_statement(connection, job.turn_id, job.write) for job in jobs if job.write and job.write.fields]
     inserts = _insert_statements(connection, [event for job in jobs for event in job.events])

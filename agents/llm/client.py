@@ -117,7 +117,7 @@ class LLMClient:
         arguments): the SDK otherwise walks every message and schema against its parameter types to
         rename aliased keys, which the Chat Completions parameters do not have, at about half a
         millisecond of the event loop a request — twenty turns starting at once delayed every first
-        token by their sum (issue 17)."""
+        token by their sum."""
         try:
             async with self.client.chat.completions.with_streaming_response.create(
                 model=self.model,

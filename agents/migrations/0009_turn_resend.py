@@ -1,4 +1,4 @@
-# Edit and resend, retry, regenerate (issue 15, item 12): how a turn's message came to be sent, and on
+# Edit and resend, retry, regenerate: how a turn's message came to be sent, and on
 # the turns it replaced, the turn that replaced them (agents/conversations.py).
 
 import django.db.models.deletion

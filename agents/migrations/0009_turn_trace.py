@@ -1,4 +1,4 @@
-# The trace (system prompt, tool schemas, earlier turns sent) stored once per turn (issue 17, item 4).
+# The trace (system prompt, tool schemas, earlier turns sent) stored once per turn.
 # Numbered 0009 next to 0009_turn_resend (made at the same time); it follows that one so the graph
 # has one leaf.
 

@@ -146,7 +146,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         it hands a consumer: a trip through the queue of every ORM call in the process. Live
         events need no connection of that thread (their renders have a thread of their own,
         renders.py), so they skip it; twenty turns starting at once had each turn's first token
-        wait behind the others' run and history loads there (issue 17)."""
+        wait behind the others' run and history loads there."""
         if message.get("type") == "turn.events":
             await self.turn_events(message)
         else:

@@ -13,11 +13,11 @@ then the turn's state is rebuilt from the database (its text so far, rendered wh
 older than what was rendered is drawn on its own by a fresh renderer.
 
 Appending streamed text needs neither the database nor a thread: it is rendered on the event loop,
-and so is a new message's start once its turn is read (issue 17: one thread hop fewer for each of
+and so is a new message's start once its turn is read (one thread hop fewer for each of
 twenty turns starting at once, each of whose first delta waits for its start on the socket).
 Other events are rendered (and their turn read) on a thread of the renders' own, not queued on
 asgiref's one sync thread behind every ORM call of the process: twenty turns starting at once load
-their runs and histories there, and each turn's first frame waited for all of them (issue 17: most
+their runs and histories there, and each turn's first frame waited for all of them (most
 of the first token's added latency at 20 streams).
 """
 
