@@ -178,6 +178,8 @@ def approval_decide(*, turn: Turn, decisions: list[UserDecision], user: Any, com
     Raises ValidationError (code "stale" or "invalid", naming the field) and writes nothing on bad input."""
     now = timezone.now()
     with transaction.atomic():
+        # Locks in one order everywhere: the session (its grants change here), the turn, its approvals.
+        list(AgentSession.objects.select_for_update().filter(pk=turn.session_id).values_list("pk", flat=True))
         locked = Turn.objects.select_for_update().select_related("session").get(pk=turn.pk)
         if locked.status != Turn.Status.AWAITING_APPROVAL:
             raise ValidationError({"approvals": ValidationError(ERROR_NOT_WAITING, code=CODE_STALE)})

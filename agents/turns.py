@@ -292,13 +292,17 @@ def turn_end_unrun(
     error: str = "",
     now: datetime | None = None,
     before: list[tuple[str, dict[str, Any]]] | None = None,
+    only_from: frozenset[str] | None = None,
 ) -> bool:
     """End a turn that no run holds (so no EventRecorder): its row and its final event (after the
-    events `before`) in one transaction, broadcast once committed. False if it had ended meanwhile."""
+    events `before`) in one transaction, broadcast once committed. False if it had ended meanwhile,
+    or moved out of `only_from` (the status the caller saw it in: a paused turn that a run resumed
+    meanwhile is that run's to end)."""
     turn_id = turn if isinstance(turn, str) else turn.pk
     write = transition(status, error=error, finished_at=now or timezone.now(), response_mode=mode, state={})
+    allowed = (write.from_statuses or frozenset()) & (only_from if only_from is not None else OPEN)
     with transaction.atomic():
-        updated = Turn.objects.filter(pk=turn_id, status__in=write.from_statuses or ()).update(**write.fields)
+        updated = Turn.objects.filter(pk=turn_id, status__in=allowed).update(**write.fields)
         if not updated:
             return False
         final = final_payload(payload, status=status, answer="", mode=mode, mode_changes=[])
@@ -311,8 +315,16 @@ DECLINED_BY_NEW_MESSAGE = "A new message was sent, so what this turn waited for 
 
 def turn_end_waiting(turn: Turn, *, decision: str) -> bool:
     """End a turn that waits for approvals: what is pending is closed as `decision` (a new message,
-    or a cancel), the turn ends cancelled with its approval.decided and final events."""
+    or a cancel), the turn ends cancelled with its approval.decided and final events. False when it
+    no longer waits (decided and resumed, or ended, meanwhile): nothing is written.
+
+    Locks are taken in one order everywhere (the session, then the turn, then its approvals:
+    approval_decide does the same), so a decision and a cancel racing on PostgreSQL wait for each
+    other instead of deadlocking."""
     with transaction.atomic():
+        waiting = Turn.objects.select_for_update().filter(pk=turn.pk, status=Status.AWAITING_APPROVAL)
+        if not list(waiting.values_list("pk", flat=True)):
+            return False
         decided = approvals_close(turn, decision)
         reason = (
             DECLINED_BY_NEW_MESSAGE if decision == ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE else STOPPED_BY_USER
@@ -325,11 +337,13 @@ def turn_end_waiting(turn: Turn, *, decision: str) -> bool:
             payload={"reason": reason},
             mode=turn.response_mode or turn.mode,
             before=[("approval.decided", {"decisions": decided})] if decided else [],
+            only_from=frozenset({Status.AWAITING_APPROVAL}),
         )
 
 
 def turn_cancel_unrun(turn: Turn) -> bool:
-    """Cancel a turn no run holds here (queued, or waiting for client tool results or approvals)."""
+    """Cancel a turn no run holds here (queued, or waiting for client tool results or approvals), if
+    it is still in the status the caller saw: False when it moved on meanwhile (a run took it)."""
     if turn.status == Status.AWAITING_APPROVAL:
         return turn_end_waiting(turn, decision=ToolApproval.Decision.CANCELLED)
     return turn_end_unrun(
@@ -339,6 +353,7 @@ def turn_cancel_unrun(turn: Turn) -> bool:
         event_type="turn.cancelled",
         payload={"reason": STOPPED_BY_USER},
         mode=turn.mode,
+        only_from=frozenset({turn.status}),
     )
 
 
@@ -391,8 +406,12 @@ async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:
     await Turn.objects.filter(pk=turn.pk).aupdate(cancel_requested=True)
     await turn.arefresh_from_db(fields=["status", "response_mode"])
     if turn.is_paused:  # no run holds a paused turn, in this process or any worker
-        await sync_to_async(turn_cancel_unrun)(turn)
-        return True
+        if await sync_to_async(turn_cancel_unrun)(turn):
+            return True
+        # A decision resumed it meanwhile: its run holds it now, and stops on the flag or at once here.
+        await turn.arefresh_from_db(fields=["status", "response_mode"])
+        if turn.is_finished:
+            return True
     runner = runner or get_runner()
     if not runner.stop(turn.pk):
         await turn.arefresh_from_db(fields=["status", "worker", "lease_until"])

@@ -91,6 +91,7 @@ class ToolResult(TypedDict):
     size: NotRequired[int]  # characters of the whole result
     cut_for_model: NotRequired[int]  # the result was cut to this many characters for the model
     repeat: NotRequired[bool]  # the same call was made earlier in the turn: its result was given again
+    stopped: NotRequired[bool]  # the turn was stopped while the tool ran: it may have had its effect
     # Rich content of an MCP result (tools/mcp/rich.py Attachment.payload): images, files, links,
     # embedded resources; `text` is then the result's text blocks alone (the card shows the rest apart).
     attachments: NotRequired[list[dict[str, Any]]]

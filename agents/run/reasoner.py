@@ -97,6 +97,11 @@ class Reasoner:
         )
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
+        if resumed in Turn.PAUSED_STATUSES and not await turns.turn_resume(turn):
+            # Ended while this run was on its way (a cancel, a new message): it owns nothing any more,
+            # so nothing runs and nothing is written; the turn's end event was the last.
+            logger.info("Turn %s ended before its run resumed it", turn.id, extra={"event": "runs.resume_lost"})
+            return turn
         try:
             if resumed == Turn.Status.REQUIRES_ACTION:
                 run.state = self._continue_state(turn, tool_results or [])
@@ -197,8 +202,7 @@ class Reasoner:
     # --- the loop ---------------------------------------------------------------------------
 
     async def _loop(self, run: Run, resumed: str) -> RunOutcome:
-        if resumed in Turn.PAUSED_STATUSES:
-            await turns.turn_resume(run.turn)
+        if resumed in Turn.PAUSED_STATUSES:  # resumed in run(), before anything was written
             if resumed == Turn.Status.AWAITING_APPROVAL:
                 await self.calls.resume_approved(run)
                 if after := self._after_tools(run):

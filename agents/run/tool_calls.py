@@ -42,6 +42,7 @@ CUT_MARKER = (
 )
 
 
+TOOL_STOPPED = "The turn was stopped while this tool ran; it may or may not have finished."
 REPEAT_NOTE = "\n\n[Already called in this turn with the same arguments: this is that result. Use it.]"
 
 
@@ -180,14 +181,28 @@ class ToolCalls:
             session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
         )
         started = time.monotonic()
-        async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-            result = await self._execute(call, kind, context, run.paused_state, progress.report)
+        try:
+            async with ProgressRelay(run.recorder, call.id, call.name) as progress:
+                result = await self._execute(call, kind, context, run.paused_state, progress.report)
+        except asyncio.CancelledError:
+            # Stopped while the tool ran: it may have had its effect, so the audit keeps its result (the
+            # turn's end, written next, takes it along).
+            elapsed = round((time.monotonic() - started) * 1000, 1)
+            await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
+            raise
         await self._record(run, call, result, round((time.monotonic() - started) * 1000, 1))
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
 
     async def _record(
-        self, run: Run, call: Call, result: InvokeResult, duration_ms: float, *, repeat: bool = False
+        self,
+        run: Run,
+        call: Call,
+        result: InvokeResult,
+        duration_ms: float,
+        *,
+        repeat: bool = False,
+        stopped: bool = False,
     ) -> None:
         state = run.paused_state
         full = result.content_for_model()
@@ -214,6 +229,8 @@ class ToolCalls:
             payload["cut_for_model"] = settings.APTIX_TOOL_RESULT_CHARS
         if repeat:
             payload["repeat"] = True
+        if stopped:
+            payload["stopped"] = True
         await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
 
     async def _when_started(self, name: str, on_progress: Progress) -> Any:

@@ -61,7 +61,9 @@ def tool_item(
     if result is not None:
         # "blocked": the user denied the call (it never ran), told apart from a tool that failed
         blocked = result.get("error") in (DENIED_TOOL, DECLINED_MODE_CHANGE)
-        data["state"] = "ok" if result.get("ok") else "blocked" if blocked else "error"
+        data["state"] = (
+            "stopped" if result.get("stopped") else "ok" if result.get("ok") else "blocked" if blocked else "error"
+        )
         data["size"] = result.get("size")
         data["cut_for_model"] = result.get("cut_for_model")
         data["repeat"] = bool(result.get("repeat"))

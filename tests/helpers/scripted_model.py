@@ -240,6 +240,10 @@ class ScriptedModel:
         delay, self._next_delay = self._next_delay, 0.0
         return delay
 
+    def clear(self) -> None:
+        """Drop the queued replies that were not consumed (a test that reuses the model)."""
+        self._queue.clear()
+
     # -- inspection -------------------------------------------------------------------------
     @property
     def calls(self) -> int:
