@@ -322,8 +322,10 @@ def turn_end_waiting(turn: Turn, *, decision: str) -> bool:
     approval_decide does the same), so a decision and a cancel racing on PostgreSQL wait for each
     other instead of deadlocking."""
     with transaction.atomic():
-        waiting = Turn.objects.select_for_update().filter(pk=turn.pk, status=Status.AWAITING_APPROVAL)
-        if not list(waiting.values_list("pk", flat=True)):
+        # The turn's row alone (Turn's default ordering joins its session, which FOR UPDATE would lock
+        # too, before the turn: the opposite order to approval_decide's).
+        waiting = Turn.objects.select_for_update(of=("self",)).filter(pk=turn.pk, status=Status.AWAITING_APPROVAL)
+        if not list(waiting.order_by().values_list("pk", flat=True)):
             return False
         decided = approvals_close(turn, decision)
         reason = (

@@ -10,17 +10,21 @@ of event-loop turns so both orders and the windows between them are hit; on Post
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
+from django.db import connections
 
-from agents.approvals import UserDecision, approval_decide
+from agents.approvals import CODE_STALE, UserDecision, approval_decide
 from agents.events import FINAL_EVENT_TYPES
-from agents.models import Turn, TurnEvent
+from agents.models import ToolApproval, Turn, TurnEvent
 from agents.run.runners import LocalRunner
 from agents.runner import use_runner
-from agents.turns import turn_cancel
+from agents.turns import error_code, turn_cancel, turn_cancel_unrun
 from modes.models import AgentMode
 from tests.helpers import async_db
 from tools.base import InvokeResult, function_schema
@@ -120,3 +124,57 @@ async def test_a_run_that_arrives_after_the_cancel_runs_nothing(make_session, ru
     assert ended.status == Turn.Status.CANCELLED
     assert [(e.seq, e.type) for e in await _events(turn.id)] == [(e.seq, e.type) for e in before]
     assert SlowWriteTool.executed == [] and model.pending == 1  # no tool ran, no model call was made
+
+
+def _decide_or_stale(turn: Turn, call_id: str, user) -> str:
+    try:
+        approval_decide(turn=turn, decisions=[UserDecision(call_id, approve=True, scope="session")], user=user)
+    except ValidationError as exc:
+        assert error_code(exc) == CODE_STALE, exc  # the lost race: 409 for the web and the API
+        return "stale"
+    finally:
+        connections.close_all()
+    return "decided"
+
+
+def _cancel(turn: Turn) -> str:
+    try:
+        return "cancelled" if turn_cancel_unrun(turn) else "too late"
+    finally:
+        connections.close_all()
+
+
+async def test_a_decision_and_a_cancel_at_once_neither_deadlocks_nor_both_win(
+    make_session, run_turn, model, alice, write_tool
+):
+    """Two threads, one deciding and one cancelling, released together: on PostgreSQL they took their
+    locks in opposite orders (turn then approvals, approvals then turn) and one died with 'deadlock
+    detected' (an HTTP 500). Now one waits for the other, and exactly one of them wins."""
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
+    for round_ in range(8):
+        session = await make_session(execution="agent")
+        model.clear()
+        model.reply("", tool_calls=[("notes__add_note", {"text": f"note {round_}"})])
+        turn = await run_turn(session, "Add a note")
+        [call] = turn.state["awaiting"]
+        barrier = threading.Barrier(2)
+
+        def decide(turn=turn, call_id=call["id"], barrier=barrier) -> str:
+            barrier.wait()
+            return _decide_or_stale(turn, call_id, alice)
+
+        def cancel(turn=turn, barrier=barrier) -> str:
+            barrier.wait()
+            return _cancel(turn)
+
+        with ThreadPoolExecutor(2) as pool:
+            decided, cancelled = await asyncio.gather(
+                asyncio.wrap_future(pool.submit(decide)), asyncio.wrap_future(pool.submit(cancel))
+            )
+        turn = await Turn.objects.aget(pk=turn.pk)
+        assert turn.status == Turn.Status.CANCELLED and cancelled == "cancelled", (round_, decided, cancelled)
+        row = await ToolApproval.objects.aget(turn=turn)
+        # The decision came first (and the cancel then ended the turn it no longer resumed) or the
+        # cancel did (and the decision was told it was too late); never both, never neither.
+        expected = {"decided": ToolApproval.Decision.APPROVED, "stale": ToolApproval.Decision.CANCELLED}
+        assert row.decision == expected[decided], (round_, decided, row.decision)
