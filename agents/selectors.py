@@ -272,6 +272,18 @@ def mode_key_named(*, name: str) -> str:
     return mode.key if mode else ""
 
 
+def mode_proposed(*, key: str | None, name: str) -> tuple[str, str] | None:
+    """(key, display name) of the active catalog mode a proposal offers: by its key when the text
+    gives one (the key is what consent is given to), else by the name; None when the catalog has no
+    such active mode."""
+    modes = AgentMode.objects.filter(is_active=True)
+    if key is not None:
+        mode = modes.filter(key__iexact=key.strip()).first()
+    else:
+        mode = modes.filter(Q(display_name__iexact=name) | Q(key__iexact=name)).first()
+    return (mode.key, mode.display_name) if mode else None
+
+
 def mode_model(*, key: str) -> str:
     """The model the mode names ("" when it names none, or there is no such mode)."""
     return AgentMode.objects.filter(key=key).values_list("model", flat=True).first() or ""

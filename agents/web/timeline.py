@@ -27,7 +27,7 @@ from agents.events.payloads import (
 from agents.llm.protocol import estimate_tokens
 from agents.models import Turn, TurnEvent
 from agents.run.progress import progress_label
-from agents.selectors import mode_display_name, mode_key_named
+from agents.selectors import mode_display_name, mode_proposed
 from agents.state import ModeChange
 from modes.proposal import find_proposal
 from tools.media import is_site_file, is_site_image
@@ -269,8 +269,11 @@ def proposal_choices(answer: str) -> list[dict[str, Any]]:
     proposal = find_proposal(answer)
     if proposal is None:
         return []
-    name = proposal.display_name
-    key = proposal.key or _mode_key_named(name)
+    # A button carries consent to a mode, so what it says is that mode's catalog entry, never the
+    # model's text: "**Data Analysis** (`workflow-authoring`)" offers Workflow Authoring. A mode
+    # the catalog does not have (or not active) gets no consent, only the reply.
+    offered = mode_proposed(key=proposal.key, name=proposal.display_name)
+    key, name = offered if offered else ("", proposal.display_name)
     return [
         {"send": "1) Stay in the current mode", "label": "Stay in the current mode", "mode": ""},
         {
@@ -286,10 +289,6 @@ def proposal_choices(answer: str) -> list[dict[str, Any]]:
             "branch": "true",
         },
     ]
-
-
-def _mode_key_named(name: str) -> str:
-    return mode_key_named(name=name)
 
 
 def live_text(events: list[TurnEvent]) -> str:

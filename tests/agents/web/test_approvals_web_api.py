@@ -14,7 +14,7 @@ from agents.models import AgentSession, ToolApproval, Turn
 from agents.runner import get_runner
 from agents.sessions import session_create
 from aptix.tokens import api_token_create
-from modes.models import ModeHistory
+from modes.models import AgentMode, ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
 
 pytestmark = async_db
@@ -175,6 +175,32 @@ async def test_the_proposals_buttons_carry_the_choice(llm, model, team_a, alice,
     switch = 'data-send="2) Switch this session to Data Analysis" data-choice-mode="data-analysis"'
     assert switch + ' data-choice-branch="false"' in page
     assert 'data-choice-mode="data-analysis" data-choice-branch="true"' in page
+
+
+async def test_a_buttons_label_is_the_catalog_entry_of_the_mode_it_carries(llm, model, team_a, alice, password):
+    """A model's proposal that names one mode and gives the key of another: the buttons carry the key
+    (what the model will be asked to switch to) and say that mode's name from the catalog, so what a
+    user clicks is what they consent to. A key the catalog lacks carries no consent at all."""
+    from modes.proposal import proposal_text
+
+    session = await sync_to_async(session_create)(team=team_a, user=alice)
+    client = await signed_in(alice, password)
+    model.reply(proposal_text("Data Analysis", "workflow-authoring"))
+    await client.post(reverse("turn-new", args=[session.id]), {"message": "Chart revenue"})
+    await get_runner().wait((await Turn.objects.aget(session=session)).id)
+    page = (await client.get(reverse("session-detail", args=[session.id]))).content.decode()
+    workflow = await AgentMode.objects.aget(key="workflow-authoring")
+    assert (
+        f'data-send="2) Switch this session to {workflow.display_name}" data-choice-mode="workflow-authoring"' in page
+    )
+    assert "Switch this session to Data Analysis" not in page
+
+    model.reply(proposal_text("Data Analysis", "no-such-mode"))
+    await client.post(reverse("turn-new", args=[session.id]), {"message": "Chart it anyway"})
+    await get_runner().wait((await Turn.objects.filter(session=session).alatest("index")).id)
+    page = (await client.get(reverse("session-detail", args=[session.id]))).content.decode()
+    assert 'data-choice-mode="no-such-mode"' not in page
+    assert 'data-send="2) Switch this session to Data Analysis"' in page  # the reply still goes
 
 
 async def test_nobody_else_sees_or_decides_a_card(llm, model, team_a, alice, bob, password):
