@@ -352,6 +352,13 @@ APTIX_SESSION_PAGE_TURNS = Integer(
 APTIX_LOGIN_FAILURE_LIMIT = Integer(
     "APTIX_LOGIN_FAILURE_LIMIT", 5, LIMITS, "wrong passwords before a login is locked out; `0` turns the lockout off"
 )
+APTIX_LOGIN_ADDRESS_LIMIT = Integer(
+    "APTIX_LOGIN_ADDRESS_LIMIT",
+    50,
+    LIMITS,
+    "wrong passwords from one address, whatever the usernames, before logins from that address are "
+    "refused for the cool-off (password spraying); users elsewhere are not affected; `0` turns it off",
+)
 APTIX_LOGIN_COOLOFF_MINUTES = Number(
     "APTIX_LOGIN_COOLOFF_MINUTES",
     15.0,

@@ -4,21 +4,44 @@ page a locked-out login gets (429 with Retry-After). Configured in settings (APT
 from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend
+from axes.exceptions import AxesBackendPermissionDenied
 from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
 from django.conf import settings
+from django.db.models import Sum
 from django.shortcuts import render
+from django.utils import timezone
+
+from .ratelimits import client_ip
 
 
 class LockoutBackend(AxesStandaloneBackend):
     """django-axes' lockout check before the ModelBackend, except for authenticate() calls made
     without a request: those come from code, not from a login form (the test client's login(), a
     management command), and django-axes cannot count them. Every login page of Aptix (/login/ and
-    the admin's) passes its request, so each of them is counted and locked."""
+    the admin's) passes its request, so each of them is counted and locked.
+
+    Before it, the address check: django-axes counts failures per username and address, so one
+    password tried over many accounts from one address (spraying) never locks anything. The failures
+    it recorded from the request's address within the cool-off, summed over every username, refuse
+    that address's logins past APTIX_LOGIN_ADDRESS_LIMIT; the same users from elsewhere are not
+    affected."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None:
             return None
+        limit = settings.APTIX_LOGIN_ADDRESS_LIMIT
+        if settings.AXES_ENABLED and limit and address_failures(request) >= limit:
+            request.axes_locked_out = True  # the axes middleware answers with lockout_response
+            raise AxesBackendPermissionDenied("Too many failed logins from this address")
         return super().authenticate(request, username, password, **kwargs)
+
+
+def address_failures(request) -> int:
+    """Failed logins from the request's address within the cool-off, for any username."""
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    attempts = AccessAttempt.objects.filter(ip_address=client_ip(request), attempt_time__gte=since)
+    return attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0
 
 
 def lockout_response(request, original_response=None, credentials=None):

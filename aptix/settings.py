@@ -318,6 +318,7 @@ APTIX_TRUSTED_PROXIES = read(env.APTIX_TRUSTED_PROXIES)
 AXES_FAILURE_LIMIT = read(env.APTIX_LOGIN_FAILURE_LIMIT)  # 0 turns the lockout off
 AXES_ENABLED = AXES_FAILURE_LIMIT > 0
 AXES_COOLOFF_TIME = timedelta(minutes=read(env.APTIX_LOGIN_COOLOFF_MINUTES))
+APTIX_LOGIN_ADDRESS_LIMIT = read(env.APTIX_LOGIN_ADDRESS_LIMIT)  # aptix/lockout.py
 
 
 def env_lockout_parameters(name: str, default: str) -> LockoutParameters:

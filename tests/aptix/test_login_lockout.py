@@ -11,6 +11,7 @@ from axes.models import AccessAttempt
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, RequestFactory, override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from aptix import settings as aptix_settings
 from aptix.ratelimits import client_ip, describe_rate
@@ -99,6 +100,30 @@ def test_locking_out_an_address_stops_a_password_spray(alice, bob, carol, passwo
     for username in ["alice", "bob", "carol", "dave", "erin"]:
         attempt(client, "/login/", username, "Summer2024!")
     assert attempt(client, "/login/", "bob", password).status_code == 429
+
+
+@override_settings(APTIX_LOGIN_ADDRESS_LIMIT=8)
+def test_a_password_spray_from_one_address_is_refused_with_the_default_lockout(alice, bob, password):
+    """With the default `username+ip`, one password over many usernames from one address never locks
+    a pair (each tried once): the address limit counts its failures across usernames."""
+    sprayer = Client(REMOTE_ADDR="203.0.113.9")
+    statuses = [attempt(sprayer, "/login/", f"user{i}", "Summer2024!").status_code for i in range(12)]
+    assert statuses[:8] == [200] * 8 and set(statuses[8:]) == {429}
+    assert attempt(sprayer, "/login/", "bob", password).status_code == 429  # the address, whoever logs in
+    assert "Try again in 15 minutes" in attempt(sprayer, "/admin/login/", "alice", password).content.decode()
+    # the users themselves, from their own addresses, are not locked out by someone else's spray
+    assert attempt(Client(REMOTE_ADDR="198.51.100.7"), "/login/", "bob", password).status_code == 302
+    assert attempt(Client(REMOTE_ADDR="198.51.100.8"), "/login/", "alice", password).status_code == 302
+
+
+@override_settings(APTIX_LOGIN_ADDRESS_LIMIT=8)
+def test_the_address_limit_ends_with_the_cool_off(alice, password):
+    sprayer = Client(REMOTE_ADDR="203.0.113.9")
+    for i in range(8):
+        attempt(sprayer, "/login/", f"user{i}", "wrong")
+    assert attempt(sprayer, "/login/", "alice", password).status_code == 429
+    AccessAttempt.objects.update(attempt_time=timezone.now() - COOL_OFF - timedelta(seconds=1))
+    assert attempt(sprayer, "/login/", "alice", password).status_code == 302
 
 
 def test_the_client_address_comes_from_trusted_proxies_only():
