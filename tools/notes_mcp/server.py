@@ -157,7 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1 or not args[0].strip():
         sys.stderr.write(USAGE + "\n")
         return 2
-    path = Path(args[0]).expanduser().absolute()  # relative to the working directory, fixed at start
+    given = Path(args[0]).expanduser()
+    # A relative path is the working directory's (Aptix starts the server in the `cwd` its mcp.json
+    # entry names, by default the config file's folder) and must stay inside it: `../../x` is no
+    # notes file of this folder, and would write wherever the process happened to start.
+    if not given.is_absolute() and ".." in given.parts:
+        sys.stderr.write(f"notes_server: {given} leaves the working directory; give an absolute path\n")
+        return 1
+    path = given.absolute()  # fixed at start
     if path.is_dir():
         sys.stderr.write(f"notes_server: {path} is a directory, not a notes file\n")
         return 1

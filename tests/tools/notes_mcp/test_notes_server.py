@@ -174,3 +174,10 @@ async def test_a_link_put_in_place_after_start_is_a_tool_error(tmp_path):
             f"Cannot use the notes file: {path} is a symbolic link; give the notes file itself"
         )
     assert (tmp_path / "target").read_text() == ""
+
+
+def test_a_relative_path_must_stay_in_the_working_directory(tmp_path):
+    done = _python("-m", "tools.notes_mcp", "../outside/notes.md")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "notes_server: ../outside/notes.md leaves the working directory; give an absolute path\n"
+    assert not (REPO_DIR.parent / "outside").exists()
