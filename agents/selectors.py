@@ -158,6 +158,46 @@ def event_list_between(*, turn_id: str, after: int, before: int | None, limit: i
     return list(events[:limit])
 
 
+# --- the live renderers (agents/web/live.py, renders.py) -------------------------------------------
+
+
+def turn_in_session_get(*, turn_id: str, session_id: str) -> Turn:
+    return Turn.objects.get(pk=turn_id, session_id=session_id)
+
+
+def turn_reread(*, turn: Turn) -> None:
+    """The turn's columns as stored now (the run writes them behind the stream)."""
+    turn.refresh_from_db()
+
+
+def session_reread(*, session: AgentSession) -> None:
+    """The session's columns as stored now (its mode, title, grants)."""
+    session.refresh_from_db()
+
+
+def event_list_until(*, turn: Turn, seq: int) -> list[TurnEvent]:
+    """The turn's events up to `seq`, in order."""
+    return list(turn.events.filter(seq__lte=seq).order_by("seq"))
+
+
+def event_list_before(*, turn: Turn, seq: int) -> list[TurnEvent]:
+    """The turn's events before `seq`, in order."""
+    return list(turn.events.filter(seq__lt=seq).order_by("seq"))
+
+
+def tool_call_of_turn(*, turn: Turn, call_id: str) -> dict[str, Any] | None:
+    """The payload of the turn's `tool.called` event for call `call_id`."""
+    for event in turn.events.filter(type="tool.called").order_by("seq"):
+        if event.payload.get("id") == call_id:
+            return event.payload
+    return None
+
+
+def turn_waits_for_decisions(*, turn: Turn) -> bool:
+    """Whether the turn waits for approvals the user has yet to decide."""
+    return turn.status == Turn.Status.AWAITING_APPROVAL and turn.approvals.filter(decision="").exists()
+
+
 # --- the timeline's pages -----------------------------------------------------------------------
 
 # Not loaded for a finished turn: what streamed (its answer has it) and each step's request (the trace).

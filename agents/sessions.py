@@ -140,6 +140,11 @@ def session_delete(*, session: AgentSession) -> None:
     session.deleted_at = locked.deleted_at
 
 
+def session_readable(*, user, session_id: str) -> bool:
+    """Whether `user` may read the session (session_list's check, without loading the row)."""
+    return session_list(user=user).filter(pk=session_id).exists()
+
+
 def session_get(*, user, session_id: str) -> AgentSession:
     session = session_list(user=user).filter(pk=session_id).first()
     if session is None:

@@ -23,6 +23,14 @@ from django.utils.safestring import SafeString, mark_safe
 from agents.events import FINAL_EVENT_TYPES, live_payload
 from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, TurnEnded, turn_columns
 from agents.models import AgentSession, Turn, TurnEvent
+from agents.selectors import (
+    event_list_before,
+    event_list_until,
+    session_reread,
+    tool_call_of_turn,
+    turn_reread,
+    turn_waits_for_decisions,
+)
 from agents.state import ModeChange
 
 from .event_views import EVENT_VIEWS, TurnItems, renders
@@ -150,13 +158,13 @@ class LiveRenderer:
         events = self.seen.get(turn.id)
         if events is not None and events and events[-1].seq == seq:
             return list(events)
-        return list(turn.events.filter(seq__lte=seq).order_by("seq"))
+        return event_list_until(turn=turn, seq=seq)
 
     def streamed(self, turn: Turn, seq: int) -> str:
         """What the turn streamed before event `seq`: remembered, or (a connection that resumed
         mid-reply, whose page already shows the start) read from the database."""
         if turn.id not in self.live:
-            self.live[turn.id] = live_text(list(turn.events.filter(seq__lt=seq).order_by("seq")))
+            self.live[turn.id] = live_text(event_list_before(turn=turn, seq=seq))
         return self.live[turn.id]
 
     def status(self, turn: Turn, step: int | None, tokens: int | None) -> str:
@@ -174,8 +182,8 @@ class LiveRenderer:
 def _stored_turn(turn: Turn, seq: int) -> list:
     """The turn as of event `seq`: the run may have written later events already, and those follow on
     this stream as fragments of their own (drawn here too, they would show twice)."""
-    turn.refresh_from_db()
-    return list(turn.events.filter(seq__lte=seq).order_by("seq"))
+    turn_reread(turn=turn)
+    return event_list_until(turn=turn, seq=seq)
 
 
 def _ended(turn: Turn, payload: TurnEnded) -> None:
@@ -183,7 +191,7 @@ def _ended(turn: Turn, payload: TurnEnded) -> None:
     event without them (a turn ended by a sweep) reads the row."""
     columns = turn_columns(payload)
     if columns is None:
-        turn.refresh_from_db()
+        turn_reread(turn=turn)
         return
     for name, value in columns.items():
         setattr(turn, name, value)
@@ -211,7 +219,7 @@ def _turn_ended(live: LiveRenderer, turn: Turn, payload: TurnEnded, seq: int) ->
     html = render_turn(turn, events, oob=True)
     live.seen.pop(turn.id, None)
     live.timelines.pop(turn.id, None)
-    live.session.refresh_from_db()  # its mode, title, grants: one read per process, not per viewer
+    session_reread(session=live.session)  # its mode, title, grants: one read per process, not per viewer
     # The badge (and its catalog, the largest part) only if the mode changed: mode.changed drew it then.
     changed = bool(payload.get("mode_changes")) or "mode_changes" not in payload
     return html + session_fragments(live.session, composer="idle", mode_badge=changed, meta=True, waiting=True)
@@ -222,8 +230,8 @@ def _approval(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     """The turn redrawn with its cards (asked, or decided); the composer stays free while the turn
     waits (a new message declines what it waits for) and is busy again once its run continues."""
     html = render_turn(turn, _stored_turn(turn, seq), oob=True)
-    live.session.refresh_from_db()  # its grants may have changed
-    waiting = turn.status == Turn.Status.AWAITING_APPROVAL and turn.approvals.filter(decision="").exists()
+    session_reread(session=live.session)  # its grants may have changed
+    waiting = turn_waits_for_decisions(turn=turn)
     composer: ComposerState = "idle" if waiting or turn.is_finished else "busy"
     # tools: an "Allow for this session" is listed in the Tools panel at once
     parts = session_fragments(live.session, composer=composer, turn=turn, tools=True, meta=True, waiting=True)
@@ -282,14 +290,11 @@ def _model_message(live: LiveRenderer, turn: Turn, payload: ModelMessage, seq: i
 
 @renders("mode.changed")
 def _mode_changed(live: LiveRenderer, turn: Turn, payload: ModeChange, seq: int) -> str:
-    live.session.refresh_from_db()
+    session_reread(session=live.session)
     item = live.items(turn, "mode.changed", payload)
     # tools: the Tools panel lists what the new mode's policy offers (and blocks)
     return item + session_fragments(live.session, mode_badge=True, tools=True, meta=True)
 
 
 def _stored_call(turn: Turn, call_id: str) -> dict:
-    for event in turn.events.filter(type="tool.called").order_by("seq"):
-        if event.payload.get("id") == call_id:
-            return event.payload
-    return {"id": call_id or "", "name": "tool"}
+    return tool_call_of_turn(turn=turn, call_id=call_id) or {"id": call_id or "", "name": "tool"}

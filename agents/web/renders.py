@@ -36,6 +36,7 @@ from django.db import connections
 
 from agents.events.channel import turn_from_row
 from agents.models import AgentSession, Turn
+from agents.selectors import turn_in_session_get
 
 from .live import LiveRenderer
 
@@ -67,7 +68,7 @@ def close_render_connection() -> None:
 
 
 def _read_turn(turn_id: str, session_id: str) -> Turn:
-    return Turn.objects.get(pk=turn_id, session_id=session_id)
+    return turn_in_session_get(turn_id=turn_id, session_id=session_id)
 
 
 @dataclass

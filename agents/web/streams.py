@@ -35,7 +35,7 @@ from django.utils.module_loading import import_string
 from aptix.models import Membership
 
 from ..models import AgentSession
-from ..sessions import session_list
+from ..sessions import session_readable
 
 logger = logging.getLogger("aptix.stream")
 
@@ -92,7 +92,7 @@ def still_allowed(*, user_id: Any, session_key: str | None, session_id: str) -> 
     user = get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]  # it reads request.session only
     if not user.is_authenticated or str(user.pk) != str(user_id):
         return False
-    return session_list(user=user).filter(pk=session_id).exists()
+    return session_readable(user=user, session_id=session_id)
 
 
 def access_changed(user_id: Any, *, ended_session: str | None = None) -> None:
