@@ -44,19 +44,29 @@ def _routes(resolver: URLResolver | None = None, prefix: str = "") -> Iterator[t
 
 
 def session_routes() -> list[URLPattern]:
-    """Every named route of the site whose URL names a session or a turn."""
-    found = [p for _, p in _routes() if {"session_id", "turn_id"} & set(p.pattern.converters)]
+    """Every named route of the site whose URL names a session or a turn (the media route names the
+    session in its path)."""
+    found = [p for _, p in _routes() if {"session_id", "turn_id", "path"} & set(p.pattern.converters)]
     assert len(found) >= 20  # the walk found the app's routes (a broken walk must not pass empty)
     return found
 
 
 def _kwargs(pattern: URLPattern, session: AgentSession, turn: Turn) -> dict[str, str]:
-    values = {"session_id": session.id, "turn_id": turn.id, "fmt": "json"}
+    values = {"session_id": session.id, "turn_id": turn.id, "fmt": "json", "path": _image_path(session)}
     return {name: values[name] for name in pattern.pattern.converters}
 
 
+def _image_path(session: AgentSession) -> str:
+    return f"images/{session.id}/{'c' * 32}.png"
+
+
+@pytest.fixture(autouse=True)
+def _an_image_of_the_session(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+
+
 @pytest.fixture
-def bobs_session(bob) -> tuple[AgentSession, Turn, Turn, ToolApproval]:
+def bobs_session(bob, settings) -> tuple[AgentSession, Turn, Turn, ToolApproval]:
     session = session_create(team=bob.memberships.get().team, user=bob, execution="agent")
     done = ended_turn(session, status=Turn.Status.COMPLETED, index=1, answer="Done.")
     waiting = Turn.objects.create(
@@ -71,6 +81,9 @@ def bobs_session(bob) -> tuple[AgentSession, Turn, Turn, ToolApproval]:
         kind=ToolApproval.Kind.TOOL,
         arguments="{}",
     )
+    image = settings.MEDIA_ROOT / _image_path(session)
+    image.parent.mkdir(parents=True)
+    image.write_bytes(b"\x89PNG\r\n\x1a\n")  # the session's image: its owner gets it, nobody else
     return session, done, waiting, approval
 
 
@@ -139,3 +152,4 @@ def test_the_walk_reaches_the_session_while_the_user_may(client, bob, bobs_sessi
     assert client.get(reverse("session-detail", kwargs={"session_id": session.id})).status_code == 200
     url = reverse("turn-answer", kwargs={"session_id": session.id, "turn_id": done.id})
     assert client.get(url).status_code == 200
+    assert client.get(reverse("media", kwargs={"path": _image_path(session)})).status_code == 200
