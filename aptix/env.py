@@ -148,6 +148,12 @@ APTIX_RUN_SWEEP = Flag(
 APTIX_WORKER_GRACE = Number(
     "APTIX_WORKER_GRACE", 30.0, DEPLOYMENT, "seconds an `aptix_worker`'s running turns get to end on SIGTERM"
 )
+APTIX_WORKER_HEALTH_HOST = Text(
+    "APTIX_WORKER_HEALTH_HOST",
+    "127.0.0.1",
+    DEPLOYMENT,
+    "the address `aptix_worker --health-port` listens on (`0.0.0.0` for a probe from another host)",
+)
 APTIX_HTTPS = Flag(
     "APTIX_HTTPS",
     False,

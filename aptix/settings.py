@@ -261,6 +261,7 @@ APTIX_MODE_CHANGE_CONSENT = read(env.APTIX_MODE_CHANGE_CONSENT)
 APTIX_RUN_HEARTBEAT = read(env.APTIX_RUN_HEARTBEAT)
 # Seconds a worker's running turns get to end when it is asked to stop (SIGTERM).
 APTIX_WORKER_GRACE = read(env.APTIX_WORKER_GRACE)
+APTIX_WORKER_HEALTH_HOST = read(env.APTIX_WORKER_HEALTH_HOST)
 # Session streams (agents/web/streams.py): live views per user and per session in one process, the
 # events a reconnect may replay (a page further behind is told to reload), the largest frame a
 # client may send (the stream is one-way), and seconds between checks that the socket's access holds.

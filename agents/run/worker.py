@@ -101,16 +101,31 @@ class QueueWorker:
             await asyncio.wait(pending, timeout=10)
 
 
-def serve_forever(grace: float | None = None, *, start_up: Callable[[], None] | None = None) -> None:
-    """Run a worker until SIGTERM/SIGINT (the management command, which passes the start-up hooks)."""
+def serve_forever(
+    grace: float | None = None, *, start_up: Callable[[], None] | None = None, health_port: int | None = None
+) -> None:
+    """Run a worker until SIGTERM/SIGINT (the management command, which passes the start-up hooks).
+    `health_port`: serve `/healthz` and `/readyz` there (agents/run/health.py WorkerProbe)."""
     import signal
+
+    from .health import LoopWatch, WorkerProbe
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        probe = None
+        if health_port is not None:
+            watch = LoopWatch()
+            watch.start()
+            probe = WorkerProbe(watch, health_port, host=settings.APTIX_WORKER_HEALTH_HOST)
+            probe.start()
         worker = QueueWorker(grace=grace if grace is not None else settings.APTIX_WORKER_GRACE)
-        await worker.serve(stop, start_up=start_up)
+        try:
+            await worker.serve(stop, start_up=start_up)
+        finally:
+            if probe is not None:
+                probe.stop()
 
     asyncio.run(main())

@@ -1,9 +1,11 @@
 from django.urls import path
 
-from .views import actions, answer, export, history, manage, sessions, settings
+from .views import actions, answer, export, health, history, manage, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("sessions/", sessions.session_list_view, name="session-list"),
     path("sessions/new/", sessions.session_new, name="session-new"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session-detail"),

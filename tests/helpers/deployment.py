@@ -35,14 +35,14 @@ FINAL = re.compile(r'class="turn status-(completed|failed|cancelled|limit_reache
 class Worker:
     """The `aptix_worker` process and the scripted model it talks to (attributes of the model pass through)."""
 
-    def __init__(self, model: ScriptedModel, env: dict[str, str], log: Path) -> None:
-        self.model, self.env, self.log = model, env, log
+    def __init__(self, model: ScriptedModel, env: dict[str, str], log: Path, args: tuple[str, ...] = ()) -> None:
+        self.model, self.env, self.log, self.args = model, env, log, args
         self.process = self._spawn()
 
     def _spawn(self) -> subprocess.Popen:
         with self.log.open("a") as out:
             return subprocess.Popen(
-                [sys.executable, "manage.py", "aptix_worker", "--grace", "1"],
+                [sys.executable, "manage.py", "aptix_worker", "--grace", "1", *self.args],
                 cwd=ROOT,
                 env=self.env,
                 stdout=out,

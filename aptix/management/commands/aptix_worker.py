@@ -20,10 +20,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--grace", type=float, default=None, help="seconds running turns get to end on SIGTERM (APTIX_WORKER_GRACE)"
         )
+        parser.add_argument(
+            "--health-port",
+            type=int,
+            default=None,
+            help="serve /healthz and /readyz on this port (APTIX_WORKER_HEALTH_HOST, loopback by default); "
+            "they fail when the worker's event loop is stuck",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.REDIS_URL:
             raise CommandError("aptix_worker needs REDIS_URL: without it every web process runs its own turns.")
         from aptix.asgi import application  # the serving process's start-up hooks: MCP host, orphan sweep
 
-        serve_forever(options["grace"], start_up=application.run_hooks)
+        serve_forever(options["grace"], start_up=application.run_hooks, health_port=options["health_port"])
