@@ -47,6 +47,7 @@ from .outcomes import (
 from .pipeline import ToolSelection, build_system_prompt, select_tools
 from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
+from .toolsearch import remembered_tools
 from .trace import prefix_size, turn_trace_fields
 
 logger = logging.getLogger("aptix.reasoner")
@@ -135,6 +136,8 @@ class Reasoner:
             execution=turn.execution,
             client_tools=client_tools,
             mcp=self.mcp,
+            context_tokens=run.llm.context_tokens,
+            remembered=await remembered_tools(turn.session_id, turn.index),
         )
         if not run.llm.supports_tools:  # the models configuration says so: no tool goes out
             selection = ToolSelection(allowed=selection.allowed, left_out=selection.names)
@@ -172,6 +175,7 @@ class Reasoner:
                 "tool_kinds": selection.kinds,
                 "tools_allowed": selection.allowed,
                 "tools_left_out": selection.left_out,
+                "tools_on_demand": selection.on_demand,
                 "tools_unsupported": not run.llm.supports_tools,
                 "history": {
                     "turns_sent": len(history.sizes),
@@ -188,6 +192,7 @@ class Reasoner:
             mode=turn.mode,
             history_sizes=history.sizes,
             traced=prefix_size(history),  # the system prompt and earlier turns are in Turn.trace
+            on_demand=selection.on_demand,
         )
 
     def _continue_state(self, turn: Turn, tool_results: list[dict]) -> PausedState:

@@ -30,17 +30,12 @@ from ..events import EventRecorder
 from ..events.payloads import ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
-from .pipeline import MCP_SEPARATOR, with_current_mode
+from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
+from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
+from .toolsearch import offer_found, search_tool
 
 Progress = Callable[[float, float | None, str | None], None]
-
-CUT_MARKER = (
-    "\n\n[Aptix cut this tool result: it is {size:,} characters and you got the first {kept:,}. "
-    "If you need more, call the tool again asking for less (a narrower query, a LIMIT, fewer columns or "
-    "a smaller range).]"
-)
-
 
 TOOL_STOPPED = "The turn was stopped while this tool ran; it may or may not have finished."
 REPEAT_NOTE = "\n\n[Already called in this turn with the same arguments: this is that result. Use it.]"
@@ -53,16 +48,6 @@ def call_key(name: str, arguments: str) -> str:
     except ValueError:
         canonical = arguments
     return f"{name}\n{canonical}"
-
-
-def budgeted(content: str, limit: int | None = None) -> str:
-    """A tool result as the model gets it: at most `limit` (default APTIX_TOOL_RESULT_CHARS) characters,
-    with a marker saying how much was cut and how to ask for less (the trace keeps more:
-    APTIX_TOOL_RESULT_STORE_CHARS)."""
-    limit = limit or settings.APTIX_TOOL_RESULT_CHARS
-    if len(content) <= limit:
-        return content
-    return content[:limit] + CUT_MARKER.format(size=len(content), kept=limit)
 
 
 @dataclass
@@ -193,6 +178,8 @@ class ToolCalls:
         await self._record(run, call, result, round((time.monotonic() - started) * 1000, 1))
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
+        if call.name == TOOL_SEARCH and result.successful:
+            offer_found(run.paused_state, result.result or "", self.mcp)  # from the next step on
 
     async def _record(
         self,
@@ -206,7 +193,11 @@ class ToolCalls:
     ) -> None:
         state = run.paused_state
         full = result.content_for_model()
-        content = budgeted(full)
+        limit = settings.APTIX_TOOL_RESULT_CHARS
+        if run.llm is not None and len(full) > MIN_RESULT_CHARS:  # cut to what the context has room for
+            run.counter = run.counter or TokenCounter(run.llm.model)
+            limit = result_room(state, run.counter, run.llm.context_tokens, full, limit)
+        content = budgeted(full, limit)
         if not repeat:
             state.seen_calls.setdefault(call_key(call.name, call.arguments), content)
         message: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": content}
@@ -226,7 +217,7 @@ class ToolCalls:
         else:
             payload["error"] = result.error_message
         if content != full:
-            payload["cut_for_model"] = settings.APTIX_TOOL_RESULT_CHARS
+            payload["cut_for_model"] = limit
         if repeat:
             payload["repeat"] = True
         if stopped:
@@ -256,6 +247,8 @@ class ToolCalls:
             except ValueError as exc:
                 return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
         tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
+        if name == TOOL_SEARCH and kind == "internal":  # built per turn: its catalog is the turn's
+            tool = search_tool(state, self.mcp)
         if tool is None and kind != "internal":  # its server may still be starting (resumed after a restart)
             tool = await self._when_started(name, on_progress)
         if tool is None:
