@@ -156,7 +156,7 @@ def ten_mcp_tools(settings):
 
 
 @pytest.mark.django_db
-def test_the_tools_panel_says_what_the_budget_leaves_out(team_a, alice, ten_mcp_tools, client, password):
+def test_the_tools_panel_says_which_tools_are_on_demand(team_a, alice, ten_mcp_tools, client, password):
     from django.urls import reverse
 
     from agents.sessions import session_create
@@ -164,14 +164,14 @@ def test_the_tools_panel_says_what_the_budget_leaves_out(team_a, alice, ten_mcp_
     AgentMode.objects.filter(key="general").update(tool_policy=["*"])
     session = session_create(team=team_a, user=alice, execution="agent")
     panel = tool_panel(session)
-    assert panel["budget"]["allowed"] == INTERNAL + 10 and panel["budget"]["offered"] == INTERNAL + 3
+    assert panel["budget"]["allowed"] == INTERNAL + 10 and panel["budget"]["offered"] == INTERNAL
+    assert panel["budget"]["on_demand"] == ten_mcp_tools and panel["budget"]["left_out"] == []
     rows = {row.name: row for group in panel["servers"] for row in group.tools}
-    assert [name for name in ten_mcp_tools if rows[name].blocked.startswith("over the tool budget")] == [
-        f"box__t{i}" for i in range(3, 10)
-    ]
+    assert all(rows[name].on_demand and not rows[name].blocked for name in ten_mcp_tools)
     client.login(username=alice.username, password=password)
     page = client.get(reverse("session-detail", args=[session.id])).content.decode()
-    assert f"{INTERNAL + 10} tools allowed, {INTERNAL + 3} offered" in page
+    assert f"{INTERNAL + 10} tools allowed, {INTERNAL} offered, 10 on demand" in page
+    assert "on demand (found with tool_search)" in page
 
 
 @pytest.mark.django_db
