@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -130,15 +131,18 @@ class Reasoner:
         mode = loaded.mode
         if mode is None:  # deleted from the catalog since: run with an empty prompt layer
             mode = AgentMode(key=turn.mode, display_name=turn.mode, description="", tool_policy=[])
-        selection = select_tools(
+        select = partial(
+            select_tools,
             policy=mode.tool_policy,
             toggles=turn.session.tool_toggles,
             execution=turn.execution,
             client_tools=client_tools,
             mcp=self.mcp,
             context_tokens=run.llm.context_tokens,
-            remembered=await remembered_tools(turn.session_id, turn.index),
         )
+        selection = select()
+        if selection.on_demand and (remembered := await remembered_tools(turn.session_id, turn.index)):
+            selection = select(remembered=remembered)  # what earlier searches found, while it fits
         if not run.llm.supports_tools:  # the models configuration says so: no tool goes out
             selection = ToolSelection(allowed=selection.allowed, left_out=selection.names)
         if selection.left_out:
