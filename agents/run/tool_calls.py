@@ -95,6 +95,8 @@ class ToolCalls:
         repeats = 0
         for call in calls:
             kind = state.kinds.get(call.name)
+            if kind is None and call.name in state.on_demand:  # allowed, named without a search: offer it
+                kind = "mcp" if offer_found(state, json.dumps({"tools": [{"name": call.name}]}), self.mcp) else None
             called = {"id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown"}
             await run.recorder.emit("tool.called", called)
             if kind == "client":

@@ -38,7 +38,7 @@ class ArchiveTool:
     def __init__(self, index: int) -> None:
         topic = TOPICS[index % len(TOPICS)]
         self.TOOL_NAME = f"{topic}__op_{index:03d}"
-        self.description = f"Looks up {topic} records by id or date range and returns them as a table (variant {index})."
+        self.description = f"Looks up {topic} records by id or date range and returns a table (variant {index})."
 
     def get_schema(self):
         return function_schema(
@@ -178,9 +178,7 @@ async def test_when_everything_fits_no_tool_search_is_offered(llm, model, token,
     assert "sql__query" in names and "tool_search" not in names
 
 
-async def test_older_steps_of_the_turn_are_summarised_before_the_turn_fails(
-    llm, model, token, everything, settings
-):
+async def test_older_steps_of_the_turn_are_summarised_before_the_turn_fails(llm, model, token, everything, settings):
     settings.APTIX_CONTEXT_TOKENS = 16_000
     mcp_registry.register(HugeTool())
     try:
@@ -234,3 +232,16 @@ async def test_the_offline_model_searches_for_the_database_tools_then_queries():
     second = await plan_reply(body, modes=[])
     assert [c.name for c in second.tool_calls] == ["sql__query"]
     assert "count" in json.loads(second.tool_calls[0].arguments)["sql"].lower()
+
+
+async def test_an_allowed_tool_named_without_a_search_is_offered_and_runs(
+    llm, model, token, many_tools, mcp_sql_tool, everything, settings
+):
+    """A model that knows an on-demand tool's name (from an earlier turn, say) may call it directly:
+    it is allowed, so it runs and is offered from then on, rather than being refused as unknown."""
+    settings.APTIX_CONTEXT_TOKENS = 8_000
+    model.reply("", tool_calls=[("sql__query", {"sql": "SELECT 1"})])
+    model.reply("One.")
+    status, body = await post({"message": "select one", "execution": "agent"}, token)
+    assert status == 200 and body["status"] == "completed", body
+    assert mcp_sql_tool.calls == ['{"sql": "SELECT 1"}'] and "sql__query" in offered(model.requests[1])
