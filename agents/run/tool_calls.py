@@ -16,6 +16,7 @@ from django.conf import settings
 
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.tool_search import found_names
 from tools.mcp.waiting import starting_host
 from tools.registry import ToolRegistry
 
@@ -33,7 +34,7 @@ from ..state import ModeChange, PausedState, PendingApproval
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
-from .toolsearch import offer_found, search_tool
+from .toolsearch import offer_tools, search_tool
 
 Progress = Callable[[float, float | None, str | None], None]
 
@@ -96,7 +97,7 @@ class ToolCalls:
         for call in calls:
             kind = state.kinds.get(call.name)
             if kind is None and call.name in state.on_demand:  # allowed, named without a search: offer it
-                kind = "mcp" if offer_found(state, json.dumps({"tools": [{"name": call.name}]}), self.mcp) else None
+                kind = "mcp" if offer_tools(state, [call.name], self.mcp) else None
             called = {"id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown"}
             await run.recorder.emit("tool.called", called)
             if kind == "client":
@@ -181,7 +182,7 @@ class ToolCalls:
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
         if call.name == TOOL_SEARCH and result.successful:
-            offer_found(run.paused_state, result.result or "", self.mcp)  # from the next step on
+            offer_tools(run.paused_state, found_names(result.result or ""), self.mcp)  # from the next step on
 
     async def _record(
         self,

@@ -33,11 +33,11 @@ def search_tool(state: PausedState, mcp: ToolRegistry) -> ToolSearchTool:
     return ToolSearchTool(catalog, limit=settings.APTIX_TOOL_SEARCH_RESULTS)
 
 
-def offer_found(state: PausedState, result: str, mcp: ToolRegistry) -> list[str]:
-    """Offer the tools a tool_search result returned from the next step on (for the rest of the turn),
-    while the request stays within APTIX_MAX_TOOLS; returns the names added."""
+def offer_tools(state: PausedState, names: list[str], mcp: ToolRegistry) -> list[str]:
+    """Offer these on-demand tools from the next step on (for the rest of the turn), while the request
+    stays within APTIX_MAX_TOOLS; returns the names added. `found_names` reads a tool_search result's."""
     added = []
-    for name in found_names(result):
+    for name in names:
         tool = mcp.get(name)
         if tool is None or name in state.kinds or name not in state.on_demand:
             continue

@@ -1,6 +1,7 @@
-"""Budgets for real models: at most APTIX_MAX_TOOLS tool schemas per request, chosen in a fixed order
-and said so (trace, Tools panel, catalog admin), with 330 tools from three real MCP server processes;
-tool results cut for the model with a marker, kept longer in the trace."""
+"""Budgets for real models: beyond APTIX_MAX_TOOLS tool schemas per request the pinned tools go out
+(in a fixed order) with tool_search, the others on demand, and the trace, Tools panel and catalog admin
+say so, with 330 tools from three real MCP server processes; tool results cut for the model with a
+marker, kept longer in the trace."""
 
 from __future__ import annotations
 
@@ -187,4 +188,4 @@ def test_the_catalog_admin_warns_when_a_policy_exceeds_the_budget(client, curato
     )
     text = response.content.decode()
     assert f"tool policy allows {INTERNAL + 10} tools; a request carries at most {INTERNAL + 3}" in text
-    assert "box__t9" in text
+    assert "box__t9" in text and "10 are on demand in Agent turns, found by the model with tool_search" in text
