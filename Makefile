@@ -71,6 +71,7 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_roundtrip.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/mcp_large_result.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_build.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/context_fit.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/ws_replay.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/stream_bytes.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/stream_bytes.py --prose

@@ -11,9 +11,9 @@ from modes.models import AgentMode
 from tools.mcp.config import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
-from .llm.catalog import models_config
+from .llm.catalog import model_for, models_config
 from .models import AgentSession, ToolApproval, Turn, TurnEvent
-from .run.pipeline import MCP_SEPARATOR, budget_order, mcp_server_order, policy_allows
+from .run.pipeline import MCP_SEPARATOR, mcp_server_order, plan_offer, policy_allows, schema_tokens
 from .run.trace import turn_trace
 
 
@@ -247,14 +247,24 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
         allowed = [name for name, _ in internal_registry() if policy_allows(obj.tool_policy, name)]
         allowed += [name for name, _ in mcp_registry if policy_allows(obj.tool_policy, name)]
         budget = settings.APTIX_MAX_TOOLS
-        if len(allowed) > budget:
-            _, left_out = budget_order(allowed, obj.tool_policy, mcp_server_order(), budget)
-            shown = ", ".join(left_out[:10]) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
+        tools = {name: internal_registry().get(name) or mcp_registry.get(name) for name in allowed}
+        tokens = {name: schema_tokens([tool.get_schema()]) for name, tool in tools.items() if tool is not None}
+        context = model_for(mode_model=obj.model).context_tokens
+        _, on_demand, left_out = plan_offer(
+            tokens, obj.tool_policy, mcp_server_order(), max_tools=budget, context_tokens=context
+        )
+        if on_demand or left_out:
+            named = on_demand or left_out
+            shown = ", ".join(named[:10]) + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+            share = f"{settings.APTIX_TOOL_SCHEMA_SHARE:.0%}"
             self.message_user(
                 request,
                 f"The {obj.display_name} mode's tool policy allows {len(allowed)} tools; a request carries at "
-                f"most {budget} (APTIX_MAX_TOOLS), so {len(left_out)} are left out of Agent turns: {shown}. "
-                "Name the tools that matter one by one (they go first), or narrow the policy.",
+                f"most {budget} (APTIX_MAX_TOOLS) and {share} of the context in tool schemas "
+                f"(APTIX_TOOL_SCHEMA_SHARE), so {len(on_demand)} are on demand in Agent turns, found by the model "
+                f"with tool_search: {shown}."
+                + (f" {len(left_out)} pinned tools do not fit at all: {', '.join(left_out[:10])}." if left_out else "")
+                + " Name the tools that matter one by one (they are always offered), or narrow the policy.",
                 level=messages.WARNING,
             )
 

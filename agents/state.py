@@ -68,6 +68,7 @@ class PausedState:
     seen_calls: dict[str, str] = field(default_factory=dict)  # call_key → the result the model got
     repeats: int = 0  # consecutive replies that only repeated earlier calls
     nudged: bool = False  # an empty reply was answered with one nudge
+    on_demand: list[str] = field(default_factory=list)  # allowed tools tool_search finds (pipeline.plan_offer)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

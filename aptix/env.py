@@ -221,10 +221,20 @@ APTIX_MAX_TOOLS = Integer(
     "APTIX_MAX_TOOLS",
     128,
     AGENT,
-    "tool schemas per model request (OpenAI refuses more than 128); beyond it, tools are left out in a fixed order "
-    "(`agent_change_mode`, internal tools, MCP tools the policy names, then server by server in `mcp.json` order) "
-    "and the trace and Tools panel say which",
+    "tool schemas per model request (OpenAI refuses more than 128); beyond it, the other allowed tools are offered "
+    "on demand through `tool_search` (pinned: `agent_change_mode`, internal tools, MCP tools the policy names)",
     minimum=1,
+)
+APTIX_TOOL_SCHEMA_SHARE = Number(
+    "APTIX_TOOL_SCHEMA_SHARE",
+    0.25,
+    AGENT,
+    "share of the model's context the allowed tools' schemas may take; beyond it (or APTIX_MAX_TOOLS) the request "
+    "offers the pinned tools and `tool_search`, and the tools it finds from the next step on",
+    minimum=0.01,
+)
+APTIX_TOOL_SEARCH_RESULTS = Integer(
+    "APTIX_TOOL_SEARCH_RESULTS", 8, AGENT, "tools one `tool_search` call returns (ranked by BM25)", minimum=1
 )
 APTIX_TOOL_RESULT_CHARS = Integer(
     "APTIX_TOOL_RESULT_CHARS",

@@ -242,6 +242,9 @@ APTIX_MAX_REPEATS = read(env.APTIX_MAX_REPEATS)
 APTIX_TOKEN_BUDGET = read(env.APTIX_TOKEN_BUDGET)
 # Tool schemas per model request (OpenAI refuses more than 128); the rest are left out, and said so.
 APTIX_MAX_TOOLS = read(env.APTIX_MAX_TOOLS)
+# Beyond this share of the context (or APTIX_MAX_TOOLS) tools are found on demand (tool_search).
+APTIX_TOOL_SCHEMA_SHARE = read(env.APTIX_TOOL_SCHEMA_SHARE)
+APTIX_TOOL_SEARCH_RESULTS = read(env.APTIX_TOOL_SEARCH_RESULTS)
 # Characters of one tool result the model gets (more is cut, with a marker saying so), and the
 # characters the trace (the tool.result event) keeps for people.
 APTIX_TOOL_RESULT_CHARS = read(env.APTIX_TOOL_RESULT_CHARS)

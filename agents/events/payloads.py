@@ -33,6 +33,7 @@ class TurnStarted(TypedDict):
     tool_kinds: dict[str, str]
     tools_allowed: NotRequired[int]  # what policy and toggles allowed (more than offered: the budget cut)
     tools_left_out: NotRequired[list[str]]
+    tools_on_demand: NotRequired[list[str]]  # allowed but found through tool_search (they did not fit)
     tools_unsupported: NotRequired[bool]  # the turn's model takes no tools (models configuration)
     history: NotRequired[dict[str, Any]]  # earlier turns sent and dropped for the context budget, their tokens
 

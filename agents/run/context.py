@@ -26,17 +26,27 @@ from django.conf import settings
 
 from ..llm.reply import ModelError
 from ..models import Turn, TurnEvent
-from .tool_calls import budgeted
 
 CHARS_PER_TOKEN = 3.5  # the estimate for models without a known tokenizer
 MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its text (role, separators)
 ENCODE_CHUNK = 20_000  # characters per encode call (the tokenizer refuses very long inputs)
 HISTORY_BATCH = 25  # past turns read per database trip, newest first
 ERROR_TOO_LONG = (
-    "This turn no longer fits the model's context ({used:,} tokens of {budget:,}): even with the earlier "
-    "conversation left out, the system prompt, the tools and this turn's own steps are too long. Start a new "
-    "session, ask for less at a time, or offer fewer tools."
+    "This turn does not fit the model's context ({used:,} tokens of {budget:,}), even with the earlier "
+    "conversation left out and this turn's earlier tool results summarised. The biggest parts: {parts}. Start a new "
+    "session, shorten the message, use a mode that offers fewer tools, or pick a model with a larger context."
 )
+SUMMARISED = (
+    "[Aptix summarised this earlier result to fit the model's context: it was {size:,} characters. Call the tool "
+    "again, asking for less, if you still need it.]"
+)
+CUT_MARKER = (
+    "\n\n[Aptix cut this tool result: it is {size:,} characters and you got the first {kept:,}. "
+    "If you need more, call the tool again asking for less (a narrower query, a LIMIT, fewer columns or "
+    "a smaller range).]"
+)
+MARKER_TOKENS = 80  # room kept for the cut marker when a result is cut to what fits
+MIN_RESULT_CHARS = 1_000  # a result is never cut below this for the context (older steps give way instead)
 
 
 class TokenCounter:
@@ -85,6 +95,16 @@ def context_budget(total: int | None = None) -> int:
     """Tokens a request may use: the model's context (default APTIX_CONTEXT_TOKENS) less room for the reply."""
     total = total or settings.APTIX_CONTEXT_TOKENS
     return total - min(settings.APTIX_REPLY_TOKENS, total // 4)
+
+
+def budgeted(content: str, limit: int | None = None) -> str:
+    """A tool result as the model gets it: at most `limit` (default APTIX_TOOL_RESULT_CHARS) characters,
+    with a marker saying how much was cut and how to ask for less (the trace keeps more:
+    APTIX_TOOL_RESULT_STORE_CHARS)."""
+    limit = limit or settings.APTIX_TOOL_RESULT_CHARS
+    if len(content) <= limit:
+        return content
+    return content[:limit] + CUT_MARKER.format(size=len(content), kept=limit)
 
 
 # --- earlier turns ---------------------------------------------------------------------------------
@@ -197,10 +217,13 @@ def _result_text(result: dict[str, Any], limit: int | None = None) -> str:
 # --- before every model call -----------------------------------------------------------------------
 
 
-def trim(messages: list[dict[str, Any]], sizes: list[int], counter: TokenCounter, budget: int, fixed: int) -> int:
-    """Drop the oldest history turns (they sit right after the system prompt) until `messages` and
-    `fixed` (the tool schemas) fit in `budget`; returns the tokens used. Raises ContextTooLong when
-    they do not fit without any history."""
+def trim(
+    messages: list[dict[str, Any]], sizes: list[int], counter: TokenCounter, budget: int, fixed: int, *, tools: int = 0
+) -> int:
+    """Make `messages` and `fixed` (the `tools` tool schemas) fit in `budget`; returns the tokens used.
+    First the oldest history turns go (they sit right after the system prompt), then this turn's older
+    tool results are summarised to a note, oldest first, the last step's kept. Raises ContextTooLong,
+    naming the biggest parts, when even that does not fit."""
     used = counter.messages(messages) + fixed
     while used > budget and sizes:
         size = sizes.pop(0)
@@ -208,8 +231,56 @@ def trim(messages: list[dict[str, Any]], sizes: list[int], counter: TokenCounter
         del messages[1 : 1 + size]
         used -= counter.messages(gone)
     if used > budget:
-        raise ContextTooLong(ERROR_TOO_LONG.format(used=used, budget=budget))
+        used = _summarise_steps(messages, counter, budget, used)
+    if used > budget:
+        steps = counter.messages(messages[2:])
+        parts = {
+            "the system prompt": counter.messages(messages[:1]),
+            f"the tools ({tools})": fixed,
+            "your message": counter.messages(messages[1:2]),
+            "this turn's steps": steps,
+        }
+        named = ", ".join(
+            f"{name} {tokens:,} tokens" for name, tokens in sorted(parts.items(), key=lambda p: -p[1]) if tokens
+        )
+        raise ContextTooLong(ERROR_TOO_LONG.format(used=used, budget=budget, parts=named))
     return used
+
+
+def _summarise_steps(messages: list[dict[str, Any]], counter: TokenCounter, budget: int, used: int) -> int:
+    """Summarise the current turn's tool results (after the system prompt and the user's message) to a
+    short note, oldest first, until the request fits; the last step's results stay whole."""
+    last_call = max((i for i, m in enumerate(messages) if m.get("tool_calls")), default=len(messages))
+    for message in messages[2:last_call]:
+        if used <= budget:
+            break
+        content = message.get("content") or ""
+        if message.get("role") != "tool" or content.startswith("[Aptix summarised"):
+            continue
+        note = SUMMARISED.format(size=len(content))
+        used += counter.text(note) - counter.text(content)
+        message["content"] = note
+    return used
+
+
+def result_room(
+    state: Any, counter: TokenCounter, context_tokens: int | None, content: str, limit: int | None = None
+) -> int:
+    """Characters of a tool result that fit the request: at most `limit` (APTIX_TOOL_RESULT_CHARS),
+    and no more than the context has room for after the system prompt, the tools, this turn's steps so
+    far and the reply's room (earlier turns give way first, so they do not count)."""
+    limit = limit or settings.APTIX_TOOL_RESULT_CHARS
+    if len(content) <= MIN_RESULT_CHARS:
+        return limit
+    history = sum(state.history_sizes)
+    current = [*state.messages[:1], *state.messages[1 + history :]]
+    used = counter.messages(current) + counter.tools(state.tools) + MESSAGE_OVERHEAD + MARKER_TOKENS
+    room = context_budget(context_tokens) - used
+    sample = content[:limit]
+    tokens = counter.text(sample)
+    if tokens <= room:
+        return limit
+    return max(int(len(sample) * max(room, 0) / tokens * 0.95), MIN_RESULT_CHARS)
 
 
 class ContextTooLong(Exception):
@@ -223,7 +294,12 @@ def fit_request(state: Any, counter: TokenCounter, context_tokens: int | None, t
     before = len(state.messages)
     try:
         used = trim(
-            state.messages, state.history_sizes, counter, context_budget(context_tokens), counter.tools(tools or [])
+            state.messages,
+            state.history_sizes,
+            counter,
+            context_budget(context_tokens),
+            counter.tools(tools or []),
+            tools=len(tools or []),
         )
     except ContextTooLong as exc:
         raise ModelError(str(exc), kind="context") from None

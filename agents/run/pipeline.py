@@ -4,6 +4,7 @@ Agent; the mode's tool policy and the session's toggles filter; agent_change_mod
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -12,12 +13,15 @@ from typing import Any
 from django.conf import settings
 
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.tool_search import ToolSearchTool
 from tools.mcp.config import TOOL_SEPARATOR
 from tools.registry import ToolRegistry, internal_registry, mcp_registry
 
 logger = logging.getLogger("aptix.pipeline")
 
 ALWAYS_ON = ModeChangeTool.TOOL_NAME  # TUL-007 §3.1: no mode, policy or toggle removes it
+TOOL_SEARCH = ToolSearchTool.TOOL_NAME  # offered only when the allowed tools do not fit (plan_offer)
+SCHEMA_CHARS_PER_TOKEN = 3.5  # the schema share is estimated, so the Tools panel and the turn agree
 MCP_SEPARATOR = TOOL_SEPARATOR  # an MCP tool is named <server>__<tool>
 CURRENT_MODE_RE = re.compile(r"^Current mode: .*$", re.MULTILINE)
 
@@ -78,14 +82,16 @@ def toggle_allows(toggles: dict[str, Any], name: str) -> bool:
 @dataclass
 class ToolSelection:
     """The tools of one turn. `kinds` maps each offered name to "internal", "mcp" or "client";
-    `allowed` counts what the policy and toggles allowed, `left_out` names what the tool budget
-    (APTIX_MAX_TOOLS) kept out of the request."""
+    `allowed` counts what the policy and toggles allowed; `on_demand` names the allowed tools the
+    request does not carry but `tool_search` finds; `left_out` what not even that reaches (pinned
+    tools beyond APTIX_MAX_TOOLS)."""
 
     schemas: list[dict] = field(default_factory=list)
     kinds: dict[str, str] = field(default_factory=dict)
     usage: dict[str, str] = field(default_factory=dict)
     allowed: int = 0
     left_out: list[str] = field(default_factory=list)
+    on_demand: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -108,9 +114,12 @@ def select_tools(
     mcp: ToolRegistry | None = None,
     server_order: list[str] | None = None,
     max_tools: int | None = None,
+    context_tokens: int | None = None,
+    remembered: list[str] | None = None,
 ) -> ToolSelection:
-    """The turn's tools: allowed by the policy and the toggles, then cut to the tool budget in the
-    order of `budget_order`. Client tools (AGN-011 §4.3) are appended, never removed, and count."""
+    """The turn's tools: allowed by the policy and the toggles; when they do not fit (plan_offer), the
+    pinned ones, `tool_search` and the `remembered` tools earlier searches found while they fit. Client
+    tools (AGN-011 §4.3) are appended, never removed, and count."""
     registry = mcp if mcp is not None else mcp_registry
     candidates: list[tuple[str, Any, str]] = [
         (name, tool, "internal")
@@ -123,16 +132,75 @@ def select_tools(
             for name, tool in registry
             if policy_allows(policy, name) and toggle_allows(toggles, name)
         ]
-    budget = (max_tools or settings.APTIX_MAX_TOOLS) - len(client_tools or [])
-    kept, left_out = budget_order([c[0] for c in candidates], policy, server_order or mcp_server_order(), budget)
-    by_name = {name: (tool, kind) for name, tool, kind in candidates}
-    selection = ToolSelection(allowed=len(candidates) + len(client_tools or []), left_out=left_out)
+    by_name = {name: (tool, kind, tool.get_schema()) for name, tool, kind in candidates}
+    kept, on_demand, left_out = plan_offer(
+        {name: schema_tokens([entry[2]]) for name, entry in by_name.items()},
+        policy,
+        server_order or mcp_server_order(),
+        max_tools=max_tools or settings.APTIX_MAX_TOOLS,
+        context_tokens=context_tokens,
+        client_tokens=schema_tokens(client_tools or []),
+        client_count=len(client_tools or []),
+        remembered=remembered or [],
+    )
+    selection = ToolSelection(allowed=len(candidates) + len(client_tools or []), left_out=left_out, on_demand=on_demand)
     for name in kept:
-        tool, kind = by_name[name]
-        selection.add(tool.get_schema(), kind, getattr(tool, "TOOL_USAGE_METADATA", ""))
+        tool, kind, schema = by_name[name]
+        selection.add(schema, kind, getattr(tool, "TOOL_USAGE_METADATA", ""))
+    if on_demand:
+        selection.add(ToolSearchTool.get_schema(), "internal", ToolSearchTool.TOOL_USAGE_METADATA)
     for schema in client_tools or []:
         selection.add(schema, "client")
     return selection
+
+
+def schema_tokens(schemas: list[dict]) -> int:
+    """Tokens tool schemas take in a request, estimated from their JSON (deterministic and cheap)."""
+    return int(len(json.dumps(schemas)) / SCHEMA_CHARS_PER_TOKEN) + 1 if schemas else 0
+
+
+def is_pinned(name: str, policy: list[str]) -> bool:
+    """Offered even when the tools do not fit: agent_change_mode, the internal tools, and the MCP tools
+    the policy names one by one (`sql.query`)."""
+    if MCP_SEPARATOR not in name:
+        return True
+    server, _, tool = name.partition(MCP_SEPARATOR)
+    return f"{server}.{tool}" in set(policy or [])
+
+
+def plan_offer(
+    tokens: dict[str, int],
+    policy: list[str],
+    server_order: list[str],
+    *,
+    max_tools: int,
+    context_tokens: int | None = None,
+    client_tokens: int = 0,
+    client_count: int = 0,
+    remembered: list[str] | None = None,
+) -> tuple[list[str], list[str], list[str]]:
+    """(offered, on demand, left out) of the allowed tools (`tokens`: name → its schema's tokens, in
+    request order). Everything is offered when the schemas take at most APTIX_TOOL_SCHEMA_SHARE of the
+    context and the count is within `max_tools`. Otherwise the pinned tools are (cut to the budget in
+    `budget_order`, one place kept for tool_search), then the `remembered` ones, newest first, while the
+    count and the share allow; the others are on demand."""
+    share = settings.APTIX_TOOL_SCHEMA_SHARE * (context_tokens or settings.APTIX_CONTEXT_TOKENS)
+    names = list(tokens)
+    if len(names) + client_count <= max_tools and sum(tokens.values()) + client_tokens <= share:
+        return names, [], []
+    pinned = [n for n in names if is_pinned(n, policy)]
+    budget = max_tools - client_count - 1  # tool_search takes one place
+    kept, left_out = budget_order(pinned, policy, server_order, budget)
+    chosen = set(kept)
+    used = sum(tokens[n] for n in kept) + client_tokens + schema_tokens([ToolSearchTool.get_schema()])
+    for name in remembered or []:
+        if name in tokens and name not in chosen and not is_pinned(name, policy):
+            if len(chosen) >= budget or used + tokens[name] > share:
+                break
+            chosen.add(name)
+            used += tokens[name]
+    on_demand = [n for n in names if n not in chosen and not is_pinned(n, policy)]
+    return [n for n in names if n in chosen], on_demand, left_out
 
 
 def budget_order(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -47,6 +48,7 @@ from .outcomes import (
 from .pipeline import ToolSelection, build_system_prompt, select_tools
 from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
+from .toolsearch import remembered_tools
 from .trace import prefix_size, turn_trace_fields
 
 logger = logging.getLogger("aptix.reasoner")
@@ -129,13 +131,18 @@ class Reasoner:
         mode = loaded.mode
         if mode is None:  # deleted from the catalog since: run with an empty prompt layer
             mode = AgentMode(key=turn.mode, display_name=turn.mode, description="", tool_policy=[])
-        selection = select_tools(
+        select = partial(
+            select_tools,
             policy=mode.tool_policy,
             toggles=turn.session.tool_toggles,
             execution=turn.execution,
             client_tools=client_tools,
             mcp=self.mcp,
+            context_tokens=run.llm.context_tokens,
         )
+        selection = select()
+        if selection.on_demand and (remembered := await remembered_tools(turn.session_id, turn.index)):
+            selection = select(remembered=remembered)  # what earlier searches found, while it fits
         if not run.llm.supports_tools:  # the models configuration says so: no tool goes out
             selection = ToolSelection(allowed=selection.allowed, left_out=selection.names)
         if selection.left_out:
@@ -172,6 +179,7 @@ class Reasoner:
                 "tool_kinds": selection.kinds,
                 "tools_allowed": selection.allowed,
                 "tools_left_out": selection.left_out,
+                "tools_on_demand": selection.on_demand,
                 "tools_unsupported": not run.llm.supports_tools,
                 "history": {
                     "turns_sent": len(history.sizes),
@@ -188,6 +196,7 @@ class Reasoner:
             mode=turn.mode,
             history_sizes=history.sizes,
             traced=prefix_size(history),  # the system prompt and earlier turns are in Turn.trace
+            on_demand=selection.on_demand,
         )
 
     def _continue_state(self, turn: Turn, tool_results: list[dict]) -> PausedState:

@@ -16,6 +16,7 @@ from django.conf import settings
 
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.tool_search import found_names
 from tools.mcp.waiting import starting_host
 from tools.registry import ToolRegistry
 
@@ -30,17 +31,12 @@ from ..events import EventRecorder
 from ..events.payloads import ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
-from .pipeline import MCP_SEPARATOR, with_current_mode
+from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
+from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
+from .toolsearch import offer_tools, search_tool
 
 Progress = Callable[[float, float | None, str | None], None]
-
-CUT_MARKER = (
-    "\n\n[Aptix cut this tool result: it is {size:,} characters and you got the first {kept:,}. "
-    "If you need more, call the tool again asking for less (a narrower query, a LIMIT, fewer columns or "
-    "a smaller range).]"
-)
-
 
 TOOL_STOPPED = "The turn was stopped while this tool ran; it may or may not have finished."
 REPEAT_NOTE = "\n\n[Already called in this turn with the same arguments: this is that result. Use it.]"
@@ -53,16 +49,6 @@ def call_key(name: str, arguments: str) -> str:
     except ValueError:
         canonical = arguments
     return f"{name}\n{canonical}"
-
-
-def budgeted(content: str, limit: int | None = None) -> str:
-    """A tool result as the model gets it: at most `limit` (default APTIX_TOOL_RESULT_CHARS) characters,
-    with a marker saying how much was cut and how to ask for less (the trace keeps more:
-    APTIX_TOOL_RESULT_STORE_CHARS)."""
-    limit = limit or settings.APTIX_TOOL_RESULT_CHARS
-    if len(content) <= limit:
-        return content
-    return content[:limit] + CUT_MARKER.format(size=len(content), kept=limit)
 
 
 @dataclass
@@ -110,6 +96,8 @@ class ToolCalls:
         repeats = 0
         for call in calls:
             kind = state.kinds.get(call.name)
+            if kind is None and call.name in state.on_demand:  # allowed, named without a search: offer it
+                kind = "mcp" if offer_tools(state, [call.name], self.mcp) else None
             called = {"id": call.id, "name": call.name, "arguments": call.arguments, "kind": kind or "unknown"}
             await run.recorder.emit("tool.called", called)
             if kind == "client":
@@ -193,6 +181,8 @@ class ToolCalls:
         await self._record(run, call, result, round((time.monotonic() - started) * 1000, 1))
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
+        if call.name == TOOL_SEARCH and result.successful:
+            offer_tools(run.paused_state, found_names(result.result or ""), self.mcp)  # from the next step on
 
     async def _record(
         self,
@@ -206,7 +196,11 @@ class ToolCalls:
     ) -> None:
         state = run.paused_state
         full = result.content_for_model()
-        content = budgeted(full)
+        limit = settings.APTIX_TOOL_RESULT_CHARS
+        if run.llm is not None and len(full) > MIN_RESULT_CHARS:  # cut to what the context has room for
+            run.counter = run.counter or TokenCounter(run.llm.model)
+            limit = result_room(state, run.counter, run.llm.context_tokens, full, limit)
+        content = budgeted(full, limit)
         if not repeat:
             state.seen_calls.setdefault(call_key(call.name, call.arguments), content)
         message: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": content}
@@ -226,7 +220,7 @@ class ToolCalls:
         else:
             payload["error"] = result.error_message
         if content != full:
-            payload["cut_for_model"] = settings.APTIX_TOOL_RESULT_CHARS
+            payload["cut_for_model"] = limit
         if repeat:
             payload["repeat"] = True
         if stopped:
@@ -256,6 +250,8 @@ class ToolCalls:
             except ValueError as exc:
                 return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
         tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
+        if name == TOOL_SEARCH and kind == "internal":  # built per turn: its catalog is the turn's
+            tool = search_tool(state, self.mcp)
         if tool is None and kind != "internal":  # its server may still be starting (resumed after a restart)
             tool = await self._when_started(name, on_progress)
         if tool is None:

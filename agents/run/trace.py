@@ -66,6 +66,7 @@ class StepRequest:
 class TurnTrace:
     system_prompt: str
     tools: list[dict[str, Any]]
+    on_demand: list[str] = field(default_factory=list)  # allowed tools found through tool_search
     history_turns: list[str] = field(default_factory=list)
     # True: the earlier turns rebuilt from their rows match what was sent; False: they do not (the rows
     # or the code that turns them into messages changed since); None: nothing to check (no history,
@@ -82,6 +83,7 @@ def turn_trace(turn: Turn) -> TurnTrace:
     trace = TurnTrace(
         system_prompt=stored.get("system_prompt", started.get("system_prompt", "")),
         tools=stored.get("tools", started.get("tools") or []),
+        on_demand=list(started.get("tools_on_demand") or []),
     )
     request: list[dict[str, Any]] = []
     if stored:
@@ -102,12 +104,24 @@ def turn_trace(turn: Turn) -> TurnTrace:
             StepRequest(
                 step=p.get("step", 0),
                 messages=request,
-                tools=[schemas[name] for name in p.get("tools", []) if name in schemas],
+                tools=[s for name in p.get("tools", []) if (s := schemas.get(name) or _found_schema(name))],
                 added_from=start,
                 tokens=p.get("tokens"),
             )
         )
     return trace
+
+
+def _found_schema(name: str) -> dict[str, Any] | None:
+    """A tool offered after tool_search found it (on demand): its schema is not in Turn.trace, which
+    holds the first request's; it is the registry's (as long as its server still serves it)."""
+    from tools.builtin.tool_search import ToolSearchTool
+    from tools.registry import mcp_registry
+
+    if name == ToolSearchTool.TOOL_NAME:
+        return ToolSearchTool.get_schema()
+    tool = mcp_registry.get(name)
+    return tool.get_schema() if tool is not None else None
 
 
 def history_messages(turn_ids: list[str], result_chars: int | None) -> list[dict[str, Any]]:

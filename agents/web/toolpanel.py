@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from agents.llm.catalog import model_for
 from agents.models import Execution
-from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, budget_order, policy_allows
+from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, plan_offer, policy_allows, schema_tokens
 from agents.selectors import mode_get
 from tools.mcp.entry import McpToolEntry
 from tools.mcp.host import mcp_config_error, mcp_status
@@ -31,6 +32,7 @@ class ToolRow:
     always: bool = False
     blocked: str = ""  # why the next turn will not offer it although it is enabled, if so
     original: str = ""  # the MCP server's own name for the tool, when sanitising changed it
+    on_demand: bool = False  # allowed, but the request carries it only once tool_search found it
 
     @property
     def offered(self) -> bool:
@@ -77,7 +79,8 @@ def tool_panel(session: AgentSession) -> dict:
     ask = session.execution == Execution.ASK
     statuses = _mcp_status()
     groups = _server_groups(statuses, toggles, policy_reason)
-    budget = _budget(session, policy, internal, groups, server_order=list(statuses))
+    context = model_for(session_model=session.model, mode_model=mode.model if mode else "").context_tokens
+    budget = _budget(session, policy, internal, groups, server_order=list(statuses), context_tokens=context)
     return {
         "budget": budget,
         "internal": internal,
@@ -129,16 +132,35 @@ def _original_name(tool, label: str) -> str:
 
 
 def _budget(
-    session: AgentSession, policy: list[str], internal: list[ToolRow], groups: dict, *, server_order: list[str]
+    session: AgentSession,
+    policy: list[str],
+    internal: list[ToolRow],
+    groups: dict,
+    *,
+    server_order: list[str],
+    context_tokens: int | None,
 ) -> dict:
-    """The tool budget as the next turn applies it (pipeline.budget_order): rows it leaves out are
-    marked, and the panel says "315 tools allowed, 128 offered"."""
+    """The tools as the next turn offers them (pipeline.plan_offer): rows found only through tool_search
+    are marked on demand, rows not even that reaches are blocked, and the panel says "315 tools allowed,
+    8 offered, 307 on demand"."""
     rows = [row for row in internal if row.offered]
     if session.execution == Execution.AGENT:
         rows += [row for group in groups.values() for row in group.tools if row.offered]
-    _, left_out = budget_order([row.name for row in rows], policy, server_order, settings.APTIX_MAX_TOOLS)
-    cut = set(left_out)
+    tokens = {}
+    for row in rows:
+        tool = internal_registry().get(row.name) or mcp_registry.get(row.name)
+        tokens[row.name] = schema_tokens([tool.get_schema()]) if tool is not None else 0
+    _, on_demand, left_out = plan_offer(
+        tokens, policy, server_order, max_tools=settings.APTIX_MAX_TOOLS, context_tokens=context_tokens
+    )
+    cut, found = set(left_out), set(on_demand)
     for row in rows:
         if row.name in cut:
             row.blocked = f"over the tool budget (APTIX_MAX_TOOLS = {settings.APTIX_MAX_TOOLS})"
-    return {"allowed": len(rows), "offered": len(rows) - len(cut), "left_out": left_out}
+        row.on_demand = row.name in found
+    return {
+        "allowed": len(rows),
+        "offered": len(rows) - len(cut) - len(found),
+        "left_out": left_out,
+        "on_demand": on_demand,
+    }

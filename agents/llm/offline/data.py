@@ -26,6 +26,7 @@ _DATA_WORDS = frozenset(
         "avg",
     }
 )
+TOOL_SEARCH = "tool_search"  # offered when the allowed tools do not fit: it finds the others
 _DATA_PHRASES = ("per month", "by month", "how many", "number of")
 _TABLE_WORDS = frozenset({"table", "schema", "database"})
 
@@ -117,6 +118,9 @@ def data_step(conv: Conversation) -> Plan | None:
     tables_only = bool(words & _TABLE_WORDS) and not is_data_question(conv.user_text)
     if tables_only and list_tables and not conv.called(list_tables):
         return Plan.call(list_tables, {})
+    if query is None and is_data_question(conv.user_text) and TOOL_SEARCH in conv.offered:
+        # The database tools are allowed but not offered (too many tools for the context): find them.
+        return None if conv.called(TOOL_SEARCH) else Plan.call(TOOL_SEARCH, {"query": "sql query database"})
     if query is None or not is_data_question(conv.user_text):
         return None
     if list_tables and not conv.called(list_tables):

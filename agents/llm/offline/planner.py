@@ -25,7 +25,7 @@ from modes.proposal import is_proposal, parse_proposal, proposal_text
 
 from ..protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
 from .conversation import Conversation, Plan, ToolResult
-from .data import data_step, describe_mcp_result, is_data_question, is_data_result
+from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
 
@@ -257,7 +257,8 @@ async def _propose_mode(conv: Conversation, modes: list | None) -> Plan | None:
 
 
 def _after_tools(conv: Conversation) -> Plan:
-    if any(r.name.endswith("__list_tables") for r in conv.trailing) and (step := data_step(conv)):
+    searched = any(r.name.endswith("__list_tables") or r.name == TOOL_SEARCH for r in conv.trailing)
+    if searched and (step := data_step(conv)):  # tables listed, or the database tools found: query
         return step
     if IMAGE_GEN in conv.offered and not conv.called(IMAGE_GEN):
         for result in conv.trailing:

@@ -1,6 +1,7 @@
-"""Budgets for real models: at most APTIX_MAX_TOOLS tool schemas per request, chosen in a fixed order
-and said so (trace, Tools panel, catalog admin), with 330 tools from three real MCP server processes;
-tool results cut for the model with a marker, kept longer in the trace."""
+"""Budgets for real models: beyond APTIX_MAX_TOOLS tool schemas per request the pinned tools go out
+(in a fixed order) with tool_search, the others on demand, and the trace, Tools panel and catalog admin
+say so, with 330 tools from three real MCP server processes; tool results cut for the model with a
+marker, kept longer in the trace."""
 
 from __future__ import annotations
 
@@ -52,38 +53,42 @@ def test_budget_order_keeps_mode_change_internal_named_then_servers_in_config_or
     assert left_out == ["agent_list_modes", "image_gen", "a__y", "a__z", "b__w", "b__x"]
 
 
-def test_330_mcp_tools_go_out_as_128_in_a_fixed_order(many_tools):
+def test_330_mcp_tools_are_found_on_demand_and_the_pinned_ones_go_out(many_tools):
+    """330 allowed tools exceed APTIX_MAX_TOOLS: the request carries the pinned tools (every internal
+    tool, the MCP tool the policy names) and tool_search; the other 329 are on demand."""
     selection = select_tools(
         policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
     )
     assert selection.allowed == INTERNAL + 330
-    assert len(selection.schemas) == 128 and len(selection.left_out) == selection.allowed - 128
     offered = set(selection.names)
-    assert {name for name, _ in internal_registry()} <= offered  # agent_change_mode and every internal tool
-    assert "gamma__tool_109" in offered  # named by the policy: before whole servers
-    assert {f"alpha__tool_{i:03d}" for i in range(110)} <= offered  # then the servers in config order
-    assert "beta__tool_000" in offered and "beta__tool_109" in selection.left_out
+    assert offered == {name for name, _ in internal_registry()} | {"gamma__tool_109", "tool_search"}
+    assert len(selection.on_demand) == 329 and "alpha__tool_000" in selection.on_demand
+    assert selection.left_out == []
     again = select_tools(
         policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
     )
-    assert again.names == selection.names  # deterministic
+    assert again.names == selection.names and again.on_demand == selection.on_demand  # deterministic
 
 
 @async_db
-async def test_an_agent_turn_offers_128_and_the_trace_says_what_was_left_out(
+async def test_an_agent_turn_finds_a_tool_and_the_trace_says_what_is_on_demand(
     make_session, run_turn, model, llm, many_tools
 ):
     await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
     session = await make_session(execution="agent")
+    model.reply("", tool_calls=[("tool_search", {"query": "alpha tool 7"})])
     model.reply("", tool_calls=[("alpha__tool_007", {})])
     model.reply("Done.")
     reasoner = Reasoner(llm=llm, mcp=many_tools)
     turn = await run_turn(session, "Use a tool", reasoner=reasoner)
     assert turn.status == "completed"
-    assert len(model.requests[0]["tools"]) == 128
+    first = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert "tool_search" in first and "alpha__tool_007" not in first and len(first) == INTERNAL + 1
+    assert "alpha__tool_007" in [t["function"]["name"] for t in model.requests[1]["tools"]]
     assert "tool_007" in model.last_messages[-1]["content"]  # the real server answered
     [started] = await events_of(turn, "turn.started")
-    assert started["tools_allowed"] == INTERNAL + 330 and len(started["tools_left_out"]) == INTERNAL + 330 - 128
+    assert started["tools_allowed"] == INTERNAL + 330 and len(started["tools_on_demand"]) == 330
+    assert started["tools_left_out"] == []
 
 
 class HugeResultTool:
@@ -152,7 +157,7 @@ def ten_mcp_tools(settings):
 
 
 @pytest.mark.django_db
-def test_the_tools_panel_says_what_the_budget_leaves_out(team_a, alice, ten_mcp_tools, client, password):
+def test_the_tools_panel_says_which_tools_are_on_demand(team_a, alice, ten_mcp_tools, client, password):
     from django.urls import reverse
 
     from agents.sessions import session_create
@@ -160,14 +165,14 @@ def test_the_tools_panel_says_what_the_budget_leaves_out(team_a, alice, ten_mcp_
     AgentMode.objects.filter(key="general").update(tool_policy=["*"])
     session = session_create(team=team_a, user=alice, execution="agent")
     panel = tool_panel(session)
-    assert panel["budget"]["allowed"] == INTERNAL + 10 and panel["budget"]["offered"] == INTERNAL + 3
+    assert panel["budget"]["allowed"] == INTERNAL + 10 and panel["budget"]["offered"] == INTERNAL
+    assert panel["budget"]["on_demand"] == ten_mcp_tools and panel["budget"]["left_out"] == []
     rows = {row.name: row for group in panel["servers"] for row in group.tools}
-    assert [name for name in ten_mcp_tools if rows[name].blocked.startswith("over the tool budget")] == [
-        f"box__t{i}" for i in range(3, 10)
-    ]
+    assert all(rows[name].on_demand and not rows[name].blocked for name in ten_mcp_tools)
     client.login(username=alice.username, password=password)
     page = client.get(reverse("session-detail", args=[session.id])).content.decode()
-    assert f"{INTERNAL + 10} tools allowed, {INTERNAL + 3} offered" in page
+    assert f"{INTERNAL + 10} tools allowed, {INTERNAL} offered, 10 on demand" in page
+    assert "on demand (found with tool_search)" in page
 
 
 @pytest.mark.django_db
@@ -183,4 +188,4 @@ def test_the_catalog_admin_warns_when_a_policy_exceeds_the_budget(client, curato
     )
     text = response.content.decode()
     assert f"tool policy allows {INTERNAL + 10} tools; a request carries at most {INTERNAL + 3}" in text
-    assert "box__t9" in text
+    assert "box__t9" in text and "10 are on demand in Agent turns, found by the model with tool_search" in text
