@@ -68,7 +68,7 @@ def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 2
     """The home page; again with the posted form (the draft and the reason) when nothing was sent."""
     teams = team_list_for_user(user=request.user)
     context = {
-        **sidebar_context(request),
+        **sidebar_context(request, whole_page=True),
         "form": form,
         "has_team": teams.exists(),  # a user with no team posting the form gets the page that says so
         "teams_count": teams.count(),
@@ -155,7 +155,7 @@ def detail_page(
     """The session page (its last turns: history.py); also the answer to a housekeeping form the server
     refused (with its reason)."""
     context = {
-        **sidebar_context(request, current=session),
+        **sidebar_context(request, current=session, whole_page=True),
         "session": session,
         "children": session_children(session=session, user=request.user),
         **session_model_context(session),

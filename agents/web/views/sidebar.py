@@ -71,14 +71,22 @@ def _attach_snippets(sessions: list[AgentSession], q: str) -> None:
         session.snippet = found.get(session.id)  # type: ignore[attr-defined]  # shown by _session_list.html
 
 
-def sidebar_context(request: HttpRequest, current: AgentSession | None = None) -> dict[str, Any]:
+def sidebar_context(
+    request: HttpRequest, current: AgentSession | None = None, *, whole_page: bool = False
+) -> dict[str, Any]:
+    """The sidebar's sessions: page `?page=N` alone for "Show more" (the list item it replaces), or,
+    drawn on a whole page (`whole_page`), every session through page N: that is where "Show more"'s
+    link leads without JavaScript (or when it is clicked before htmx is ready), and the first page
+    must not vanish there."""
     q = request.GET.get("q", "").strip()[:200]
     mode = request.GET.get("mode", "").strip()[:64]
     view = ARCHIVED if request.GET.get("view") == ARCHIVED else ""
     page = _page_number(request.GET.get("page", "1"))
     listed = session_list_filtered(user=request.user, q=q, mode=mode, archived=view == ARCHIVED)
-    rows = list(listed[(page - 1) * PAGE_SIZE : page * PAGE_SIZE + 1])
-    sessions, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
+    first = 0 if whole_page else (page - 1) * PAGE_SIZE
+    rows = list(listed[first : page * PAGE_SIZE + 1])
+    shown = page * PAGE_SIZE - first
+    sessions, more = rows[:shown], len(rows) > shown
     if q:
         _attach_snippets(sessions, q)
     filters = {k: v for k, v in (("q", q), ("mode", mode), ("view", view)) if v}

@@ -209,6 +209,19 @@ def test_the_sidebar_pages_beyond_its_first_hundred(signed_in, team_a, alice):
     assert signed_in.get(reverse("session-list"), {"page": "x"}).status_code == 200  # a bad page is the first
 
 
+def test_show_more_without_javascript_keeps_the_first_page(signed_in, team_a, alice):
+    """ "Show more"'s href (followed without JavaScript, or clicked before htmx is ready: a browser test
+    under load did) leads to the home page at ?page=2: it lists the first page too, not only the second."""
+    AgentSession.objects.bulk_create(
+        [AgentSession(team=team_a, user=alice, mode="general", title=f"S{i:03}") for i in range(PAGE_SIZE + 5)]
+    )
+    first = signed_in.get(reverse("home")).content.decode()
+    href = re.search(r'<li class="more"><a class="button small-button" href="([^"]+)"', first)
+    assert href and href.group(1) == reverse("home") + "?page=2"
+    whole = signed_in.get(href.group(1)).content.decode()
+    assert all(f">S{i:03}<" in whole for i in range(PAGE_SIZE + 5)) and "Show more" not in whole
+
+
 def test_search_finds_answers_and_shows_where_with_a_snippet(signed_in, session):
     _turn(session, message="What sold best?", answer="Plums sold best in March, then pears in April.")
     html = signed_in.get(reverse("session-list"), {"q": "PEARS"}).content.decode()
