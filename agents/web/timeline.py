@@ -340,6 +340,7 @@ ORIGIN_LABELS: dict[str, str] = {
     Turn.Origin.EDIT: "edited",
     Turn.Origin.RETRY: "retried",
     Turn.Origin.REGENERATE: "regenerated",
+    Turn.Origin.CONTINUED: "continued after the switch",
 }
 REPLACED_LABELS: dict[str, str] = {
     Turn.Origin.EDIT: "Replaced by your edited message",

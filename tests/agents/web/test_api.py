@@ -258,3 +258,27 @@ async def test_continuing_a_turn_twice_at_once_runs_it_once(llm, model, token):
     assert model.calls == 2
     turn = await Turn.objects.aget(pk=body["turnId"])
     assert [e.type async for e in turn.events.order_by("seq")][-1] == "turn.completed"
+
+
+async def test_a_switch_here_with_choice_carries_the_request_on_and_names_the_follow_up(llm, model, token):
+    """The API does what the page does after "Switch this session": the response is the switching
+    turn's, and `followUp` is the turn that ran the request in the new mode, run to its end."""
+    model.reply("Data Analysis fits this better.")
+    status, first = await post({"message": "Chart revenue by month", "execution": "ask"}, token)
+    assert status == 200 and first["followUp"] is None
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": False, "reason": "Charts."})])
+    model.reply("Revenue by month: …")
+    choice = {"mode": "data-analysis", "branch": False}
+    status, body = await post({"conversationId": first["conversationId"], "message": "2", "choice": choice}, token)
+    assert status == 200, body
+    assert body["status"] == "completed" and body["mode"] == "data-analysis"
+    follow_up = body["followUp"]
+    assert follow_up["turnId"] not in (body["turnId"], first["turnId"])
+    assert (follow_up["conversationId"], follow_up["status"], follow_up["answer"]) == (
+        first["conversationId"],
+        "completed",
+        "Revenue by month: …",
+    )
+    assert (follow_up["mode"], follow_up["execution"]) == ("data-analysis", "agent")
+    turn = await Turn.objects.aget(pk=follow_up["turnId"])
+    assert (turn.origin, turn.user_message) == (Turn.Origin.CONTINUED, "Chart revenue by month")
