@@ -201,6 +201,31 @@
     if (box && !box.value) box.value = carried;
     carried = "";
   });
+  // The server's reason for refusing a message (a turn still running, started in another tab) stays
+  // until the next send: the stream redraws the composer (that turn's start, its end) with an empty
+  // line, which used to wipe the reason a moment after it appeared and leave the draft unexplained.
+  var refusal = "";
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var error = document.getElementById("composer-error");
+    if (!e.detail.elt || e.detail.elt.id !== "composer" || !error || !error.dataset.refusal) return;
+    error.textContent = "";
+    delete error.dataset.refusal;
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var incoming = e.detail.fragment && e.detail.fragment.firstElementChild;
+    if (!incoming || incoming.id !== "composer" || !e.detail.shouldSwap) return;
+    var error = document.getElementById("composer-error");
+    refusal = error && error.dataset.refusal ? error.textContent : "";
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    if (!e.detail.target || e.detail.target.id !== "composer" || !refusal) return;
+    var error = document.getElementById("composer-error");
+    if (error && !error.textContent.trim()) {
+      error.textContent = refusal;
+      error.dataset.refusal = "1";
+    }
+    refusal = "";
+  });
   function focusComposer() {
     var box = document.getElementById("message");
     if (box) box.focus();
