@@ -304,10 +304,18 @@
     done.then(function () { copiedState(button, true); }, function () { copiedState(button, false); });
   });
 
-  // A message above the workspace (a session renamed, deleted…) goes when clicked.
+  // A message above the workspace (a session renamed, deleted…) goes when clicked, or by itself after
+  // NOTICE_MS (it said what happened; the page shows the result).
+  var NOTICE_MS = 6000;
   document.addEventListener("click", function (e) {
     var message = e.target.closest && e.target.closest(".workspace > .messages > li");
     if (message) message.remove();
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".workspace > .messages > li").forEach(function (message) {
+      message.title = message.textContent.trim();  // cut short on one line: the whole text on hover
+      setTimeout(function () { message.remove(); }, NOTICE_MS);
+    });
   });
 
   // Errors of htmx requests (network, 4xx/5xx) are shown, not swallowed.

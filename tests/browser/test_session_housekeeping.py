@@ -74,6 +74,33 @@ async def test_rename_pin_archive_and_export_from_the_session_menu(sign_in, alic
     await expect(page.locator("#session-list")).not_to_contain_text("Older work")
 
 
+def _overlap(a: dict, b: dict) -> bool:
+    return not (
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
+
+
+@pytest.mark.parametrize("viewport", [None, {"width": 390, "height": 844}], ids=["desktop", "phone"])
+async def test_a_notice_covers_neither_the_heading_nor_the_composer_and_goes_by_itself(
+    sign_in, alice, make_session, viewport
+):
+    """"Pinned…", "Deleted…" sat on the session's heading until clicked away."""
+    session = await make_session("A session whose title is long enough to be cut short in the header")
+    page = await sign_in(alice, viewport=viewport)
+    await open_session(page, session.id)
+    await page.get_by_role("button", name="Session actions").click()
+    await page.locator("#session-menu").get_by_role("button", name="Pin to the top").click()
+    notice = page.locator(".workspace > .messages li")
+    await expect(notice).to_be_visible()
+    box = await notice.bounding_box()
+    for covered in ["#session-title", "#composer", "#mode-badge"]:
+        assert not _overlap(box, await page.locator(covered).bounding_box()), covered
+    await expect(notice).to_have_count(0, timeout=10_000)  # nobody clicked it
+
+
 async def test_delete_asks_first_and_then_the_session_is_gone(sign_in, alice, make_session):
     session = await make_session("Throwaway")
     page = await sign_in(alice)
