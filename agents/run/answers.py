@@ -6,6 +6,7 @@ import json
 
 from tools.registry import result_is_answer, result_markdown
 
+from ..approvals import DECLINED_MODE_CHANGE, DENIED_TOOL
 from ..state import PausedState, ToolOutput
 
 NO_ANSWER = "*No answer from the model: it only called {names}. What that returned:*"
@@ -32,6 +33,8 @@ def summarize_tool_output(output: ToolOutput) -> str:
             message = json.loads(content).get("error", content)
         except (ValueError, AttributeError):
             message = content
+        if message in (DENIED_TOOL, DECLINED_MODE_CHANGE):  # words for the model (in the trace), not a failure
+            return f"**{name}**: denied by you; it did not run."
         return f"**{name}** failed: {message}"
     summary = result_markdown(name, content)  # the tool's own way of showing it (tools/base.py)
     if summary is not None:

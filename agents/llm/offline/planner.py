@@ -308,6 +308,8 @@ def tool_error(result: ToolResult) -> str | None:
 
 def _describe(result: ToolResult) -> str:
     error = tool_error(result)
+    if error is not None and "user denied" in error.lower():  # the approvals' word to the model: no failure
+        return f"You denied `{result.name}`, so it did not run."
     if error is not None:
         return f"Sorry, `{result.name}` failed: {error}"
     data = parse_json(result.content)
