@@ -87,7 +87,7 @@ def _overlap(a: dict, b: dict) -> bool:
 async def test_a_notice_covers_neither_the_heading_nor_the_composer_and_goes_by_itself(
     sign_in, alice, make_session, viewport
 ):
-    """"Pinned…", "Deleted…" sat on the session's heading until clicked away."""
+    """ "Pinned…", "Deleted…" sat on the session's heading until clicked away."""
     session = await make_session("A session whose title is long enough to be cut short in the header")
     page = await sign_in(alice, viewport=viewport)
     await open_session(page, session.id)
