@@ -210,3 +210,20 @@ async def test_an_answer_longer_than_a_client_frame_may_be_still_reaches_the_pag
     await send(page, "Say a lot")
     await turn_ended(turns(page).last)
     await expect(turns(page).last.locator(".answer")).to_contain_text("w1499")
+
+
+async def test_the_live_status_line_names_the_model_without_a_reload(sign_in, alice, make_session, model):
+    """ "Completed · 1 step · 786 tokens" live; "· <model>" appeared only after a reload."""
+    model.reply(words(60), chunk_delay=0.05)
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await send(page, "Talk for a while")
+    turn = await streaming(page, "w003")
+    label = (await Turn.objects.aget(session_id=session.id)).model_label
+    assert label
+    await expect(turn.locator(".turn-status")).to_contain_text(f"· {label}")  # while it runs
+    await turn_ended(turn)
+    await expect(turn.locator(".turn-status")).to_contain_text(
+        re.compile(rf"Completed · 1 step · \d+ tokens · {label}")
+    )
