@@ -11,6 +11,7 @@ import pytest
 from agents.llm.offline import OFFLINE_MODEL_NAME, OfflineModelApp, plan_reply, proposal_text
 from agents.llm.offline import data as offline_data
 from agents.llm.offline import planner as offline
+from agents.web.markdown import render_markdown
 from modes.catalog import AgentModeSummary
 from tests.helpers.offline import INTERNAL, SQL, body, user
 
@@ -183,6 +184,21 @@ async def test_a_mcp_text_result_is_summarised_and_other_results_say_done():
     assert final.tool_calls == []
     assert "datetime: 2024-05-01T10:00:00Z" in final.content
     assert "Done. 42 widgets" in final.content
+
+
+async def test_a_list_of_notes_keeps_its_lines_in_the_answer():
+    """ "show my notes": the notes ran together in one paragraph ("- a - b")."""
+    b = body(user("show my notes"), tools=["notes__list_notes"], execution="agent")
+    call = {"id": "call_1", "type": "function", "function": {"name": "notes__list_notes", "arguments": "{}"}}
+    notes = "- 2026-11-25 10:00 call the supplier\n- 2026-11-25 11:00 book the room\nthird, not a list item"
+    b["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": notes},
+    ]
+    final = await plan_reply(b, modes=MODES)
+    html = str(render_markdown(final.content))
+    assert html.count("<li>") == 3, html
+    assert "<li>2026-11-25 10:00 call the supplier</li>" in html and "<li>third, not a list item</li>" in html
 
 
 async def test_a_small_table_from_mcp_is_charted_once_then_answered():
