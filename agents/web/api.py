@@ -25,11 +25,12 @@ from agents.llm import get_llm_client
 from agents.models import Execution
 from agents.run.pipeline import normalize_turn_mode
 from agents.runner import get_runner
-from agents.selectors import turn_continued_aget, turn_last, turn_of_user_aget
+from agents.selectors import mode_get, turn_continued_aget, turn_last, turn_of_user_aget
 from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_get
 from agents.state import PausedState, turn_state
 from agents.submit import turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
+from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
@@ -189,17 +190,26 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
         team = team_list_for_user(user=user).first()
         if team is None:
             raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
+        mode, execution = _user_defaults(user)
         _session, turn = session_start(
             team=team,
             user=user,
             text=request.message or "",
-            mode=request.mode,
-            execution=request.execution or "ask",
+            mode=request.mode or mode,
+            execution=request.execution or execution,
             choice=request.choice,
         )
         return turn
     except ValidationError as exc:
         raise ApiError.refused(exc) from None
+
+
+def _user_defaults(user: Any) -> tuple[str | None, str]:
+    """The mode and execution a new conversation starts in when the request names none: the user's
+    defaults from Settings, as on the home page (a default mode no longer active: the catalog's)."""
+    preferences = preferences_get(user=user)
+    mode = mode_get(key=preferences.default_mode) if preferences.default_mode else None
+    return (mode.key if mode and mode.is_active else None), preferences.default_execution or "ask"
 
 
 def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> Turn:
