@@ -304,6 +304,23 @@
     done.then(function () { copiedState(button, true); }, function () { copiedState(button, false); });
   });
 
+  // A running turn's status line says what it waits for and for how long ("waiting for the model · 40 s",
+  // "running sql__query · 3 s"). The server draws the line when that changes (a step starts, the tools
+  // run), with the seconds spent so far (data-elapsed); the page counts on, with no message per second.
+  function tickElapsed() {
+    document.querySelectorAll("#timeline .turn-status .elapsed").forEach(function (el) {
+      if (!el.dataset.t0) el.dataset.t0 = String(Date.now() - Number(el.dataset.elapsed || 0) * 1000);
+      var turn = el.closest(".turn");
+      var tool = turn && turn.querySelector(".tool-card.tool-running .tool-name");
+      var live = turn && turn.querySelector(".live");
+      var what = tool ? "running " + tool.textContent.trim()
+        : live && live.textContent.trim() ? "writing" : "waiting for the model";
+      el.textContent = "· " + what + " · " + Math.floor((Date.now() - Number(el.dataset.t0)) / 1000) + " s";
+    });
+  }
+  setInterval(tickElapsed, 1000);
+  document.addEventListener("htmx:oobAfterSwap", tickElapsed);  // a new line: said at once, not a second later
+
   // A message above the workspace (a session renamed, deleted…) goes when clicked, or by itself after
   // NOTICE_MS (it said what happened; the page shows the result).
   var NOTICE_MS = 6000;
