@@ -36,6 +36,7 @@ from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
 from .claims import lease_expired, orphan_queued_too_long, run_dispatch, run_renew, stalled_queued, unheld
+from .titles import title_session, wants_title
 
 logger = logging.getLogger("aptix.runs")
 CANCEL_POLL_INTERVAL = 0.5
@@ -53,6 +54,7 @@ class Runner:
         self.mcp = mcp if mcp is not None else mcp_registry  # the MCP tools runs may offer
         self._tasks: dict[str, asyncio.Task] = {}
         self._sweeper: asyncio.Task | None = None
+        self._titling: set[asyncio.Task] = set()  # sessions being named (titles.py): held until done
 
     @property
     def tasks(self) -> Mapping[str, asyncio.Task]:
@@ -124,6 +126,9 @@ class Runner:
             keeper.cancel()
         if switch_continues(turn):  # its end is written (the run drained its events): carry the request on
             await _continue_after_switch(turn)
+        if wants_title(turn):  # a task of its own: a title never holds up the turn (or what waits for it)
+            self._titling.add(task := asyncio.get_running_loop().create_task(title_session(turn)))
+            task.add_done_callback(self._titling.discard)
         return turn
 
     async def _keep_alive(self, turn_id: str, run_task: asyncio.Task | None, worker: str = "") -> None:
