@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 
+import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import AgentSession, Turn
@@ -19,6 +20,12 @@ from agents.turns import turn_start
 from tests.helpers import async_db
 
 pytestmark = async_db
+
+
+@pytest.fixture(autouse=True)
+def _titles_on(settings):
+    settings.APTIX_AUTO_TITLES = True  # off for the other tests (tests/conftest.py)
+
 
 REQUEST = "Chart revenue by month for our orders data, and tell me which month was best please"
 
