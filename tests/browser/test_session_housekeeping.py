@@ -142,3 +142,21 @@ async def test_the_sidebar_shows_more_and_search_snippets(sign_in, alice, team_a
     await expect(snippet).to_contain_text("Aptix: Plums sold best in March, then pears in April.")
     await expect(snippet.locator("mark")).to_have_text("pears")
     await _shot(page, "sidebar-search-snippet.png")
+
+
+async def test_a_session_with_a_new_turn_moves_first_in_every_tab(sign_in, alice, make_session):
+    """The sidebar kept its order until a reload: a tab on another session never saw the change."""
+    older = await make_session("Older plans")
+    newer = await make_session("Newer plans")
+    watching = await sign_in(alice)
+    await open_session(watching, newer.id)
+    titles = watching.locator("#session-list li .s-title")
+    await expect(titles.first).to_have_text("Newer plans")
+
+    writing = await watching.context.new_page()  # a second tab, same login
+    await open_session(writing, older.id)
+    await writing.locator("#message").fill("What modes are there?")
+    await writing.locator("#message").press("Enter")
+    await expect(titles.first).to_have_text("Older plans")  # the other tab, without a reload
+    await expect(writing.locator("#session-list li .s-title").first).to_have_text("Older plans")
+    await expect(watching.locator("#session-list li.current .s-title")).to_have_text("Newer plans")
