@@ -308,7 +308,7 @@ def tool_error(result: ToolResult) -> str | None:
 
 def _describe(result: ToolResult) -> str:
     error = tool_error(result)
-    if error is not None and "user denied" in error.lower():  # the approvals' word to the model: no failure
+    if error is not None and re.search(r"\buser (denied|declined)\b", error, re.I):  # the approvals' word: no failure
         return f"You denied `{result.name}`, so it did not run."
     if error is not None:
         return f"Sorry, `{result.name}` failed: {error}"

@@ -152,6 +152,16 @@ async def test_a_failed_tool_result_is_relayed_plainly(content):
     assert "Switched" not in final.content
 
 
+@pytest.mark.parametrize(
+    "said", ["The user denied this tool call; do not try it again in this turn.", "The user declined the mode change."]
+)
+async def test_a_call_the_user_denied_is_said_so_not_relayed_as_a_failure(said):
+    b = body(user("hi"), assistant(proposal_text("Data Analysis", "data-analysis")), user("2"))
+    reply = await plan_reply(b, modes=MODES)
+    final = await plan_reply(with_results(b, reply, json.dumps({"error": said})), modes=MODES)
+    assert final.content == "You denied `agent_change_mode`, so it did not run."
+
+
 async def test_a_image_result_is_shown_as_a_markdown_image():
     b = body(user("draw a bar chart: apples 3, pears 5"))
     reply = await plan_reply(b, modes=MODES)
