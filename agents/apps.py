@@ -6,4 +6,9 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agent sessions"
 
     def ready(self) -> None:
+        from django.core import checks
+
+        from .llm.catalog import check_models_config
         from .web import streams  # noqa: F401  (connects the signals that close sockets whose access ended)
+
+        checks.register(check_models_config)

@@ -82,6 +82,7 @@ class Turn(models.Model):
         EDIT = "edit", "Edited and resent"
         RETRY = "retry", "Retry"
         REGENERATE = "regenerate", "Regenerated"
+        CONTINUED = "continued", "Continued after the switch"
 
     id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")

@@ -72,6 +72,12 @@ async def turn_aget(*, session: AgentSession, turn_id: str) -> Turn | None:
     return await Turn.objects.filter(pk=turn_id, session=session).select_related("session").afirst()
 
 
+async def turn_continued_aget(*, turn: Turn) -> Turn | None:
+    """The follow-up turn that carried `turn`'s request on after its mode switch, if one was made."""
+    follow_ups = Turn.objects.select_related("session").filter(session_id=turn.session_id, index=turn.index + 1)
+    return await follow_ups.filter(origin=Turn.Origin.CONTINUED).afirst()
+
+
 def _turns_of_user(*, user: Any, turn_id: str) -> QuerySet[Turn]:
     """The turn `turn_id` if its session is one the user may reach: the same check as every page's
     (session_list: their own, in a team they still belong to, not deleted)."""

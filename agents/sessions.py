@@ -112,6 +112,16 @@ def session_rename(*, session: AgentSession, title: str) -> AgentSession:
     return session
 
 
+def session_title_generated(*, session_id: str, was: str, title: str) -> bool:
+    """A generated title (agents/run/titles.py), written only if the title is still `was` (the one the
+    first message gave it): a name the user chose meanwhile is never overwritten. Not `updated_at`:
+    naming a session is no activity in it."""
+    title = " ".join((title or "").split())[:TITLE_MAX]
+    if not title:
+        return False
+    return bool(AgentSession.objects.filter(pk=session_id, title=was).update(title=title))
+
+
 def session_pin(*, session: AgentSession, pinned: bool) -> AgentSession:
     """Pin to the top of the sidebar, or unpin. Does not touch `updated_at` (no reordering)."""
     session.pinned_at = (session.pinned_at or timezone.now()) if pinned else None

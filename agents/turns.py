@@ -33,6 +33,7 @@ from modes.models import AgentMode, ModeHistory
 
 from .approvals import approvals_close
 from .events import events_append
+from .events.channel import session_moved
 from .events.payloads import final_payload
 from .events.writer import TurnWrite
 from .models import AgentSession, Execution, ToolApproval, Turn
@@ -142,6 +143,8 @@ def turn_start(
         if not locked.title:
             locked.title = text[:80]
         locked.save(update_fields=["title", "updated_at"])
+        # The user's other tabs put the session first in their sidebars (it is the newest now).
+        transaction.on_commit(lambda: session_moved(locked.user_id, locked.pk))
     return turn
 
 

@@ -260,6 +260,13 @@ APTIX_REPLY_TOKENS = Integer(
 APTIX_ASK_FOLLOWUP = Flag(
     "APTIX_ASK_FOLLOWUP", False, AGENT, "Ask execution: one follow-up model call after internal tool results"
 )
+APTIX_AUTO_TITLES = Flag(
+    "APTIX_AUTO_TITLES",
+    True,
+    AGENT,
+    "after a session's first answer, name it with one small extra model call (not with the offline model); "
+    "false: the first message names it",
+)
 APTIX_MODE_CHANGE_CONSENT = Choice(
     "APTIX_MODE_CHANGE_CONSENT",
     "ask",

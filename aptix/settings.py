@@ -257,6 +257,7 @@ APTIX_REPLY_TOKENS = read(env.APTIX_REPLY_TOKENS)
 # and without those the built-in offline model serves.
 APTIX_MODELS_CONFIG = read(env.APTIX_MODELS_CONFIG)
 APTIX_ASK_FOLLOWUP = read(env.APTIX_ASK_FOLLOWUP)
+APTIX_AUTO_TITLES = read(env.APTIX_AUTO_TITLES)
 # TUL-007 §4.3: "ask" (default) holds a model's mode change until the user consents (a proposal's
 # option button, or the approval card); "trust" lets the model change the mode at once.
 APTIX_MODE_CHANGE_CONSENT = read(env.APTIX_MODE_CHANGE_CONSENT)

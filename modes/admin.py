@@ -38,6 +38,7 @@ class AgentModeAdmin(admin.ModelAdmin):
                     "approval_policy",
                     "model",
                     "execution",
+                    "ask_followup",
                 ]
             },
         ),

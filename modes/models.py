@@ -67,8 +67,18 @@ class AgentMode(models.Model):
         blank=True,
         default="",
         choices=[("", "Keep the session's"), ("ask", "Ask"), ("agent", "Agent")],
-        help_text="How a session branched into this mode runs (e.g. Agent for a mode whose work needs MCP "
-        "tools); empty: it keeps the session's Ask or Agent.",
+        help_text="How a session branched into this mode, or carrying a request on after switching to it, runs "
+        "(e.g. Agent for a mode whose work needs MCP tools); empty: it keeps the session's Ask or Agent.",
+    )
+    ask_followup = models.BooleanField(
+        null=True,
+        blank=True,
+        default=None,
+        choices=[(None, "The model's setting"), (True, "Yes"), (False, "No")],
+        verbose_name="Ask follow-up",
+        help_text="Whether an Ask turn may call the model once more, without tools, to answer from its tool "
+        "results (a small model that answers with a tool call and no text needs it). Unset: the model's "
+        "askFollowup in the models configuration, else APTIX_ASK_FOLLOWUP.",
     )
     is_active = models.BooleanField(default=True)
     ordering = models.PositiveIntegerField(default=100)

@@ -25,8 +25,8 @@ def _no_mcp_autostart():
     """Serving aptix.asgi.application runs its start-up hooks (aptix/startup.py), which would spawn
     the MCP servers of mcp.json: tests start a host themselves when they need one
     (tests/tools/mcp/test_mcp_host.py). Session-scoped: in force before any module's fixtures."""
-    with override_settings(APTIX_MCP_AUTOSTART=False, APTIX_RUN_SWEEP=False):
-        yield
+    with override_settings(APTIX_MCP_AUTOSTART=False, APTIX_RUN_SWEEP=False, APTIX_AUTO_TITLES=False):
+        yield  # titles off: a scripted model's queued replies are each turn's (tests/agents/run/test_titles.py: on)
 
 
 @pytest.fixture(autouse=True)

@@ -92,7 +92,9 @@ class ShowsImage(Protocol):
 @runtime_checkable
 class SummarisesResult(Protocol):
     """A tool whose successful result an Ask answer (no follow-up model call) shows as Markdown of its
-    own rather than as the raw result in a code block."""
+    own rather than as the raw result in a code block. A tool whose result is by itself what the user asked for (a mode
+    changed, an image) also sets `RESULT_IS_ANSWER = True`: shown without a model's text, other
+    results come under a label saying the model wrote no answer (agents/run/answers.py)."""
 
     @staticmethod
     def result_markdown(result: str) -> str | None:

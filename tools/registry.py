@@ -172,6 +172,13 @@ def result_image(name: str, result: str) -> ResultImage | None:
     return tool.result_image(result) if isinstance(tool, ShowsImage) and result else None
 
 
+def result_is_answer(name: str) -> bool:
+    """Whether a successful result of the tool `name` is by itself what the user asked for (a mode
+    changed, an image drawn: the tool declares `RESULT_IS_ANSWER`), so that an Ask answer with no text
+    of the model's shows it as the answer rather than under a label."""
+    return bool(getattr(_tool_named(name), "RESULT_IS_ANSWER", False))
+
+
 def result_markdown(name: str, result: str) -> str | None:
     """A successful result of the tool `name` as an Ask answer shows it, if the tool says how
     (tools/base.py SummarisesResult); None: shown raw."""

@@ -80,6 +80,24 @@ def session_group(session_id: str) -> str:
     return f"session_{session_id}"
 
 
+def user_group(user_id: Any) -> str:
+    """The channel-layer group of every stream one user holds open (agents/web/streams.py)."""
+    return f"aptix.user.{user_id}"
+
+
+def session_moved(user_id: Any, session_id: str) -> None:
+    """Tell every stream of the user that a session got a new turn, so that each tab's sidebar puts it
+    first (consumers.py `session_moved`): once per turn, never per event. A lost message costs only the
+    order until the next page load."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), {"type": "session.moved", "session_id": session_id})
+    except Exception:  # the turn itself must not fail because a broadcast did
+        logger.exception("Could not tell the streams of user %s that session %s moved", user_id, session_id)
+
+
 def events_message(
     session_id: str, turn_id: str, events: list[TurnEvent], row: dict[str, Any] | None = None
 ) -> TurnEventsMessage:

@@ -10,7 +10,7 @@ built-in offline model when nothing is configured (so `make run` needs no config
       "models": {
         "gpt-4.1": {"provider": "openai", "model": "gpt-4.1", "label": "GPT-4.1", "contextTokens": 128000,
                     "tools": true, "vision": true, "reasoning": false},
-        "qwen-small": {"provider": "local", "model": "local", "contextTokens": 8192}
+        "qwen-small": {"provider": "local", "model": "local", "contextTokens": 8192, "askFollowup": true}
       },
       "default": "gpt-4.1"
     }
@@ -32,11 +32,12 @@ from typing import Any
 
 import openai
 from django.conf import settings
+from django.core import checks
 
 from tools.mcp.config import ENV_REF_RE, EnvExpander
 
 PROVIDER_KEYS = {"baseUrl", "apiKey", "headers"}
-MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning"}
+MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning", "askFollowup"}
 OFFLINE_KEY = "offline"
 
 
@@ -64,6 +65,9 @@ class ModelSpec:
     tools: bool = True
     vision: bool = False
     reasoning: bool = False
+    # Ask's second model call after internal tool results (spec 004): a small model that answers a
+    # question with a tool call and no text needs it. None: the mode's setting or APTIX_ASK_FOLLOWUP.
+    ask_followup: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -146,12 +150,16 @@ def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> 
     flags = {name: entry.get(name, default) for name, default in defaults.items()}
     if not all(isinstance(v, bool) for v in flags.values()):
         raise fail('"tools", "vision" and "reasoning" must be true or false')
+    ask_followup = entry.get("askFollowup")
+    if ask_followup is not None and not isinstance(ask_followup, bool):
+        raise fail(f'"askFollowup" must be true or false, not {json.dumps(ask_followup)}')
     return ModelSpec(
         key=key,
         model=str(entry.get("model") or key),
         label=str(entry.get("label") or key),
         provider=providers[provider],
         context_tokens=context,
+        ask_followup=ask_followup,
         **flags,
     )
 
@@ -179,6 +187,18 @@ def models_config() -> ModelsConfig:
             path = Path(settings.BASE_DIR) / path
         _config["current"] = load_models_config(path) if path.is_file() else environment_config()
     return _config["current"]
+
+
+def check_models_config(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """System check (registered in agents/apps.py): a models file that cannot be used stops
+    `manage.py aptix_serve`, `aptix_worker` and `migrate` at start-up, naming the file, the entry and
+    the problem, instead of failing the first turn."""
+    reset_models_config()
+    try:
+        models_config()
+    except ModelsConfigError as exc:
+        return [checks.Error(str(exc), hint="Fix the models configuration (docs/models.md).", id="aptix.E001")]
+    return []
 
 
 def reset_models_config() -> None:

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import json
 
-from tools.registry import result_markdown
+from tools.registry import result_is_answer, result_markdown
 
+from ..approvals import DECLINED_MODE_CHANGE, DENIED_TOOL
 from ..state import PausedState, ToolOutput
+
+NO_ANSWER = "*No answer from the model: it only called {names}. What that returned:*"
 
 
 def ask_answer(state: PausedState, content: str = "") -> str:
-    """The model's text (if any) followed by each tool result of the step, summarised."""
+    """The model's text (if any) followed by each tool result of the step, summarised. Without any
+    text, results that are not by themselves what was asked for (a list of modes for a request for
+    code: a small model's tool call it did not need) come under a label, never passed off as the answer."""
     parts = [content.strip()] if content and content.strip() else []
+    outputs = state.tool_outputs
+    if not parts and outputs and not all(o["ok"] and result_is_answer(o["name"]) for o in outputs):
+        parts.append(NO_ANSWER.format(names=", ".join(f"`{o['name']}`" for o in outputs)))
     for output in state.tool_outputs:
         parts.append(summarize_tool_output(output))
     return "\n\n".join(p for p in parts if p)
@@ -25,6 +33,8 @@ def summarize_tool_output(output: ToolOutput) -> str:
             message = json.loads(content).get("error", content)
         except (ValueError, AttributeError):
             message = content
+        if message in (DENIED_TOOL, DECLINED_MODE_CHANGE):  # words for the model (in the trace), not a failure
+            return f"**{name}**: denied by you; it did not run."
         return f"**{name}** failed: {message}"
     summary = result_markdown(name, content)  # the tool's own way of showing it (tools/base.py)
     if summary is not None:

@@ -1,10 +1,11 @@
 """Ask and Agent loops (spec 004 §3, §6) with AGN-011's mode handling (§5).
 
-Ask: one model call; internal tool calls in that reply run; no second call unless
-APTIX_ASK_FOLLOWUP. Agent: model → tools → results → model until a reply has no tool calls, the
-step limit, the token budget, or a cancel. Every step is recorded as events (agents/events). Each
-step returns a typed outcome (agents/run/outcomes.py); the run's ending is turned into the turn's
-end status by agents/turns.py.
+Ask: one model call; internal tool calls in that reply run; no second call unless the mode's
+Ask follow-up, else the model's `askFollowup`, else APTIX_ASK_FOLLOWUP allows it (`ask_followup`).
+Agent: model → tools → results → model until a reply has no tool calls, the step limit, the token
+budget, or a cancel. Every step is recorded as events (agents/events). Each step returns a typed
+outcome (agents/run/outcomes.py); the run's ending is turned into the turn's end status by
+agents/turns.py.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..approvals import approvals_request
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
-from ..llm.catalog import model_for
+from ..llm.catalog import ModelSpec, model_for
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
@@ -56,6 +57,15 @@ logger = logging.getLogger("aptix.reasoner")
 ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
 
 
+def ask_followup(override: bool | None, mode: AgentMode | None, spec: ModelSpec) -> bool:
+    """Whether an Ask turn may call the model again after its tool results: the mode's setting wins
+    over the model's (models.json `askFollowup`), which wins over APTIX_ASK_FOLLOWUP."""
+    for choice in (override, mode.ask_followup if mode else None, spec.ask_followup):
+        if choice is not None:
+            return choice
+    return bool(settings.APTIX_ASK_FOLLOWUP)
+
+
 class Reasoner:
     def __init__(
         self,
@@ -73,7 +83,7 @@ class Reasoner:
         self.llm = llm or get_llm_client()
         self.max_steps = max_steps or settings.APTIX_MAX_STEPS
         self.token_budget = token_budget or settings.APTIX_TOKEN_BUDGET
-        self.ask_followup = settings.APTIX_ASK_FOLLOWUP if ask_followup is None else ask_followup
+        self.ask_followup = ask_followup  # None: each turn's mode and model decide (ask_followup below)
         self.admin_logger = logger or admin_logger
         self.mcp = mcp if mcp is not None else mcp_registry  # handed in by the runner
         if image_remote is None and not self.llm.is_offline:
@@ -94,9 +104,9 @@ class Reasoner:
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
-        run.llm = self.llm_override or get_llm_client(
-            model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
-        )
+        spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
+        run.llm = self.llm_override or get_llm_client(spec)
+        run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
         if resumed in Turn.PAUSED_STATUSES and not await turns.turn_resume(turn):
@@ -216,7 +226,7 @@ class Reasoner:
                 await self.calls.resume_approved(run)
                 if after := self._after_tools(run):
                     return after
-            elif not run.agent and not self.ask_followup:
+            elif not run.agent and not run.ask_followup:
                 return FinalAnswer(answer=ask_answer(self._state(run)))
         while True:
             outcome = await self._step_once(run)
@@ -260,7 +270,7 @@ class Reasoner:
             return PausedForApproval()
         if state.pending:
             return PausedForClientTools()
-        if not run.agent and not self.ask_followup:
+        if not run.agent and not run.ask_followup:
             return FinalAnswer(answer=ask_answer(state, content))
         return None
 

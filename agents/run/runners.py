@@ -17,6 +17,7 @@ import contextvars
 import logging
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
@@ -27,12 +28,15 @@ from django.utils import timezone
 
 from tools.registry import ToolRegistry, mcp_registry
 
+from ..branching import switch_continues, turn_continue_after_switch
 from ..events import FINAL_EVENT_TYPES, message_events, session_group
 from ..models import Turn, TurnEvent
 from ..runner import get_runner
+from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
 from .claims import lease_expired, orphan_queued_too_long, run_dispatch, run_renew, stalled_queued, unheld
+from .titles import title_session, wants_title
 
 logger = logging.getLogger("aptix.runs")
 CANCEL_POLL_INTERVAL = 0.5
@@ -50,6 +54,7 @@ class Runner:
         self.mcp = mcp if mcp is not None else mcp_registry  # the MCP tools runs may offer
         self._tasks: dict[str, asyncio.Task] = {}
         self._sweeper: asyncio.Task | None = None
+        self._titling: set[asyncio.Task] = set()  # sessions being named (titles.py): held until done
 
     @property
     def tasks(self) -> Mapping[str, asyncio.Task]:
@@ -116,9 +121,15 @@ class Runner:
 
         keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task(), worker))
         try:
-            return await Reasoner(mcp=self.mcp).run(turn_id, **arguments)
+            turn = await Reasoner(mcp=self.mcp).run(turn_id, **arguments)
         finally:
             keeper.cancel()
+        if switch_continues(turn):  # its end is written (the run drained its events): carry the request on
+            await _continue_after_switch(turn)
+        if wants_title(turn):  # a task of its own: a title never holds up the turn (or what waits for it)
+            self._titling.add(task := asyncio.get_running_loop().create_task(title_session(turn)))
+            task.add_done_callback(self._titling.discard)
+        return turn
 
     async def _keep_alive(self, turn_id: str, run_task: asyncio.Task | None, worker: str = "") -> None:
         """While the run lives: its heartbeat (the run writes the first with turn.started), which
@@ -256,6 +267,15 @@ def start_runs() -> None:
     timer. Must be called on the serving event loop."""
     if settings.APTIX_RUN_SWEEP:
         get_runner().start_sweeping()
+
+
+async def _continue_after_switch(turn: Turn) -> None:
+    """Start the follow-up of a turn that switched its session's mode with the user's consent, through
+    the one way runs start (this process's runner: a task here, or the run queue with workers)."""
+    try:
+        await turn_submit(partial(turn_continue_after_switch, turn_id=turn.id))
+    except Exception:  # the switching turn has ended well: a failed follow-up must not undo it
+        logger.exception("Could not continue turn %s after its mode switch", turn.id, extra={"turn_id": turn.id})
 
 
 async def _moved_past(turn_id: str, seq: int | None) -> bool:

@@ -62,6 +62,7 @@ class Run:
     approval_policy: list[str] = field(default_factory=list)  # the mode's (agents/approvals.py)
     counter: Any = None  # the model's TokenCounter (context.py)
     llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
+    ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
 
     @property
     def agent(self) -> bool:

@@ -18,17 +18,19 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.approvals import CODE_STALE, UserDecision, approval_decide
+from agents.branching import switch_continues, turn_continue_after_switch
 from agents.conversations import session_start
 from agents.events.payloads import branch_of
 from agents.llm import get_llm_client
 from agents.models import Execution
 from agents.run.pipeline import normalize_turn_mode
 from agents.runner import get_runner
-from agents.selectors import turn_last, turn_of_user_aget
+from agents.selectors import mode_get, turn_continued_aget, turn_last, turn_of_user_aget
 from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_get
 from agents.state import PausedState, turn_state
 from agents.submit import turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
+from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
@@ -188,17 +190,26 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
         team = team_list_for_user(user=user).first()
         if team is None:
             raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
+        mode, execution = _user_defaults(user)
         _session, turn = session_start(
             team=team,
             user=user,
             text=request.message or "",
-            mode=request.mode,
-            execution=request.execution or "ask",
+            mode=request.mode or mode,
+            execution=request.execution or execution,
             choice=request.choice,
         )
         return turn
     except ValidationError as exc:
         raise ApiError.refused(exc) from None
+
+
+def _user_defaults(user: Any) -> tuple[str | None, str]:
+    """The mode and execution a new conversation starts in when the request names none: the user's
+    defaults from Settings, as on the home page (a default mode no longer active: the catalog's)."""
+    preferences = preferences_get(user=user)
+    mode = mode_get(key=preferences.default_mode) if preferences.default_mode else None
+    return (mode.key if mode and mode.is_active else None), preferences.default_execution or "ask"
 
 
 def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> Turn:
@@ -285,6 +296,7 @@ def execute_response(turn: Turn) -> dict[str, Any]:
         ],
         "usage": {"promptTokens": turn.prompt_tokens, "completionTokens": turn.completion_tokens},
         "model": turn.model_label or get_llm_client().label,
+        "followUp": None,  # agent_execute: the turn that carried the request on after a consented switch
     }
 
 
@@ -304,9 +316,24 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
             tool_results=parsed.tool_results or None,
         )
         turn = await get_runner().wait(submitted.turn.id, submitted.started)
+        follow_up = await _follow_up(turn) if switch_continues(turn) else None
     except ApiError as exc:
         return exc.response()
-    return JsonResponse(execute_response(turn))
+    body = execute_response(turn)
+    if follow_up is not None:
+        body["followUp"] = execute_response(follow_up)
+    return JsonResponse(body)
+
+
+async def _follow_up(turn: Turn) -> Turn | None:
+    """After a consented switch in this conversation, the turn that carried the request on in the new
+    mode, run to its end (or its pause) like the request's own: made here if the process that ran
+    the switch has not made it yet (without the client's tools either way, as the page's)."""
+    submitted = await turn_submit(partial(turn_continue_after_switch, turn_id=turn.id))
+    follow_up = submitted.turn if submitted else await turn_continued_aget(turn=turn)
+    if follow_up is None:
+        return None
+    return await get_runner().wait(follow_up.id, submitted.started if submitted else None)
 
 
 @csrf_exempt

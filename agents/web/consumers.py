@@ -179,6 +179,15 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             self._sent(turn_id, seq, event["event"])
             await self.send(text_data=html)
 
+    async def session_moved(self, message: dict) -> None:
+        """From the user's group: a session of theirs got a new turn; the page's sidebar puts it first
+        (static/js/aptix.js), whichever session this stream is of."""
+        session_id = str(message.get("session_id", ""))
+        if session_id.isalnum():
+            await self.send(
+                text_data=f'<div id="session-moved" hidden hx-swap-oob="true" data-session="{session_id}"></div>'
+            )
+
     async def access_check(self, message: dict) -> None:
         """From the user's group: their access may have changed (agents/web/streams.py)."""
         ended = message.get("ended_session")

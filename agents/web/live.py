@@ -203,6 +203,7 @@ def _ended(turn: Turn, payload: TurnEnded) -> None:
 def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     """Drawn from the event: a turn's first event shows it running with nothing streamed yet."""
     turn.status, turn.answer, turn.error = Turn.Status.RUNNING, "", ""
+    turn.model_label = payload.get("model") or turn.model_label  # read before the run wrote it: the status line's
     live.live[turn.id] = ""  # nothing streamed yet: the first delta needs no database read
     events = live.events_until(turn, seq) if seq > 1 else list(live.seen.get(turn.id, []))
     # Appended, unless the page has the turn already (the send request's answer drew it): aptix.js.

@@ -226,3 +226,26 @@ def render_user_message(text: str | None) -> SafeString:
 def _plain(text: str) -> str:
     text = text.strip("\n")
     return f'<span class="plain">{escape(text)}</span>' if text.strip() else ""
+
+
+_INLINE_TEXT: dict[str, Any] = {
+    "text": lambda c: c.content,
+    "code_inline": lambda c: c.content,
+    "softbreak": lambda c: " ",
+    "hardbreak": lambda c: " ",
+}
+
+
+def plain_text(text: str | None) -> str:
+    """A model's Markdown answer as the words a reader sees, on one line: no `**`, fences, `#` or table
+    pipes (the sidebar's search snippets). Parsed, not rendered: nothing is highlighted or sanitised,
+    and what comes out is escaped by the template like any text."""
+    if not text:
+        return ""
+    words: list[str] = []
+    for token in _parser().parse(text):
+        if token.type == "inline":  # a paragraph, heading or cell: its pieces run on; a line break is a space
+            words.append("".join(_INLINE_TEXT.get(c.type, lambda c: "")(c) for c in token.children or ()))
+        elif token.type in ("fence", "code_block"):
+            words.append(token.content)
+    return " ".join(" ".join(words).split())

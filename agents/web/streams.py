@@ -34,6 +34,7 @@ from django.utils.module_loading import import_string
 
 from aptix.models import Membership
 
+from ..events.channel import user_group
 from ..models import AgentSession
 from ..sessions import session_readable
 
@@ -45,11 +46,6 @@ CLOSE_TOO_MANY = 4429  # over the per-user or per-session cap
 # (RFC 6455's 1009 "message too big" included): our codes are 4000 + the nearest HTTP status.
 CLOSE_TOO_BIG = 4413  # a client frame over APTIX_WS_MAX_MESSAGE
 CLOSE_BAD_CURSOR = 4400  # `?turn=&seq=` that no page writes (not a turn id, not a seq)
-
-
-def user_group(user_id: Any) -> str:
-    """The channel-layer group of every stream one user holds open."""
-    return f"aptix.user.{user_id}"
 
 
 class OpenStreams:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from agents.approvals import DECLINED_MODE_CHANGE, DENIED_TOOL, requested_mode
 from agents.branching import branch_child
@@ -331,8 +332,19 @@ def turn_context(
         "branch": branch,
         "branch_child": branch_child(turn) if branch else None,
         "latest": latest and turn.status == Turn.Status.LIMIT_REACHED,
+        "elapsed": 0 if turn.is_finished else phase_elapsed(events),
         **resend_context(turn, latest=latest),
     }
+
+
+PHASES = ("turn.started", "step.started", "model.message")  # what a running turn waits for changes at these
+
+
+def phase_elapsed(events: list[TurnEvent]) -> int:
+    """Seconds since a running turn began waiting for what it waits for now (the model, or its tools):
+    the page counts on from there by itself (static/js/aptix.js), with no message from the server."""
+    since = next((e.created_at for e in reversed(events) if e.type in PHASES), None)
+    return max(0, int((timezone.now() - since).total_seconds())) if since else 0
 
 
 # Edit and resend, retry, regenerate (agents/conversations.py): what a turn offers and says about it.
@@ -340,6 +352,7 @@ ORIGIN_LABELS: dict[str, str] = {
     Turn.Origin.EDIT: "edited",
     Turn.Origin.RETRY: "retried",
     Turn.Origin.REGENERATE: "regenerated",
+    Turn.Origin.CONTINUED: "continued after the switch",
 }
 REPLACED_LABELS: dict[str, str] = {
     Turn.Origin.EDIT: "Replaced by your edited message",

@@ -33,6 +33,7 @@ class ToolRow:
     blocked: str = ""  # why the next turn will not offer it although it is enabled, if so
     original: str = ""  # the MCP server's own name for the tool, when sanitising changed it
     on_demand: bool = False  # allowed, but the request carries it only once tool_search found it
+    outside_policy: bool = False  # the mode does not offer it: its box is unticked and cannot be ticked
 
     @property
     def offered(self) -> bool:
@@ -73,6 +74,7 @@ def tool_panel(session: AgentSession) -> dict:
                 always=always,
                 enabled=always or toggles.get(name) is not False,
                 blocked="" if always else policy_reason(name),
+                outside_policy=not always and bool(policy_reason(name)),
             )
         )
 
@@ -109,7 +111,7 @@ def _server_groups(
         group = groups.setdefault(
             server, ServerGroup(name=server, state="unknown", status="", enabled=toggles.get(server) is not False)
         )
-        blocked = policy_reason(name)
+        blocked = outside = policy_reason(name)
         if not blocked and not group.enabled:
             blocked = f"the {server} server is switched off"
         group.tools.append(
@@ -120,6 +122,7 @@ def _server_groups(
                 enabled=toggles.get(name) is not False,
                 blocked=blocked,
                 original=_original_name(tool, short),
+                outside_policy=bool(outside),
             )
         )
     return groups

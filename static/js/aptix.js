@@ -201,6 +201,31 @@
     if (box && !box.value) box.value = carried;
     carried = "";
   });
+  // The server's reason for refusing a message (a turn still running, started in another tab) stays
+  // until the next send: the stream redraws the composer (that turn's start, its end) with an empty
+  // line, which used to wipe the reason a moment after it appeared and leave the draft unexplained.
+  var refusal = "";
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var error = document.getElementById("composer-error");
+    if (!e.detail.elt || e.detail.elt.id !== "composer" || !error || !error.dataset.refusal) return;
+    error.textContent = "";
+    delete error.dataset.refusal;
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var incoming = e.detail.fragment && e.detail.fragment.firstElementChild;
+    if (!incoming || incoming.id !== "composer" || !e.detail.shouldSwap) return;
+    var error = document.getElementById("composer-error");
+    refusal = error && error.dataset.refusal ? error.textContent : "";
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    if (!e.detail.target || e.detail.target.id !== "composer" || !refusal) return;
+    var error = document.getElementById("composer-error");
+    if (error && !error.textContent.trim()) {
+      error.textContent = refusal;
+      error.dataset.refusal = "1";
+    }
+    refusal = "";
+  });
   function focusComposer() {
     var box = document.getElementById("message");
     if (box) box.focus();
@@ -279,10 +304,49 @@
     done.then(function () { copiedState(button, true); }, function () { copiedState(button, false); });
   });
 
-  // A message above the workspace (a session renamed, deleted…) goes when clicked.
+  // A running turn's status line says what it waits for and for how long ("waiting for the model · 40 s",
+  // "running sql__query · 3 s"). The server draws the line when that changes (a step starts, the tools
+  // run), with the seconds spent so far (data-elapsed); the page counts on, with no message per second.
+  function tickElapsed() {
+    document.querySelectorAll("#timeline .turn-status .elapsed").forEach(function (el) {
+      if (!el.dataset.t0) el.dataset.t0 = String(Date.now() - Number(el.dataset.elapsed || 0) * 1000);
+      var turn = el.closest(".turn");
+      var tool = turn && turn.querySelector(".tool-card.tool-running .tool-name");
+      var live = turn && turn.querySelector(".live");
+      var what = tool ? "running " + tool.textContent.trim()
+        : live && live.textContent.trim() ? "writing" : "waiting for the model";
+      el.textContent = "· " + what + " · " + Math.floor((Date.now() - Number(el.dataset.t0)) / 1000) + " s";
+    });
+  }
+  setInterval(tickElapsed, 1000);
+  document.addEventListener("htmx:oobAfterSwap", tickElapsed);  // a new line: said at once, not a second later
+
+  // A session of the user's got a new turn (in this tab or another): the sidebar puts it first, after
+  // the pinned ones, as the server orders it (the most recently updated first).
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    var moved = e.target;  // the new element (detail.target is the one it replaced)
+    if (!moved || moved.id !== "session-moved" || !moved.dataset.session) return;
+    var link = document.querySelector('#session-list a[href="/sessions/' + moved.dataset.session + '/"]');
+    var item = link && link.closest("li");
+    if (!item || item.classList.contains("pinned")) return;
+    var list = item.parentElement;
+    var pinned = list.querySelectorAll(":scope > li.pinned");
+    var after = pinned.length ? pinned[pinned.length - 1].nextElementSibling : list.firstElementChild;
+    if (after !== item) list.insertBefore(item, after);
+  });
+
+  // A message above the workspace (a session renamed, deleted…) goes when clicked, or by itself after
+  // NOTICE_MS (it said what happened; the page shows the result).
+  var NOTICE_MS = 6000;
   document.addEventListener("click", function (e) {
     var message = e.target.closest && e.target.closest(".workspace > .messages > li");
     if (message) message.remove();
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".workspace > .messages > li").forEach(function (message) {
+      message.title = message.textContent.trim();  // cut short on one line: the whole text on hover
+      setTimeout(function () { message.remove(); }, NOTICE_MS);
+    });
   });
 
   // Errors of htmx requests (network, 4xx/5xx) are shown, not swallowed.

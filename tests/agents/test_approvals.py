@@ -163,6 +163,22 @@ async def test_switch_in_a_new_session_overrides_the_models_branch(make_session,
     assert ended["branch"] == {"mode": "data-analysis", "reason": SWITCH["reason"]}
 
 
+async def test_an_ask_answer_says_a_declined_call_was_denied_not_that_it_failed(
+    make_session, run_turn, model, llm, alice
+):
+    """The words for the model ("… stay in the current mode") stay in the trace; the answer says what
+    the user did, not "agent_change_mode failed"."""
+    session = await make_session(execution="ask")
+    first = model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
+    turn = await run_turn(session, "What's our revenue?")
+    await decide(turn, UserDecision(first.tool_calls[0].id, False), user=alice)
+    turn = await resume(llm, turn)
+    assert turn.status == "completed" and "**agent_change_mode**: denied by you; it did not run." in turn.answer
+    assert "failed" not in turn.answer and DECLINED_MODE_CHANGE not in turn.answer
+    [result] = await events_of(turn, "tool.result")
+    assert result["error"] == DECLINED_MODE_CHANGE  # the trace keeps what the model was told
+
+
 async def test_stay_tells_the_model_it_was_declined_and_the_loop_continues(make_session, run_turn, model, llm, alice):
     session = await make_session(execution="agent")
     first = model.reply("", tool_calls=[("agent_change_mode", SWITCH)])

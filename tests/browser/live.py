@@ -182,6 +182,7 @@ def scripted_env(switchboard: ModelSwitchboard) -> dict[str, str]:
         "OPENAI_API_KEY": "test",
         "APTIX_LLM_MAX_RETRIES": "0",
         "APTIX_LLM_MODEL": "scripted-model",
+        "APTIX_AUTO_TITLES": "false",  # the replies a test queues are its turns', not a title's
     }
 
 

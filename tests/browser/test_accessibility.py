@@ -119,6 +119,7 @@ async def test_the_workspace(sign_in, alice, team_a, theme):
     await audit.check(page, "session-mode-approval")
     await turns(page).nth(3).locator(".approval-card button", has_text="Switch").first.click()
     await turn_ended(turns(page).nth(3))  # now in DDR Authoring: image_gen and the notes tools are blocked
+    await turn_ended(turns(page).nth(4))  # the request, carried on in DDR Authoring after the switch
     await page.evaluate("() => document.querySelectorAll('#timeline details').forEach(d => { d.open = true; })")
     await audit.check(page, "session-cards-open")
 
@@ -134,10 +135,10 @@ async def test_the_workspace(sign_in, alice, team_a, theme):
     await audit.check(page, "mode-popover")
     await page.keyboard.press("Escape")
 
-    await turns(page).nth(3).get_by_role("button", name="Regenerate").click()  # turn 4 is replaced, folded
-    await turn_ended(turns(page).nth(4))
-    await expect(turns(page).nth(3)).to_have_class(re.compile(r"\breplaced\b"))
-    await turns(page).nth(3).locator("details.replaced-turn > summary").click()
+    await turns(page).nth(4).get_by_role("button", name="Regenerate").click()  # turn 5 is replaced, folded
+    await turn_ended(turns(page).nth(5))
+    await expect(turns(page).nth(4)).to_have_class(re.compile(r"\breplaced\b"))
+    await turns(page).nth(4).locator("details.replaced-turn > summary").click()
     await audit.check(page, "session-replaced-open")
 
     await page.goto("/settings/")
@@ -204,7 +205,10 @@ async def test_keyboard_and_screen_reader_cues(sign_in, alice, team_a):
     await turn_ended(third)
     card = third.locator(".tool-card")
     await expect(card).to_have_class(re.compile(r"\btool-blocked\b"))
-    await expect(card.locator("summary")).to_contain_text("blocked: not approved")
+    # Said as what it was, not as a failure showing the words meant for the model (they stay in the trace).
+    await expect(card.locator("summary")).to_contain_text("Denied by you")
+    await expect(third).not_to_contain_text("do not try it again")
+    await expect(third.locator(".answer")).to_contain_text("You denied `notes__add_note`".replace("`", ""))
 
 
 # Code in the languages answers show most, so that most of Pygments' token types are on the page.

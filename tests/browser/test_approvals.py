@@ -85,6 +85,17 @@ async def test_a_typed_choice_shows_the_mode_card_and_switch_runs_it(sign_in, al
     assert (history.previous_mode, history.new_mode) == ("general", "ddr-authoring")
 
 
+async def test_a_cards_buttons_are_one_height_on_one_line(sign_in, alice, make_session):
+    """The primary button was shorter than its neighbours (and set lower by a margin)."""
+    page = await proposed(sign_in, alice, make_session)
+    await send(page, "2")
+    buttons = card(page).locator("button")
+    await expect(buttons).to_have_count(3)
+    boxes = [await buttons.nth(i).bounding_box() for i in range(3)]
+    assert len({round(b["height"]) for b in boxes}) == 1, boxes
+    assert len({round(b["y"]) for b in boxes}) == 1, boxes
+
+
 async def test_stay_keeps_the_mode(sign_in, alice, make_session):
     page = await proposed(sign_in, alice, make_session)
     await send(page, "switch")

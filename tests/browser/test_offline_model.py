@@ -57,6 +57,29 @@ async def test_a_chart_of_data_in_ask_says_what_it_needs_instead_of_a_title_card
     await expect(turn.locator(".tool-card, img")).to_have_count(0)
 
 
+async def test_switching_here_carries_the_request_on_in_agent(sign_in, alice, make_session):
+    """ "Switch this session to Data Analysis" used to end the turn there, leaving the user to pick Agent
+    and type the request again: the request now runs on at once in the new mode and its execution."""
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await send(page, "Chart revenue by month for our orders data")
+    await turn_ended(turns(page).nth(0))
+    await turns(page).nth(0).get_by_role("button", name="Switch this session to Data Analysis").click()
+    await turn_ended(turns(page).nth(1))
+
+    follow_up = turns(page).nth(2)
+    await expect(follow_up.locator(".msg-user .bubble")).to_have_text("Chart revenue by month for our orders data")
+    await expect(follow_up.locator(".meta").first).to_contain_text("Agent · data-analysis · continued after the switch")
+    await turn_ended(follow_up)
+    await expect(page.locator("#mode-badge")).to_have_text("Data Analysis")
+    rows = [t async for t in Turn.objects.filter(session_id=session.id).order_by("index")]
+    assert [(t.origin, t.execution, t.mode) for t in rows][2] == ("continued", "agent", "data-analysis")
+    await open_session(page, session.id)  # the same after a reload
+    await expect(turns(page)).to_have_count(3)
+    await expect(turns(page).nth(2).locator(".meta").first).to_contain_text("continued after the switch")
+
+
 @pytest.fixture
 def root(django_user_model, password):
     return django_user_model.objects.create_superuser("root", "root@example.com", password)

@@ -5,6 +5,7 @@ switch, and a user's pasted code keeps its whitespace."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -16,7 +17,7 @@ from agents.turns import ERROR_TURN_RUNNING
 from modes.models import AgentMode
 from tests.helpers import async_db
 
-from .live import ROOT, expect, open_session, scripted_env, send, turn_ended, turns
+from .live import ROOT, expect, open_session, scripted_env, send, stream_open, turn_ended, turns
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 
@@ -210,3 +211,47 @@ async def test_an_answer_longer_than_a_client_frame_may_be_still_reaches_the_pag
     await send(page, "Say a lot")
     await turn_ended(turns(page).last)
     await expect(turns(page).last.locator(".answer")).to_contain_text("w1499")
+
+
+async def test_the_live_status_line_names_the_model_without_a_reload(sign_in, alice, make_session, model):
+    """ "Completed · 1 step · 786 tokens" live; "· <model>" appeared only after a reload."""
+    model.reply(words(60), chunk_delay=0.05)
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await send(page, "Talk for a while")
+    turn = await streaming(page, "w003")
+    label = (await Turn.objects.aget(session_id=session.id)).model_label
+    assert label
+    await expect(turn.locator(".turn-status")).to_contain_text(f"· {label}")  # while it runs
+    await turn_ended(turn)
+    await expect(turn.locator(".turn-status")).to_contain_text(
+        re.compile(rf"Completed · 1 step · \d+ tokens · {label}")
+    )
+
+
+async def test_a_long_wait_says_what_it_waits_for_and_counts_without_server_messages(
+    sign_in, alice, make_session, model
+):
+    """103 s to the first token showed only "Step 1 · Stop": the line now says "waiting for the model ·
+    N s", counted by the page itself while the socket stays quiet."""
+    model.delay(7)
+    model.reply("At last.")
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    frames: list[float] = []
+    page.on(
+        "websocket", lambda ws: ws.on("framereceived", lambda _frame: frames.append(asyncio.get_running_loop().time()))
+    )
+    await page.reload()  # the socket opens again, now watched
+    await stream_open(page)
+    await send(page, "Take your time")
+    elapsed = turns(page).last.locator(".turn-status .elapsed")
+    await expect(elapsed).to_have_text(re.compile(r"waiting for the model · [01] s"))
+    start = asyncio.get_running_loop().time()
+    await expect(elapsed).to_have_text(re.compile(r"waiting for the model · [3-5] s"), timeout=8_000)
+    quiet = [t for t in frames if t > start + 0.5]
+    assert len(quiet) <= 1, f"{len(quiet)} socket messages while the page counted"  # none per second
+    await turn_ended(turns(page).last)
+    await expect(turns(page).last.locator(".turn-status .elapsed")).to_have_count(0)

@@ -74,6 +74,33 @@ async def test_rename_pin_archive_and_export_from_the_session_menu(sign_in, alic
     await expect(page.locator("#session-list")).not_to_contain_text("Older work")
 
 
+def _overlap(a: dict, b: dict) -> bool:
+    return not (
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
+
+
+@pytest.mark.parametrize("viewport", [None, {"width": 390, "height": 844}], ids=["desktop", "phone"])
+async def test_a_notice_covers_neither_the_heading_nor_the_composer_and_goes_by_itself(
+    sign_in, alice, make_session, viewport
+):
+    """ "Pinned…", "Deleted…" sat on the session's heading until clicked away."""
+    session = await make_session("A session whose title is long enough to be cut short in the header")
+    page = await sign_in(alice, viewport=viewport)
+    await open_session(page, session.id)
+    await page.get_by_role("button", name="Session actions").click()
+    await page.locator("#session-menu").get_by_role("button", name="Pin to the top").click()
+    notice = page.locator(".workspace > .messages li")
+    await expect(notice).to_be_visible()
+    box = await notice.bounding_box()
+    for covered in ["#session-title", "#composer", "#mode-badge"]:
+        assert not _overlap(box, await page.locator(covered).bounding_box()), covered
+    await expect(notice).to_have_count(0, timeout=10_000)  # nobody clicked it
+
+
 async def test_delete_asks_first_and_then_the_session_is_gone(sign_in, alice, make_session):
     session = await make_session("Throwaway")
     page = await sign_in(alice)
@@ -115,3 +142,21 @@ async def test_the_sidebar_shows_more_and_search_snippets(sign_in, alice, team_a
     await expect(snippet).to_contain_text("Aptix: Plums sold best in March, then pears in April.")
     await expect(snippet.locator("mark")).to_have_text("pears")
     await _shot(page, "sidebar-search-snippet.png")
+
+
+async def test_a_session_with_a_new_turn_moves_first_in_every_tab(sign_in, alice, make_session):
+    """The sidebar kept its order until a reload: a tab on another session never saw the change."""
+    older = await make_session("Older plans")
+    newer = await make_session("Newer plans")
+    watching = await sign_in(alice)
+    await open_session(watching, newer.id)
+    titles = watching.locator("#session-list li .s-title")
+    await expect(titles.first).to_have_text("Newer plans")
+
+    writing = await watching.context.new_page()  # a second tab, same login
+    await open_session(writing, older.id)
+    await writing.locator("#message").fill("What modes are there?")
+    await writing.locator("#message").press("Enter")
+    await expect(titles.first).to_have_text("Older plans")  # the other tab, without a reload
+    await expect(writing.locator("#session-list li .s-title").first).to_have_text("Older plans")
+    await expect(watching.locator("#session-list li.current .s-title")).to_have_text("Newer plans")

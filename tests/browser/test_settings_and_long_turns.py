@@ -75,6 +75,15 @@ async def test_the_chosen_theme_wins_over_the_system_one(sign_in, alice):
     await _shot(dark_system, "settings-light-on-dark-system.png")
 
 
+async def test_the_settings_page_focuses_nothing_on_load(sign_in, alice):
+    """It put the caret in "Old password", as if the page were about changing the password."""
+    page = await sign_in(alice)
+    await page.goto("/settings/")
+    await expect(page.get_by_role("button", name="Save preferences")).to_be_visible()
+    await expect(page.get_by_label("Old password")).not_to_be_focused()
+    assert await page.evaluate("() => document.activeElement === document.body")
+
+
 async def test_opting_in_is_when_the_browser_is_asked(sign_in, alice):
     page = await probed_page(sign_in, alice, granted=False)
     await page.goto("/settings/")

@@ -408,3 +408,21 @@ async def test_a_session_page_fits_a_phone(sign_in, alice, make_session):
     widths = await page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
     await save_artifacts("phone-session", [page])
     assert widths[0] <= widths[1], f"horizontal overflow: scrollWidth {widths[0]} > innerWidth {widths[1]}"
+
+
+async def test_tools_outside_the_modes_policy_are_unticked_and_disabled_with_the_reason(sign_in, alice, make_session):
+    """DDR Authoring offers no image_gen: its box was ticked (the session's toggle) as if the next turn
+    would offer it."""
+    session = await sync_to_async(make_session)(mode="ddr-authoring", execution="agent")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await page.get_by_role("button", name="Tools").click()
+    panel = page.locator("#tools-panel")
+    await expect(panel).to_be_visible()
+    checkbox = panel.locator("li", has=page.locator("code", has_text=re.compile("^image_gen$"))).locator("input")
+    await expect(checkbox).not_to_be_checked()
+    await expect(checkbox).to_be_disabled()
+    await expect(checkbox).to_have_accessible_description("not in the DDR Authoring mode's tool policy")
+    offered = panel.locator("li", has=page.locator("code", has_text=re.compile("^agent_list_modes$"))).locator("input")
+    await expect(offered).to_be_checked()
+    await expect(offered).to_be_enabled()

@@ -14,6 +14,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from aptix.asgi import application
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
+SIDEBAR_NOTE = re.compile(r'<div id="session-moved" ')  # consumers.py session_moved
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="(\w+)" data-seq="(\d+)"')
 TAIL = re.compile(r'^<b data-seq="(\d+)">')  # appended text (templates/agents/_live_tail.html)
 TIMEOUT = 5.0
@@ -46,6 +47,8 @@ async def collect(communicator, timeout=5.0) -> list[str]:
     messages = []
     while True:
         text = await communicator.receive_from(timeout=timeout)
+        if SIDEBAR_NOTE.match(text):  # for the page's sidebar (a session got a turn), not of this stream's turns
+            continue
         messages.append(text)
         if re.search(r'class="turn status-(completed|failed|cancelled|limit_reached)"', text):
             return messages
@@ -56,6 +59,8 @@ def seqs(messages: list[str]) -> list[int]:
     the cursor, agents/web/live.py) the seq on its tail."""
     found = []
     for text in messages:
+        if SIDEBAR_NOTE.match(text):  # a session of the user got a new turn: no event of this session's
+            continue
         cursor = CURSOR.search(text)
         found.append(int(cursor.group(2)) if cursor else int(_tail(text)))
     return found

@@ -49,6 +49,21 @@ def test_curator_edits_lists_one_item_per_line(client, curator, password):
     assert mode.tool_policy == ["sql.*", "image_gen"]
 
 
+def test_curator_sets_and_unsets_a_modes_ask_follow_up(client, curator, password):
+    """Unset by default (the model's askFollowup, else APTIX_ASK_FOLLOWUP decides); a curator can say
+    yes or no for the mode, and unset it again."""
+    client.login(username=curator.username, password=password)
+    mode = AgentMode.objects.get(key="general")
+    assert mode.ask_followup is None
+    page = client.get(change_url(mode)).content.decode()
+    assert 'name="ask_followup"' in page and "The model&#x27;s setting" in page
+    for value, stored in [("True", True), ("False", False), ("", None)]:
+        response = client.post(change_url(mode), mode_admin_form(mode, ask_followup=value))
+        assert response.status_code == 302, response.content.decode()[:2000]
+        mode.refresh_from_db()
+        assert mode.ask_followup is stored
+
+
 def test_curator_sees_validation_errors_on_the_form(client, curator, password):
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="data-analysis")

@@ -68,6 +68,7 @@ class ImageGenTool(AgentTool):
     )
     SCHEMA_DESCRIPTION: ClassVar[str] = "Creates a chart or picture and returns its URL."
     is_tool_fully_executed_on_server = True
+    RESULT_IS_ANSWER: ClassVar[bool] = True  # an Ask answer may be this result alone (tools/base.py)
 
     @staticmethod
     def result_image(result: str) -> ResultImage | None:

@@ -48,6 +48,7 @@ class ModeChangeTool(AgentTool):
         "Changes this session's mode once the user confirms; branch=true: in a new session."
     )
     is_tool_fully_executed_on_server = True
+    RESULT_IS_ANSWER: ClassVar[bool] = True  # an Ask answer may be this result alone (tools/base.py)
 
     @staticmethod
     def result_markdown(result: str) -> str | None:

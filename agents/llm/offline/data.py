@@ -135,6 +135,22 @@ def is_data_result(result: ToolResult) -> bool:
     return "__" in result.name and not result.name.endswith(("__list_tables", "__describe_table", "__explain"))
 
 
+def as_list(text: str, limit: int) -> str:
+    """Lines of a result as a Markdown list, one item each (a list's own items as they are), whole lines up
+    to about `limit` characters: run together, "- a - b - c" read as one paragraph."""
+    items: list[str] = []
+    size = 0
+    for line in (line.strip() for line in text.splitlines()):
+        if not line:
+            continue
+        if size + len(line) > limit:
+            items.append("- …")
+            break
+        items.append(line if line[:2] in ("- ", "* ") else f"- {line}")
+        size += len(line)
+    return "\n".join(items)
+
+
 def describe_mcp_result(result: ToolResult) -> str:
     """A database (MCP) tool result told to the user: its table (and chart summary), value or text, and the SQL."""
     table = parse_table(result.content)
@@ -158,8 +174,10 @@ def describe_mcp_result(result: ToolResult) -> str:
             text = f"`{result.name}` returned: " + ", ".join(f"`{x}`" for x in data) + "."
         elif isinstance(data, dict) and all(isinstance(v, (str, int, float, bool, type(None))) for v in data.values()):
             text = f"`{result.name}` returned:\n\n" + "\n".join(f"- {k}: {v}" for k, v in list(data.items())[:12])
+        elif "\n" in (body := result.content.strip()):  # lines (a list of notes) keep their lines
+            text = f"`{result.name}` returned:\n\n" + as_list(body, 600)
         else:
-            text = f"`{result.name}` returned: " + shorten(result.content.strip(), 600)
+            text = f"`{result.name}` returned: " + shorten(body, 600)
     if sql:
         text += f"\n\nSQL used:\n\n```sql\n{sql}\n```"
     return text

@@ -309,6 +309,8 @@ def tool_error(result: ToolResult) -> str | None:
 
 def _describe(result: ToolResult) -> str:
     error = tool_error(result)
+    if error is not None and re.search(r"\buser (denied|declined)\b", error, re.I):  # the approvals' word: no failure
+        return f"You denied `{result.name}`, so it did not run."
     if error is not None:
         return f"Sorry, `{result.name}` failed: {error}"
     data = parse_json(result.content)

@@ -56,9 +56,19 @@ def _preferences_form(user: Any) -> PreferencesForm:
     return PreferencesForm(initial=initial)
 
 
+class PasswordForm(PasswordChangeForm):
+    """Django's form without its autofocus on "Old password": the settings page is visited for its
+    preferences and tokens as much as for a new password, and a page that puts the caret in a password
+    field (the keyboard and screen reader start there) is one that says "change your password"."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["old_password"].widget.attrs.pop("autofocus", None)
+
+
 def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> HttpResponse:
     context = {
-        "password_form": PasswordChangeForm(request.user),
+        "password_form": PasswordForm(request.user),
         "preferences_form": _preferences_form(request.user),
         "token_form": TokenCreateForm(),
         "tokens": api_token_list(user=request.user),
@@ -76,7 +86,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def settings_password(request: HttpRequest) -> HttpResponse:
-    form = PasswordChangeForm(request.user, request.POST)
+    form = PasswordForm(request.user, request.POST)
     if not form.is_valid():
         messages.error(request, "Your password was not changed. See the form for details.")
         return _page(request, status=400, password_form=form)

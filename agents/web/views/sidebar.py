@@ -14,6 +14,8 @@ from django.http import HttpRequest
 from agents.selectors import session_list_filtered, turn_matches
 from modes.catalog import active_modes
 
+from ..markdown import plain_text
+
 if TYPE_CHECKING:
     from agents.models import AgentSession
 
@@ -64,7 +66,13 @@ def _attach_snippets(sessions: list[AgentSession], q: str) -> None:
     found: dict[str, Snippet] = {}
     for turn in turns:
         if turn.session_id not in found:
-            snippet = snippet_of(turn.user_message, q, "You") or snippet_of(turn.answer, q, "Aptix")
+            # An answer as it reads (its Markdown is no part of what the reader sees), else as stored: the
+            # match may be in the Markdown itself.
+            snippet = (
+                snippet_of(turn.user_message, q, "You")
+                or snippet_of(plain_text(turn.answer), q, "Aptix")
+                or snippet_of(turn.answer, q, "Aptix")
+            )
             if snippet is not None:
                 found[turn.session_id] = snippet
     for session in sessions:

@@ -11,6 +11,7 @@ import pytest
 from agents.llm.offline import OFFLINE_MODEL_NAME, OfflineModelApp, plan_reply, proposal_text
 from agents.llm.offline import data as offline_data
 from agents.llm.offline import planner as offline
+from agents.web.markdown import render_markdown
 from modes.catalog import AgentModeSummary
 from tests.helpers.offline import INTERNAL, SQL, body, user
 
@@ -151,6 +152,16 @@ async def test_a_failed_tool_result_is_relayed_plainly(content):
     assert "Switched" not in final.content
 
 
+@pytest.mark.parametrize(
+    "said", ["The user denied this tool call; do not try it again in this turn.", "The user declined the mode change."]
+)
+async def test_a_call_the_user_denied_is_said_so_not_relayed_as_a_failure(said):
+    b = body(user("hi"), assistant(proposal_text("Data Analysis", "data-analysis")), user("2"))
+    reply = await plan_reply(b, modes=MODES)
+    final = await plan_reply(with_results(b, reply, json.dumps({"error": said})), modes=MODES)
+    assert final.content == "You denied `agent_change_mode`, so it did not run."
+
+
 async def test_a_image_result_is_shown_as_a_markdown_image():
     b = body(user("draw a bar chart: apples 3, pears 5"))
     reply = await plan_reply(b, modes=MODES)
@@ -183,6 +194,21 @@ async def test_a_mcp_text_result_is_summarised_and_other_results_say_done():
     assert final.tool_calls == []
     assert "datetime: 2024-05-01T10:00:00Z" in final.content
     assert "Done. 42 widgets" in final.content
+
+
+async def test_a_list_of_notes_keeps_its_lines_in_the_answer():
+    """ "show my notes": the notes ran together in one paragraph ("- a - b")."""
+    b = body(user("show my notes"), tools=["notes__list_notes"], execution="agent")
+    call = {"id": "call_1", "type": "function", "function": {"name": "notes__list_notes", "arguments": "{}"}}
+    notes = "- 2026-11-25 10:00 call the supplier\n- 2026-11-25 11:00 book the room\nthird, not a list item"
+    b["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": notes},
+    ]
+    final = await plan_reply(b, modes=MODES)
+    html = str(render_markdown(final.content))
+    assert html.count("<li>") == 3, html
+    assert "<li>2026-11-25 10:00 call the supplier</li>" in html and "<li>third, not a list item</li>" in html
 
 
 async def test_a_small_table_from_mcp_is_charted_once_then_answered():

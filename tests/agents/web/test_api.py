@@ -11,8 +11,9 @@ from django.core.management import call_command
 
 from agents.models import AgentSession, Turn
 from agents.turns import turn_start
+from aptix.preferences import preferences_update
 from aptix.tokens import api_token_create
-from modes.models import ModeHistory
+from modes.models import AgentMode, ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
 
 pytestmark = async_db
@@ -258,3 +259,49 @@ async def test_continuing_a_turn_twice_at_once_runs_it_once(llm, model, token):
     assert model.calls == 2
     turn = await Turn.objects.aget(pk=body["turnId"])
     assert [e.type async for e in turn.events.order_by("seq")][-1] == "turn.completed"
+
+
+async def test_a_switch_here_with_choice_carries_the_request_on_and_names_the_follow_up(llm, model, token):
+    """The API does what the page does after "Switch this session": the response is the switching
+    turn's, and `followUp` is the turn that ran the request in the new mode, run to its end."""
+    model.reply("Data Analysis fits this better.")
+    status, first = await post({"message": "Chart revenue by month", "execution": "ask"}, token)
+    assert status == 200 and first["followUp"] is None
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": False, "reason": "Charts."})])
+    model.reply("Revenue by month: …")
+    choice = {"mode": "data-analysis", "branch": False}
+    status, body = await post({"conversationId": first["conversationId"], "message": "2", "choice": choice}, token)
+    assert status == 200, body
+    assert body["status"] == "completed" and body["mode"] == "data-analysis"
+    follow_up = body["followUp"]
+    assert follow_up["turnId"] not in (body["turnId"], first["turnId"])
+    assert (follow_up["conversationId"], follow_up["status"], follow_up["answer"]) == (
+        first["conversationId"],
+        "completed",
+        "Revenue by month: …",
+    )
+    assert (follow_up["mode"], follow_up["execution"]) == ("data-analysis", "agent")
+    turn = await Turn.objects.aget(pk=follow_up["turnId"])
+    assert (turn.origin, turn.user_message) == (Turn.Origin.CONTINUED, "Chart revenue by month")
+
+
+async def test_a_new_conversation_starts_in_the_users_defaults_unless_the_request_names_its_own(
+    llm, model, token, alice
+):
+    """The user's default mode and execution (Settings) were ignored: the catalog's default, Ask."""
+    await sync_to_async(preferences_update)(
+        user=alice, default_mode="data-analysis", default_execution="agent", theme="system", notify_turns=False
+    )
+    model.reply("From the defaults.")
+    status, body = await post({"message": "Hi"}, token)
+    assert status == 200, body
+    assert (body["mode"], body["execution"]) == ("data-analysis", "agent")
+
+    model.reply("From the request.")
+    status, body = await post({"message": "Hi", "mode": "general", "execution": "ask"}, token)
+    assert (body["mode"], body["execution"]) == ("general", "ask")
+
+    await AgentMode.objects.filter(key="data-analysis").aupdate(is_active=False)  # a default gone stale
+    model.reply("From the catalog.")
+    status, body = await post({"message": "Hi"}, token)
+    assert status == 200 and (body["mode"], body["execution"]) == ("general", "agent")

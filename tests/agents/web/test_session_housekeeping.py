@@ -231,6 +231,22 @@ def test_search_finds_answers_and_shows_where_with_a_snippet(signed_in, session)
     assert "Revenue questions" in titled and "<mark>" not in titled  # the title shows the match
 
 
+def test_an_answers_snippet_is_its_plain_text_with_the_match_marked(signed_in, session):
+    """Snippets showed the answer's Markdown as stored: `**2025-12**`, ```` ```sql ````."""
+    answer = (
+        "Revenue peaked in **2025-12**:\n\n```sql\nSELECT month FROM orders\n```\n\n"
+        "| month | total |\n|---|---|\n| 2025-12 | 9 |"
+    )
+    _turn(session, message="When did revenue peak?", answer=answer)
+    html = signed_in.get(reverse("session-list"), {"q": "peaked"}).content.decode()
+    snippet = re.search(r'<span class="snippet small">(.*?)</span>\s*(?:<|$)', html, re.S)
+    assert snippet, html
+    assert "<mark>peaked</mark> in 2025-12: SELECT month FROM orders month total 2025-12 9" in snippet.group(1)
+    assert "**" not in snippet.group(1) and "```" not in snippet.group(1) and "|" not in snippet.group(1)
+    in_markdown = signed_in.get(reverse("session-list"), {"q": "```sql"}).content.decode()
+    assert "<mark>```sql</mark>" in in_markdown  # a match in the Markdown itself still shows where
+
+
 def test_a_snippet_is_one_line_and_cut_with_ellipses():
     text = "a" * 100 + "\n\nthe needle\nis here " + "b" * 200
     snippet = snippet_of(text, "NEEDLE", "You")

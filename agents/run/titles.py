@@ -1,0 +1,62 @@
+"""Short titles for new sessions (APTIX_AUTO_TITLES): after a session's first answer, one small model
+call without tools names it ("Monthly revenue chart" rather than "Chart revenue by month fo…"), unless
+the user named it meanwhile. It never holds up or fails a turn: it runs as a task of its own once the
+turn's end is written (agents/run/runners.py), and a model error leaves the title as it was. The
+offline model does not name sessions (it cannot summarise): the first message stays the title."""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from modes.models import AgentMode
+
+from ..llm import ModelError, get_llm_client
+from ..llm.catalog import model_for
+from ..models import Turn
+from ..sessions import session_title_generated
+
+logger = logging.getLogger("aptix.titles")
+
+TITLE_PROMPT = (
+    "Give this conversation a short title of at most six words, in the language of the user's message. "
+    "Reply with the title only: no quotes, no full stop."
+)
+FIRST_TITLE_CHARS = 80  # the title turn_start gives a new session: its first message, cut
+EXCERPT_CHARS = 1_500  # of the message and of the answer: a title needs the gist, not the whole
+
+
+def wants_title(turn: Turn) -> bool:
+    """Whether the turn is a session's first answer, to be named after (a cheap look at its columns)."""
+    return (
+        bool(settings.APTIX_AUTO_TITLES)
+        and turn.status == Turn.Status.COMPLETED
+        and turn.index == 1
+        and turn.origin == Turn.Origin.MESSAGE
+    )
+
+
+async def title_session(turn: Turn) -> str | None:
+    """Name the turn's session from its first exchange; the new title, or None (kept as it was)."""
+    was = turn.user_message[:FIRST_TITLE_CHARS]
+    if turn.session.title != was:  # named already (by the user, or a branch's title)
+        return None
+    mode_model = await AgentMode.objects.filter(key=turn.mode).values_list("model", flat=True).afirst()
+    llm = get_llm_client(model_for(session_model=turn.session.model, mode_model=mode_model or ""))
+    if llm.is_offline:
+        return None
+    exchange = f"User: {turn.user_message[:EXCERPT_CHARS]}\n\nAssistant: {turn.answer[:EXCERPT_CHARS]}"
+    messages = [{"role": "system", "content": TITLE_PROMPT}, {"role": "user", "content": exchange}]
+    try:
+        reply = await llm.stream_chat(messages=messages, tools=None)
+    except ModelError as exc:
+        logger.warning("No title for session %s: %s", turn.session_id, exc, extra={"event": "titles.failed"})
+        return None
+    title = reply.content.strip().strip("\"'“”‘’").rstrip(".").strip()
+    if "\n" in title:
+        title = title.splitlines()[0].strip()
+    if not title or not await sync_to_async(session_title_generated)(session_id=turn.session_id, was=was, title=title):
+        return None
+    return title

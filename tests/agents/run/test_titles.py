@@ -1,0 +1,97 @@
+"""Titles (APTIX_AUTO_TITLES): after a session's first answer one small model call without tools names
+it, from whichever process ran the turn, after the turn ended; a failing model, a name the user gave
+meanwhile, the setting off or the offline model leave the first message as the title."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agents.models import AgentSession, Turn
+from agents.run.runners import LocalRunner
+from agents.run.titles import title_session
+from agents.runner import use_runner
+from agents.sessions import session_rename
+from agents.submit import turn_submit
+from agents.turns import turn_start
+from tests.helpers import async_db
+
+pytestmark = async_db
+
+
+@pytest.fixture(autouse=True)
+def _titles_on(settings):
+    settings.APTIX_AUTO_TITLES = True  # off for the other tests (tests/conftest.py)
+
+
+REQUEST = "Chart revenue by month for our orders data, and tell me which month was best please"
+
+
+async def first_turn(make_session, text: str = REQUEST) -> tuple[AgentSession, Turn]:
+    session = await make_session(execution="ask")
+    runner = LocalRunner()
+    with use_runner(runner):
+        submitted = await turn_submit(partial(turn_start, session=session, text=text))
+        turn = await runner.wait(submitted.turn.id, submitted.started)
+    return session, turn
+
+
+async def title_of(session: AgentSession, *, changed_from: str = "", wait: float = 3.0) -> str:
+    """The session's title, once it differs from `changed_from` (or after `wait` seconds)."""
+    deadline = asyncio.get_running_loop().time() + wait
+    while True:
+        title = (await AgentSession.objects.aget(pk=session.id)).title
+        if title != changed_from or asyncio.get_running_loop().time() > deadline:
+            return title
+        await asyncio.sleep(0.05)
+
+
+async def test_the_first_answer_names_the_session(make_session, model, llm):
+    model.reply("March was best.")
+    model.reply('"Monthly revenue chart."')
+    session, turn = await first_turn(make_session)
+    assert turn.status == "completed" and turn.answer == "March was best."
+    assert await title_of(session, changed_from=REQUEST[:80]) == "Monthly revenue chart"
+    request = model.last_request
+    assert "tools" not in request and REQUEST in request["messages"][-1]["content"]
+
+
+async def test_a_failing_model_leaves_the_title_and_the_turn_as_they_were(make_session, model, llm, settings):
+    settings.APTIX_LLM_MAX_RETRIES = 0
+    model.reply("March was best.")
+    model.error(500, "the title server is down")
+    session, turn = await first_turn(make_session)
+    assert turn.status == "completed" and turn.answer == "March was best."
+    await asyncio.sleep(0.3)  # the title task ran (and failed)
+    assert model.pending == 0 and await title_of(session, wait=0) == REQUEST[:80]
+
+
+async def test_only_the_first_answer_and_only_when_on(make_session, model, llm, settings):
+    settings.APTIX_AUTO_TITLES = False
+    model.reply("Hi.")
+    session, _ = await first_turn(make_session, "Hello there")
+    await asyncio.sleep(0.3)
+    assert model.calls == 1 and await title_of(session, wait=0) == "Hello there"
+
+    settings.APTIX_AUTO_TITLES = True
+    model.reply("Again.")
+    runner = LocalRunner()
+    with use_runner(runner):
+        submitted = await turn_submit(partial(turn_start, session=session, text="And again"))
+        await runner.wait(submitted.turn.id, submitted.started)
+    await asyncio.sleep(0.3)
+    assert model.calls == 2  # a second answer names nothing
+
+
+async def test_a_name_the_user_gave_meanwhile_is_kept(make_session, model, llm, settings):
+    settings.APTIX_AUTO_TITLES = False
+    model.reply("March was best.")
+    session, turn = await first_turn(make_session)
+    await sync_to_async(session_rename)(session=await AgentSession.objects.aget(pk=session.id), title="Q1 numbers")
+    model.reply("Monthly revenue chart")
+    turn = await Turn.objects.select_related("session").aget(pk=turn.id)
+    assert await title_session(turn) is None
+    assert await title_of(session, wait=0) == "Q1 numbers"
