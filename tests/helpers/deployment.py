@@ -77,6 +77,7 @@ def worker_env(model_url: str, redis_url: str, **extra: str) -> dict[str, str]:
         "OPENAI_API_KEY": "test",
         "APTIX_LLM_MAX_RETRIES": "0",
         "APTIX_MCP_AUTOSTART": "false",
+        "APTIX_AUTO_TITLES": "false",  # a title call would take a reply the test queued for a turn
         "DEBUG": "false",
         **extra,
     }

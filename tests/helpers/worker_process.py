@@ -61,6 +61,7 @@ async def worker(redis_layer, tmp_path, settings):
             "DEBUG": "false",
             "SECRET_KEY": "test-only",
             "APTIX_RUN_HEARTBEAT": str(HEARTBEAT),
+            "APTIX_AUTO_TITLES": "false",  # a title call would take a reply the test queued for a turn
         }
         log = tmp_path / "worker.log"
         started = Worker(model, env, log)

@@ -35,11 +35,24 @@ async def _paused_for_a_mode_change(worker, make_session) -> tuple[Turn, str]:
     return turn, turn.state["awaiting"][0]["id"]
 
 
+async def _follow_up_ended(turn: Turn) -> None:
+    """A switching turn that completed starts a follow-up in its session (from the worker, just after
+    its end): wait for that one to end too."""
+    if turn.status != Turn.Status.COMPLETED or turn.response_mode == turn.mode:
+        return
+    async with asyncio.timeout(30):
+        while not await Turn.objects.filter(
+            session_id=turn.session_id, origin=Turn.Origin.CONTINUED, finished_at__isnull=False
+        ).aexists():
+            await asyncio.sleep(0.05)  # made and run in the worker process: no event of it reaches here
+
+
 async def test_on_workers_a_decision_and_a_cancel_end_in_one_outcome(worker, make_session, alice):
     outcomes: list[str] = []
     for round_ in range(ROUNDS):
         turn, call_id = await _paused_for_a_mode_change(worker, make_session)
         worker.reply("Switched; here is the chart.")
+        worker.reply("The chart, in the new mode.")  # the follow-up a completed consented switch starts
         await sync_to_async(approval_decide)(turn=turn, decisions=[UserDecision(call_id, approve=True)], user=alice)
         dispatched = get_runner().start(turn.id)  # the resumed run, onto the queue
         await asyncio.sleep(0.003 * (round_ % 5))  # the cancel lands before, during or after the worker's resume
@@ -59,4 +72,5 @@ async def test_on_workers_a_decision_and_a_cancel_end_in_one_outcome(worker, mak
         else:  # no result: it never ran; a result: it ran, and its effect is there exactly if it succeeded
             assert changed == sum(bool(r.payload["ok"]) for r in results), where
         outcomes.append(f"{ended.status}/{changed}")
+        await _follow_up_ended(ended)  # so it takes no reply queued for the next round
     assert len(outcomes) == ROUNDS

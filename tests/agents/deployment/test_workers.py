@@ -139,7 +139,9 @@ async def test_an_approval_survives_every_process_and_resumes_on_a_new_worker(wo
     assert (await Turn.objects.aget(pk=turn.id)).status == Turn.Status.AWAITING_APPROVAL
 
     worker.reply("Switched to Data Analysis.")
+    worker.reply("Revenue by month: 10, 12, 15.")  # the consented switch carries the request on
     decision = {"toolCallId": first.tool_calls[0].id, "decision": "approve"}
     body = await execute({"conversationId": body["conversationId"], "approvals": [decision]})
     assert body["status"] == "completed" and body["mode"] == "data-analysis", body
-    assert body["answer"] == "Switched to Data Analysis." and worker.calls == 2
+    assert body["answer"] == "Switched to Data Analysis."
+    assert body["followUp"]["answer"] == "Revenue by month: 10, 12, 15." and worker.calls == 3
