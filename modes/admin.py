@@ -9,12 +9,17 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponse
+from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
 from .forms import AgentModeForm
-from .models import AgentMode, ModeHistory
+from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory
 from .services import mode_delete, mode_make_default, mode_save
+
+DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
+    " (on its page, or with the list's action “Make the selected mode the default”)."
+)
 
 
 @admin.register(AgentMode)
@@ -52,6 +57,21 @@ class AgentModeAdmin(admin.ModelAdmin):
         if obj is not None and obj.is_default:
             return False
         return super().has_delete_permission(request, obj)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None and obj.is_default and "is_default" in form.base_fields:
+            # The page has no Delete for the default mode: say why where the curator looks for it.
+            form.base_fields["is_default"].help_text = DEFAULT_NOT_DELETABLE
+        return form
+
+    def delete_view(self, request, object_id, extra_context=None):
+        """The default mode's delete page: back to its page, saying why (Django's bare 403 said nothing)."""
+        mode = self.get_object(request, object_id)
+        if mode is not None and mode.is_default and self.has_change_permission(request, mode):
+            self.message_user(request, DEFAULT_NOT_DELETABLE, messages.ERROR)
+            return redirect("admin:modes_agentmode_change", mode.pk)
+        return super().delete_view(request, object_id, extra_context)
 
     def delete_model(self, request, obj):
         mode_delete(mode=obj)

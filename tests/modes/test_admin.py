@@ -122,8 +122,11 @@ def test_curator_adds_a_mode(client, curator, password):
 def test_the_default_mode_cannot_be_deleted_from_the_admin(client, curator, password):
     client.login(username=curator.username, password=password)
     general = AgentMode.objects.get(key="general")
-    response = client.post(reverse("admin:modes_agentmode_delete", args=[general.pk]), {"post": "yes"})
-    assert response.status_code == 403
+    response = client.post(reverse("admin:modes_agentmode_delete", args=[general.pk]), {"post": "yes"}, follow=True)
+    # refused, saying why (it used to be a bare 403), and the mode is still there
+    assert response.redirect_chain == [(change_url(general), 302)]
+    assert "The default mode cannot be deleted" in response.content.decode()
+    assert AgentMode.objects.filter(pk=general.pk).exists()
     response = client.post(
         reverse("admin:modes_agentmode_changelist"),
         {"action": "delete_selected", "_selected_action": [general.pk], "post": "yes"},
@@ -270,3 +273,19 @@ def test_unknown_policy_entries_are_saved_with_a_warning_naming_what_is_known(ad
 
     response = admin_client.post(url, mode_admin_form(mode, tool_policy="image_gen\nsql.*"), follow=True)
     assert "does not know" not in " ".join(str(m) for m in response.context["messages"])
+
+
+def test_the_default_modes_page_says_why_it_has_no_delete(client, curator, password):
+    """Its delete page answered a bare 403; its change page had no Delete and no word why."""
+    from modes.admin import DEFAULT_NOT_DELETABLE
+
+    client.login(username=curator.username, password=password)
+    general = AgentMode.objects.get(key="general")
+    page = client.get(change_url(general)).content.decode()
+    assert "The default mode cannot be deleted. Make another mode the default first (on its page" in page
+    response = client.get(reverse("admin:modes_agentmode_delete", args=[general.pk]), follow=True)
+    assert response.redirect_chain == [(change_url(general), 302)]
+    assert DEFAULT_NOT_DELETABLE.replace("'", "&#x27;") in response.content.decode()
+    assert AgentMode.objects.filter(pk=general.pk).exists()
+    other = AgentMode.objects.get(key="ddr-authoring")
+    assert client.get(reverse("admin:modes_agentmode_delete", args=[other.pk])).status_code == 200
