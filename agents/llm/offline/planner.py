@@ -6,11 +6,13 @@ same request body always gives the same reply, tool-call ids included.
 
 `plan_reply(body, modes=None)` reads a Chat Completions request body (`messages`, `tools`) and
 decides the next step with a few rules (answer from tool results, list modes, map a choice after a
-TUL-007 §4.1 proposal, keep notes, propose a better mode, draw a chart, query the demo database, help);
+TUL-007 §4.1 proposal, keep notes, show a code example, propose a better mode, draw a chart, query the
+demo database, help);
 `OfflineModelApp` (app.py) serves it over the Chat Completions protocol.
 
 This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
-recognises the mode proposal, data.py is the demo-database path (rule f), and tables.py reads tables
+recognises the mode proposal, data.py is the demo-database path (rule f), code.py the code example
+(rule j), and tables.py reads tables
 in tool results and chart values in the user's message.
 """
 
@@ -24,6 +26,7 @@ import re
 from modes.proposal import is_proposal, parse_proposal, proposal_text
 
 from ..protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
+from .code import code_answer
 from .conversation import Conversation, Plan, ToolResult
 from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
@@ -83,11 +86,19 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
         return Plan(text=help_text(conv))
     if LIST_MODES in conv.offered and _MODES_QUESTION.search(conv.user_text):  # rule b
         return Plan.call(LIST_MODES, {"includeExamples": False})
-    plan = _choice(conv) or _notes(conv) or await _propose_mode(conv, modes)  # rules c, h, d
+    plan = _choice(conv) or _notes(conv) or _code(conv) or await _propose_mode(conv, modes)  # rules c, h, j, d
     if plan is not None:
         return plan
     data_plan = data_step(conv)
     return _draw(conv, data_plan) or data_plan or Plan(text=help_text(conv))  # rules e, f, g
+
+
+# rule j: a request for code gets one fixed example, said to be one
+
+
+def _code(conv: Conversation) -> Plan | None:
+    answer = code_answer(conv.user_text)
+    return Plan(text=answer) if answer is not None else None
 
 
 # rule e: draw what the user asks for

@@ -555,3 +555,22 @@ def test_an_escaped_pipe_stays_inside_its_cell():
         ["name", "n"],
         [["a | b", "1"], ["c", "2"]],
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["write a short Python function that checks for a palindrome", "Can you give me code to parse a CSV file?"],
+)
+async def test_a_request_for_code_gets_a_highlighted_example_said_to_be_fixed(text):
+    """The tour's "ask for code" step with the offline model: it answered with its help text."""
+    reply = await plan_reply(body(user(text)), modes=[])
+    assert reply.tool_calls == []
+    assert "can't write code to your request" in reply.content
+    html = render_markdown(reply.content)
+    assert '<span class="code-lang">Python</span>' in html and 'aria-label="Copy code"' in html  # framed, copyable
+    assert '<code class="language-python"><span class="k">def</span> <span class="nf">is_palindrome</span>' in html
+
+
+async def test_notes_and_charts_are_not_code_requests():
+    reply = await plan_reply(body(user("draw a bar chart: Jan 120, Feb 135, Mar 150")), modes=[])
+    assert "can't write code" not in reply.content
