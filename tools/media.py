@@ -13,7 +13,8 @@ import uuid
 
 from django.conf import settings
 
-SESSION_ID = re.compile(r"[0-9a-f]{32}")  # a session id, as a folder name
+from aptix.ids import HEX_ID
+
 # images/<session id>/<random id>.<ext>: drawn by image_gen, or shown by an MCP tool, in that
 # session; only raster formats (tools/mcp/rich.py checks them with Pillow), never SVG.
 IMAGE_PATH = re.compile(r"images/([0-9a-f]{32})/[0-9a-f]{32}\.(png|jpg|gif|webp)")
@@ -25,7 +26,7 @@ FILE_PATH = re.compile(r"files/([0-9a-f]{32})/[0-9a-f]{32}/([A-Za-z0-9._-]{1,100
 def image_name(session_id: str | None, extension: str) -> str:
     """A new image's storage name, under the session it was made for (a bad or missing id: under
     images/ alone, which the media view serves to nobody)."""
-    folder = f"images/{session_id}" if session_id and SESSION_ID.fullmatch(str(session_id)) else "images"
+    folder = f"images/{session_id}" if session_id and HEX_ID.fullmatch(str(session_id)) else "images"
     return f"{folder}/{uuid.uuid4().hex}.{extension}"
 
 

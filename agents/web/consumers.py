@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs
 
@@ -31,6 +30,7 @@ from django.template.loader import render_to_string
 from agents.events import FINAL_EVENT_TYPES, message_events, session_group
 from agents.selectors import event_list_between, event_list_unseen, turn_aget_by_id
 from agents.sessions import SessionNotFoundError, session_get
+from aptix.ids import HEX_ID
 
 from .live import LiveRenderer
 from .renders import release, renders_for
@@ -58,7 +58,6 @@ class Cursor(NamedTuple):
     seq: int
 
 
-TURN_ID = re.compile(r"[0-9a-f]{32}")
 MAX_SEQ = 2**31 - 1  # TurnEvent.seq is an integer column: a larger number is no seq (PostgreSQL refuses it)
 
 
@@ -74,7 +73,7 @@ def cursor_of(query_string: bytes) -> Cursor | None:
     if "seq" not in query:
         return None
     turn_id, seq = (query.get("turn") or [""])[0], query["seq"][0]
-    if (turn_id and not TURN_ID.fullmatch(turn_id)) or not seq.isascii() or not seq.isdigit() or int(seq) > MAX_SEQ:
+    if (turn_id and not HEX_ID.fullmatch(turn_id)) or not seq.isascii() or not seq.isdigit() or int(seq) > MAX_SEQ:
         raise BadCursor(f"Not a stream cursor: turn={turn_id!r}, seq={seq!r}")
     return Cursor(turn_id, int(seq))
 

@@ -111,25 +111,24 @@ def _logged_out(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
         access_changed(user.pk, ended_session=getattr(request.session, "session_key", None))
 
 
-# The changes below are made inside a transaction (the admin saves in one): the streams are asked
-# once it commits. Asked at once, a stream in another process looked while the change was still
-# uncommitted, found the access unchanged, and stayed open until its next periodic check.
+def access_changed_on_commit(user_id: Any) -> None:
+    """access_changed once the current transaction commits. The changes below are made inside one (the
+    admin saves in one): asked at once, a stream in another process looked while the change was still
+    uncommitted, found the access unchanged, and stayed open until its next periodic check."""
+    transaction.on_commit(lambda: access_changed(user_id))
 
 
 @receiver(post_save, sender=get_user_model(), dispatch_uid="aptix-streams-user-saved")
 def _user_saved(sender: Any, instance: Any, created: bool, update_fields: Any = None, **kwargs: Any) -> None:
     if not created and set(update_fields or ()) != {"last_login"}:  # a login changes nothing here
-        user_id = instance.pk
-        transaction.on_commit(lambda: access_changed(user_id))
+        access_changed_on_commit(instance.pk)
 
 
 @receiver(post_delete, sender=Membership, dispatch_uid="aptix-streams-membership-deleted")
 def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> None:
-    user_id = instance.user_id
-    transaction.on_commit(lambda: access_changed(user_id))
+    access_changed_on_commit(instance.user_id)
 
 
 @receiver(post_delete, sender=AgentSession, dispatch_uid="aptix-streams-session-deleted")
 def _session_deleted(sender: Any, instance: AgentSession, **kwargs: Any) -> None:
-    user_id = instance.user_id
-    transaction.on_commit(lambda: access_changed(user_id))
+    access_changed_on_commit(instance.user_id)

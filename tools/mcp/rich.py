@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import mcp_types as types
 
+from aptix.ids import HEX_ID
 from tools.base import InvokeResult
 
 MAX_ATTACHMENTS = 20  # images, files, links and resources shown per result; the rest are only named
@@ -37,7 +38,6 @@ RESOURCE_TEXT_CHARS = 20_000  # of an embedded text resource kept for its card (
 IMAGE_FORMATS = {"PNG": ("png", "image/png"), "JPEG": ("jpg", "image/jpeg"), "GIF": ("gif", "image/gif")}
 IMAGE_FORMATS["WEBP"] = ("webp", "image/webp")
 LINK_SCHEMES = ("http", "https")
-SAFE_SESSION = re.compile(r"[0-9a-f]{32}")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 # What mimetypes does not know on every system (it has audio/x-wav, not audio/wav).
 _EXTENSIONS = {"audio/wav": ".wav", "audio/mpeg": ".mp3", "audio/ogg": ".ogg", "audio/webm": ".weba"}
@@ -139,7 +139,7 @@ def store_attachments(result: RichResult, session_id: str | None, storage: Any =
     for given in result.parts:
         part = given
         if isinstance(part, Attachment):
-            if part.data and SAFE_SESSION.fullmatch(session):
+            if part.data and HEX_ID.fullmatch(session):
                 part = _store(part, session, storage)
             images += part.kind == "image"
             lines.append(part.placeholder(images) + (f"\n{part.text}" if part.kind == "resource" else ""))

@@ -4,15 +4,13 @@ database, Redis, channel layer and run queue answer."""
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
-import urllib.error
-import urllib.request
 
 import pytest
 
 from tests.helpers import async_db
 from tests.helpers.deployment import Worker, worker_env
+from tests.helpers.http import get_json
 from tests.helpers.scripted_model import ScriptedModel, loopback_server
 from tests.helpers.worker_process import REDIS_URL
 
@@ -25,16 +23,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url: str) -> tuple[int, dict] | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-    except OSError:
-        return None  # not listening yet
-
-
 async def test_a_worker_answers_its_probes(redis_layer, tmp_path):
     port = _free_port()
     model = ScriptedModel()
@@ -42,11 +30,11 @@ async def test_a_worker_answers_its_probes(redis_layer, tmp_path):
         worker = Worker(model, worker_env(url, REDIS_URL), tmp_path / "worker.log", args=("--health-port", str(port)))
         try:
             async with asyncio.timeout(60):  # start-up: Django, then the probe's thread
-                while (live := await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/healthz")) is None:
+                while (live := await asyncio.to_thread(get_json, f"http://127.0.0.1:{port}/healthz")) is None:
                     assert worker.process.poll() is None, (tmp_path / "worker.log").read_text()
                     await asyncio.sleep(0.2)  # a process starting: nothing to await but its port
             assert live == (200, {"status": "ok", "checks": {"event_loop": "ok"}})
-            ready = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/readyz")
+            ready = await asyncio.to_thread(get_json, f"http://127.0.0.1:{port}/readyz")
             assert ready == (
                 200,
                 {

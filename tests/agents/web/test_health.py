@@ -19,6 +19,7 @@ import pytest
 
 from agents.run.health import LoopWatch, WorkerProbe
 from tests.helpers import ServerLikeAsyncClient, async_db
+from tests.helpers.http import get_json
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -69,14 +70,6 @@ def test_readiness_names_the_database_when_it_is_down():
     assert body["checks"]["channel_layer"] == "ok"
 
 
-def _get(url: str) -> tuple[int, dict]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 def test_a_workers_probe_fails_while_its_event_loop_is_stuck():
     loop = asyncio.new_event_loop()
     watch = LoopWatch()
@@ -88,16 +81,16 @@ def test_a_workers_probe_fails_while_its_event_loop_is_stuck():
     probe.start()
     url = f"http://127.0.0.1:{probe.port}/healthz"
     try:
-        assert _get(url) == (200, {"status": "ok", "checks": {"event_loop": "ok"}})
+        assert get_json(url) == (200, {"status": "ok", "checks": {"event_loop": "ok"}})
         release = threading.Event()
         loop.call_soon_threadsafe(release.wait, 30)  # a run that blocks the loop (a sync call in async code)
         deadline = time.monotonic() + 10
-        while (answer := _get(url))[0] == 200 and time.monotonic() < deadline:
+        while (answer := get_json(url))[0] == 200 and time.monotonic() < deadline:
             time.sleep(0.2)  # the loop is blocked by design: there is no event of it to await
         assert answer[0] == 503 and answer[1]["checks"]["event_loop"].startswith("failed: stuck for ")
         release.set()
         deadline = time.monotonic() + 10
-        while (answer := _get(url))[0] != 200 and time.monotonic() < deadline:
+        while (answer := get_json(url))[0] != 200 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert answer == (200, {"status": "ok", "checks": {"event_loop": "ok"}})
     finally:
