@@ -12,6 +12,7 @@ reason, a usage chunk (when the client asked for `stream_options.include_usage`)
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -84,17 +85,20 @@ def prompt_token_estimate(messages: list[dict], tools: list[dict] | None) -> int
     return estimate_tokens(json.dumps(messages)) + estimate_tokens(json.dumps(tools or []))
 
 
+_WORDS = re.compile(r"^\s+|\S+\s*")  # leading whitespace, then each word with the whitespace after it
+
+
 def split_text(text: str, size: int = 12) -> list[str]:
-    """Split text into word-aligned pieces of about `size` characters, like token deltas."""
+    """Split text into word-aligned pieces of about `size` characters, like token deltas. The pieces
+    join back to the text exactly: runs of spaces (a code block's indentation) and line breaks stay."""
     pieces: list[str] = []
     current = ""
-    for word in text.split(" "):
-        candidate = f"{current} {word}" if current else word
-        if current and len(candidate) > size:
-            pieces.append(current + " ")
-            current = word
+    for token in _WORDS.findall(text):
+        if current and len(current) + len(token) > size:
+            pieces.append(current)
+            current = token
         else:
-            current = candidate
+            current += token
     if current:
         pieces.append(current)
     return pieces

@@ -574,3 +574,25 @@ async def test_a_request_for_code_gets_a_highlighted_example_said_to_be_fixed(te
 async def test_notes_and_charts_are_not_code_requests():
     reply = await plan_reply(body(user("draw a bar chart: Jan 120, Feb 135, Mar 150")), modes=[])
     assert "can't write code" not in reply.content
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["def f():\n    x = 1\n    return x", "  leading", "a  b   c\n\n  d ", "", "one"],
+)
+def test_streamed_pieces_join_back_to_the_text_exactly(text):
+    """The offline and scripted models stream a reply in word pieces: indentation was lost (a run of
+    spaces after a piece's end collapsed to nothing), so the code example showed `return` one space in."""
+    from agents.llm.protocol import split_text
+
+    assert "".join(split_text(text)) == text
+    assert len(split_text("def f():\n    x = 1\n    return x")) > 1  # still streamed in pieces
+
+
+async def test_the_code_example_keeps_its_indentation_through_the_stream():
+    client = openai.AsyncOpenAI(api_key="x", base_url="http://offline/v1", http_client=http_client())
+    stream = await client.chat.completions.create(
+        model=OFFLINE_MODEL_NAME, messages=[user("write a Python function")], stream=True
+    )
+    text = "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
+    assert "\n    letters = [c.lower()" in text and "\n    return letters" in text
