@@ -28,7 +28,7 @@ def bearer_user(request):
         raise RateLimited(limited)
     authorization = request.headers.get("Authorization")
     user = api_token_user(authorization)
-    if user is None and (fallback := getattr(settings, "APTIX_BEARER_FALLBACK", None)):
+    if user is None and (fallback := getattr(settings, "API_BEARER_FALLBACK", None)):
         user = import_string(fallback)(authorization)  # the provider's access tokens (identity/access_tokens.py)
     if user is None:
         # Counted and judged in one atomic step (the cache's incr): of concurrent guesses that all

@@ -390,7 +390,7 @@ if APTIX_OIDC_ISSUER:
         )
     AUTHENTICATION_BACKENDS += ["identity.backend.ProviderBackend"]
     # /api/v1/ also takes the provider's JWT access tokens for APTIX_OIDC_API_AUDIENCE (aptix/bearer.py).
-    APTIX_BEARER_FALLBACK = "identity.access_tokens.access_token_user" if APTIX_OIDC_API_AUDIENCE else None
+    API_BEARER_FALLBACK = "identity.access_tokens.access_token_user" if APTIX_OIDC_API_AUDIENCE else None
     # The sign-in and sign-out forms post here and are redirected to the provider: a redirect after a
     # form's submission is held to form-action too.
     CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(origin_of(APTIX_OIDC_ISSUER))

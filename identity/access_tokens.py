@@ -1,7 +1,7 @@
 """Programs on `/api/v1/` with the provider's JWT access tokens (APTIX_OIDC_API_AUDIENCE set): checked
 like ID tokens (signature against the JWKS, `iss`, `aud`, `exp`) and mapped to the account of its `sub`,
 which must have signed in to Aptix once and still be active. aptix/bearer.py asks this by dotted path
-(settings.APTIX_BEARER_FALLBACK) after Aptix's own tokens, so the lower layer does not import it."""
+(settings.API_BEARER_FALLBACK) after Aptix's own tokens, so the lower layer does not import it."""
 
 from __future__ import annotations
 
