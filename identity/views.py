@@ -120,12 +120,13 @@ class ProviderCallbackView(OIDCAuthenticationCallbackView):
             return redirect("login")
         if error := request.GET.get("error"):
             messages.error(request, f"{settings.APTIX_OIDC_NAME} did not sign you in ({error[:100]}).")
-        elif not (request.GET.get("code") and request.GET.get("state")):
+        elif request.GET.get("state") not in (request.session.get("oidc_states") or {}) or not request.GET.get("code"):
+            # No state, or one this browser's session never asked for or has already used: forged or replayed.
             messages.error(request, FAILED.format(provider=settings.APTIX_OIDC_NAME))
             return self.login_failure()
         try:
             return super().get(request)
-        except SuspiciousOperation:  # a state this browser's session never asked for: replayed or forged
+        except SuspiciousOperation:  # the state went between the look above and the library's own
             messages.error(request, FAILED.format(provider=settings.APTIX_OIDC_NAME))
             return self.login_failure()
 

@@ -24,9 +24,9 @@ from jwcrypto.jwk import JWK
 
 ROOT = Path(settings.BASE_DIR)
 CLIENT_ID = "aptix"
-CLIENT_SECRET = "aptix-test-secret"  # noqa: S105  (the test provider's, on loopback)
+CLIENT_SECRET = "aptix-test-secret"
 API_AUDIENCE = "aptix-api"
-PASSWORD = "provider-password"  # noqa: S105
+PASSWORD = "provider-password"
 START_TIMEOUT = 60.0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from .keys import new_private_key
 
 CLIENT_ID = "aptix"
-CLIENT_SECRET = "aptix-test-secret"  # noqa: S105  (a test provider's, on loopback)
+CLIENT_SECRET = "aptix-test-secret"
 REDIRECTS = "http://testserver/sign-in/callback/ http://127.0.0.1/sign-in/callback/"
 LOGOUT_REDIRECTS = "http://testserver/login/ http://127.0.0.1/login/"
 

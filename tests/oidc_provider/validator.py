@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import jwt
 from django.conf import settings
@@ -15,7 +15,7 @@ from oauth2_provider.utils import jwk_from_pem
 
 
 class Validator(OAuth2Validator):
-    oidc_claim_scope = {**OAuth2Validator.oidc_claim_scope, "groups": "profile"}
+    oidc_claim_scope: ClassVar[dict[str, str]] = {**OAuth2Validator.oidc_claim_scope, "groups": "profile"}
 
     def get_additional_claims(self, request: Any) -> dict[str, Any]:
         user = request.user
