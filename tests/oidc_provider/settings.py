@@ -40,6 +40,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 LOGIN_URL = "/accounts/login/"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Cookies are per host, not per port: Aptix on another loopback port must keep its own.
+SESSION_COOKIE_NAME = "provider_sessionid"
+CSRF_COOKIE_NAME = "provider_csrftoken"
 
 OAUTH2_PROVIDER = {
     "OIDC_ENABLED": True,
