@@ -58,6 +58,12 @@ class ProviderBackend(OIDCAuthenticationBackend):
             messages.error(request, FAILED.format(provider=name))
         return None
 
+    def get_user(self, user_id: Any) -> Any:
+        """The session's user, unless deactivated (the library's own would keep a deactivated user's
+        session working; Django's ModelBackend does not)."""
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
     def verify_token(self, token: Any, **kwargs: Any) -> dict[str, Any]:
         if not isinstance(token, str):
             raise TokenRefused("is missing from the token response")

@@ -36,6 +36,18 @@ def test_the_first_sign_in_creates_the_account_keyed_by_issuer_and_sub(client, s
     assert client.get("/").status_code == 200
 
 
+def test_deactivating_a_user_ends_their_provider_session_at_once(client, signing_in, team_a):
+    GroupRule.objects.create(claim_value="data-team", team=team_a)
+    signing_in.user("dora", groups=["data-team"])
+    sign_in(client, signing_in, "dora")
+    user = signed_in_user(client)
+    assert user.is_authenticated
+    user.is_active = False
+    user.save()
+    assert not signed_in_user(client).is_authenticated
+    assert client.get("/")["Location"].startswith("/login/")
+
+
 def test_the_request_carries_pkce_state_and_nonce(client, signing_in):
     _, params = start_sign_in(client)
     assert params["code_challenge_method"] == "S256" and len(params["code_challenge"]) == 43
