@@ -347,6 +347,7 @@ AXES_LOCKOUT_PARAMETERS = read(env.APTIX_LOGIN_LOCKOUT_BY)
 AXES_RESET_ON_SUCCESS = all("username" in parameter for parameter in AXES_LOCKOUT_PARAMETERS)
 AXES_CLIENT_IP_CALLABLE = "aptix.ratelimits.client_ip"
 AXES_LOCKOUT_CALLABLE = "aptix.lockout.lockout_response"
+AXES_WHITELIST_CALLABLE = "aptix.lockout.provider_callback"  # the identity provider's sign-ins guess no password
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False  # no start-up banner in every process's log
 
