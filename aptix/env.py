@@ -15,6 +15,7 @@ from aptix.envtypes import (
     Choice,
     Flag,
     Integer,
+    IssuerUrl,
     Items,
     LockoutBy,
     Number,
@@ -56,7 +57,12 @@ LIMITS = Section(
     "Refusing floods with 429: see [Rate limits](operations.md#rate-limits). Rates are `N/s`, `N/m`, `N/h`, "
     "`N/d` or `N/5m` (any multiple); `off` turns one off.",
 )
-SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS)
+SIGN_IN = Section(
+    "Sign-in",
+    "Signing in with the company's identity provider (OpenID Connect), teams and roles from its groups: see "
+    "[Sign-in](sign-in.md). With `APTIX_OIDC_ISSUER` unset, users sign in with local accounts only.",
+)
+SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS, SIGN_IN)
 
 # --- Core -----------------------------------------------------------------------------------------
 SECRET_KEY = OptionalText(
@@ -412,6 +418,27 @@ APTIX_TRUSTED_PROXIES = Integer(
     LIMITS,
     "proxies in front of Aptix that append to `X-Forwarded-For`; the client address is read from there only when "
     "set (0: none, the connection's address is the client's)",
+)
+
+# --- Sign-in --------------------------------------------------------------------------------------
+APTIX_OIDC_ISSUER = IssuerUrl(
+    "APTIX_OIDC_ISSUER",
+    None,
+    SIGN_IN,
+    "the provider's issuer; https:// (http:// on loopback only), its discovery document read at start-up",
+    default_doc="unset (local accounts only)",
+    example="https://keycloak.example.com/realms/staff",
+)
+APTIX_OIDC_CLIENT_ID = OptionalText("APTIX_OIDC_CLIENT_ID", None, SIGN_IN, "Aptix's client ID at the provider")
+APTIX_OIDC_CLIENT_SECRET = OptionalText("APTIX_OIDC_CLIENT_SECRET", None, SIGN_IN, "its client secret", secret=True)
+APTIX_OIDC_NAME = Text("APTIX_OIDC_NAME", "SSO", SIGN_IN, "the provider's name on the button: Sign in with …")
+APTIX_OIDC_SCOPES = Text("APTIX_OIDC_SCOPES", "openid email profile", SIGN_IN, "scopes asked of the provider")
+APTIX_OIDC_GROUPS_CLAIM = Text("APTIX_OIDC_GROUPS_CLAIM", "groups", SIGN_IN, "the claim the group rules map")
+APTIX_OIDC_API_AUDIENCE = OptionalText(
+    "APTIX_OIDC_API_AUDIENCE", None, SIGN_IN, "`/api/v1/` also takes the provider's JWT access tokens for it"
+)
+APTIX_LOCAL_LOGIN = Flag(
+    "APTIX_LOCAL_LOGIN", True, SIGN_IN, "password sign-in; `false`: superusers only, at `/login/local/`"
 )
 
 # Every declaration, in the order above (the order of the generated files).

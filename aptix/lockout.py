@@ -28,13 +28,21 @@ class LockoutBackend(AxesStandaloneBackend):
     affected."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
-        if request is None:
+        if request is None or provider_callback(request, kwargs):
             return None
         limit = settings.APTIX_LOGIN_ADDRESS_LIMIT
         if settings.AXES_ENABLED and limit and address_failures(request) >= limit:
             request.axes_locked_out = True  # the axes middleware answers with lockout_response
             raise AxesBackendPermissionDenied("Too many failed logins from this address")
         return super().authenticate(request, username, password, **kwargs)
+
+
+def provider_callback(request, credentials) -> bool:
+    """A sign-in through the identity provider (its callback authenticates with a nonce, never a
+    password): no password was guessed here, so it is neither refused by a lockout nor counted towards
+    one (settings.AXES_WHITELIST_CALLABLE). Counted, a few stale callbacks from an office behind one
+    address would lock everybody there out of the provider's sign-in."""
+    return bool(credentials) and "nonce" in credentials and "password" not in credentials
 
 
 def address_failures(request) -> int:

@@ -18,7 +18,7 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from aptix import env
-from aptix.envtypes import LockoutBy, LockoutParameters, Rate, Setting, SettingError
+from aptix.envtypes import LockoutBy, LockoutParameters, Rate, Setting, SettingError, origin_of
 from aptix.redis_options import REDIS_OPTIONS, redis_channel_layers
 
 Value = TypeVar("Value")  # not upper-case: Django takes upper-case names as settings
@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "modes",
     "tools",
     "agents",
+    "identity",
 ]
 
 MIDDLEWARE = [
@@ -346,6 +347,7 @@ AXES_LOCKOUT_PARAMETERS = read(env.APTIX_LOGIN_LOCKOUT_BY)
 AXES_RESET_ON_SUCCESS = all("username" in parameter for parameter in AXES_LOCKOUT_PARAMETERS)
 AXES_CLIENT_IP_CALLABLE = "aptix.ratelimits.client_ip"
 AXES_LOCKOUT_CALLABLE = "aptix.lockout.lockout_response"
+AXES_WHITELIST_CALLABLE = "aptix.lockout.provider_callback"  # the identity provider's sign-ins guess no password
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False  # no start-up banner in every process's log
 
@@ -361,3 +363,35 @@ APTIX_RATE_TURNS = read(env.APTIX_RATE_TURNS)
 APTIX_RATE_API = read(env.APTIX_RATE_API)
 APTIX_RATE_BAD_TOKENS = read(env.APTIX_RATE_BAD_TOKENS)
 # --- end of login lockout and rate limits ---------------------------------------------------------
+
+# --- Sign-in with the company's identity provider (identity/, docs/sign-in.md) -----------------------
+# mozilla-django-oidc does the authorization code flow (state, nonce, PKCE S256); identity/ adds the
+# discovery, the ID token's checks (issuer, audience, expiry, JWKS with rotation) and the accounts.
+APTIX_OIDC_ISSUER = read(env.APTIX_OIDC_ISSUER)
+APTIX_OIDC_NAME = read(env.APTIX_OIDC_NAME)
+APTIX_OIDC_GROUPS_CLAIM = read(env.APTIX_OIDC_GROUPS_CLAIM)
+APTIX_OIDC_API_AUDIENCE = read(env.APTIX_OIDC_API_AUDIENCE)
+APTIX_LOCAL_LOGIN = read(env.APTIX_LOCAL_LOGIN)
+OIDC_RP_CLIENT_ID = read(env.APTIX_OIDC_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = read(env.APTIX_OIDC_CLIENT_SECRET)  # the environment only: no default, no file
+OIDC_RP_SCOPES = read(env.APTIX_OIDC_SCOPES)
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_STATE_SIZE = OIDC_NONCE_SIZE = 32  # 32 of 62 letters and digits: 190 bits each
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's sign-out
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "identity-callback"
+LOGIN_REDIRECT_URL_FAILURE = "/login/"
+if APTIX_OIDC_ISSUER:
+    if not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+        raise ImproperlyConfigured(
+            "APTIX_OIDC_ISSUER is set: set APTIX_OIDC_CLIENT_ID and APTIX_OIDC_CLIENT_SECRET (in the environment) too."
+        )
+    AUTHENTICATION_BACKENDS += ["identity.backend.ProviderBackend"]
+    # /api/v1/ also takes the provider's JWT access tokens for APTIX_OIDC_API_AUDIENCE (aptix/bearer.py).
+    API_BEARER_FALLBACK = "identity.access_tokens.access_token_user" if APTIX_OIDC_API_AUDIENCE else None
+    # The sign-in and sign-out forms post here and are redirected to the provider: a redirect after a
+    # form's submission is held to form-action too.
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(origin_of(APTIX_OIDC_ISSUER))

@@ -1,6 +1,5 @@
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.web.views.media import media
@@ -12,8 +11,8 @@ admin.site.index_title = "Catalog, teams and audit"
 admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers page
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Login, logout, the provider's sign-in and the break-glass password form (identity/urls.py).
+    path("", include("identity.urls")),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.web.api_urls")),
