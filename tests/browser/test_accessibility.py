@@ -135,11 +135,13 @@ async def test_the_workspace(sign_in, alice, team_a, theme):
     await audit.check(page, "mode-popover")
     await page.keyboard.press("Escape")
 
-    await turns(page).nth(4).get_by_role("button", name="Regenerate").click()  # turn 5 is replaced, folded
-    await turn_ended(turns(page).nth(5))
-    await expect(turns(page).nth(4)).to_have_class(re.compile(r"\breplaced\b"))
-    await turns(page).nth(4).locator("details.replaced-turn > summary").click()
-    await audit.check(page, "session-replaced-open")
+    await turns(page).nth(4).get_by_role("button", name="Regenerate").click()  # turn 5 becomes version 1 of 2
+    newest = page.locator("#timeline > article.turn").nth(4)
+    await expect(newest.locator(".msg-user .versions")).to_contain_text("Version 2 of 2")
+    await turn_ended(newest)
+    await newest.get_by_role("button", name="Show version 1 of 2").click()
+    await expect(newest.locator(".turn-version .version-note")).to_contain_text("Version 1 of 2")
+    await audit.check(page, "session-version-shown")
 
     await page.goto("/settings/")
     await audit.check(page, "settings")
