@@ -131,6 +131,17 @@ REDIS_URL = OptionalText(
     default_doc="unset (one process, the in-memory channel layer)",
     example="redis://127.0.0.1:6379/0",
 )
+APTIX_EMAIL_URL = OptionalText(
+    "APTIX_EMAIL_URL",
+    None,
+    DEPLOYMENT,
+    "where e-mail (invitations) goes: `smtp://user:password@host:587` (STARTTLS), `smtps://…:465` (TLS), "
+    "`smtp+plain://host:25` (a local relay)",
+    secret=True,
+    default_doc="unset (the console: each message is written to the process's output)",
+    example="smtp://aptix:secret@mail.example.com:587",
+)
+APTIX_EMAIL_FROM = Text("APTIX_EMAIL_FROM", "aptix@localhost", DEPLOYMENT, "the sender address of Aptix's e-mail")
 APTIX_RUN_HEARTBEAT = Number(
     "APTIX_RUN_HEARTBEAT",
     10.0,
@@ -405,6 +416,9 @@ APTIX_RATE_BAD_TOKENS = Rate(
     LIMITS,
     "requests with a missing or invalid bearer token per client address; past it, all of that address's bearer "
     "requests wait",
+)
+APTIX_RATE_INVITES = Rate(
+    "APTIX_RATE_INVITES", "20/h", LIMITS, "requests to invitation links (`/invite/…`) per client address"
 )
 APTIX_TRUSTED_PROXIES = Integer(
     "APTIX_TRUSTED_PROXIES",

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.web.views.media import media
+from aptix.invite_views import invite_accept_view, invites_page
 from tools.admin_views import mcp_status_view
 
 admin.site.site_header = "Aptix administration"
@@ -14,6 +15,8 @@ admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers pag
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("invites/", invites_page, name="invites"),
+    path("invite/<str:secret>/", invite_accept_view, name="invite-accept"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.web.api_urls")),

@@ -164,7 +164,7 @@ async def test_retry_a_failed_turn_then_regenerate_the_answer(sign_in, alice, ma
     assert rows == [("message", "failed", True), ("retry", "completed", True), ("regenerate", "completed", False)]
 
 
-async def test_another_tab_on_the_session_shows_the_new_version_in_place_of_the_old(sign_in, alice, make_session, model):
+async def test_another_tab_shows_the_new_version_in_place_of_the_old(sign_in, alice, make_session, model):
     session = await make_session(mode="general", execution="ask")
     page = await sign_in(alice)
     await open_session(page, session.id)
