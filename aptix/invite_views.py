@@ -31,7 +31,9 @@ class InviteForm(forms.Form):
     email = forms.EmailField(label="E-mail address", max_length=150)
     # Any team: whether the inviter may invite into it is the service's to say (and to refuse, clearly).
     team = forms.ModelChoiceField(queryset=Team.objects.all(), label="Team")
-    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER, label="Role")
+    role = forms.ChoiceField(
+        choices=Membership.Role.choices, initial=Membership.Role.MEMBER, label="Role", widget=forms.RadioSelect
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents.approvals import DENIED_TOOL
 from agents.models import Turn, TurnEvent
 from agents.sessions import session_create
+from aptix.invites import invite_create
 from tests.helpers.emoji import emoji_in, is_emoji
 
 pytestmark = pytest.mark.django_db
@@ -84,8 +85,12 @@ def test_no_page_of_the_workspace_shows_an_emoji(pages):
     assert 'class="icon icon-more"' in running
 
 
-def test_the_sign_in_page_shows_no_emoji(client):
+def test_the_sign_in_and_invite_pages_show_no_emoji(client, alice, team_a):
     assert emoji_in(client.get(reverse("login")).content.decode()) == []
+    _, secret = invite_create(inviter=alice, team=team_a, email="new@example.com")
+    assert emoji_in(client.get(reverse("invite-accept", args=[secret])).content.decode()) == []
+    client.force_login(alice)
+    assert emoji_in(client.get(reverse("invites")).content.decode()) == []
 
 
 def test_no_template_or_stylesheet_holds_an_emoji():
