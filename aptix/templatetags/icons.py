@@ -30,7 +30,7 @@ ICONS: dict[str, str] = {
     "next": "M6 3l5 5-5 5",
 }
 # Dots need a heavier stroke to be seen.
-WIDTHS: dict[str, str] = {"more": "2.5"}
+WIDTHS: dict[str, str] = {"more": "3"}
 
 
 @register.simple_tag
