@@ -99,7 +99,7 @@ class Invite(models.Model):
     """A one-time link that lets someone set a password and become a member of a team (aptix/invites.py).
     Only a SHA-256 of the link's secret is stored; the link is shown to the inviter and e-mailed once."""
 
-    email = models.EmailField()
+    email = models.EmailField(max_length=150)  # it becomes the username, which holds at most 150
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
     role = models.CharField(max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
