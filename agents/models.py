@@ -127,7 +127,7 @@ class Turn(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     # Edit and resend, retry, regenerate (agents/conversations.py): how this turn's message came to be
     # sent, and, on the turns it replaced, the turn that replaced them. Replaced turns stay (audit, the
-    # admin, the page shows them folded away) but are no longer part of the conversation the model sees.
+    # admin, the page shows them as earlier versions) but are no longer part of the conversation the model sees.
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.MESSAGE)
     replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces")
 

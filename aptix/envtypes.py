@@ -1,4 +1,4 @@
-"""The kinds of environment variable (aptix/env.py declares each variable with one): how a value
+"""The kinds of environment variable (aptix/env/ declares each variable with one): how a value
 is read, checked and written back.
 
 No Django here: the SQL MCP server reads its limits through these and must start fast. A value that

@@ -1,5 +1,5 @@
 """Aptix settings: everything comes from the environment, each variable read through its
-declaration in aptix/env.py (documented in docs/configuration.md and .env.example, both generated).
+declaration in aptix/env/ (documented in docs/configuration.md and .env.example, both generated).
 
 The embedded default needs nothing set: SQLite under var/, the in-memory channel layer and the
 built-in offline model. Secrets never have a default outside DEBUG. A value that cannot be used stops
@@ -18,6 +18,7 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from aptix import env
+from aptix.email_url import email_settings
 from aptix.envtypes import LockoutBy, LockoutParameters, Rate, Setting, SettingError, origin_of
 from aptix.redis_options import REDIS_OPTIONS, redis_channel_layers
 
@@ -196,6 +197,17 @@ STORAGES = {
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 WHITENOISE_USE_FINDERS = True  # serve straight from static/ too, so a missed collectstatic still works
 
+# E-mail (invitations, aptix/invites.py): SMTP from APTIX_EMAIL_URL, else written to the output.
+try:
+    _email = email_settings(read(env.APTIX_EMAIL_URL))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT = _email.backend, _email.host, _email.port
+EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = _email.user, _email.password
+EMAIL_USE_TLS, EMAIL_USE_SSL = _email.use_tls, _email.use_ssl
+EMAIL_TIMEOUT = 10  # seconds: an unreachable server must not hold the inviter's request for long
+DEFAULT_FROM_EMAIL = read(env.APTIX_EMAIL_FROM)
+
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -362,6 +374,7 @@ def env_rate(name: str, default: str) -> str | None:
 APTIX_RATE_TURNS = read(env.APTIX_RATE_TURNS)
 APTIX_RATE_API = read(env.APTIX_RATE_API)
 APTIX_RATE_BAD_TOKENS = read(env.APTIX_RATE_BAD_TOKENS)
+APTIX_RATE_INVITES = read(env.APTIX_RATE_INVITES)  # opening or accepting an invitation link, per address
 # --- end of login lockout and rate limits ---------------------------------------------------------
 
 # --- Sign-in with the company's identity provider (identity/, docs/sign-in.md) -----------------------

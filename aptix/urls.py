@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from agents.web.views.media import media
+from aptix.invite_views import invite_accept_view, invites_page
 from tools.admin_views import mcp_status_view
 
 admin.site.site_header = "Aptix administration"
@@ -13,6 +14,8 @@ admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers pag
 urlpatterns = [
     # Login, logout, the provider's sign-in and the break-glass password form (identity/urls.py).
     path("", include("identity.urls")),
+    path("invites/", invites_page, name="invites"),
+    path("invite/<str:secret>/", invite_accept_view, name="invite-accept"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.web.api_urls")),
