@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.web.views.media import media
+from aptix.scrape import metrics_view
 from tools.admin_views import mcp_status_view
 
 admin.site.site_header = "Aptix administration"
@@ -12,6 +13,7 @@ admin.site.index_title = "Catalog, teams and audit"
 admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers page
 
 urlpatterns = [
+    path("metrics", metrics_view, name="metrics"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),

@@ -11,10 +11,10 @@ a broken tool server must not take the web tier out of rotation. Nothing in an a
 a version or a secret: a check says "ok" or what failed, in a few words.
 
 A worker has no HTTP server of its own; `manage.py aptix_worker --health-port N` starts WorkerProbe,
-a small threaded HTTP server answering the same two paths. It does not run on the worker's event
-loop: a loop that is stuck (a blocking call in a run) would otherwise make the probe hang rather
-than fail. LoopWatch ticks on the loop, and the probe fails when the last tick is older than
-STUCK_AFTER seconds.
+a small threaded HTTP server answering the same two paths and `/metrics` (aptix/metrics.py). It does
+not run on the worker's event loop: a loop that is stuck (a blocking call in a run) would otherwise
+make the probe hang rather than fail. LoopWatch ticks on the loop, and the probe fails when the last
+tick is older than STUCK_AFTER seconds.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections
 
+from aptix.metrics import CONTENT_TYPE, exposition
+from aptix.scrape import REFUSED, scrape_allowed
 from tools.mcp.host import mcp_status
 
 from . import queue
@@ -198,13 +200,17 @@ class WorkerProbe:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path not in ("/healthz", "/readyz"):
+                if self.path == "/metrics":
+                    headers = {name.lower(): value for name, value in self.headers.items()}
+                    status, content_type, data = scrape(self.client_address[0], headers)
+                elif self.path in ("/healthz", "/readyz"):
+                    status, body = probe.answer(self.path)
+                    content_type, data = "application/json", json.dumps(body).encode()
+                else:
                     self.send_error(404)
                     return
-                status, body = probe.answer(self.path)
-                data = json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Cache-Control", "no-store")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -214,6 +220,16 @@ class WorkerProbe:
                 pass  # probes every few seconds: not worth a log line each
 
         return Handler
+
+
+def scrape(address: str, headers: dict[str, str]) -> tuple[int, str, bytes]:
+    """The worker's `/metrics` (the same rule as a web process's: loopback or the bearer token)."""
+    if not scrape_allowed(address, headers, settings.APTIX_METRICS_TOKEN):
+        return 403, "text/plain; charset=utf-8", REFUSED.encode()
+    try:
+        return 200, CONTENT_TYPE, exposition()
+    finally:
+        connections.close_all()  # this thread's, opened by the gauges read at scrape time
 
 
 async def answer_async() -> tuple[int, dict[str, Any]]:

@@ -17,7 +17,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils import timezone
 
+from aptix import logcontext, metrics
 from aptix.logging import admin_logger
 from modes.models import AgentMode
 from tools.registry import ToolRegistry, mcp_registry
@@ -101,11 +103,14 @@ class Reasoner:
         """Run (or continue) a turn to its end state. Never raises for model or tool failures."""
         loaded = await load_run(turn_id)
         turn = loaded.turn
+        logcontext.bind(turn_id=turn.id, session_id=turn.session_id, user_id=turn.session.user_id)
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
         run.llm = self.llm_override or get_llm_client(spec)
+        run.model_key = spec.key
+        run.recorder.first_token = metrics.first_token_timer(spec.key)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
@@ -120,6 +125,7 @@ class Reasoner:
             elif resumed == Turn.Status.AWAITING_APPROVAL:
                 run.state = PausedState.from_json(turn.state)
             else:
+                metrics.turn_started(execution=turn.execution, mode=turn.mode, model=spec.key)
                 run.state = await self._start(run, loaded, client_tools)
             await self._end(run, await self._loop(run, resumed))
         except asyncio.CancelledError:
@@ -318,6 +324,7 @@ class Reasoner:
         )
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
+        metrics.model_tokens(run.model_key, prompt=reply.prompt_tokens, completion=reply.completion_tokens)
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         message: ModelMessage = {
             "step": turn.step_count,
@@ -388,6 +395,9 @@ class Reasoner:
             counters=turns.counters(turn).fields,
         )
         turns.apply_locally(turn, write)
+        metrics.turn_finished(
+            status=ending.status, execution=turn.execution, mode=turn.mode, model=run.model_key, seconds=_age(turn)
+        )
         await run.recorder.emit(
             ending.event_type,
             turn_write=write,
@@ -415,3 +425,8 @@ class Reasoner:
     @staticmethod
     def _state(run: Run) -> PausedState:
         return run.paused_state
+
+
+def _age(turn: Turn) -> float | None:
+    """Seconds since the turn was created (its duration once it ends)."""
+    return (timezone.now() - turn.created_at).total_seconds() if turn.created_at else None
