@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -35,8 +36,9 @@ from django.db import connections
 
 from aptix.metrics import CONTENT_TYPE, exposition
 from aptix.scrape import REFUSED, scrape_allowed
-from tools.mcp.host import mcp_status
+from tools.mcp.host import mcp_config_error, mcp_status
 
+from ..llm.catalog import models_config_problem
 from . import queue
 
 logger = logging.getLogger("aptix.health")
@@ -121,6 +123,23 @@ async def _one(check: Callable[[], Awaitable[None]]) -> str:
     return "ok"
 
 
+def config_problems() -> tuple[list[str], bool]:
+    """What is wrong with models.json and mcp.json as they are on disk now (each file, key and
+    problem, paths cut to the file's name), and whether this process still serves a good
+    configuration: the last good one keeps serving a file changed into a bad one, while a process
+    that never had a good models configuration fails its turns (saying so) and is not ready."""
+    problems, serving = [], True
+    if (models := models_config_problem()) is not None:
+        problems.append(_PATH.sub(r"\1", models[0]) + ("" if models[1] else " (no good configuration to serve)"))
+        serving = models[1]
+    if mcp := mcp_config_error():
+        problems.append(_PATH.sub(r"\1", mcp) + " (the running MCP servers were kept)")
+    return problems, serving
+
+
+_PATH = re.compile(r"(?<![\w:/.])(?:/[^\s/\"']+)*/([^\s/\"']+)")  # an absolute path: only its last part shows
+
+
 def mcp_states() -> dict[str, str]:
     """Each MCP server of this process and its state (reported, never a reason to be unready)."""
     return {status.name: status.state for status in mcp_status()}
@@ -137,6 +156,10 @@ async def readiness() -> tuple[bool, dict[str, Any]]:
         logger.warning("Not ready: %s", failed, extra={"event": "health.not_ready", "failed": failed})
     if states := mcp_states():
         results["mcp"] = states
+    problems, serving = config_problems()
+    if problems:  # named, and unready only when no good configuration serves (see config_problems)
+        results["config"] = "failed: " + "; ".join(problems)
+        ready = ready and serving
     return ready, results
 
 

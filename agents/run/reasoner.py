@@ -29,7 +29,7 @@ from ..approvals import approvals_request
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
-from ..llm.catalog import ModelSpec, model_for
+from ..llm.catalog import ModelsConfigError, ModelSpec, model_for, models_config_problem
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
@@ -57,6 +57,7 @@ from .trace import prefix_size, turn_trace_fields
 logger = logging.getLogger("aptix.reasoner")
 
 ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
+ERROR_MODELS = "This deployment's models configuration cannot be used; the administrators can see why in the admin."
 
 
 def ask_followup(override: bool | None, mode: AgentMode | None, spec: ModelSpec) -> bool:
@@ -120,6 +121,8 @@ class Reasoner:
             logger.info("Turn %s ended before its run resumed it", turn.id, extra={"event": "runs.resume_lost"})
             return turn
         try:
+            if (models := models_config_problem()) is not None and not models[1]:
+                raise ModelsConfigError(models[0])  # no good configuration to run on: fail, saying so
             if resumed == Turn.Status.REQUIRES_ACTION:
                 run.state = self._continue_state(turn, tool_results or [])
             elif resumed == Turn.Status.AWAITING_APPROVAL:
@@ -133,6 +136,8 @@ class Reasoner:
             if current is not None:
                 current.uncancel()
             await self._end(run, Stopped(answer=run.recorder.streamed))
+        except ModelsConfigError:
+            await self._end(run, Failed(message=ERROR_MODELS, kind="config"))
         except ModelError as exc:  # a cut-off answer keeps what arrived, as a failed turn's partial answer
             await self._end(run, Failed(message=str(exc), kind=exc.kind, answer=exc.partial))
         except Exception as exc:  # noqa: BLE001 - a turn never stays running
