@@ -42,8 +42,9 @@ def current() -> dict[str, Any]:
     ids = dict(_ids.get() or {})
     request = ids.pop("_request", None)
     if "user_id" not in ids and request is not None:
-        user = getattr(request, "user", None)
-        # Only a user the request has looked up already: logging must not load the login session.
+        # Only a user the request has looked up already (request.user, or `await request.auser()` in
+        # an async view): logging must not load the login session.
+        user = getattr(request, "_acached_user", None) or getattr(request, "user", None)
         wrapped = getattr(user, "_wrapped", user)
         if wrapped is not empty and wrapped is not None and getattr(wrapped, "is_authenticated", False):
             ids["user_id"] = wrapped.pk

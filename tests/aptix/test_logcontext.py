@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.http import HttpResponse
 from django.test import Client, RequestFactory
+from django.utils.functional import SimpleLazyObject
 
 from aptix import logcontext
 from tests.helpers.logs import json_lines
@@ -46,11 +47,12 @@ def test_a_requests_log_lines_carry_its_id_and_its_user_once_looked_up(lines, al
         return HttpResponse("ok")
 
     request = RequestFactory().get("/x", headers={"X-Request-ID": "req-1"})
-    request.user = alice
+    request.user = SimpleLazyObject(lambda: alice)  # as AuthenticationMiddleware sets it
     response = logcontext.RequestIds(view)(request)
     assert response["X-Request-ID"] == "req-1"
     logged = [line for line in lines() if line["logger"] == "aptix.test"]
     assert [line["request_id"] for line in logged] == ["req-1", "req-1"]
+    assert "user_id" not in logged[0]  # logging never loads the login session itself
     assert logged[1]["user_id"] == alice.pk
 
 

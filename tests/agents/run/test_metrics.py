@@ -5,10 +5,13 @@ from the first scrape at 0, and no label carries a session, user or turn id."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from agents.models import ToolApproval, Turn
 from aptix.metrics import exposition
 from tests.helpers import async_db
 
@@ -99,3 +102,27 @@ async def test_labels_are_bounded_no_ids_and_no_made_up_tool_names(make_session,
         label for family in text_string_to_metric_families(text) for sample in family.samples for label in sample.labels
     }
     assert label_names <= {"status", "execution", "mode", "model", "tool", "outcome", "kind", "reason", "server", "le"}
+
+
+@async_db
+async def test_approvals_pending_and_the_run_queue_are_read_at_scrape_time(make_session):
+    session = await make_session()
+    waiting = await Turn.objects.acreate(
+        session=session, index=1, user_message="Go", mode=session.mode, status=Turn.Status.AWAITING_APPROVAL
+    )
+    await ToolApproval.objects.acreate(
+        session=session, turn=waiting, team_id=session.team_id, tool_call_id="call_1", tool="sql__query", kind="tool"
+    )
+    queued = await Turn.objects.acreate(
+        session=session, index=2, user_message="Next", mode=session.mode, status=Turn.Status.QUEUED
+    )
+    await Turn.objects.filter(pk=queued.pk).aupdate(created_at=timezone.now() - timedelta(seconds=30))
+    scraped = await sync_to_async(samples)()
+    assert value(scraped, "aptix_approvals_pending") == 1
+    assert value(scraped, "aptix_run_queue_depth") == 1
+    assert 30 <= value(scraped, "aptix_run_queue_oldest_age_seconds") < 60
+    await Turn.objects.filter(pk=queued.pk).aupdate(status=Turn.Status.CANCELLED)
+    await ToolApproval.objects.filter(turn=waiting).aupdate(decision="denied")
+    scraped = await sync_to_async(samples)()
+    assert (value(scraped, "aptix_approvals_pending"), value(scraped, "aptix_run_queue_depth")) == (0, 0)
+    assert value(scraped, "aptix_run_queue_oldest_age_seconds") == 0
