@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from django.db import DatabaseError
 from django.db.models import Min
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
@@ -51,10 +52,14 @@ def mcp_gauges() -> Iterator[GaugeMetricFamily]:
 
 def label_values() -> None:
     """The statuses, executions, catalog modes and models and configured tools, at 0."""
+    try:
+        modes = [mode.key for mode in active_modes()]
+    except DatabaseError:  # the rest are worth creating all the same (the scrape logs what failed)
+        modes = []
     metrics.known_labels(
         statuses=sorted(Turn.FINAL_STATUSES),
         executions=EXECUTIONS,
-        modes=[mode.key for mode in active_modes()],
+        modes=modes,
         models=list(models_config().models),
         tools=[*INTERNAL_TOOLS, TOOL_SEARCH, *mcp_registry.names()],
     )
