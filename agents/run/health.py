@@ -36,7 +36,7 @@ from django.db import connections
 
 from aptix.metrics import CONTENT_TYPE, exposition
 from aptix.scrape import REFUSED, scrape_allowed
-from tools.mcp.host import mcp_config_error, mcp_status
+from tools.mcp.host import mcp_config_error, mcp_kept_errors, mcp_status
 
 from ..llm.catalog import models_config_problem
 from . import queue
@@ -134,6 +134,7 @@ def config_problems() -> tuple[list[str], bool]:
         serving = models[1]
     if mcp := mcp_config_error():
         problems.append(_PATH.sub(r"\1", mcp) + " (the running MCP servers were kept)")
+    problems += [f"mcp.json: {error} (the server runs on as it was)" for error in mcp_kept_errors()]
     return problems, serving
 
 

@@ -5,13 +5,14 @@ the running servers are kept and the process stays ready."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from agents.run.health import readiness
 from tests.helpers import async_db
-from tests.helpers.mcp import write_config
+from tests.helpers.mcp import START_TIMEOUT, all_settled, fixture_entry, write_config
 from tools.mcp import host as host_module
 from tools.mcp.checks import check_mcp_config
 from tools.mcp.host import McpHost
@@ -89,3 +90,31 @@ async def test_a_bad_file_under_a_running_host_is_named_on_readyz_and_the_server
         )
     finally:
         host.stop()
+
+
+@async_db
+async def test_a_running_servers_entry_changed_into_a_broken_one_runs_on_as_it_was(tmp_path, monkeypatch):
+    path = write_config(tmp_path / "mcp.json", {"fixture": fixture_entry()})
+    host = McpHost(path)
+    host.start()
+    monkeypatch.setattr(host_module, "_host", host)
+    try:
+        [running] = await asyncio.to_thread(host.wait_until_sync, all_settled, START_TIMEOUT)
+        assert running.state == "ready"
+        write_config(path, {"fixture": fixture_entry(timeout="soon")})
+        result = await asyncio.to_thread(host.reload)
+        assert result.restarted == () and result.stopped == ()
+        assert result.describe().endswith('"timeout" must be a positive number of seconds: it runs on as it was.')
+        [status] = host.status()
+        assert (status.state, status.pid) == ("ready", running.pid)  # the last good entry serves
+        ready, checks = await readiness()
+        assert ready and checks["config"] == (
+            'failed: mcp.json: MCP server "fixture": "timeout" must be a positive number of seconds '
+            "(the server runs on as it was)"
+        )
+        write_config(path, {"fixture": fixture_entry()})  # fixed: as it ran, nothing restarts
+        result = await asyncio.to_thread(host.reload)
+        assert result.kept == () and result.restarted == ()
+        assert "config" not in (await readiness())[1]
+    finally:
+        await asyncio.to_thread(host.stop)
