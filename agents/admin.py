@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.http import HttpRequest
 from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 
 from modes.admin import AgentModeAdmin, csv_download
 from modes.models import AgentMode
@@ -13,6 +16,7 @@ from tools.registry import internal_registry, mcp_registry
 
 from .llm.catalog import model_for, models_config
 from .models import AgentSession, ToolApproval, Turn, TurnEvent
+from .run.health import config_problems
 from .run.pipeline import MCP_SEPARATOR, mcp_server_order, plan_offer, policy_allows, schema_tokens
 from .run.trace import turn_trace
 
@@ -328,3 +332,15 @@ def policy_entry_known(pattern: str, servers: dict[str, set[str]]) -> bool:
 
 admin.site.unregister(AgentMode)
 admin.site.register(AgentMode, AgentModeBudgetAdmin)
+
+
+_index = admin.site.index
+
+
+def _index_with_config_problems(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+    """The admin's front page names what is wrong with models.json and mcp.json now, as /readyz does
+    (templates/admin/aptix_index.html)."""
+    return _index(request, {**(extra_context or {}), "config_problems": config_problems()[0]})
+
+
+admin.site.index = _index_with_config_problems  # type: ignore[method-assign]  # before the admin's URLs are built

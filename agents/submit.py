@@ -17,6 +17,8 @@ from typing import overload
 
 from asgiref.sync import sync_to_async
 
+from aptix import logcontext
+
 from .models import Turn
 from .runner import get_runner
 
@@ -54,5 +56,6 @@ async def turn_submit(
     turn = await sync_to_async(record)()
     if turn is None:
         return None
+    logcontext.bind(turn_id=turn.id, session_id=turn.session_id)  # the request's further log lines
     started = get_runner().start(turn.id, client_tools=client_tools, tool_results=tool_results)
     return Submitted(turn=turn, started=started)

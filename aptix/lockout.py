@@ -12,6 +12,7 @@ from django.db.models import Sum
 from django.shortcuts import render
 from django.utils import timezone
 
+from . import metrics
 from .ratelimits import client_ip
 
 
@@ -55,6 +56,7 @@ def address_failures(request) -> int:
 def lockout_response(request, original_response=None, credentials=None):
     """The page of a refused login: 429 with Retry-After. Each refused attempt starts the cool-off
     again (django-axes' default), so the whole cool-off is the time to wait."""
+    metrics.refused("login")
     cool_off = get_cool_off(request)
     seconds = max(1, round(cool_off.total_seconds())) if cool_off else None
     context = {

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django_ratelimit.core import get_usage
 
+from . import metrics
+
 # A group names what is counted and the setting that holds its rate.
 TURNS = "turns"
 API = "api"
@@ -114,4 +116,5 @@ def rate_limit(group: str, key: str, request, *, count: bool = True) -> Limited 
     if not over:
         return None
     seconds = max(1, usage["time_left"])
+    metrics.refused(group)
     return Limited(MESSAGES[group].format(rate=describe_rate(rate), seconds=seconds), seconds)

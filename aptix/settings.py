@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "aptix.logcontext.RequestIds",  # first: X-Request-ID on every answer; the ids the request's log lines carry
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -279,6 +280,7 @@ APTIX_RUN_HEARTBEAT = read(env.APTIX_RUN_HEARTBEAT)
 # Seconds a worker's running turns get to end when it is asked to stop (SIGTERM).
 APTIX_WORKER_GRACE = read(env.APTIX_WORKER_GRACE)
 APTIX_WORKER_HEALTH_HOST = read(env.APTIX_WORKER_HEALTH_HOST)
+APTIX_METRICS_TOKEN = read(env.APTIX_METRICS_TOKEN)  # GET /metrics from elsewhere than loopback (aptix/scrape.py)
 # Session streams (agents/web/streams.py): live views per user and per session in one process, the
 # events a reconnect may replay (a page further behind is told to reload), the largest frame a
 # client may send (the stream is one-way), and seconds between checks that the socket's access holds.
@@ -299,8 +301,9 @@ LOGGING = {
     "formatters": {
         "structured": {"()": "aptix.logging.StructuredFormatter"},
     },
+    "filters": {"ids": {"()": "aptix.logcontext.IdsFilter"}},  # request, turn, session and user ids
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "structured"},
+        "console": {"class": "logging.StreamHandler", "formatter": "structured", "filters": ["ids"]},
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {

@@ -4,6 +4,7 @@ from django.urls import include, path
 
 from agents.web.views.media import media
 from aptix.invite_views import invite_accept_view, invites_page
+from aptix.scrape import metrics_view
 from tools.admin_views import mcp_status_view
 
 admin.site.site_header = "Aptix administration"
@@ -12,6 +13,7 @@ admin.site.index_title = "Catalog, teams and audit"
 admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers page
 
 urlpatterns = [
+    path("metrics", metrics_view, name="metrics"),
     # Login, logout, the provider's sign-in and the break-glass password form (identity/urls.py).
     path("", include("identity.urls")),
     path("invites/", invites_page, name="invites"),

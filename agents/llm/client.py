@@ -253,7 +253,8 @@ def build_llm_client(spec: ModelSpec | None = None) -> LLMClient:
 
 @dataclass
 class _Clients:
-    built: dict[str, LLMClient] = field(default_factory=dict)  # per model key, built on first use
+    # per model key, built on first use, and again when models.json changed the model (catalog.py)
+    built: dict[str, tuple[ModelSpec, LLMClient]] = field(default_factory=dict)
     override: LLMClient | None = None  # use_llm_client's
 
 
@@ -265,9 +266,10 @@ def get_llm_client(spec: ModelSpec | None = None) -> LLMClient:
     if _clients.override is not None:
         return _clients.override
     spec = spec or model_for()
-    if spec.key not in _clients.built:
-        _clients.built[spec.key] = build_llm_client(spec)
-    return _clients.built[spec.key]
+    built = _clients.built.get(spec.key)
+    if built is None or built[0] != spec:
+        built = _clients.built[spec.key] = (spec, build_llm_client(spec))
+    return built[1]
 
 
 def reset_llm_clients() -> None:

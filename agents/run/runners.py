@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from aptix import logcontext
 from tools.registry import ToolRegistry, mcp_registry
 
 from ..branching import switch_continues, turn_continue_after_switch
@@ -83,7 +84,9 @@ class Runner:
         request's thread executor, which ends with the request ("CurrentThreadExecutor already
         quit")."""
         coro = self._run(turn_id, worker, **{k: arguments.get(k) for k in RUN_ARGUMENTS})
-        task = asyncio.get_running_loop().create_task(coro, name=f"turn-{turn_id}", context=contextvars.Context())
+        context = contextvars.Context()
+        context.run(logcontext.bind, request_id=logcontext.current().get("request_id"))  # its log lines' ids
+        task = asyncio.get_running_loop().create_task(coro, name=f"turn-{turn_id}", context=context)
         self._tasks[turn_id] = task
         task.add_done_callback(lambda _t: self._tasks.pop(turn_id, None))
         return task

@@ -73,6 +73,7 @@ class McpHost(StatusWaits):
         self.config_path = Path(config_path)
         self.registry = registry
         self.config_error: str | None = None
+        self.kept_errors: dict[str, str] = {}  # server → why its changed entry was not applied
         self.reload_file = reload_file
         self.reload_poll = reload_poll  # seconds between looks at the config and reload files; 0: never
         self._config: dict[str, Entry] = {}  # what runs now, as parsed
@@ -221,6 +222,12 @@ class McpHost(StatusWaits):
             return ReloadResult(error=self.config_error)
         self.config_error = None
         new, old = entries(config), self._config
+        # A running server whose entry no longer validates runs on as it was (its last good entry);
+        # the error is reported (kept_errors: /readyz, the admin) until the entry is fixed or removed.
+        broken = {name: entry for name, entry in new.items() if isinstance(entry, ServerConfigError)}
+        self.kept_errors = {name: str(error) for name, error in broken.items() if runnable(old.get(name))}
+        for name in self.kept_errors:
+            new[name] = old[name]
         self._config = new
         for name in old.keys() - new.keys():
             self._retire(name)
@@ -238,6 +245,7 @@ class McpHost(StatusWaits):
             stopped=tuple(n for n in [*changed, *gone] if runnable(old.get(n)) and not runnable(new.get(n))),
             unchanged=tuple(name for name in new if name not in changed),
             updated=tuple(n for n in [*changed, *gone] if not runnable(old.get(n)) and not runnable(new.get(n))),
+            kept=tuple(self.kept_errors.values()),
         )
         logger.info("MCP config reloaded: %s", result.describe(), extra={"config": str(self.config_path)})
         return result
@@ -369,6 +377,11 @@ def mcp_host() -> McpHost | None:
 def mcp_status() -> list[ServerStatus]:
     """The status of this process's MCP servers (empty when the host is not running here)."""
     return _host.status() if _host is not None else []
+
+
+def mcp_kept_errors() -> list[str]:
+    """Entries changed into broken ones whose servers run on as before (reported until fixed)."""
+    return list(_host.kept_errors.values()) if _host is not None else []
 
 
 def mcp_config_error() -> str | None:

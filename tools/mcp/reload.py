@@ -54,6 +54,7 @@ class ReloadResult:
     stopped: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()  # errors of changed entries not applied: those servers run as they were
     error: str | None = None
 
     def describe(self) -> str:
@@ -69,9 +70,10 @@ class ReloadResult:
             )
             if names
         ]
+        kept = "".join(f" {error}: it runs on as it was." for error in self.kept)
         if not parts:
-            return f"Nothing changed ({len(self.unchanged)} server(s) as before)."
-        return "MCP servers " + "; ".join(parts) + f" ({len(self.unchanged)} unchanged)."
+            return f"Nothing changed ({len(self.unchanged)} server(s) as before).{kept}"
+        return "MCP servers " + "; ".join(parts) + f" ({len(self.unchanged)} unchanged).{kept}"
 
 
 Signature = tuple[int, int, int] | None

@@ -24,7 +24,7 @@ class Command(BaseCommand):
             "--health-port",
             type=int,
             default=None,
-            help="serve /healthz and /readyz on this port (APTIX_WORKER_HEALTH_HOST, loopback by default); "
+            help="serve /healthz, /readyz and /metrics on this port (APTIX_WORKER_HEALTH_HOST, loopback by default); "
             "they fail when the worker's event loop is stuck",
         )
 
