@@ -113,6 +113,21 @@ APTIX_WORKER_HEALTH_HOST = Text(
     DEPLOYMENT,
     "the address `aptix_worker --health-port` listens on (`0.0.0.0` for a probe from another host)",
 )
+APTIX_METRICS_TOKEN = OptionalText(
+    "APTIX_METRICS_TOKEN",
+    None,
+    DEPLOYMENT,
+    "bearer token a scraper sends for `GET /metrics` from another host (unset: loopback only)",
+    secret=True,
+)
+PROMETHEUS_MULTIPROC_DIR = OptionalText(
+    "PROMETHEUS_MULTIPROC_DIR",
+    None,
+    DEPLOYMENT,
+    "a directory the processes of one host share: `/metrics` then adds up all of them (emptied before they start)",
+    default_doc="unset (each process's own metrics)",
+    example="/run/aptix/metrics",
+)
 APTIX_HTTPS = Flag(
     "APTIX_HTTPS",
     False,

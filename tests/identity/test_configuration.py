@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 from django.core.checks import run_checks
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 
 from aptix import env
 from aptix.envtypes import SettingError
@@ -68,12 +70,22 @@ def test_a_wrong_discovery_document_is_refused_saying_what_is_wrong(overrides, m
 
 def test_an_unreachable_provider_fails_the_start_up_check(provider_settings):
     provider_settings("http://127.0.0.1:9/o")  # the discard port: nothing answers
-    errors = [e for e in run_checks(tags=["identity"]) if e.id == "identity.E001"]
+    errors = [e for e in run_checks(tags=["identity"], include_deployment_checks=True) if e.id == "identity.E001"]
     assert len(errors) == 1 and "Could not read the provider's discovery document" in errors[0].msg
 
 
+def test_an_unreachable_provider_stops_the_serving_processes_but_not_migrate(db, provider_settings):
+    """migrate runs the ordinary checks only: a database upgrade does not wait for the provider."""
+    provider_settings("http://127.0.0.1:9/o")
+    assert [e.id for e in run_checks()] == []
+    call_command("migrate", verbosity=0)
+    for command in ("aptix_serve", "aptix_worker"):
+        with pytest.raises(SystemCheckError, match="discovery document"):
+            call_command(command)
+
+
 def test_without_a_provider_the_check_passes_and_the_login_page_has_no_provider_button(db, client):
-    assert run_checks(tags=["identity"]) == []
+    assert run_checks(tags=["identity"], include_deployment_checks=True) == []
     page = client.get("/login/").content.decode()
     assert "Sign in with" not in page and 'id="id_password"' in page
 

@@ -29,6 +29,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The deployment checks that read other services (the identity provider's discovery): a serving
+        # process refuses to start without them, other commands (migrate) do not need them.
+        self.check(tags=["identity"], include_deployment_checks=True)
         if not settings.REDIS_URL:
             raise CommandError("aptix_worker needs REDIS_URL: without it every web process runs its own turns.")
         from aptix.asgi import application  # the serving process's start-up hooks: MCP host, orphan sweep
