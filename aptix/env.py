@@ -56,7 +56,13 @@ LIMITS = Section(
     "Refusing floods with 429: see [Rate limits](operations.md#rate-limits). Rates are `N/s`, `N/m`, `N/h`, "
     "`N/d` or `N/5m` (any multiple); `off` turns one off.",
 )
-SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS)
+TRACING = Section(
+    "Tracing",
+    "OpenTelemetry traces of requests, turns, model and tool calls: see [Tracing](operations.md#tracing). The "
+    "SDK reads the other standard `OTEL_*` variables itself (`OTEL_EXPORTER_OTLP_HEADERS`, "
+    "`OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`, …).",
+)
+SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS, TRACING)
 
 # --- Core -----------------------------------------------------------------------------------------
 SECRET_KEY = OptionalText(
@@ -412,6 +418,25 @@ APTIX_TRUSTED_PROXIES = Integer(
     LIMITS,
     "proxies in front of Aptix that append to `X-Forwarded-For`; the client address is read from there only when "
     "set (0: none, the connection's address is the client's)",
+)
+
+# --- Tracing --------------------------------------------------------------------------------------
+OTEL_EXPORTER_OTLP_ENDPOINT = OptionalText(
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    None,
+    TRACING,
+    "an OTLP/HTTP collector (Jaeger, Tempo, an OpenTelemetry Collector); spans go to its `/v1/traces`. Unset: "
+    "no tracing at all",
+    default_doc="unset (no traces)",
+    example="http://127.0.0.1:4318",
+)
+OTEL_SERVICE_NAME = Text("OTEL_SERVICE_NAME", "aptix", TRACING, "the service name the spans carry")
+APTIX_TRACE_CONTENT = Flag(
+    "APTIX_TRACE_CONTENT",
+    False,
+    TRACING,
+    "put what was said on the spans: the messages sent to the model, its answers, tool arguments and results "
+    "(they then reach whoever reads the traces)",
 )
 
 # Every declaration, in the order above (the order of the generated files).

@@ -206,6 +206,8 @@ class StreamAssembler:
         chunk = _mapping(chunk)
         if chunk.get("error"):
             raise StreamError(chunk["error"])
+        if model := chunk.get("model"):
+            self.reply.response_model = model if isinstance(model, str) else ""
         usage = chunk.get("usage")
         if usage is not None:
             usage = _mapping(usage)
