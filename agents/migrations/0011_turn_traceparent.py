@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='turn',
             name='traceparent',
-            field=models.CharField(blank=True, default='', max_length=55),
+            field=models.CharField(blank=True, db_default='', default='', max_length=55),
         ),
     ]

@@ -138,3 +138,24 @@ async def test_without_tracing_a_turn_makes_no_span_and_stores_no_trace(alice, l
     body = await _execute(alice, "Hello")
     assert (await Turn.objects.aget(pk=body["turnId"])).traceparent == ""
     assert receiver.posts == 0
+
+
+@pytest.mark.django_db
+def test_the_version_before_can_still_insert_turns_once_the_trace_column_is_migrated(team_a, alice):
+    """A rolling upgrade migrates while the old processes still run: their INSERTs name no
+    `traceparent`, which the database then fills with its own default."""
+    from django.db import connection
+
+    from agents.sessions import session_create
+
+    session = session_create(team=team_a, user=alice)
+    turn = turn_start(session=session, text="Hello")
+    columns = [f.column for f in Turn._meta.concrete_fields if f.column not in ("id", "index", "traceparent")]
+    listed = ", ".join(connection.ops.quote_name(c) for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO agents_turn ({listed}, "id", "index") '  # column names from the model, no input
+            f'SELECT {listed}, %s, "index" + 1 FROM agents_turn WHERE "id" = %s',
+            ["f" * 32, turn.id],
+        )
+    assert Turn.objects.get(pk="f" * 32).traceparent == ""
