@@ -37,7 +37,7 @@ from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
 from .claims import lease_expired, orphan_queued_too_long, run_dispatch, run_renew, stalled_queued, unheld
-from .spans import TurnTrace, local_trace, queued_fields, turn_ended, turn_span
+from .spans import TurnTrace, dispatch_span, local_trace, queued_fields, turn_ended, turn_span
 from .titles import title_session, wants_title
 
 logger = logging.getLogger("aptix.runs")
@@ -206,14 +206,15 @@ class WorkerRunner(Runner):
         """Put the run on the queue; the turn's last event before it (what `wait` waits past: a
         paused turn being resumed is still paused until a worker takes it). `traceparent`: the
         dispatching request's span (with tracing on), which the entry carries on (spans.py)."""
-        before = await TurnEvent.objects.filter(turn_id=turn_id).aaggregate(m=Max("seq"))
-        token = await sync_to_async(run_dispatch)(turn_id)
-        trace = await queued_fields(turn_id, traceparent)
-        client = queue.queue_client()
-        try:
-            await queue.send(client, turn_id, token, arguments, trace)
-        finally:
-            await client.aclose()
+        with dispatch_span(traceparent):
+            before = await TurnEvent.objects.filter(turn_id=turn_id).aaggregate(m=Max("seq"))
+            token = await sync_to_async(run_dispatch)(turn_id)
+            trace = await queued_fields(turn_id, tracing.current_traceparent())  # the turn hangs under this span
+            client = queue.queue_client()
+            try:
+                await queue.send(client, turn_id, token, arguments, trace)
+            finally:
+                await client.aclose()
         return before["m"] or 0
 
     def unheld(self, turn: Turn, now: datetime) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import INVALID_SPAN, Link, Span, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind, StatusCode
 
 from aptix import tracing
 from tools.base import InvokeResult
@@ -61,6 +61,26 @@ async def queued_fields(turn_id: str, dispatching: str) -> dict[str, str]:
     if dispatching and dispatching != parent:
         fields["trace_link"] = dispatching
     return fields
+
+
+@contextmanager
+def dispatch_span(traceparent: str) -> Iterator[Span]:
+    """The span of putting a run on the queue (`send aptix:runs`, a producer): a task of its own,
+    outside the request's context, so its parent is named (`traceparent`, the dispatching request)."""
+    tracer = tracing.tracer()
+    if tracer is None:
+        yield INVALID_SPAN
+        return
+    attributes = {
+        "messaging.system": "redis",
+        "messaging.destination.name": "aptix:runs",
+        "messaging.operation.type": "send",
+    }
+    context = tracing.context_of(traceparent)
+    with tracer.start_as_current_span(
+        "send aptix:runs", context=context, kind=SpanKind.PRODUCER, attributes=attributes
+    ) as span:
+        yield span
 
 
 def claimed_trace(fields: dict[str, str], read_at: int) -> TurnTrace | None:

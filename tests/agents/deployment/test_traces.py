@@ -1,4 +1,5 @@
-"""A turn is one trace across processes: the web process's request span, and in a real
+"""A turn is one trace across processes: the web process's request span (with the recording of the
+turn and the send to the run queue under it), and in a real
 `aptix_worker` subprocess the turn's span (from the moment the run was queued, its wait in the queue
 and its claim as child spans) and the model call with its GenAI attributes, joined by the
 traceparent that travels in the run queue's entry (Redis) and on the turn (PostgreSQL). Both
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.slow, async_db]
 
 def _complete(spans) -> bool:
     names = {s.name.split(" ")[0] for s in spans}
-    return {"POST", "invoke_agent", "queue.wait", "run.claim", "chat"} <= names
+    return {"POST", "turn.record", "send", "invoke_agent", "queue.wait", "run.claim", "chat"} <= names
 
 
 async def test_an_api_turn_run_by_a_worker_is_one_trace_across_the_processes(redis_layer, alice, tmp_path, settings):
@@ -70,18 +71,23 @@ async def test_an_api_turn_run_by_a_worker_is_one_trace_across_the_processes(red
     log = (tmp_path / "worker.log").read_text()
 
     (request,) = by_name(spans, "POST")
+    (recorded,) = by_name(spans, "turn.record")
+    (sent,) = by_name(spans, "send aptix:runs")
     (turn_span,) = by_name(spans, "invoke_agent")
     (waited,) = by_name(spans, "queue.wait")
     (claim,) = by_name(spans, "run.claim")
     (chat,) = by_name(spans, "chat ")
     assert {s.trace_id for s in spans} == {request.trace_id}, log  # one trace, two processes
-    assert request.resource["aptix.process.kind"] == "web"
+    assert {s.resource["aptix.process.kind"] for s in (request, recorded, sent)} == {"web"}
     assert {s.resource["aptix.process.kind"] for s in (turn_span, waited, claim, chat)} == {"worker"}
-    assert turn_span.parent_span_id == request.span_id  # the hop through the queue kept the parent
+    assert recorded.parent_span_id == sent.parent_span_id == request.span_id
+    assert sent.kind == "producer" and sent.attributes["messaging.destination.name"] == "aptix:runs"
+    assert turn_span.parent_span_id == sent.span_id  # the hop through the queue kept the parent
     assert waited.parent_span_id == claim.parent_span_id == chat.parent_span_id == turn_span.span_id
     # The turn's span starts when the web process queued the run: queued → read → claimed → running.
     assert turn_span.start == waited.start <= waited.end == claim.start <= claim.end <= chat.start
-    assert request.start <= turn_span.start and turn_span.end <= request.end  # the API waited for the turn
+    assert recorded.end <= sent.start <= turn_span.start <= sent.end  # queued at the end of the send
+    assert turn_span.end <= request.end  # the API waited for the turn
     assert turn_span.attributes["aptix.turn.status"] == "completed"
     assert chat.name == "chat asked-model"
     assert chat.attributes["gen_ai.operation.name"] == "chat"
