@@ -15,6 +15,7 @@ calls (`execute_tool <name>`, `tool_span`).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -30,6 +31,8 @@ from tools.base import InvokeResult
 
 from ..models import Turn
 from .pipeline import MCP_SEPARATOR
+
+logger = logging.getLogger("aptix.tracing")
 
 
 @dataclass(frozen=True)
@@ -199,9 +202,13 @@ def tool_outcome(span: Span, result: InvokeResult | None) -> None:
 
 async def _stored_parent(turn_id: str, offered: str) -> str:
     """The turn's traceparent: `offered` if the turn had none (it is stored), else the stored one."""
-    if offered and await Turn.objects.filter(pk=turn_id, traceparent="").aupdate(traceparent=offered):
+    try:
+        if offered and await Turn.objects.filter(pk=turn_id, traceparent="").aupdate(traceparent=offered):
+            return offered
+        return await Turn.objects.filter(pk=turn_id).values_list("traceparent", flat=True).afirst() or ""
+    except Exception:  # tracing never fails a turn: its run goes on, traced from `offered`
+        logger.warning("Could not store or read the trace of turn %s", turn_id, exc_info=True)
         return offered
-    return await Turn.objects.filter(pk=turn_id).values_list("traceparent", flat=True).afirst() or ""
 
 
 def _span_context(traceparent: str) -> trace.SpanContext | None:

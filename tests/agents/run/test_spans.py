@@ -159,3 +159,25 @@ def test_the_version_before_can_still_insert_turns_once_the_trace_column_is_migr
             ["f" * 32, turn.id],
         )
     assert Turn.objects.get(pk="f" * 32).traceparent == ""
+
+
+async def test_a_trace_the_database_cannot_store_does_not_fail_the_turn(alice, llm, model, receiver, monkeypatch):
+    from django.db import DatabaseError
+
+    class Unstorable:  # the turn rows as agents/run/spans.py sees them: every query fails
+        Status = Turn.Status
+
+        class objects:  # stands in for the manager
+            @staticmethod
+            def filter(**_lookups):
+                raise DatabaseError("connection lost")
+
+    monkeypatch.setattr("agents.run.spans.Turn", Unstorable)
+    model.reply("Hi.")
+    with tracing.use_tracer_provider(tracer_provider(receiver)):
+        body = await _execute(alice, "Hello")
+    assert body["status"] == "completed" and body["answer"] == "Hi."
+    spans = await receiver.wait_for(lambda s: len(by_name(s, "POST")) == 1)
+    (request,) = by_name(spans, "POST")
+    (turn_span,) = by_name(spans, "invoke_agent")
+    assert turn_span.parent_span_id == request.span_id  # traced from the request all the same
