@@ -91,7 +91,7 @@ def claimed_trace(fields: dict[str, str], read_at: int) -> TurnTrace | None:
     if not tracing.enabled():
         return None
     parent = fields.get("traceparent", "")
-    queued_at = int(fields.get("queued_at") or 0)
+    queued_at = int(fields["queued_at"]) if fields.get("queued_at", "").isdigit() else 0
     return TurnTrace(
         parent=parent,
         link=fields.get("trace_link", ""),
