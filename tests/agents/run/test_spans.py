@@ -181,3 +181,16 @@ async def test_a_trace_the_database_cannot_store_does_not_fail_the_turn(alice, l
     (request,) = by_name(spans, "POST")
     (turn_span,) = by_name(spans, "invoke_agent")
     assert turn_span.parent_span_id == request.span_id  # traced from the request all the same
+
+
+async def test_a_websocket_is_one_server_span_for_as_long_as_it_is_open(alice, make_session, receiver):
+    from tests.helpers.streams import connect
+
+    session = await make_session()
+    with tracing.use_tracer_provider(tracer_provider(receiver)):
+        communicator, connected = await connect(session.id, alice)
+        assert connected
+        assert receiver.posts == 0  # still open: its span has not ended
+        await communicator.disconnect()
+    (socket,) = await receiver.wait_for(lambda s: bool(by_name(s, "websocket")))
+    assert socket.kind == "server" and socket.attributes["url.path"] == f"/ws/sessions/{session.id}/"
