@@ -184,11 +184,16 @@ async def test_a_trace_the_database_cannot_store_does_not_fail_the_turn(alice, l
 
 
 async def test_a_websocket_is_one_server_span_for_as_long_as_it_is_open(alice, make_session, receiver):
-    from tests.helpers.streams import connect
+    from channels.testing import WebsocketCommunicator
+
+    from aptix.asgi import application
+    from tests.helpers.streams import ORIGIN, session_cookie
 
     session = await make_session()
+    headers = [ORIGIN, (b"cookie", await session_cookie(alice))]
     with tracing.use_tracer_provider(tracer_provider(receiver)):
-        communicator, connected = await connect(session.id, alice)
+        communicator = WebsocketCommunicator(application, f"/ws/sessions/{session.id}/", headers=headers)
+        connected, _ = await communicator.connect(timeout=30)  # this process's first socket runs its start-up
         assert connected
         assert receiver.posts == 0  # still open: its span has not ended
         await communicator.disconnect()
