@@ -35,6 +35,7 @@ from ..state import ModeChange, PausedState, PendingApproval
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
+from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
 
 Progress = Callable[[float, float | None, str | None], None]
@@ -173,16 +174,19 @@ class ToolCalls:
             session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
         )
         started = time.monotonic()
-        try:
-            async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                result = await self._execute(call, kind, context, run.paused_state, progress.report)
-        except asyncio.CancelledError:
-            # Stopped while the tool ran: it may have had its effect, so the audit keeps its result (the
-            # turn's end, written next, takes it along).
-            elapsed = round((time.monotonic() - started) * 1000, 1)
-            metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
-            await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
-            raise
+        with tool_span(call.name, call.id, kind, call.arguments) as span:
+            try:
+                async with ProgressRelay(run.recorder, call.id, call.name) as progress:
+                    result = await self._execute(call, kind, context, run.paused_state, progress.report)
+            except asyncio.CancelledError:
+                # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
+                # (the turn's end, written next, takes it along).
+                tool_outcome(span, None)
+                elapsed = round((time.monotonic() - started) * 1000, 1)
+                metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
+                await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
+                raise
+            tool_outcome(span, result)
         elapsed = time.monotonic() - started
         metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
         await self._record(run, call, result, round(elapsed * 1000, 1))
