@@ -35,7 +35,7 @@ import asyncio
 import atexit
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,7 @@ class McpHost(StatusWaits):
         self._config = entries(config)
         for name, entry in self._config.items():
             self._statuses[name] = self._initial_status(name, entry)
+        _log_ignored_keys(self._config.values())
         return [server for server in config.servers if not server.disabled]
 
     @staticmethod
@@ -227,6 +228,7 @@ class McpHost(StatusWaits):
             self._statuses.pop(name, None)
             self._logs.pop(name, None)
         changed = [name for name, entry in new.items() if not same(old.get(name), entry)]
+        _log_ignored_keys(new[name] for name in changed)
         for name in changed:
             self._apply(name, new[name])
         self._statuses = {name: self._statuses[name] for name in new}  # the file's order
@@ -336,6 +338,18 @@ class McpHost(StatusWaits):
         """The last lines of the server's MCP log messages and stderr (None for a server that has
         not run here)."""
         return self._logs.get(server)
+
+
+def _log_ignored_keys(servers: Iterable[Entry]) -> None:
+    for server in servers:
+        if isinstance(server, ServerConfig) and server.ignored:
+            keys = ", ".join(f'"{key}"' for key in server.ignored)
+            logger.info(
+                'MCP server "%s": ignoring %s (VS Code-only: configures VS Code, not the server)',
+                server.name,
+                keys,
+                extra={"server": server.name},
+            )
 
 
 class HostStopped(RuntimeError):
