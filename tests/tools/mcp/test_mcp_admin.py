@@ -123,6 +123,25 @@ def test_dropped_and_renamed_tools_are_shown_on_the_admin_page_and_in_the_tools_
     assert "<code>no_type</code> <span class=\"why\">not offered: invalid definition: inputSchema.type" in panel
 
 
+def test_the_tools_panel_says_why_a_task_only_tool_and_an_invalid_schema_are_not_offered(
+    client, start_host, alice, password
+):
+    server = str(Path(__file__).with_name("unofferable_server.py"))
+    start_host({"u": {"command": "python", "args": [server]}})
+
+    panel = session_page(client, alice, password)
+
+    assert "ready with 2 tools, 2 dropped" in panel
+    assert (
+        '<code>task_only</code> <span class="why">not offered: it runs only as an MCP task '
+        "(execution.taskSupport &quot;required&quot;), which Aptix does not support yet</span>"
+    ) in panel
+    assert (
+        '<code>typo_schema</code> <span class="why">not offered: invalid definition: inputSchema is not valid '
+        "JSON Schema: properties.text.type: &#x27;strin&#x27; is not valid"
+    ) in panel
+
+
 FIXTURE = str(Path(__file__).with_name("mcp_fixture_server.py"))
 
 
