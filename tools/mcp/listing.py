@@ -16,7 +16,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 import mcp_types as types
@@ -117,22 +117,35 @@ def _problem(exc: ValidationError) -> str:
     return "invalid definition: " + "; ".join(parts)
 
 
+class Observer(Protocol):
+    """What sees each message between a transport and the SDK (ToolListing, http.HttpWatch)."""
+
+    def sent(self, item: Any) -> None: ...
+
+    def received(self, item: Any) -> Any: ...
+
+
 class _Reader:
-    def __init__(self, stream: Any, listing: ToolListing) -> None:
+    def __init__(self, stream: Any, observers: tuple[Observer, ...]) -> None:
         self._stream = stream
-        self._listing = listing
+        self._observers = observers
 
     def __getattr__(self, name: str) -> Any:  # last_context, aclose, ...
         return getattr(self._stream, name)
 
+    def _received(self, item: Any) -> Any:
+        for observer in self._observers:
+            item = observer.received(item)
+        return item
+
     async def receive(self) -> Any:
-        return self._listing.received(await self._stream.receive())
+        return self._received(await self._stream.receive())
 
     def __aiter__(self) -> _Reader:
         return self
 
     async def __anext__(self) -> Any:
-        return self._listing.received(await self._stream.__anext__())
+        return self._received(await self._stream.__anext__())
 
     async def __aenter__(self) -> _Reader:
         await self._stream.__aenter__()
@@ -143,15 +156,16 @@ class _Reader:
 
 
 class _Writer:
-    def __init__(self, stream: Any, listing: ToolListing) -> None:
+    def __init__(self, stream: Any, observers: tuple[Observer, ...]) -> None:
         self._stream = stream
-        self._listing = listing
+        self._observers = observers
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
     async def send(self, item: SessionMessage) -> None:
-        self._listing.sent(item)
+        for observer in self._observers:
+            observer.sent(item)
         await self._stream.send(item)
 
     async def __aenter__(self) -> _Writer:
@@ -163,8 +177,9 @@ class _Writer:
 
 
 @asynccontextmanager
-async def filtered(transport: Any, listing: ToolListing) -> AsyncIterator[tuple[Any, Any]]:
-    """The transport's (read, write) streams with tools/list answers filtered by `listing`."""
+async def filtered(transport: Any, *observers: Observer) -> AsyncIterator[tuple[Any, Any]]:
+    """The transport's (read, write) streams with every message shown to the `observers`, in order
+    (the ToolListing filters tools/list answers)."""
     async with transport as streams:
         read, write = streams[0], streams[1]
-        yield _Reader(read, listing), _Writer(write, listing)
+        yield _Reader(read, observers), _Writer(write, observers)
