@@ -169,6 +169,19 @@ def test_staff_restart_one_server_with_a_csrf_protected_post(client, start_host,
     host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].pid != before.pid, 60)
 
 
+def test_staff_restart_every_server_with_restart_all(client, start_host, curator, password):
+    host = start_host({"fixture": {"command": "python", "args": [FIXTURE]}, "off": {"command": "x", "disabled": True}})
+    before = host.status()[0]
+    client.login(username="curtis", password=password)
+    form = client.get(URL).content.decode().split('<form method="post" id="mcp-restart-all">')[1].split("</form>")[0]
+    assert 'name="action" value="restart-all">' in form and "Restart all</button>" in form
+
+    page = client.post(URL, {"action": "restart-all"}, follow=True).content.decode()
+
+    assert "Restarting MCP servers fixture." in page
+    host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].pid != before.pid, 60)
+
+
 def test_the_reload_button_applies_the_edited_config(client, start_host, curator, password):
     host = start_host({"off": {"command": "python", "disabled": True}})
     host.config_path.write_text(json.dumps({"mcpServers": {"other": {"command": "python", "disabled": True}}}))
