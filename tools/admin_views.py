@@ -19,7 +19,7 @@ from .mcp.reload import RELOAD_POLL
 
 NO_HOST = "No MCP host runs in this process (APTIX_MCP_AUTOSTART is off): nothing to reload or restart."
 CANNOT_RESTART = 'MCP server "{}" cannot be restarted here: it is not configured, disabled, or its entry is broken.'
-ELSEWHERE = "The other web and worker processes restart it within {:g} s."
+ELSEWHERE = "The other web and worker processes restart {} within {:g} s."
 
 
 @require_http_methods(["GET", "POST"])
@@ -50,15 +50,15 @@ def _mcp_action(request):
     elif action == "restart-all":
         restarted = host.request_restart(None)
         messages.success(request, f"Restarting MCP servers {', '.join(restarted) or '(none is enabled)'}.")
-        _elsewhere(request, host)
+        _elsewhere(request, host, "them")
     elif host.request_restart([server]):
         messages.success(request, f'Restarting MCP server "{server}".')
-        _elsewhere(request, host)
+        _elsewhere(request, host, "it")
     else:
         messages.error(request, CANNOT_RESTART.format(server))
     return redirect("admin-mcp-status")
 
 
-def _elsewhere(request, host) -> None:
-    if host.restart_file is not None:
-        messages.info(request, ELSEWHERE.format(RELOAD_POLL))
+def _elsewhere(request, host, which: str) -> None:
+    if host.restart_file is not None:  # a host of this deployment, not one a test made
+        messages.info(request, ELSEWHERE.format(which, RELOAD_POLL))
