@@ -284,8 +284,9 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
                 f"most {budget} (APTIX_MAX_TOOLS) and {share} of the context in tool schemas "
                 f"(APTIX_TOOL_SCHEMA_SHARE), so {len(on_demand)} are on demand in Agent turns, found by the model "
                 f"with tool_search: {shown}."
-                + (f" {len(left_out)} pinned tools do not fit at all: {', '.join(left_out[:10])}." if left_out else "")
-                + " Name the tools that matter one by one (they are always offered), or narrow the policy.",
+                + (f" {len(left_out)} internal tools never fit: {', '.join(left_out[:10])}." if left_out else "")
+                + " Whole MCP servers are offered in mcp.json order while they fit; name the tools that matter one "
+                "by one (they go first), or narrow the policy.",
                 level=messages.WARNING,
             )
 
