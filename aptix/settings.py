@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "template_partials",
     "modes",
     "tools",
+    "usage",
     "agents",
 ]
 

@@ -63,6 +63,8 @@ class Run:
     counter: Any = None  # the model's TokenCounter (context.py)
     llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
     ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
+    spec: Any = None  # the turn's ModelSpec: its models.json key and price (metering.py)
+    quota: Any = None  # the month's QuotaState as of the last model call (metering.py); None: unlimited
 
     @property
     def agent(self) -> bool:
