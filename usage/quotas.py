@@ -55,6 +55,10 @@ class QuotaState:
         return f"{int(value):,} tokens" if self.unit == "tokens" else f"{value:,.2f} in cost"
 
     @property
+    def used_text(self) -> str:
+        return f"{self.amount(self.used)} used"
+
+    @property
     def message(self) -> str:
         resets = date_format(self.resets_on, "F j, Y")
         if self.exceeded:
@@ -117,3 +121,8 @@ def quota_refuse(*, team_id: int, user_id: int) -> None:
     state = quota_state(team_id=team_id, user_id=user_id)
     if state is not None and state.exceeded:
         raise ValidationError({"quota": ValidationError(state.message, code=CODE_QUOTA)})
+
+
+def quota_states_for(*, user_id: int, team_ids: list[int]) -> list[QuotaState]:
+    """The member's quota in each of their teams that has one (Settings → Usage)."""
+    return [s for team_id in team_ids if (s := quota_state(team_id=team_id, user_id=user_id)) is not None]

@@ -98,3 +98,22 @@ async def test_a_turn_crossing_the_quota_ends_at_its_next_step_with_an_answer(
     assert "Team A has used its monthly quota of 1,000 tokens" in model.last_messages[-1]["content"]
     final = await TurnEvent.objects.aget(turn=turn, type="limit.reached")
     assert final.payload["limit"] == "quota" and final.payload["message"].startswith("Stopped: Team A has used")
+
+
+@async_db
+async def test_the_composer_says_the_quota_is_used_and_the_page_warns_from_80_percent(team_a, alice):
+    team_a.monthly_token_quota = 1000
+    await team_a.asave()
+    session = await sync_to_async(session_create)(team=team_a, user=alice, mode="general")
+    client = ServerLikeAsyncClient()
+    await client.aforce_login(alice)
+    page = (await client.get(f"/sessions/{session.id}/")).content.decode()
+    assert 'id="quota-notice"' not in page
+    await sync_to_async(spend)(team_a, alice, 800)
+    page = (await client.get(f"/sessions/{session.id}/")).content.decode()
+    assert "80% of Team A&#x27;s monthly quota of 1,000 tokens is used; it resets on" in page
+    await sync_to_async(spend)(team_a, alice, 200)
+    response = await client.post(f"/sessions/{session.id}/turns/", {"message": "Hi"})
+    assert response.status_code == 422
+    assert "Team A has used its monthly quota of 1,000 tokens; it resets on" in response.content.decode()
+    assert not await Turn.objects.aexists()
