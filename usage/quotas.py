@@ -16,7 +16,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
-from django.db.models import Sum
+from django.db import connection
 from django.utils import timezone
 from django.utils.formats import date_format
 
@@ -78,38 +78,48 @@ def next_month(today: date) -> date:
 
 def quota_state(*, team_id: int, user_id: int, today: date | None = None) -> QuotaState | None:
     """The member's quota this month (the most used of its token and cost limits), or None when
-    unlimited. Two or three indexed reads: the team, the membership, the month's counters."""
+    unlimited. One query (the team's and the member's limits, the month's sums of the team and of
+    the member, from UsageMonth's unique index): it runs at every turn start and after every model call."""
     today = today or timezone.localdate()
-    team = Team.objects.filter(pk=team_id).values("name", "monthly_token_quota", "monthly_cost_quota").first()
-    if team is None:
+    with connection.cursor() as cursor:
+        cursor.execute(_quota_sql(), [user_id, user_id, user_id, month_of(today), team_id])
+        row = cursor.fetchone()
+    if row is None:
         return None
-    member = (
-        Membership.objects.filter(team_id=team_id, user_id=user_id)
-        .values("monthly_token_quota", "monthly_cost_quota")
-        .first()
-    )
-    mine = (member["monthly_token_quota"], member["monthly_cost_quota"]) if member else (None, None)
-    own = mine != (None, None)
-    token_quota, cost_quota = mine if own else (team["monthly_token_quota"], team["monthly_cost_quota"])
+    name, team_tokens, team_cost, my_tokens, my_cost, used_tokens, used_cost, my_used_tokens, my_used_cost = row
+    own = (my_tokens, my_cost) != (None, None)
+    token_quota, cost_quota = (my_tokens, my_cost) if own else (team_tokens, team_cost)
     if token_quota is None and cost_quota is None:
         return None
-    rows = UsageMonth.objects.filter(team_id=team_id, month=month_of(today))
-    if own:
-        rows = rows.filter(user_id=user_id)
-    used = rows.aggregate(tokens=Sum("tokens"), cost=Sum("cost"))
+    used = {"tokens": my_used_tokens, "cost": my_used_cost} if own else {"tokens": used_tokens, "cost": used_cost}
     states = [
-        QuotaState(
-            team["name"],
-            own,
-            unit,
-            Decimal(used[unit if unit == "cost" else "tokens"] or 0),
-            Decimal(limit),
-            next_month(today),
-        )
+        QuotaState(name, own, unit, Decimal(str(used[unit] or 0)), Decimal(limit), next_month(today))
         for unit, limit in (("tokens", token_quota), ("cost", cost_quota))
         if limit is not None
     ]
     return max(states, key=lambda s: s.share)
+
+
+_SQL: list[str] = []
+
+
+def _quota_sql() -> str:
+    if not _SQL:
+        q = connection.ops.quote_name
+        team, member, month = (q(m._meta.db_table) for m in (Team, Membership, UsageMonth))
+        _SQL.append(
+            f"SELECT t.{q('name')}, t.{q('monthly_token_quota')}, t.{q('monthly_cost_quota')}, "
+            f"m.{q('monthly_token_quota')}, m.{q('monthly_cost_quota')}, "
+            f"SUM(u.{q('tokens')}), SUM(u.{q('cost')}), "
+            f"SUM(CASE WHEN u.{q('user_id')} = %s THEN u.{q('tokens')} END), "
+            f"SUM(CASE WHEN u.{q('user_id')} = %s THEN u.{q('cost')} END) "
+            f"FROM {team} t "
+            f"LEFT JOIN {member} m ON m.{q('team_id')} = t.{q('id')} AND m.{q('user_id')} = %s "
+            f"LEFT JOIN {month} u ON u.{q('team_id')} = t.{q('id')} AND u.{q('month')} = %s "
+            f"WHERE t.{q('id')} = %s "
+            f"GROUP BY t.{q('id')}, m.{q('id')}"
+        )
+    return _SQL[0]
 
 
 CODE_QUOTA = "quota"  # the ValidationError code of a refusal: the API answers 429

@@ -7,6 +7,7 @@ import pytest
 
 from agents.llm import catalog
 from tests.helpers.reasoner import llm, make_session, model, run_turn  # noqa: F401 - fixtures of the turn tests
+from tests.helpers.worker_process import redis_layer, worker  # noqa: F401 - fixtures of the race test
 from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry
 
