@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from aptix.models import Team
 from modes.admin import csv_download
+from modes.models import AgentMode
 
 from .chart import bar_chart
 from .models import UsageDay
-from .selectors import GROUPS, UsageFilter, month_range, usage_choices, usage_report, usage_total
+from .selectors import GROUPS, UsageFilter, month_range, usage_by_day_and, usage_report, usage_total
 
 CSV_COLUMNS = ["group", "turns", "prompt_tokens", "completion_tokens", "tokens", "cost", "unpriced_tokens"]
 MAX_CHART_DAYS = 731
@@ -34,15 +35,15 @@ class UsageFilterForm(forms.Form):
     user = forms.ModelChoiceField(
         queryset=get_user_model().objects.order_by("username"), required=False, empty_label="All users"
     )
-    model = forms.ChoiceField(required=False)
+    model = forms.CharField(required=False, max_length=100, help_text="A models.json key; empty: all.")
     mode = forms.ChoiceField(required=False)
     group = forms.ChoiceField(choices=[(g, g.capitalize()) for g in GROUPS], required=False, label="Group by")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        choices = usage_choices(None)
-        self.fields["model"].choices = [("", "All models"), *((m, m) for m in choices["models"])]  # type: ignore[attr-defined]
-        self.fields["mode"].choices = [("", "All modes"), *((m, m) for m in choices["modes"])]  # type: ignore[attr-defined]
+        # The catalog's modes (not a DISTINCT over a year of counters, which a page load would pay for).
+        modes = AgentMode.objects.order_by("key").values_list("key", flat=True)
+        self.fields["mode"].choices = [("", "All modes"), *((m, m) for m in modes)]  # type: ignore[attr-defined]
 
     def selection(self) -> tuple[UsageFilter, str]:
         first, last = month_range(timezone.localdate())
@@ -62,9 +63,9 @@ class UsageFilterForm(forms.Form):
         return selected, data.get("group") or "day"
 
 
-def daily_points(selected: UsageFilter) -> list[tuple[str, float]]:
+def daily_points(selected: UsageFilter, tokens: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """Tokens per day over the range, days without use at 0 (the chart's bars)."""
-    by_day = {row.key: row.tokens for row in usage_report(selected, group_by="day")}
+    by_day = dict(tokens)
     days = min((selected.end - selected.start).days + 1, MAX_CHART_DAYS)
     return [
         (day.isoformat(), float(by_day.get(day.isoformat(), 0)))
@@ -88,14 +89,16 @@ class UsageDayAdmin(admin.ModelAdmin):
             raise PermissionDenied
         form = UsageFilterForm(request.GET or None)
         selected, group = form.selection()
-        rows = usage_report(selected, group_by=group)
-        total = usage_total(rows)
         if request.GET.get("format") == "csv":
+            rows = usage_report(selected, group_by=group)
+            total = usage_total(rows)
             cells = (
                 [r.key, r.turns, r.prompt_tokens, r.completion_tokens, r.tokens, r.cost, r.unpriced_tokens]
                 for r in [*rows, total]
             )
             return csv_download(f"usage-by-{group}", CSV_COLUMNS, cells)
+        rows, tokens_per_day = usage_by_day_and(selected, group)
+        total = usage_total(rows)
         query = request.GET.copy()
         query["format"] = "csv"
         context = {
@@ -107,7 +110,7 @@ class UsageDayAdmin(admin.ModelAdmin):
             "group": group,
             "rows": rows,
             "total": total,
-            "chart": bar_chart(daily_points(selected), title="Tokens per day", unit="tokens"),
+            "chart": bar_chart(daily_points(selected, tokens_per_day), title="Tokens per day", unit="tokens"),
             "csv_query": query.urlencode(),
             **(extra_context or {}),
         }

@@ -113,10 +113,31 @@ def usage_total(rows: list[UsageRow]) -> UsageRow:
     )
 
 
-def usage_choices(team_ids: list[int] | None) -> dict[str, list[str]]:
-    """The models and modes that appear in the usage (the admin's filter menus)."""
-    rows = UsageDay.objects.all() if team_ids is None else UsageDay.objects.filter(team_id__in=team_ids)
-    return {
-        "models": list(rows.order_by("model").values_list("model", flat=True).distinct()),
-        "modes": list(rows.order_by("mode").values_list("mode", flat=True).distinct()),
-    }
+def usage_by_day_and(selected: UsageFilter, group_by: str) -> tuple[list[UsageRow], list[tuple[str, float]]]:
+    """The report grouped by `group_by` and the tokens per day (the chart), from one scan of the
+    selected days (GROUP BY day and the group, summed up here: at most days × groups rows)."""
+    if group_by == "day":
+        rows = usage_report(selected, group_by="day")
+        return rows, [(row.key, float(row.tokens)) for row in rows]
+    grouped = (
+        _rows(selected)
+        .order_by()
+        .values("day", key=F(GROUPS[group_by]))
+        .annotate(
+            n_turns=Sum("turns"),
+            n_prompt=Sum("prompt_tokens"),
+            n_completion=Sum("completion_tokens"),
+            n_cost=Sum("cost"),
+            n_unpriced=Sum("unpriced_tokens"),
+        )
+    )
+    sums: dict[str, list] = {}
+    days: dict[str, float] = {}
+    for row in grouped:
+        totals = sums.setdefault(str(row["key"]), [0, 0, 0, Decimal(0), 0])
+        for i, name in enumerate(("n_turns", "n_prompt", "n_completion", "n_cost", "n_unpriced")):
+            totals[i] += row[name] or 0
+        day = row["day"].isoformat()
+        days[day] = days.get(day, 0.0) + float((row["n_prompt"] or 0) + (row["n_completion"] or 0))
+    rows = [UsageRow(key, t[0], t[1], t[2], Decimal(t[3]), t[4]) for key, t in sorted(sums.items())]
+    return rows, sorted(days.items())
