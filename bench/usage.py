@@ -3,8 +3,8 @@
 1,000,000 turns over 365 days, 50 users in 5 teams, 3 models (one without a price) and 3 modes, are
 written straight into the database with one INSERT … SELECT over generate_series (PostgreSQL), and
 the usage counters are built from them as the runs maintain them (usage/services.py charges each
-model call to the day's and the month's row: here one GROUP BY gives the same sums, checked against
-the turns). Then, each `--runs` times, timed end to end through Django's test client:
+model call to the member's day, the team's day and the member's month: here GROUP BYs give the same
+sums, checked against the turns). Then, each `--runs` times, timed end to end through Django's test client:
 
 - the admin usage page (a superuser): the whole year by day (365 bars), by user, by model for one
   team, one user's month, and its CSV export;
@@ -37,7 +37,7 @@ from django.test import Client
 from agents.models import AgentSession
 from aptix.models import Membership, Team
 from aptix.tokens import api_token_create
-from usage.models import UsageDay, UsageMonth
+from usage.models import UsageDay, UsageMonth, UsageTeamDay
 from usage.quotas import quota_refuse
 from usage.services import Charge, usage_charge
 
@@ -101,11 +101,20 @@ def seed(turns: int) -> None:
             GROUP BY 1, 2, 3, 4, 5
             """
         )
+        counters = "sum(turns), sum(prompt_tokens), sum(completion_tokens), sum(cost), sum(unpriced_tokens)"
         cursor.execute(
+            f"""
+            INSERT INTO usage_usageteamday (day, team_id, model, mode, turns, prompt_tokens, completion_tokens, cost,
+                unpriced_tokens)
+            SELECT day, team_id, model, mode, {counters} FROM usage_usageday GROUP BY 1, 2, 3, 4
             """
-            INSERT INTO usage_usagemonth (month, team_id, user_id, tokens, cost)
-            SELECT date_trunc('month', day)::date, team_id, user_id, sum(prompt_tokens + completion_tokens), sum(cost)
-            FROM usage_usageday GROUP BY 1, 2, 3
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO usage_usagemonth (month, team_id, user_id, model, mode, turns, prompt_tokens,
+                completion_tokens, cost, unpriced_tokens)
+            SELECT date_trunc('month', day)::date, team_id, user_id, model, mode, {counters}
+            FROM usage_usageday GROUP BY 1, 2, 3, 4, 5
             """
         )
         cursor.execute("VACUUM ANALYZE")  # as autovacuum leaves a table that stopped growing
@@ -134,13 +143,15 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
     seed(args.turns)
-    days, months = UsageDay.objects.count(), UsageMonth.objects.count()
+    days, team_days, months = UsageDay.objects.count(), UsageTeamDay.objects.count(), UsageMonth.objects.count()
     print(
-        f"{args.turns:,} turns seeded in {time.perf_counter() - started:.0f} s: {days:,} daily rows, {months:,} monthly"
+        f"{args.turns:,} turns seeded in {time.perf_counter() - started:.0f} s: {days:,} member-days, "
+        f"{team_days:,} team-days, {months:,} member-months"
     )
     with connection.cursor() as cursor:  # the counters are the turns' sums
         cursor.execute("SELECT sum(prompt_tokens + completion_tokens) FROM agents_turn")
-        assert cursor.fetchone()[0] == sum(UsageMonth.objects.values_list("tokens", flat=True))
+        tokens = cursor.fetchone()[0]
+    assert tokens == sum(m.prompt_tokens + m.completion_tokens for m in UsageMonth.objects.all())
 
     User = get_user_model()
     admin = User.objects.create(username="bench-admin", is_staff=True, is_superuser=True)

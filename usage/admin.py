@@ -22,7 +22,7 @@ from modes.models import AgentMode
 
 from .chart import bar_chart
 from .models import UsageDay
-from .selectors import GROUPS, UsageFilter, month_range, usage_by_day_and, usage_report, usage_total
+from .selectors import GROUPS, UsageFilter, month_range, tokens_per_day, usage_report, usage_total
 
 CSV_COLUMNS = ["group", "turns", "prompt_tokens", "completion_tokens", "tokens", "cost", "unpriced_tokens"]
 MAX_CHART_DAYS = 731
@@ -97,8 +97,9 @@ class UsageDayAdmin(admin.ModelAdmin):
                 for r in [*rows, total]
             )
             return csv_download(f"usage-by-{group}", CSV_COLUMNS, cells)
-        rows, tokens_per_day = usage_by_day_and(selected, group)
+        rows = usage_report(selected, group_by=group)
         total = usage_total(rows)
+        daily = [(r.key, float(r.tokens)) for r in rows] if group == "day" else tokens_per_day(selected)
         query = request.GET.copy()
         query["format"] = "csv"
         context = {
@@ -110,7 +111,7 @@ class UsageDayAdmin(admin.ModelAdmin):
             "group": group,
             "rows": rows,
             "total": total,
-            "chart": bar_chart(daily_points(selected, tokens_per_day), title="Tokens per day", unit="tokens"),
+            "chart": bar_chart(daily_points(selected, daily), title="Tokens per day", unit="tokens"),
             "csv_query": query.urlencode(),
             **(extra_context or {}),
         }

@@ -3,7 +3,7 @@
 after each of its model calls, against the month's counters (usage/models.py UsageMonth).
 
 Why concurrent turns overshoot by at most one step each, across processes: every model call adds
-its tokens to the month's row with one atomic `UPDATE … SET tokens = tokens + n` (usage/services.py)
+its tokens to the month's row with one atomic `UPDATE … SET n = n + excluded.n` (usage/services.py)
 before the run takes its next step, and the run reads the committed sum again before that step. So a
 charge is never lost, and once the sum passes the quota every turn sees it at its next check: a turn
 already in a model call finishes that one call (the overshoot), then ends with the final-answer call
@@ -107,11 +107,12 @@ def _quota_sql() -> str:
     if not _SQL:
         q = connection.ops.quote_name
         team, member, month = (q(m._meta.db_table) for m in (Team, Membership, UsageMonth))
+        tokens = f"u.{q('prompt_tokens')} + u.{q('completion_tokens')}"
         _SQL.append(
             f"SELECT t.{q('name')}, t.{q('monthly_token_quota')}, t.{q('monthly_cost_quota')}, "
             f"m.{q('monthly_token_quota')}, m.{q('monthly_cost_quota')}, "
-            f"SUM(u.{q('tokens')}), SUM(u.{q('cost')}), "
-            f"SUM(CASE WHEN u.{q('user_id')} = %s THEN u.{q('tokens')} END), "
+            f"SUM({tokens}), SUM(u.{q('cost')}), "
+            f"SUM(CASE WHEN u.{q('user_id')} = %s THEN {tokens} END), "
             f"SUM(CASE WHEN u.{q('user_id')} = %s THEN u.{q('cost')} END) "
             f"FROM {team} t "
             f"LEFT JOIN {member} m ON m.{q('team_id')} = t.{q('id')} AND m.{q('user_id')} = %s "

@@ -1,8 +1,8 @@
 """The usage reports: sums over the daily counters (usage/models.py), filtered and grouped.
 
-A year of a 50-person deployment is at most days × members × models × modes rows (tens of thousands,
-not the million turns behind them), and every filter starts from an index on (team, day) or
-(user, day), so a report stays a sub-second GROUP BY however many turns there were."""
+Each report reads the coarsest counters that answer it (usage/models.py): one member's days, the
+teams' days (no member dimension), or whole months by member plus the days at the range's ends.
+A year of 1,000,000 turns by 50 members is then at most some 16,000 rows per report."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db.models import F, QuerySet, Sum
 
-from .models import UsageDay
+from .models import UsageDay, UsageMonth, UsageTeamDay
 
 GROUPS = {"day": "day", "model": "model", "mode": "mode", "user": "user__username", "team": "team__name"}
 
@@ -59,8 +59,16 @@ def month_range(today: date) -> tuple[date, date]:
     return first, following - timedelta(days=1)
 
 
-def _rows(selected: UsageFilter) -> QuerySet[UsageDay]:
-    rows = UsageDay.objects.filter(day__gte=selected.start, day__lte=selected.end)
+SUMS = {
+    "n_turns": Sum("turns"),
+    "n_prompt": Sum("prompt_tokens"),
+    "n_completion": Sum("completion_tokens"),
+    "n_cost": Sum("cost"),
+    "n_unpriced": Sum("unpriced_tokens"),
+}
+
+
+def _filtered(rows: QuerySet[Any], selected: UsageFilter) -> QuerySet[Any]:
     if selected.team_ids is not None:
         rows = rows.filter(team_id__in=selected.team_ids)
     if selected.user_id is not None:
@@ -72,34 +80,59 @@ def _rows(selected: UsageFilter) -> QuerySet[UsageDay]:
     return rows
 
 
+def _days(selected: UsageFilter, start: date | None = None, end: date | None = None) -> QuerySet[Any]:
+    """The daily counters of the selection: one member's (UsageDay, by its (user, day) index), or the
+    teams' (UsageTeamDay: a tenth of the rows of fifty members)."""
+    table = UsageDay if selected.user_id is not None else UsageTeamDay
+    rows = table.objects.filter(day__gte=start or selected.start, day__lte=end or selected.end)
+    return _filtered(rows, selected).order_by()
+
+
+def _grouped(rows: QuerySet[Any], column: str) -> dict[str, list]:
+    sums: dict[str, list] = {}
+    for row in rows.values(key=F(column)).annotate(**SUMS):
+        key = row["key"].isoformat() if isinstance(row["key"], date) else str(row["key"])
+        totals = sums.setdefault(key, [0, 0, 0, Decimal(0), 0])
+        for i, name in enumerate(SUMS):
+            totals[i] += row[name] or 0
+    return sums
+
+
 def usage_report(selected: UsageFilter, *, group_by: str = "day") -> list[UsageRow]:
     """The sums of the selected days, one row per `group_by` value (day, model, mode, user, team),
-    in that value's order."""
+    in that value's order. By user across members: the whole months of the range from UsageMonth,
+    the days at its ends from UsageDay."""
     column = GROUPS[group_by]
-    grouped = (
-        _rows(selected)
-        .order_by()
-        .values(key=F(column))
-        .annotate(
-            n_turns=Sum("turns"),
-            n_prompt=Sum("prompt_tokens"),
-            n_completion=Sum("completion_tokens"),
-            n_cost=Sum("cost"),
-            n_unpriced=Sum("unpriced_tokens"),
-        )
-        .order_by("key")
-    )
-    return [
-        UsageRow(
-            key=row["key"].isoformat() if isinstance(row["key"], date) else str(row["key"]),
-            turns=row["n_turns"] or 0,
-            prompt_tokens=row["n_prompt"] or 0,
-            completion_tokens=row["n_completion"] or 0,
-            cost=Decimal(row["n_cost"] or 0),
-            unpriced_tokens=row["n_unpriced"] or 0,
-        )
-        for row in grouped
-    ]
+    if group_by != "user" or selected.user_id is not None:
+        sums = _grouped(_days(selected), column)
+    else:
+        sums = {}
+        for rows in _by_user_sources(selected):
+            for key, totals in _grouped(rows, column).items():
+                mine = sums.setdefault(key, [0, 0, 0, Decimal(0), 0])
+                for i, value in enumerate(totals):
+                    mine[i] += value
+    return [UsageRow(key, t[0], t[1], t[2], Decimal(t[3]), t[4]) for key, t in sorted(sums.items())]
+
+
+def _by_user_sources(selected: UsageFilter) -> list[QuerySet[Any]]:
+    first_whole = selected.start if selected.start.day == 1 else month_range(selected.start)[1] + timedelta(days=1)
+    end_month_last = month_range(selected.end)[1]
+    last_whole = selected.end if selected.end == end_month_last else selected.end.replace(day=1) - timedelta(days=1)
+    if first_whole > last_whole:  # no whole month in the range
+        return [_filtered(UsageDay.objects.filter(day__gte=selected.start, day__lte=selected.end), selected)]
+    sources = [_filtered(UsageMonth.objects.filter(month__gte=first_whole, month__lte=last_whole), selected)]
+    if selected.start < first_whole:
+        sources.append(_filtered(UsageDay.objects.filter(day__gte=selected.start, day__lt=first_whole), selected))
+    if last_whole < selected.end:
+        sources.append(_filtered(UsageDay.objects.filter(day__gt=last_whole, day__lte=selected.end), selected))
+    return [rows.order_by() for rows in sources]
+
+
+def tokens_per_day(selected: UsageFilter) -> list[tuple[str, float]]:
+    """Tokens per day with any use (the admin's chart)."""
+    rows = _days(selected).values("day").annotate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    return sorted((row["day"].isoformat(), float((row["p"] or 0) + (row["c"] or 0))) for row in rows)
 
 
 def usage_total(rows: list[UsageRow]) -> UsageRow:
@@ -111,33 +144,3 @@ def usage_total(rows: list[UsageRow]) -> UsageRow:
         cost=sum((r.cost for r in rows), Decimal(0)),
         unpriced_tokens=sum(r.unpriced_tokens for r in rows),
     )
-
-
-def usage_by_day_and(selected: UsageFilter, group_by: str) -> tuple[list[UsageRow], list[tuple[str, float]]]:
-    """The report grouped by `group_by` and the tokens per day (the chart), from one scan of the
-    selected days (GROUP BY day and the group, summed up here: at most days × groups rows)."""
-    if group_by == "day":
-        rows = usage_report(selected, group_by="day")
-        return rows, [(row.key, float(row.tokens)) for row in rows]
-    grouped = (
-        _rows(selected)
-        .order_by()
-        .values("day", key=F(GROUPS[group_by]))
-        .annotate(
-            n_turns=Sum("turns"),
-            n_prompt=Sum("prompt_tokens"),
-            n_completion=Sum("completion_tokens"),
-            n_cost=Sum("cost"),
-            n_unpriced=Sum("unpriced_tokens"),
-        )
-    )
-    sums: dict[str, list] = {}
-    days: dict[str, float] = {}
-    for row in grouped:
-        totals = sums.setdefault(str(row["key"]), [0, 0, 0, Decimal(0), 0])
-        for i, name in enumerate(("n_turns", "n_prompt", "n_completion", "n_cost", "n_unpriced")):
-            totals[i] += row[name] or 0
-        day = row["day"].isoformat()
-        days[day] = days.get(day, 0.0) + float((row["n_prompt"] or 0) + (row["n_completion"] or 0))
-    rows = [UsageRow(key, t[0], t[1], t[2], Decimal(t[3]), t[4]) for key, t in sorted(sums.items())]
-    return rows, sorted(days.items())

@@ -1,5 +1,5 @@
 """The only writers of the usage counters: a run charges each model call's tokens (and cost, when
-its model has a price) to the day's row and the month's row of the turn's user in its team.
+its model has a price) to the day's, the team's day's and the month's rows (usage/models.py).
 
 Each table gets one `INSERT … ON CONFLICT … DO UPDATE SET n = n + excluded.n`: an atomic increment
 in the database (PostgreSQL and SQLite alike), so charges from any number of processes at once are
@@ -14,7 +14,7 @@ from decimal import Decimal
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from .models import UsageDay, UsageMonth
+from .models import UsageDay, UsageMonth, UsageTeamDay
 
 
 @dataclass(frozen=True)
@@ -44,38 +44,31 @@ def usage_charge(charge: Charge, *, now: datetime | None = None) -> None:
     day = timezone.localdate(now or timezone.now())
     cost = charge.cost if charge.cost is not None else Decimal(0)
     unpriced = 0 if charge.cost is not None else charge.tokens
+    counters = [
+        int(charge.new_turn),
+        charge.prompt_tokens,
+        charge.completion_tokens,
+        cost,
+        unpriced,
+    ]
+    what = [charge.team_id, charge.model[:100], charge.mode[:64]]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            _upsert(
-                UsageDay,
-                key=["day", "team_id", "user_id", "model", "mode"],
-                add=["turns", "prompt_tokens", "completion_tokens", "cost", "unpriced_tokens"],
-            ),
-            [
-                day,
-                charge.team_id,
-                charge.user_id,
-                charge.model[:100],
-                charge.mode[:64],
-                int(charge.new_turn),
-                charge.prompt_tokens,
-                charge.completion_tokens,
-                cost,
-                unpriced,
-            ],
-        )
-        cursor.execute(
-            _upsert(UsageMonth, key=["month", "team_id", "user_id"], add=["tokens", "cost"]),
-            [month_of(day), charge.team_id, charge.user_id, charge.tokens, cost],
-        )
+        cursor.execute(_upsert(UsageDay, ["day", "user_id"]), [*what, day, charge.user_id, *counters])
+        cursor.execute(_upsert(UsageTeamDay, ["day"]), [*what, day, *counters])
+        cursor.execute(_upsert(UsageMonth, ["month", "user_id"]), [*what, month_of(day), charge.user_id, *counters])
 
 
 _STATEMENTS: dict[tuple[str, ...], str] = {}
 
 
-def _upsert(model: type[models.Model], *, key: list[str], add: list[str]) -> str:
-    """INSERT the row, or add its counters to the existing one (built once per table)."""
-    cache_key = (model._meta.db_table, *key, *add)
+COUNTERS = ["turns", "prompt_tokens", "completion_tokens", "cost", "unpriced_tokens"]
+
+
+def _upsert(model: type[models.Model], grain: list[str]) -> str:
+    """INSERT the row (team, model, mode, the `grain` columns, the counters), or add its counters to
+    the existing one (built once per table)."""
+    key, add = ["team_id", "model", "mode", *grain], COUNTERS
+    cache_key = (model._meta.db_table, *key)
     if cache_key not in _STATEMENTS:
         quote = connection.ops.quote_name
         table = quote(model._meta.db_table)

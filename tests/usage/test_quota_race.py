@@ -59,7 +59,9 @@ async def test_two_processes_racing_at_the_quota_go_at_most_one_step_each_past_i
         assert final.payload["limit"] == "quota", final.payload
     used = [t.prompt_tokens + t.completion_tokens for t in ended]
     month = [m async for m in UsageMonth.objects.filter(team=team_a)]
-    assert sum(m.tokens for m in month) == sum(used)  # every charge counted, none lost between processes
+    assert sum(m.prompt_tokens + m.completion_tokens for m in month) == sum(
+        used
+    )  # every charge counted, none lost between processes
     # Past the quota: per turn at most the step in flight when the sum crossed it, and its final-answer call.
     assert QUOTA <= sum(used) <= QUOTA - STEP + len(ended) * 2 * STEP
     assert worker.model.calls == sum(used) // STEP

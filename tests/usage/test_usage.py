@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from tests.helpers import async_db
-from usage.models import UsageDay, UsageMonth
+from usage.models import UsageDay, UsageMonth, UsageTeamDay
 from usage.selectors import UsageFilter, usage_report, usage_total
 from usage.services import Charge, usage_charge
 
@@ -34,7 +34,13 @@ async def test_a_turn_of_a_priced_model_records_its_cost_and_is_charged_to_the_d
     )
     assert day.unpriced_tokens == 0 and day.day == timezone.localdate()
     month = await UsageMonth.objects.aget(team=team_a, user=alice)
-    assert (month.tokens, month.cost, month.month) == (1500, Decimal("0.006"), timezone.localdate().replace(day=1))
+    assert (month.prompt_tokens, month.cost, month.month) == (
+        1200,
+        Decimal("0.006"),
+        timezone.localdate().replace(day=1),
+    )
+    team_day = await UsageTeamDay.objects.aget(team=team_a)
+    assert (team_day.turns, team_day.completion_tokens, team_day.model) == (1, 300, "priced")
 
 
 @async_db
@@ -92,4 +98,20 @@ def test_the_reports_sum_the_days_per_day_model_mode_user_and_team(team_a, team_
     assert [(r.key, r.cost) for r in usage_report(team_a_only, group_by="team")] == [("Team A", Decimal(3))]
     mine = UsageFilter(start=march.start, end=march.end, user_id=alice.pk, model="m")
     assert usage_total(usage_report(mine)).turns == 1
-    assert UsageMonth.objects.get(team=team_a, user=alice, month=date(2026, 3, 1)).tokens == 220
+    assert UsageMonth.objects.get(team=team_a, user=alice, month=date(2026, 3, 1)).prompt_tokens == 200
+
+
+def test_by_user_across_members_adds_whole_months_and_the_days_at_the_ends(team_a, alice, bob):
+    for day in ("2026-01-30", "2026-02-01", "2026-02-15", "2026-03-01", "2026-03-02", "2026-03-31"):
+        usage_charge(charge(team_a, alice), now=at(day))
+    usage_charge(charge(team_a, bob), now=at("2026-02-28"))
+    for start, end, alice_turns in [
+        (date(2026, 1, 30), date(2026, 3, 1), 4),  # days of January, all February, a day of March
+        (date(2026, 2, 1), date(2026, 2, 28), 2),  # one whole month
+        (date(2026, 2, 2), date(2026, 3, 30), 3),  # no whole month
+        (date(2026, 1, 1), date(2026, 3, 31), 6),  # whole months only
+    ]:
+        by_user = {r.key: r.turns for r in usage_report(UsageFilter(start=start, end=end), group_by="user")}
+        by_day = usage_report(UsageFilter(start=start, end=end, user_id=alice.pk), group_by="day")
+        assert by_user["alice"] == alice_turns == sum(r.turns for r in by_day), (start, end)
+        assert by_user["bob"] == 1
