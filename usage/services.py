@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -44,14 +45,14 @@ def usage_charge(charge: Charge, *, now: datetime | None = None) -> None:
     day = timezone.localdate(now or timezone.now())
     cost = charge.cost if charge.cost is not None else Decimal(0)
     unpriced = 0 if charge.cost is not None else charge.tokens
-    counters = [
+    counters: list[Any] = [
         int(charge.new_turn),
         charge.prompt_tokens,
         charge.completion_tokens,
         cost,
         unpriced,
     ]
-    what = [charge.team_id, charge.model[:100], charge.mode[:64]]
+    what: list[Any] = [charge.team_id, charge.model[:100], charge.mode[:64]]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_upsert(UsageDay, ["day", "user_id"]), [*what, day, charge.user_id, *counters])
         cursor.execute(_upsert(UsageTeamDay, ["day"]), [*what, day, *counters])
