@@ -45,6 +45,13 @@ async def meter_step(run: Run, reply: ModelReply) -> None:
     run.quota = await sync_to_async(_charge_and_check)(charge)
 
 
+async def meter_start(run: Run) -> None:
+    """The quota's state as the run starts or resumes (after an approval, after client tool results):
+    a turn resumed past the quota takes no step before the final-answer call."""
+    session = run.turn.session
+    run.quota = await sync_to_async(quota_state)(team_id=session.team_id, user_id=session.user_id)
+
+
 def quota_message(run: Run) -> str | None:
     """Why the run must stop now, when the month's quota is used up (as of the last model call)."""
     quota = run.quota

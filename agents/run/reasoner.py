@@ -34,7 +34,7 @@ from .answers import ask_answer
 from .context import TokenCounter, context_budget, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
-from .metering import meter_step, quota_message
+from .metering import meter_start, meter_step, quota_message
 from .outcomes import (
     Ending,
     Failed,
@@ -107,6 +107,7 @@ class Reasoner:
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
         run.llm, run.spec = self.llm_override or get_llm_client(spec), spec
+        await meter_start(run)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status

@@ -117,3 +117,33 @@ async def test_the_composer_says_the_quota_is_used_and_the_page_warns_from_80_pe
     assert response.status_code == 422
     assert "Team A has used its monthly quota of 1,000 tokens; it resets on" in response.content.decode()
     assert not await Turn.objects.aexists()
+
+
+@async_db
+async def test_a_turn_resumed_past_the_quota_takes_no_step_before_its_final_answer(
+    team_a, alice, make_session, model, llm
+):
+    from agents.run.reasoner import Reasoner
+
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=[])
+    team_a.monthly_token_quota = 1000
+    await team_a.asave()
+    session = await make_session(execution="agent")
+    client_tool = {
+        "type": "function",
+        "function": {
+            "name": "open_file",
+            "description": "Open a file.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    model.reply("", tool_calls=[("open_file", {})], prompt_tokens=100, completion_tokens=10)
+    turn = await sync_to_async(turn_start)(session=session, text="Open it.")
+    turn = await Reasoner(llm=llm).run(turn.id, client_tools=[client_tool])
+    assert turn.status == "requires_action"
+    await sync_to_async(spend)(team_a, alice, 900)  # another turn used the rest meanwhile
+    call_id = turn.state["pending"][0]["id"]
+    model.reply("From what I have: the file is open.", prompt_tokens=10, completion_tokens=5)
+    turn = await Reasoner(llm=llm).run(turn.id, tool_results=[{"toolCallId": call_id, "content": "opened"}])
+    assert turn.status == "limit_reached" and turn.answer == "From what I have: the file is open."
+    assert model.calls == 2 and "tools" not in model.last_request  # straight to the final-answer call

@@ -83,9 +83,13 @@ def test_the_admin_usage_page_is_for_auditors_and_superusers(
 
 def test_the_csv_export_neutralises_formulas(client, team_a, alice, auditor):
     evil = Team.objects.create(name="=HYPERLINK(\"http://x.invalid\")", slug="evil")
-    spend(evil, alice, "2026-03-01", model="+cmd|' /C calc'!A0")
+    spend(evil, alice, "2026-03-01", model="+cmd|' /C calc'!A0<script>")
     client.force_login(auditor)
     url = reverse("admin:usage_usageday_changelist")
+    page = client.get(url, {"start": "2026-03-01", "end": "2026-03-31", "group": "model"}).content.decode()
+    assert "A0&lt;script&gt;</th>" in page and "<script>" not in page.split('id="usage-table"')[1]
+    chart = client.get(url, {"start": "2026-03-01", "end": "2026-03-31"}).content.decode()
+    assert "<title>2026-03-01: 110 tokens</title>" in chart
     for group, cell in (("team", "'=HYPERLINK"), ("model", "'+cmd")):
         response = client.get(url, {"start": "2026-03-01", "end": "2026-03-31", "group": group, "format": "csv"})
         assert response["Content-Type"].startswith("text/csv")
