@@ -10,7 +10,7 @@ sums, checked against the turns). Then, each `--runs` times, timed end to end th
   team, one user's month, and its CSV export;
 - the API `GET /api/v1/usage` (a bearer token): a year by day, by model and by mode;
 - the quota check a turn start adds (usage/quotas.py quota_refuse, a team with a quota);
-- one charge (usage_charge: the two upserts after each model call).
+- one charge (usage_charge: the three upserts after each model call).
 
 Printed: p50 and p95 per request (targets: pages and API p95 ≤ 300 ms, the quota check ≤ 5 ms).
 
@@ -197,7 +197,7 @@ def main() -> None:
         lambda: quota_refuse(team_id=team.pk, user_id=teammate.user_id),
     )
     charge = Charge(team.pk, teammate.user_id, "gpt-4.1", "general", 1000, 100, Decimal("0.0028"), True)
-    timed("one model call charged (usage_charge: two upserts)", args.runs * 10, lambda: usage_charge(charge))
+    timed("one model call charged (usage_charge: three upserts)", args.runs * 10, lambda: usage_charge(charge))
     worst = max(p95 for _, p95 in results)
     print(f"worst page/API p95 {worst:.1f} ms (target ≤ 300); quota check p95 {quota_p95:.2f} ms (target ≤ 5)")
 
