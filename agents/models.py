@@ -100,6 +100,11 @@ class Turn(models.Model):
     model_label = models.CharField(
         max_length=120, blank=True, help_text="Model that answered; 'offline' for the built-in one."
     )
+    # The models.json key of the model that answered (its name without the file), and what the turn
+    # cost at its price per million tokens, written when the turn ends; None: no price, cost unknown.
+    # Each model call is also charged to the usage counters as it happens (usage/services.py).
+    model_key = models.CharField(max_length=100, blank=True)
+    cost = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     # The user's structured answer to a mode proposal sent with this turn's message (an option
     # button, or the API's `choice`): {"mode": key, "branch": bool}. Consent to change to that mode

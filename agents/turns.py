@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from modes.catalog import default_mode_key
 from modes.models import AgentMode, ModeHistory
+from usage.quotas import quota_refuse
 
 from .approvals import approvals_close
 from .events import events_append
@@ -116,6 +117,7 @@ def turn_start(
     if execution not in Execution.values:
         raise ValidationError({"execution": ValidationError(ERROR_BAD_EXECUTION, code=CODE_INVALID)})
     choice = clean_choice(choice)
+    quota_refuse(team_id=session.team_id, user_id=session.user_id)  # past it: refused, nothing written
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         if locked.deleted_at is not None:  # deleted since the caller looked it up
@@ -231,6 +233,8 @@ def counters(turn: Turn) -> TurnWrite:
             "step_count": turn.step_count,
             "prompt_tokens": turn.prompt_tokens,
             "completion_tokens": turn.completion_tokens,
+            "model_key": turn.model_key,
+            "cost": turn.cost,
         }
     )
 

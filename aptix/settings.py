@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "template_partials",
     "modes",
     "tools",
+    "usage",
     "agents",
     "identity",
 ]

@@ -36,6 +36,7 @@ from .answers import ask_answer
 from .context import TokenCounter, context_budget, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
+from .metering import meter_start, meter_step, quota_message
 from .outcomes import (
     Ending,
     Failed,
@@ -109,9 +110,10 @@ class Reasoner:
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
-        run.llm = self.llm_override or get_llm_client(spec)
+        run.llm, run.spec = self.llm_override or get_llm_client(spec), spec
         run.model_key = spec.key
         run.recorder.first_token = metrics.first_token_timer(spec.key)
+        await meter_start(run)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
@@ -294,6 +296,7 @@ class Reasoner:
             state=self._state(run),
             max_steps=self.max_steps,
             budget=self.token_budget,
+            quota=quota_message(run),
         )
 
     async def _step(self, run: Run, *, tools: list[dict] | None) -> ModelReply:
@@ -330,6 +333,7 @@ class Reasoner:
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
         metrics.model_tokens(run.model_key, prompt=reply.prompt_tokens, completion=reply.completion_tokens)
+        await meter_step(run, reply)
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         message: ModelMessage = {
             "step": turn.step_count,

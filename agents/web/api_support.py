@@ -16,9 +16,15 @@ from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_SESSION_DELETED, CODE_TU
 from aptix.bearer import RateLimited, bearer_user
 from aptix.inputs import unstorable_in
 from aptix.ratelimits import Limited
+from usage.quotas import CODE_QUOTA
 
 # Service error codes (ValidationError.code) that are not a plain 400.
-STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409, CODE_SESSION_DELETED: 404}
+STATUS_OF_CODE = {
+    CODE_TURN_RUNNING: 409,
+    CODE_NOTHING_TO_CONTINUE: 409,
+    CODE_SESSION_DELETED: 404,
+    CODE_QUOTA: 429,  # the month's usage quota is used up (usage/quotas.py)
+}
 
 
 class ApiError(Exception):

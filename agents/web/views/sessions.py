@@ -23,6 +23,7 @@ from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from modes.catalog import active_modes, default_mode_key
+from usage.quotas import quota_state
 
 from ..forms import SessionCreateForm
 from ..fragments import mode_context, session_model_context
@@ -161,6 +162,8 @@ def detail_page(
         **session_model_context(session),
         "tools": tool_panel(session),
         "busy": session_busy(session=session),
+        # The month's quota at 80% or more: a notice under the composer (usage/quotas.py).
+        "quota": quota_state(team_id=session.team_id, user_id=session.user_id),
         **timeline_context(session, request, since=since),
     }
     context.update(mode_context(session, context["catalog"]))
