@@ -23,6 +23,7 @@ from . import storage
 from .errors import FileRefused, size_text, too_large
 from .ingest import ingest
 from .models import FileAudit, SessionFile
+from .search import forget
 from .sniff import sniff
 
 __all__ = [
@@ -270,6 +271,7 @@ def _attach(upload: SessionFile, session: Any) -> None:
 def _drop_content(upload: SessionFile) -> None:
     for name in (upload.storage_name, upload.data_name):
         storage.delete(name)
+    forget(upload.data_name)  # a document's passages kept by this process
     upload.deleted_at = timezone.now()
     upload.save(update_fields=["deleted_at"])
 
