@@ -9,6 +9,8 @@ class AgentsConfig(AppConfig):
         from django.core import checks
 
         from .llm.catalog import check_models_config
+        from .run import gauges
         from .web import streams  # noqa: F401  (connects the signals that close sockets whose access ended)
 
         checks.register(check_models_config)
+        gauges.register()  # the metrics read at scrape time

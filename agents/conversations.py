@@ -6,7 +6,8 @@
   (`retry`), or for another answer to the last message (`regenerate`). The new turn is appended; the
   turn sent again and every later one are marked `replaced_by` it. Replaced turns are not deleted or
   rewritten: they stay for the audit (the admin, their events, ModeHistory, tool approvals), the page
-  shows them folded away, and they are no longer part of the conversation the model sees
+  shows them as the message's earlier versions (agents/web/versions.py), and they are no longer part
+  of the conversation the model sees
   (agents/run/context.py). The new turn runs like any new turn (AGN-011 §3.3): in the session's
   persisted mode and execution with the session's tools, not in those of the turn it replaces; a mode
   change made by a replaced turn stays, as its ModeHistory row says.

@@ -114,13 +114,66 @@ def turn_matches(*, sessions: Iterable[AgentSession], q: str) -> QuerySet[Turn]:
     )
 
 
-def turns_replaced(*, turn: Turn) -> tuple[list[Turn], defaultdict[str, list[TurnEvent]]]:
-    """The turns `turn` replaced (an edit, retry or regenerate) and their events."""
-    replaced = list(turn.replaces.select_related("replaced_by").order_by("index"))
+def turn_replaced_ids(*, turn: Turn) -> list[str]:
+    """The ids of the turns `turn` replaced (an edit, retry or regenerate), in order."""
+    return list(turn.replaces.order_by("index").values_list("id", flat=True))
+
+
+# --- versions: what an edit, retry or regenerate replaced (agents/conversations.py turn_resend) ----
+
+RESENT = (Turn.Origin.EDIT, Turn.Origin.RETRY, Turn.Origin.REGENERATE)
+
+
+def turn_versions(*, session_id: str, turns: Iterable[Turn]) -> dict[str, list[str]]:
+    """The versions of each resent turn among `turns`, oldest first, as turn ids: a resend replaces the
+    turn sent again and the later ones, so the version before a turn is the first turn it replaced,
+    and so on back to a turn that replaced nothing. A turn with one version is left out. One query,
+    and none when no turn among `turns` was sent again."""
+    wanted = [t.id for t in turns if t.origin in RESENT]
+    if not wanted:
+        return {}
+    first_replaced: dict[str, tuple[int, str]] = {}  # a resent turn → (index, id) of the first turn it replaced
+    rows = Turn.objects.filter(session_id=session_id, replaced_by__isnull=False)
+    for turn_id, index, by in rows.values_list("id", "index", "replaced_by_id"):
+        if by not in first_replaced or index < first_replaced[by][0]:
+            first_replaced[by] = (index, turn_id)
+    versions: dict[str, list[str]] = {}
+    for turn_id in wanted:
+        chain = [turn_id]
+        while chain[-1] in first_replaced:
+            chain.append(first_replaced[chain[-1]][1])
+        if len(chain) > 1:
+            versions[turn_id] = chain[::-1]
+    return versions
+
+
+@dataclass(frozen=True)
+class TurnVersion:
+    turns: list[Turn]  # the version's message and the later turns replaced with it, in order
+    events_of: defaultdict[str, list[TurnEvent]]  # without what a finished turn's page leaves out
+    versions: dict[str, list[str]]  # the versions of the turns among them that were sent again themselves
+    count: int  # how many versions the message has
+
+
+def turn_version(*, session: AgentSession, turn_id: str, number: int) -> TurnVersion | None:
+    """Version `number` (from 1) of resent turn `turn_id` of the session: that earlier turn and the turns
+    replaced together with it. None when the turn or the version does not exist; no turns for the
+    newest version, which is the turn itself."""
+    turn = session.turns.filter(pk=turn_id).only("id", "origin").first()
+    chain = turn_versions(session_id=session.id, turns=[turn]).get(turn_id) if turn else None
+    if not chain or not 1 <= number <= len(chain):
+        return None
+    if number == len(chain):
+        return TurnVersion(turns=[], events_of=defaultdict(list), versions={}, count=len(chain))
+    head = session.turns.get(pk=chain[number - 1])
+    group = session.turns.filter(replaced_by_id=head.replaced_by_id, index__gte=head.index)
+    turns = list(group.select_related("replaced_by").defer("trace", "state").order_by("index"))
     events_of: defaultdict[str, list[TurnEvent]] = defaultdict(list)
-    for event in TurnEvent.objects.filter(turn__in=replaced).order_by("seq"):
+    heavy = Q(turn__status__in=Turn.FINAL_STATUSES, type__in=UNLOADED_WHEN_FINISHED)
+    for event in TurnEvent.objects.filter(turn__in=turns).exclude(heavy).order_by("turn_id", "seq"):
         events_of[event.turn_id].append(event)
-    return replaced, events_of
+    versions = turn_versions(session_id=session.id, turns=turns)
+    return TurnVersion(turns=turns, events_of=events_of, versions=versions, count=len(chain))
 
 
 def tool_events_of_session(*, session: AgentSession) -> defaultdict[str, list[TurnEvent]]:
@@ -216,14 +269,17 @@ class TimelineRows:
     events_of: defaultdict[str, list[TurnEvent]]  # a finished turn's without UNLOADED_WHEN_FINISHED
     changes: list[ModeHistory]  # the manual mode changes among the turns
     earlier: int | None  # the index of the first turn read when turns before it exist
+    versions: dict[str, list[str]]  # turn_versions of the resent turns among them
 
 
 def timeline_rows(
     *, session: AgentSession, size: int, before: int | None = None, since: int | None = None
 ) -> TimelineRows:
     """A page of the timeline's rows: the last `size` turns, or those before `before`, or all from
-    `since`; the same few queries whatever the session's length."""
-    turns_q = session.turns.all() if before is None else session.turns.filter(index__lt=before)
+    `since`; the same few queries whatever the session's length. Turns an edit, retry or regenerate
+    replaced are not rows of the timeline: they are earlier versions of the turn that replaced them."""
+    current = session.turns.filter(replaced_by__isnull=True)
+    turns_q = current if before is None else current.filter(index__lt=before)
     window: list[tuple[str, int, datetime]]
     if since is not None:
         window = list(turns_q.filter(index__gte=since).order_by("-index").values_list("id", "index", "created_at"))
@@ -232,7 +288,7 @@ def timeline_rows(
     window.reverse()
     ids = [turn_id for turn_id, _, _ in window]
     first = window[0][1] if window else before
-    earlier = first if first is not None and session.turns.filter(index__lt=first).exists() else None
+    earlier = first if first is not None and current.filter(index__lt=first).exists() else None
     # The events first, then the turns: a run writes a turn's final state and its final event in one
     # transaction, so read in this order a turn is never behind its events. (The other way round, a
     # turn ending between the two reads would show as running with its final event already behind
@@ -255,7 +311,8 @@ def timeline_rows(
     if before is not None:
         after = session.turns.filter(index__gte=before).order_by("index").values_list("created_at", flat=True).first()
         changes = changes.filter(created_at__lt=after) if after else changes
-    return TimelineRows(turns=turns, events_of=events_of, changes=list(changes), earlier=earlier)
+    versions = turn_versions(session_id=session.id, turns=turns)
+    return TimelineRows(turns=turns, events_of=events_of, changes=list(changes), earlier=earlier, versions=versions)
 
 
 def turn_summaries(*, turns: list[Turn], events_of: dict[str, list[TurnEvent]]) -> dict[str, tuple[int, int]]:

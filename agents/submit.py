@@ -17,6 +17,8 @@ from typing import overload
 
 from asgiref.sync import sync_to_async
 
+from aptix import logcontext, tracing
+
 from .models import Turn
 from .runner import get_runner
 
@@ -51,8 +53,10 @@ async def turn_submit(
     """Call `record` (a sync service returning the turn to run, or None when there is nothing to run)
     on a worker thread, then dispatch the turn's run with the API client's tools and tool results.
     Must be awaited on the serving event loop (an async view)."""
-    turn = await sync_to_async(record)()
+    with tracing.span("turn.record"):  # the recording's transaction, in the request's trace
+        turn = await sync_to_async(record)()
     if turn is None:
         return None
+    logcontext.bind(turn_id=turn.id, session_id=turn.session_id)  # the request's further log lines
     started = get_runner().start(turn.id, client_tools=client_tools, tool_results=tool_results)
     return Submitted(turn=turn, started=started)

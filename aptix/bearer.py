@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import hashlib
 
+from django.conf import settings
+from django.utils.module_loading import import_string
+
 from .ratelimits import API, BAD_TOKENS, Limited, address_key, rate_limit
 from .tokens import api_token_user
 
@@ -25,6 +28,8 @@ def bearer_user(request):
         raise RateLimited(limited)
     authorization = request.headers.get("Authorization")
     user = api_token_user(authorization)
+    if user is None and (fallback := getattr(settings, "API_BEARER_FALLBACK", None)):
+        user = import_string(fallback)(authorization)  # the provider's access tokens (identity/access_tokens.py)
     if user is None:
         # Counted and judged in one atomic step (the cache's incr): of concurrent guesses that all
         # passed the look above, only those within the limit are told "invalid"; the rest are refused.

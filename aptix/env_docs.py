@@ -1,4 +1,4 @@
-"""docs/configuration.md and .env.example, generated from the declarations in aptix/env.py.
+"""docs/configuration.md and .env.example, generated from the declarations in aptix/env/.
 
 `manage.py aptix_config_docs` writes both (`--check` only compares); tests/aptix/test_config_docs.py
 fails when the committed files differ from what the declarations give. No Django here.
@@ -48,14 +48,14 @@ def configuration_md() -> str:
     lines = [
         "# Configuration",
         "",
-        f"<!-- Generated from aptix/env.py by {GENERATED_BY}: edit the declarations there, then run it. -->",
+        f"<!-- Generated from aptix/env/ by {GENERATED_BY}: edit the declarations there, then run it. -->",
         "",
         "Everything comes from the environment; `make run` also reads a `.env` file if present",
         "([.env.example](../.env.example) lists every variable with its default). `manage.py` commands run",
         "outside `make` do not read `.env`: export what it sets (`set -a; . ./.env; set +a`). An unset or",
         "empty variable means its default; a value that cannot be used stops the start with a message",
         "naming the variable. A *secret* has no default outside `DEBUG` and stays out of files you commit.",
-        "Every variable is declared once, in `aptix/env.py`, with its kind, default and description; this",
+        "Every variable is declared once, in `aptix/env/`, with its kind, default and description; this",
         f"page and `.env.example` are generated from it by {GENERATED_BY}.",
         "",
         " · ".join(f"[{section.title}](#{anchor(section.title)})" for section in SECTIONS),
@@ -85,7 +85,7 @@ def env_example() -> str:
             "set at least SECRET_KEY, ALLOWED_HOSTS and DATABASE_URL. Copy this file to .env, which `make run` "
             "reads. docs/configuration.md explains each variable."
         ),
-        *comment(f"Generated from aptix/env.py by {GENERATED_BY}: edit the declarations there, not this file."),
+        *comment(f"Generated from aptix/env/ by {GENERATED_BY}: edit the declarations there, not this file."),
     ]
     for section in SECTIONS:
         lines += ["", f"# --- {section.title} ".ljust(100, "-")]

@@ -1,4 +1,4 @@
-"""The kinds of environment variable (aptix/env.py declares each variable with one): how a value
+"""The kinds of environment variable (aptix/env/ declares each variable with one): how a value
 is read, checked and written back.
 
 No Django here: the SQL MCP server reads its limits through these and must start fast. A value that
@@ -9,11 +9,13 @@ default.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Generic, TypeVar
+from urllib.parse import urlsplit
 
 T = TypeVar("T")
 
@@ -162,6 +164,48 @@ class Items(Setting[list[str]]):
 
     def text(self, value: list[str]) -> str:
         return ",".join(value)
+
+
+LOOPBACK_NAMES = {"localhost"}
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` (a URL's host name, brackets stripped) names this machine."""
+    if not host:
+        return False
+    if host.lower() in LOOPBACK_NAMES or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class IssuerUrl(Setting[str | None]):
+    """An OpenID Connect issuer: an https:// URL, or http:// on loopback only (development and tests),
+    since tokens and the client secret travel to it. A trailing slash is kept: the issuer must match
+    the provider's `iss` exactly."""
+
+    def convert(self, raw: str) -> str | None:
+        value = raw.strip()
+        parts = urlsplit(value)
+        if parts.scheme not in {"https", "http"} or not parts.hostname:
+            raise SettingError(f"{self.name} must be an https:// URL, not {value!r}.")
+        if parts.query or parts.fragment:
+            raise SettingError(f"{self.name} must have no query or fragment, not {value!r}.")
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
+            raise SettingError(
+                f"{self.name} must be an https:// URL: http:// is allowed only on loopback (127.0.0.1, ::1, "
+                f"localhost), for development and tests; not {value!r}."
+            )
+        return value
+
+
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of a URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def split_items(raw: str) -> list[str]:

@@ -12,6 +12,7 @@ from django.db.models import Sum
 from django.shortcuts import render
 from django.utils import timezone
 
+from . import metrics
 from .ratelimits import client_ip
 
 
@@ -28,13 +29,21 @@ class LockoutBackend(AxesStandaloneBackend):
     affected."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
-        if request is None:
+        if request is None or provider_callback(request, kwargs):
             return None
         limit = settings.APTIX_LOGIN_ADDRESS_LIMIT
         if settings.AXES_ENABLED and limit and address_failures(request) >= limit:
             request.axes_locked_out = True  # the axes middleware answers with lockout_response
             raise AxesBackendPermissionDenied("Too many failed logins from this address")
         return super().authenticate(request, username, password, **kwargs)
+
+
+def provider_callback(request, credentials) -> bool:
+    """A sign-in through the identity provider (its callback authenticates with a nonce, never a
+    password): no password was guessed here, so it is neither refused by a lockout nor counted towards
+    one (settings.AXES_WHITELIST_CALLABLE). Counted, a few stale callbacks from an office behind one
+    address would lock everybody there out of the provider's sign-in."""
+    return bool(credentials) and "nonce" in credentials and "password" not in credentials
 
 
 def address_failures(request) -> int:
@@ -47,6 +56,7 @@ def address_failures(request) -> int:
 def lockout_response(request, original_response=None, credentials=None):
     """The page of a refused login: 429 with Retry-After. Each refused attempt starts the cool-off
     again (django-axes' default), so the whole cool-off is the time to wait."""
+    metrics.refused("login")
     cool_off = get_cool_off(request)
     seconds = max(1, round(cool_off.total_seconds())) if cool_off else None
     context = {

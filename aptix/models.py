@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -92,3 +93,33 @@ class UserPreferences(models.Model):
 
     def __str__(self) -> str:
         return f"Preferences of {self.user}"
+
+
+class Invite(models.Model):
+    """A one-time link that lets someone set a password and become a member of a team (aptix/invites.py).
+    Only a SHA-256 of the link's secret is stored; the link is shown to the inviter and e-mailed once."""
+
+    email = models.EmailField(max_length=150)  # it becomes the username, which holds at most 150
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="invites_sent"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    # the account the invite created (kept when the account is deleted later: the invite stays used)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.team} ({self.role})"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at <= timezone.now()

@@ -16,15 +16,24 @@ from dataclasses import dataclass
 from django.conf import settings
 from django_ratelimit.core import get_usage
 
+from . import metrics
+
 # A group names what is counted and the setting that holds its rate.
 TURNS = "turns"
 API = "api"
 BAD_TOKENS = "bad-tokens"
-RATE_SETTINGS = {TURNS: "APTIX_RATE_TURNS", API: "APTIX_RATE_API", BAD_TOKENS: "APTIX_RATE_BAD_TOKENS"}
+INVITES = "invites"
+RATE_SETTINGS = {
+    TURNS: "APTIX_RATE_TURNS",
+    API: "APTIX_RATE_API",
+    BAD_TOKENS: "APTIX_RATE_BAD_TOKENS",
+    INVITES: "APTIX_RATE_INVITES",
+}
 MESSAGES = {
     TURNS: "Too many new messages or conversations: at most {rate}. Try again in {seconds} s.",
     API: "Too many API requests with this token: at most {rate}. Try again in {seconds} s.",
     BAD_TOKENS: "Too many requests with an invalid API token from this address. Try again in {seconds} s.",
+    INVITES: "Too many requests to invitation links from this address. Try again in {seconds} s.",
 }
 
 # django-ratelimit's rate syntax: "30/m", "100/5m", "5/s" (s, m, h, d; a bare count is per second).
@@ -107,4 +116,5 @@ def rate_limit(group: str, key: str, request, *, count: bool = True) -> Limited 
     if not over:
         return None
     seconds = max(1, usage["time_left"])
+    metrics.refused(group)
     return Limited(MESSAGES[group].format(rate=describe_rate(rate), seconds=seconds), seconds)

@@ -1,5 +1,5 @@
 """Aptix settings: everything comes from the environment, each variable read through its
-declaration in aptix/env.py (documented in docs/configuration.md and .env.example, both generated).
+declaration in aptix/env/ (documented in docs/configuration.md and .env.example, both generated).
 
 The embedded default needs nothing set: SQLite under var/, the in-memory channel layer and the
 built-in offline model. Secrets never have a default outside DEBUG. A value that cannot be used stops
@@ -18,7 +18,8 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from aptix import env
-from aptix.envtypes import LockoutBy, LockoutParameters, Rate, Setting, SettingError
+from aptix.email_url import email_settings
+from aptix.envtypes import LockoutBy, LockoutParameters, Rate, Setting, SettingError, origin_of
 from aptix.redis_options import REDIS_OPTIONS, redis_channel_layers
 
 Value = TypeVar("Value")  # not upper-case: Django takes upper-case names as settings
@@ -68,9 +69,12 @@ INSTALLED_APPS = [
     "files",
     "tools",
     "agents",
+    "identity",
 ]
 
 MIDDLEWARE = [
+    "aptix.logcontext.RequestIds",  # first: X-Request-ID on every answer; the ids the request's log lines carry
+    "aptix.tracing.RouteNaming",  # names the request's span after its route (aptix/tracing.py)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -196,6 +200,17 @@ STORAGES = {
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 WHITENOISE_USE_FINDERS = True  # serve straight from static/ too, so a missed collectstatic still works
 
+# E-mail (invitations, aptix/invites.py): SMTP from APTIX_EMAIL_URL, else written to the output.
+try:
+    _email = email_settings(read(env.APTIX_EMAIL_URL))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT = _email.backend, _email.host, _email.port
+EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = _email.user, _email.password
+EMAIL_USE_TLS, EMAIL_USE_SSL = _email.use_tls, _email.use_ssl
+EMAIL_TIMEOUT = 10  # seconds: an unreachable server must not hold the inviter's request for long
+DEFAULT_FROM_EMAIL = read(env.APTIX_EMAIL_FROM)
+
 # Uploads (files/uploads.py): every uploaded file streams to a temporary file and the upload stops at
 # APTIX_UPLOAD_MAX_BYTES, so no upload is ever held whole in memory.
 FILE_UPLOAD_HANDLERS = ["files.uploads.LimitedUploadHandler"]
@@ -285,6 +300,7 @@ APTIX_RUN_HEARTBEAT = read(env.APTIX_RUN_HEARTBEAT)
 # Seconds a worker's running turns get to end when it is asked to stop (SIGTERM).
 APTIX_WORKER_GRACE = read(env.APTIX_WORKER_GRACE)
 APTIX_WORKER_HEALTH_HOST = read(env.APTIX_WORKER_HEALTH_HOST)
+APTIX_METRICS_TOKEN = read(env.APTIX_METRICS_TOKEN)  # GET /metrics from elsewhere than loopback (aptix/scrape.py)
 # Session streams (agents/web/streams.py): live views per user and per session in one process, the
 # events a reconnect may replay (a page further behind is told to reload), the largest frame a
 # client may send (the stream is one-way), and seconds between checks that the socket's access holds.
@@ -299,14 +315,23 @@ APTIX_WS_COMPRESSION = read(env.APTIX_WS_COMPRESSION)  # permessage-deflate (man
 APTIX_SESSION_PAGE_TURNS = read(env.APTIX_SESSION_PAGE_TURNS)
 
 LOG_LEVEL = read(env.LOG_LEVEL)
+
+# Traces (aptix/tracing.py): set up by the serving processes only when the endpoint is set.
+OTEL_EXPORTER_OTLP_ENDPOINT = read(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+OTEL_SERVICE_NAME = read(env.OTEL_SERVICE_NAME)
+APTIX_TRACE_CONTENT = read(env.APTIX_TRACE_CONTENT)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "structured": {"()": "aptix.logging.StructuredFormatter"},
     },
+    "filters": {
+        "ids": {"()": "aptix.logcontext.IdsFilter"},  # request, turn, session and user ids
+        "trace_id": {"()": "aptix.tracing.TraceIdFilter"},  # the current trace id, when tracing is on
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "structured"},
+        "console": {"class": "logging.StreamHandler", "formatter": "structured", "filters": ["ids", "trace_id"]},
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
@@ -365,6 +390,7 @@ AXES_LOCKOUT_PARAMETERS = read(env.APTIX_LOGIN_LOCKOUT_BY)
 AXES_RESET_ON_SUCCESS = all("username" in parameter for parameter in AXES_LOCKOUT_PARAMETERS)
 AXES_CLIENT_IP_CALLABLE = "aptix.ratelimits.client_ip"
 AXES_LOCKOUT_CALLABLE = "aptix.lockout.lockout_response"
+AXES_WHITELIST_CALLABLE = "aptix.lockout.provider_callback"  # the identity provider's sign-ins guess no password
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False  # no start-up banner in every process's log
 
@@ -379,4 +405,37 @@ def env_rate(name: str, default: str) -> str | None:
 APTIX_RATE_TURNS = read(env.APTIX_RATE_TURNS)
 APTIX_RATE_API = read(env.APTIX_RATE_API)
 APTIX_RATE_BAD_TOKENS = read(env.APTIX_RATE_BAD_TOKENS)
+APTIX_RATE_INVITES = read(env.APTIX_RATE_INVITES)  # opening or accepting an invitation link, per address
 # --- end of login lockout and rate limits ---------------------------------------------------------
+
+# --- Sign-in with the company's identity provider (identity/, docs/sign-in.md) -----------------------
+# mozilla-django-oidc does the authorization code flow (state, nonce, PKCE S256); identity/ adds the
+# discovery, the ID token's checks (issuer, audience, expiry, JWKS with rotation) and the accounts.
+APTIX_OIDC_ISSUER = read(env.APTIX_OIDC_ISSUER)
+APTIX_OIDC_NAME = read(env.APTIX_OIDC_NAME)
+APTIX_OIDC_GROUPS_CLAIM = read(env.APTIX_OIDC_GROUPS_CLAIM)
+APTIX_OIDC_API_AUDIENCE = read(env.APTIX_OIDC_API_AUDIENCE)
+APTIX_LOCAL_LOGIN = read(env.APTIX_LOCAL_LOGIN)
+OIDC_RP_CLIENT_ID = read(env.APTIX_OIDC_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = read(env.APTIX_OIDC_CLIENT_SECRET)  # the environment only: no default, no file
+OIDC_RP_SCOPES = read(env.APTIX_OIDC_SCOPES)
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_STATE_SIZE = OIDC_NONCE_SIZE = 32  # 32 of 62 letters and digits: 190 bits each
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's sign-out
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "identity-callback"
+LOGIN_REDIRECT_URL_FAILURE = "/login/"
+if APTIX_OIDC_ISSUER:
+    if not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+        raise ImproperlyConfigured(
+            "APTIX_OIDC_ISSUER is set: set APTIX_OIDC_CLIENT_ID and APTIX_OIDC_CLIENT_SECRET (in the environment) too."
+        )
+    AUTHENTICATION_BACKENDS += ["identity.backend.ProviderBackend"]
+    # /api/v1/ also takes the provider's JWT access tokens for APTIX_OIDC_API_AUDIENCE (aptix/bearer.py).
+    API_BEARER_FALLBACK = "identity.access_tokens.access_token_user" if APTIX_OIDC_API_AUDIENCE else None
+    # The sign-in and sign-out forms post here and are redirected to the provider: a redirect after a
+    # form's submission is held to form-action too.
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(origin_of(APTIX_OIDC_ISSUER))

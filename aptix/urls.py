@@ -1,9 +1,10 @@
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.web.views.media import media
+from aptix.invite_views import invite_accept_view, invites_page
+from aptix.scrape import metrics_view
 from tools.admin_views import mcp_status_view
 
 admin.site.site_header = "Aptix administration"
@@ -12,8 +13,11 @@ admin.site.index_title = "Catalog, teams and audit"
 admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers page
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("metrics", metrics_view, name="metrics"),
+    # Login, logout, the provider's sign-in and the break-glass password form (identity/urls.py).
+    path("", include("identity.urls")),
+    path("invites/", invites_page, name="invites"),
+    path("invite/<str:secret>/", invite_accept_view, name="invite-accept"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("agents.web.api_urls")),

@@ -57,6 +57,17 @@ def _fresh_rate_limits():
         caches["default"].clear()
 
 
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """A real OpenID Connect provider process (tests/oidc_provider/), started once for the run by the
+    first test that asks for it (tests/helpers/oidc.py drives it)."""
+    from tests.helpers.oidc import OidcProvider
+
+    provider = OidcProvider(tmp_path_factory.mktemp("oidc-provider")).start()
+    yield provider
+    provider.stop()
+
+
 @pytest.fixture
 def password() -> str:
     return "correct-horse-battery-staple"

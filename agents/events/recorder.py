@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -68,6 +68,7 @@ class EventRecorder:
         self._wake = asyncio.Event()  # ends the writer's pause between transactions (drain, a first delta)
         self._last_write = 0.0  # loop time the last transaction started
         self.streamed = ""  # the text of the reply being streamed (kept if the run is stopped)
+        self.first_token: Callable[[], None] | None = None  # told of the run's first answer text (metrics)
         self._error: BaseException | None = None
         self._pending_delta = ""
         self._last_flush = 0.0
@@ -109,6 +110,8 @@ class EventRecorder:
         if self._stream_started is None:
             self._stream_started = now
             pacing.streaming.started(self)
+            if self.first_token is not None:
+                self.first_token()
             self._hurry = True  # the answer visibly starts at once, not a write interval later
             self._wake.set()  # ...even if the writer is pausing after the previous transaction
             await self.flush_delta()

@@ -24,7 +24,10 @@ mode may name a model (the catalog's `model` field) and a user may pick another 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,9 @@ from django.conf import settings
 from django.core import checks
 
 from tools.mcp.config import ENV_REF_RE, EnvExpander
+from tools.mcp.reload import Signature, signature
+
+logger = logging.getLogger("aptix.models")
 
 PROVIDER_KEYS = {"baseUrl", "apiKey", "headers"}
 MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning", "askFollowup"}
@@ -176,34 +182,86 @@ def environment_config() -> ModelsConfig:
     return ModelsConfig(models={OFFLINE_KEY: spec}, default=OFFLINE_KEY, source="offline")
 
 
-_config: dict[str, ModelsConfig] = {}
+RELOAD_POLL = 2.0  # seconds between two looks at the models file (an os.stat) while serving
+
+
+@dataclass
+class _Loaded:
+    """What this process serves, and whether the file on disk says otherwise."""
+
+    config: ModelsConfig | None = None
+    path: Path | None = None
+    signature: Signature = None  # the file's (mtime, size, inode) when last read
+    looked: float = 0.0  # monotonic time of the last look at the file
+    problem: str | None = None  # why the file cannot be used (the last good configuration serves)
+    fallback: bool = False  # no good configuration yet: turns fail, saying so, until the file is fixed
+
+
+_loaded = _Loaded()
+_lock = threading.Lock()
+
+
+def _models_path() -> Path:
+    path = Path(settings.APTIX_MODELS_CONFIG)
+    return path if path.is_absolute() else Path(settings.BASE_DIR) / path
 
 
 def models_config() -> ModelsConfig:
-    """The deployment's models (read once per process)."""
-    if "current" not in _config:
-        path = Path(settings.APTIX_MODELS_CONFIG)
-        if not path.is_absolute():
-            path = Path(settings.BASE_DIR) / path
-        _config["current"] = load_models_config(path) if path.is_file() else environment_config()
-    return _config["current"]
+    """The deployment's models. The file is looked at again every RELOAD_POLL seconds: a change that
+    validates is used from the next call on; one that does not is logged and reported
+    (`models_config_problem`, /readyz, the admin) while the last good configuration keeps serving."""
+    config, now = _loaded.config, time.monotonic()
+    if config is not None and now - _loaded.looked < RELOAD_POLL:
+        return config
+    with _lock:
+        path = _models_path()
+        seen = signature(path)
+        if _loaded.config is not None and (path, seen) == (_loaded.path, _loaded.signature):
+            _loaded.looked = now
+            return _loaded.config
+        try:
+            fresh = load_models_config(path) if path.is_file() else environment_config()
+        except ModelsConfigError as exc:
+            if _loaded.problem != str(exc):
+                logger.error(
+                    "%s (the last good models configuration keeps serving)", exc, extra={"event": "models.invalid"}
+                )
+            _loaded.problem = str(exc)
+            if _loaded.config is None:
+                _loaded.config, _loaded.fallback = environment_config(), True
+        else:
+            if _loaded.config is not None:
+                logger.info("Models configuration read again from %s", path.name, extra={"event": "models.reloaded"})
+            _loaded.config, _loaded.problem, _loaded.fallback = fresh, None, False
+        _loaded.path, _loaded.signature, _loaded.looked = path, seen, now
+        return _loaded.config
+
+
+def models_config_problem() -> tuple[str, bool] | None:
+    """Why the models file cannot be used, and whether a good configuration serves meanwhile (False:
+    none ever did in this process, so turns fail saying so); None when it is fine."""
+    models_config()
+    if _loaded.problem is None:
+        return None
+    return _loaded.problem, not _loaded.fallback
 
 
 def check_models_config(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """System check (registered in agents/apps.py): a models file that cannot be used stops
-    `manage.py aptix_serve`, `aptix_worker` and `migrate` at start-up, naming the file, the entry and
-    the problem, instead of failing the first turn."""
+    `manage.py check`, `aptix_serve`, `aptix_worker` and `migrate` at start-up, naming the file, the
+    entry and the problem, instead of failing the first turn."""
     reset_models_config()
-    try:
-        models_config()
-    except ModelsConfigError as exc:
-        return [checks.Error(str(exc), hint="Fix the models configuration (docs/models.md).", id="aptix.E001")]
+    problem = models_config_problem()
+    reset_models_config()  # what serves is read when it is first used
+    if problem is not None:
+        return [checks.Error(problem[0], hint="Fix the models configuration (docs/models.md).", id="aptix.E001")]
     return []
 
 
 def reset_models_config() -> None:
     """Read the configuration again on next use (tests, after changing it)."""
-    _config.clear()
+    global _loaded  # noqa: PLW0603 - the one configuration of this process
+    _loaded = _Loaded()
 
 
 def model_for(*, session_model: str = "", mode_model: str = "") -> ModelSpec:

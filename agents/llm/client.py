@@ -23,6 +23,7 @@ from django.conf import settings
 from .catalog import ModelSpec, model_for, reset_models_config, sdk_client
 from .images import with_images
 from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback
+from .spans import chat_span, record_reply
 from .stream import StreamAssembler, StreamError, estimate_usage, sse_events
 from .transport import StreamingASGITransport
 
@@ -79,7 +80,21 @@ class LLMClient:
         is asked again without them (`reply.tools_dropped`; `reply.usage_estimated` when no usage
         came). A stream that ends without a finish reason is requested once more, `on_restart`
         awaited first (what `on_delta` got so far is void); cut off again, it raises
-        `ModelError(kind="cut_off")` with the text received in `exc.partial`."""
+        `ModelError(kind="cut_off")` with the text received in `exc.partial`. Traced as `chat <model>`
+        (spans.py) when tracing is on."""
+        with chat_span(self.model, self.client.base_url, messages) as span:
+            reply = await self._stream_chat(messages, tools, on_delta, on_reasoning, on_restart)
+            record_reply(span, reply)
+        return reply
+
+    async def _stream_chat(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None,
+        on_delta: DeltaCallback | None,
+        on_reasoning: DeltaCallback | None,
+        on_restart: RestartCallback | None,
+    ) -> ModelReply:
         request = _Request(messages=await with_images(messages, vision=self.vision), tools=tools or None)
         restarted = False
         while True:
@@ -253,7 +268,8 @@ def build_llm_client(spec: ModelSpec | None = None) -> LLMClient:
 
 @dataclass
 class _Clients:
-    built: dict[str, LLMClient] = field(default_factory=dict)  # per model key, built on first use
+    # per model key, built on first use, and again when models.json changed the model (catalog.py)
+    built: dict[str, tuple[ModelSpec, LLMClient]] = field(default_factory=dict)
     override: LLMClient | None = None  # use_llm_client's
 
 
@@ -265,9 +281,10 @@ def get_llm_client(spec: ModelSpec | None = None) -> LLMClient:
     if _clients.override is not None:
         return _clients.override
     spec = spec or model_for()
-    if spec.key not in _clients.built:
-        _clients.built[spec.key] = build_llm_client(spec)
-    return _clients.built[spec.key]
+    built = _clients.built.get(spec.key)
+    if built is None or built[0] != spec:
+        built = _clients.built[spec.key] = (spec, build_llm_client(spec))
+    return built[1]
 
 
 def reset_llm_clients() -> None:

@@ -11,10 +11,10 @@ a broken tool server must not take the web tier out of rotation. Nothing in an a
 a version or a secret: a check says "ok" or what failed, in a few words.
 
 A worker has no HTTP server of its own; `manage.py aptix_worker --health-port N` starts WorkerProbe,
-a small threaded HTTP server answering the same two paths. It does not run on the worker's event
-loop: a loop that is stuck (a blocking call in a run) would otherwise make the probe hang rather
-than fail. LoopWatch ticks on the loop, and the probe fails when the last tick is older than
-STUCK_AFTER seconds.
+a small threaded HTTP server answering the same two paths and `/metrics` (aptix/metrics.py). It does
+not run on the worker's event loop: a loop that is stuck (a blocking call in a run) would otherwise
+make the probe hang rather than fail. LoopWatch ticks on the loop, and the probe fails when the last
+tick is older than STUCK_AFTER seconds.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -33,8 +34,11 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections
 
-from tools.mcp.host import mcp_status
+from aptix.metrics import CONTENT_TYPE, exposition
+from aptix.scrape import REFUSED, scrape_allowed
+from tools.mcp.host import mcp_config_error, mcp_kept_errors, mcp_status
 
+from ..llm.catalog import models_config_problem
 from . import queue
 
 logger = logging.getLogger("aptix.health")
@@ -119,6 +123,24 @@ async def _one(check: Callable[[], Awaitable[None]]) -> str:
     return "ok"
 
 
+def config_problems() -> tuple[list[str], bool]:
+    """What is wrong with models.json and mcp.json as they are on disk now (each file, key and
+    problem, paths cut to the file's name), and whether this process still serves a good
+    configuration: the last good one keeps serving a file changed into a bad one, while a process
+    that never had a good models configuration fails its turns (saying so) and is not ready."""
+    problems, serving = [], True
+    if (models := models_config_problem()) is not None:
+        problems.append(_PATH.sub(r"\1", models[0]) + ("" if models[1] else " (no good configuration to serve)"))
+        serving = models[1]
+    if mcp := mcp_config_error():
+        problems.append(_PATH.sub(r"\1", mcp) + " (the running MCP servers were kept)")
+    problems += [f"mcp.json: {error} (the server runs on as it was)" for error in mcp_kept_errors()]
+    return problems, serving
+
+
+_PATH = re.compile(r"(?<![\w:/.])(?:/[^\s/\"']+)*/([^\s/\"']+)")  # an absolute path: only its last part shows
+
+
 def mcp_states() -> dict[str, str]:
     """Each MCP server of this process and its state (reported, never a reason to be unready)."""
     return {status.name: status.state for status in mcp_status()}
@@ -135,6 +157,10 @@ async def readiness() -> tuple[bool, dict[str, Any]]:
         logger.warning("Not ready: %s", failed, extra={"event": "health.not_ready", "failed": failed})
     if states := mcp_states():
         results["mcp"] = states
+    problems, serving = config_problems()
+    if problems:  # named, and unready only when no good configuration serves (see config_problems)
+        results["config"] = "failed: " + "; ".join(problems)
+        ready = ready and serving
     return ready, results
 
 
@@ -198,13 +224,17 @@ class WorkerProbe:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path not in ("/healthz", "/readyz"):
+                if self.path == "/metrics":
+                    headers = {name.lower(): value for name, value in self.headers.items()}
+                    status, content_type, data = scrape(self.client_address[0], headers)
+                elif self.path in ("/healthz", "/readyz"):
+                    status, body = probe.answer(self.path)
+                    content_type, data = "application/json", json.dumps(body).encode()
+                else:
                     self.send_error(404)
                     return
-                status, body = probe.answer(self.path)
-                data = json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Cache-Control", "no-store")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -214,6 +244,16 @@ class WorkerProbe:
                 pass  # probes every few seconds: not worth a log line each
 
         return Handler
+
+
+def scrape(address: str, headers: dict[str, str]) -> tuple[int, str, bytes]:
+    """The worker's `/metrics` (the same rule as a web process's: loopback or the bearer token)."""
+    if not scrape_allowed(address, headers, settings.APTIX_METRICS_TOKEN):
+        return 403, "text/plain; charset=utf-8", REFUSED.encode()
+    try:
+        return 200, CONTENT_TYPE, exposition()
+    finally:
+        connections.close_all()  # this thread's, opened by the gauges read at scrape time
 
 
 async def answer_async() -> tuple[int, dict[str, Any]]:

@@ -17,7 +17,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils import timezone
 
+from aptix import logcontext, metrics
 from aptix.logging import admin_logger
 from modes.models import AgentMode
 from tools.registry import ToolRegistry, mcp_registry
@@ -27,7 +29,7 @@ from ..approvals import approvals_request
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
-from ..llm.catalog import ModelSpec, model_for
+from ..llm.catalog import ModelsConfigError, ModelSpec, model_for, models_config_problem
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
@@ -55,6 +57,7 @@ from .trace import prefix_size, turn_trace_fields
 logger = logging.getLogger("aptix.reasoner")
 
 ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
+ERROR_MODELS = "This deployment's models configuration cannot be used; the administrators can see why in the admin."
 
 
 def ask_followup(override: bool | None, mode: AgentMode | None, spec: ModelSpec) -> bool:
@@ -101,11 +104,14 @@ class Reasoner:
         """Run (or continue) a turn to its end state. Never raises for model or tool failures."""
         loaded = await load_run(turn_id)
         turn = loaded.turn
+        logcontext.bind(turn_id=turn.id, session_id=turn.session_id, user_id=turn.session.user_id)
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
         run.llm = self.llm_override or get_llm_client(spec)
+        run.model_key = spec.key
+        run.recorder.first_token = metrics.first_token_timer(spec.key)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
@@ -115,11 +121,14 @@ class Reasoner:
             logger.info("Turn %s ended before its run resumed it", turn.id, extra={"event": "runs.resume_lost"})
             return turn
         try:
+            if (models := models_config_problem()) is not None and not models[1]:
+                raise ModelsConfigError(models[0])  # no good configuration to run on: fail, saying so
             if resumed == Turn.Status.REQUIRES_ACTION:
                 run.state = self._continue_state(turn, tool_results or [])
             elif resumed == Turn.Status.AWAITING_APPROVAL:
                 run.state = PausedState.from_json(turn.state)
             else:
+                metrics.turn_started(execution=turn.execution, mode=turn.mode, model=spec.key)
                 run.state = await self._start(run, loaded, client_tools)
             await self._end(run, await self._loop(run, resumed))
         except asyncio.CancelledError:
@@ -127,6 +136,8 @@ class Reasoner:
             if current is not None:
                 current.uncancel()
             await self._end(run, Stopped(answer=run.recorder.streamed))
+        except ModelsConfigError:
+            await self._end(run, Failed(message=ERROR_MODELS, kind="config"))
         except ModelError as exc:  # a cut-off answer keeps what arrived, as a failed turn's partial answer
             await self._end(run, Failed(message=str(exc), kind=exc.kind, answer=exc.partial))
         except Exception as exc:  # noqa: BLE001 - a turn never stays running
@@ -319,6 +330,7 @@ class Reasoner:
         )
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
+        metrics.model_tokens(run.model_key, prompt=reply.prompt_tokens, completion=reply.completion_tokens)
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         message: ModelMessage = {
             "step": turn.step_count,
@@ -389,6 +401,9 @@ class Reasoner:
             counters=turns.counters(turn).fields,
         )
         turns.apply_locally(turn, write)
+        metrics.turn_finished(
+            status=ending.status, execution=turn.execution, mode=turn.mode, model=run.model_key, seconds=_age(turn)
+        )
         await run.recorder.emit(
             ending.event_type,
             turn_write=write,
@@ -416,3 +431,8 @@ class Reasoner:
     @staticmethod
     def _state(run: Run) -> PausedState:
         return run.paused_state
+
+
+def _age(turn: Turn) -> float | None:
+    """Seconds since the turn was created (its duration once it ends)."""
+    return (timezone.now() - turn.created_at).total_seconds() if turn.created_at else None

@@ -14,6 +14,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from aptix import metrics
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.tool_search import found_names
@@ -34,6 +35,7 @@ from ..state import ModeChange, PausedState, PendingApproval
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
+from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
 
 Progress = Callable[[float, float | None, str | None], None]
@@ -63,6 +65,7 @@ class Run:
     counter: Any = None  # the model's TokenCounter (context.py)
     llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
     ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
+    model_key: str = ""  # the turn's model in the catalog (the metrics' label)
 
     @property
     def agent(self) -> bool:
@@ -137,6 +140,7 @@ class ToolCalls:
                 await self._call(run, call, state.kinds.get(call.name))
             else:
                 declined = DECLINED_MODE_CHANGE if waiting["kind"] == Kind.MODE_CHANGE else DENIED_TOOL
+                metrics.tool_call(call.name, state.kinds.get(call.name), "declined")
                 await self._record(run, call, InvokeResult.from_error(declined), 0.0)
 
     def _approval_needed(self, run: Run, call: Call, kind: str | None) -> PendingApproval | None:
@@ -170,16 +174,22 @@ class ToolCalls:
             session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
         )
         started = time.monotonic()
-        try:
-            async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                result = await self._execute(call, kind, context, run.paused_state, progress.report)
-        except asyncio.CancelledError:
-            # Stopped while the tool ran: it may have had its effect, so the audit keeps its result (the
-            # turn's end, written next, takes it along).
-            elapsed = round((time.monotonic() - started) * 1000, 1)
-            await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
-            raise
-        await self._record(run, call, result, round((time.monotonic() - started) * 1000, 1))
+        with tool_span(call.name, call.id, kind, call.arguments) as span:
+            try:
+                async with ProgressRelay(run.recorder, call.id, call.name) as progress:
+                    result = await self._execute(call, kind, context, run.paused_state, progress.report)
+            except asyncio.CancelledError:
+                # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
+                # (the turn's end, written next, takes it along).
+                tool_outcome(span, None)
+                elapsed = round((time.monotonic() - started) * 1000, 1)
+                metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
+                await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
+                raise
+            tool_outcome(span, result)
+        elapsed = time.monotonic() - started
+        metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
+        await self._record(run, call, result, round(elapsed * 1000, 1))
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
         if call.name == TOOL_SEARCH and result.successful:

@@ -30,6 +30,7 @@ from django.template.loader import render_to_string
 from agents.events import FINAL_EVENT_TYPES, message_events, session_group
 from agents.selectors import event_list_between, event_list_unseen, turn_aget_by_id
 from agents.sessions import SessionNotFoundError, session_get
+from aptix import logcontext, metrics
 from aptix.ids import HEX_ID
 
 from .live import LiveRenderer
@@ -65,6 +66,11 @@ class BadCursor(ValueError):
     """A `?turn=&seq=` cursor that no page writes."""
 
 
+def _header(scope: dict, name: bytes) -> str | None:
+    value = next((v for k, v in scope.get("headers") or () if k.lower() == name), None)
+    return value.decode("latin-1") if value is not None else None
+
+
 def cursor_of(query_string: bytes) -> Cursor | None:
     """The page's cursor (`?turn=<id>&seq=<n>`; `turn` empty: the page showed no turn), None when the
     socket did not come from a session page; BadCursor when it is not a turn id and a seq (a NUL byte
@@ -89,6 +95,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             await self.close()
             return
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        logcontext.bind(request_id=logcontext.request_id_from(_header(self.scope, b"x-request-id")), user_id=user.pk)
         try:
             session = await sync_to_async(session_get)(user=user, session_id=session_id)
         except SessionNotFoundError:
@@ -108,6 +115,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             await self._close(CLOSE_TOO_MANY)
             return
         self.session, self.user_id = session, user.pk
+        logcontext.bind(session_id=session.id)  # every later log line of this socket carries it
         self.group = session_group(session.id)
         self.sent: dict[str, int] = {}  # turn id → highest seq sent on this connection
         self.open: dict[str, float] = {}  # turn id → when this socket last sent an event of it (until its end)
@@ -138,6 +146,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None) -> None:
         """The stream is one-way: a message from the client is ignored, an oversized one closes it."""
         if len(text_data or bytes_data or "") > settings.APTIX_WS_MAX_MESSAGE:
+            metrics.refused("ws-message-size")
             await self._close(CLOSE_TOO_BIG)
 
     async def dispatch(self, message: dict) -> None:

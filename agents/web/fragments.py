@@ -11,10 +11,9 @@ from django.template.loader import render_to_string
 
 from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
-from agents.selectors import mode_model, session_waiting, turns_replaced
+from agents.selectors import mode_model, session_waiting, turn_replaced_ids
 from modes.catalog import active_modes
 
-from .timeline import render_turn
 from .toolpanel import tool_panel
 
 if TYPE_CHECKING:
@@ -92,7 +91,8 @@ def session_model_context(session: AgentSession) -> dict[str, Any]:
 
 
 def replaced_turns(turn: Turn) -> str:
-    """The turns `turn` replaced (an edit, retry or regenerate), redrawn folded away, out of band:
-    for the tab that sent it again and, through the stream, every other tab open on the session."""
-    replaced, events_of = turns_replaced(turn=turn)
-    return "".join(render_turn(old, events_of[old.pk], oob=True, latest=False) for old in replaced)
+    """The turns `turn` replaced (an edit, retry or regenerate) taken off the timeline, out of band: they
+    are its earlier versions now (versions.py), for the tab that sent it again and, through the
+    stream, every other tab open on the session."""
+    ids = turn_replaced_ids(turn=turn)
+    return render_to_string("agents/_turns_removed.html", {"removed": ids}) if ids else ""

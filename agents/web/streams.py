@@ -32,6 +32,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from aptix import metrics
 from aptix.models import Membership
 
 from ..events.channel import user_group
@@ -58,14 +59,19 @@ class OpenStreams:
     def admit(self, stream: object, *, user_id: Any, session_id: str) -> str | None:
         """Count the stream in, or say why not."""
         if len(self.by_user[user_id]) >= settings.APTIX_WS_MAX_PER_USER:
+            metrics.refused("ws-per-user")
             return f"more than {settings.APTIX_WS_MAX_PER_USER} live views of one user"
         if len(self.by_session[session_id]) >= settings.APTIX_WS_MAX_PER_SESSION:
+            metrics.refused("ws-per-session")
             return f"more than {settings.APTIX_WS_MAX_PER_SESSION} live views of one session"
         self.by_user[user_id].add(stream)
         self.by_session[session_id].add(stream)
+        metrics.websocket_opened()
         return None
 
     def release(self, stream: object, *, user_id: Any, session_id: str) -> None:
+        if stream in self.by_session.get(session_id, ()):
+            metrics.websocket_closed()
         for index, key in ((self.by_user, user_id), (self.by_session, session_id)):
             streams = index.get(key)
             if streams is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final, Literal
 
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -36,6 +36,7 @@ from tools.registry import result_image
 
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
+from .versions import VersionNav, nav_looked_up
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
 
@@ -363,7 +364,7 @@ REPLACED_LABELS: dict[str, str] = {
 
 def resend_context(turn: Turn, *, latest: bool) -> dict[str, Any]:
     """Edit (a turn not replaced, once it ended or waits), Retry or Regenerate (the last turn, by its
-    status), and for a replaced turn the line that folds it away."""
+    status), how it was sent, and for a replaced turn (an earlier version) what replaced it."""
     replaced = turn.replaced_by_id is not None
     again = next((kind for kind, statuses in AGAIN_FROM.items() if turn.status in statuses), "")
     return {
@@ -411,6 +412,9 @@ def model_notices(events: list[TurnEvent]) -> list[str]:
     return notices
 
 
+LOOK_UP: Final = "look up"  # render_turn reads a turn's versions itself (a page passes what it read for all its turns)
+
+
 def render_turn(
     turn: Turn,
     events: list[TurnEvent],
@@ -420,6 +424,14 @@ def render_turn(
     if_absent: bool = False,
     request=None,
     summary: tuple[int, int] | None = None,
+    versions: VersionNav | Literal["look up"] | None = LOOK_UP,
 ) -> str:
-    context = {**turn_context(turn, events, latest=latest, summary=summary), "oob": oob, "if_absent": if_absent}
+    """`versions` is the message's version switcher (versions.py), or LOOK_UP to read it."""
+    nav = nav_looked_up(turn) if isinstance(versions, str) else versions
+    context = {
+        **turn_context(turn, events, latest=latest, summary=summary),
+        "oob": oob,
+        "if_absent": if_absent,
+        "versions": nav,
+    }
     return render_to_string("agents/_turn.html", context, request=request)

@@ -13,6 +13,11 @@ urlpatterns = [
     path("sessions/<str:session_id>/turns/", actions.turn_new, name="turn-new"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/cancel/", actions.turn_stop, name="turn-cancel"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/resend/", actions.turn_resend, name="turn-resend"),
+    path(
+        "sessions/<str:session_id>/turns/<str:turn_id>/versions/<int:number>/",
+        history.turn_version_view,
+        name="turn-version",
+    ),
     path("sessions/<str:session_id>/turns/<str:turn_id>/answer.md", answer.turn_answer, name="turn-answer"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/approvals/", actions.approval_decide, name="approval-decide"),
     path("sessions/<str:session_id>/grants/revoke/", actions.session_grant_revoke, name="session-grant-revoke"),

@@ -71,6 +71,20 @@
       turns[i].querySelectorAll(".choices, form.branch, form.continue, form.again").forEach(function (el) { el.remove(); });
     }
   }
+  // Versions of a message (agents/web/versions.py): the button pressed left with the version it was in,
+  // so focus goes to the same step of the switcher now shown (or its other step, at either end).
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var target = e.detail.target;
+    if (!target || !target.classList || !target.classList.contains("turn-version")) return;
+    var pressed = e.detail.requestConfig && e.detail.requestConfig.elt;
+    var shown = target.firstElementChild ? target : target.parentElement.querySelector(":scope > .turn-body");
+    var group = shown && shown.querySelector(".versions");
+    if (!group) return;
+    var step = pressed && pressed.dataset ? pressed.dataset.step : "";
+    var button = group.querySelector('.version-step[data-step="' + step + '"]:not(:disabled)')
+      || group.querySelector(".version-step:not(:disabled)");
+    if (button) button.focus();
+  });
   // A turn that arrives as an append (data-if-absent) may already be on the page: the send request's
   // answer and the stream's turn.started both carry it, in either order. The copy that has seen more
   // events (data-seq) wins: it replaces the one shown, or yields to it.

@@ -161,8 +161,9 @@ async def test_the_buttons_resend_only_the_owners_turns(llm, model, make_session
     html = response.content.decode()
     new = await Turn.objects.aget(session=session, index=2)
     assert response.status_code == 200 and f'id="turn-{new.id}"' in html and 'id="composer"' in html
-    assert f'class="turn status-completed replaced" id="turn-{first.id}"' in html  # folded away, out of band
-    assert "Replaced by a regenerated answer" in html
+    # the old turn leaves the timeline out of band: it is the message's first version now
+    assert f'<div id="turn-{first.id}" hx-swap-oob="delete"></div>' in html
+    assert '<span class="visually-hidden">Version 2 of 2</span>' in html
     done = await get_runner().wait(new.id)
     assert (done.status, done.answer, done.origin) == ("completed", "Hello there.", "regenerate")
 

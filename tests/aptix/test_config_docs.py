@@ -1,4 +1,4 @@
-"""docs/configuration.md and .env.example are generated from aptix/env.py: the committed files are
+"""docs/configuration.md and .env.example are generated from aptix/env/: the committed files are
 what the declarations give, and `manage.py aptix_config_docs --check` fails when they are not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every environment variable the code reads is declared in aptix/env.py, every declared one is read
+"""Every environment variable the code reads is declared in aptix/env/, every declared one is read
 and documented, and a value that cannot be used stops the start naming the variable.
 
 The scan reads the source (ast) of aptix, modes, files, tools, agents and manage.py for environment reads:
@@ -28,7 +28,7 @@ NOT_SETTINGS = {
     "PATH": "the MCP host looks a server's command up on it (tools/mcp/config.py)",
     "DJANGO_SETTINGS_MODULE": "Django's own; manage.py and aptix/asgi.py set it",
 }
-# Names aptix/env.py has besides the declarations: the registry and the sections.
+# Names aptix/env/ has besides the declarations: the registry and the sections.
 NOT_DECLARATIONS = {"DECLARED", "SECTIONS"} | {name for name, value in vars(env).items() if isinstance(value, Section)}
 APTIX_NAME = re.compile(r"APTIX_[A-Z0-9_]+")
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -46,7 +46,7 @@ def _literal(node: ast.expr | None) -> str | None:
 
 
 def environment_reads(source: str) -> tuple[set[str], set[str]]:
-    """(variables the source reads directly or names as "APTIX_…", declarations of aptix/env.py it uses)."""
+    """(variables the source reads directly or names as "APTIX_…", declarations of aptix/env/ it uses)."""
     direct: set[str] = set()
     declared: set[str] = set()
     for node in ast.walk(ast.parse(source)):
@@ -80,11 +80,11 @@ def scanned_files() -> list[Path]:
 
 
 def scan() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Each variable read, and each declaration used, with the files that do it (aptix/env.py left out)."""
+    """Each variable read, and each declaration used, with the files that do it (aptix/env/ left out)."""
     reads: dict[str, set[str]] = {}
     uses: dict[str, set[str]] = {}
     for path in scanned_files():
-        if path == REPO_DIR / "aptix" / "env.py":
+        if REPO_DIR / "aptix" / "env" in path.parents:
             continue
         direct, declared = environment_reads(path.read_text(encoding="utf-8"))
         where = str(path.relative_to(REPO_DIR))
@@ -120,7 +120,7 @@ def test_every_variable_the_code_reads_is_declared():
     reads, _ = scan()
     undeclared = {name: sorted(files) for name, files in reads.items() if name not in env.DECLARED}
     assert not {name: files for name, files in undeclared.items() if name not in NOT_SETTINGS}, (
-        "read but not declared in aptix/env.py"
+        "read but not declared in aptix/env/"
     )
     assert set(undeclared) == set(NOT_SETTINGS)  # an exception nobody reads any more goes
 

@@ -135,14 +135,56 @@ async def test_the_workspace(sign_in, alice, team_a, theme):
     await audit.check(page, "mode-popover")
     await page.keyboard.press("Escape")
 
-    await turns(page).nth(4).get_by_role("button", name="Regenerate").click()  # turn 5 is replaced, folded
-    await turn_ended(turns(page).nth(5))
-    await expect(turns(page).nth(4)).to_have_class(re.compile(r"\breplaced\b"))
-    await turns(page).nth(4).locator("details.replaced-turn > summary").click()
-    await audit.check(page, "session-replaced-open")
+    await turns(page).nth(4).get_by_role("button", name="Regenerate").click()  # turn 5 becomes version 1 of 2
+    newest = page.locator("#timeline > article.turn").nth(4)
+    await expect(newest.locator(".msg-user .versions")).to_contain_text("Version 2 of 2")
+    await turn_ended(newest)
+    await newest.get_by_role("button", name="Show version 1 of 2").click()
+    await expect(newest.locator(".turn-version .version-note")).to_contain_text("Version 1 of 2")
+    await audit.check(page, "session-version-shown")
 
     await page.goto("/settings/")
     await audit.check(page, "settings")
+    audit.assert_clean(await axe_version(page))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+async def test_the_invite_pages(sign_in, open_page, alice, theme, django_user_model):
+    """A team owner invites from Settings → Invite people; the invitee opens the link in a browser of
+    their own, is refused a short password, chooses a good one and lands signed in on the home page."""
+    await sync_to_async(django_user_model.objects.create_user)(username=f"taken-{theme}", email=f"taken-{theme}@x.org")
+    await prefer_theme(alice, theme)
+    audit = Audit("invites", theme)
+    page = await sign_in(alice, color_scheme=theme, **AXE_PAGE)
+    await page.goto("/settings/")
+    await page.get_by_role("link", name="Invite people").click()
+    await audit.check(page, "invites")
+    await page.fill("#id_email", f"taken-{theme}@x.org")
+    await page.get_by_role("button", name="Invite", exact=True).click()
+    await expect(page.locator("#email-error")).to_contain_text("There is already an account with this e-mail address")
+    await audit.check(page, "invites-refused")
+    await page.fill("#id_email", f"new-{theme}@example.com")
+    await page.get_by_role("button", name="Invite", exact=True).click()
+    link = page.locator("#invite-link")
+    await expect(link).to_contain_text("/invite/")
+    await expect(page.locator(".invites")).to_contain_text(f"new-{theme}@example.com")
+    await audit.check(page, "invite-created")
+
+    invitee = await open_page(color_scheme=theme, **AXE_PAGE)  # their own browser: not signed in
+    await invitee.goto(await link.text_content())
+    await expect(invitee.locator("h1")).to_have_text("Join Aptix")
+    await audit.check(invitee, "invite-accept")
+    await invitee.fill("#id_new_password1", "short")
+    await invitee.fill("#id_new_password2", "short")
+    await invitee.get_by_role("button", name="Set my password and sign in").click()
+    await expect(invitee.locator(".error").first).to_contain_text("too short")
+    await audit.check(invitee, "invite-accept-refused")
+    await invitee.fill("#id_new_password1", "a-long-and-unusual-passphrase-42")
+    await invitee.fill("#id_new_password2", "a-long-and-unusual-passphrase-42")
+    await invitee.get_by_role("button", name="Set my password and sign in").click()
+    await expect(invitee).to_have_url(re.compile(r"/$"))
+    await expect(invitee.locator(".messages")).to_contain_text("Welcome to Team A")
+    await expect(invitee.locator(".topnav")).to_contain_text(f"new-{theme}@example.com")
     audit.assert_clean(await axe_version(page))
 
 

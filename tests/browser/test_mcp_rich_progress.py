@@ -76,7 +76,7 @@ async def test_progress_shows_live_and_rich_content_shows_with_the_card(sign_in,
     assert await image.evaluate("img => img.complete && img.naturalWidth") == 40  # served, and decoded
     await expect(media.get_by_role("link", name="report")).to_have_attribute("href", "https://example.com/report.pdf")
     await expect(media.locator("a[href^='javascript:']")).to_have_count(0)
-    await expect(media.get_by_role("link", name="⬇ audio.wav")).to_have_attribute("download", "audio.wav")
+    await expect(media.get_by_role("link", name="audio.wav", exact=True)).to_have_attribute("download", "audio.wav")
     await media.locator(".tool-resource summary").click()
     await expect(media.locator(".tool-resource pre")).to_contain_text("line two")
     await image.scroll_into_view_if_needed()

@@ -20,6 +20,11 @@ def daphne_env(switchboard) -> dict[str, str]:
     return scripted_env(switchboard)
 
 
+def current(page):
+    """The turns of the conversation (an earlier version shown is drawn inside one of them)."""
+    return page.locator("#timeline > article.turn")
+
+
 async def screenshot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     # caret="initial": hiding the caret would inject a style, which the Content-Security-Policy refuses
@@ -68,21 +73,62 @@ async def test_edit_an_earlier_message_and_resend(sign_in, alice, make_session, 
     model.reply("Answer to the rephrased one.")
     await first.get_by_role("button", name="Send edited message").click()
 
-    await expect(page.locator("#timeline article.turn.replaced")).to_have_count(2)
-    newest = turns(page).nth(2)
+    newest = current(page).first  # both turns are its first version now, off the timeline
+    await expect(newest.locator(".msg-user .versions")).to_contain_text("Version 2 of 2")
+    await expect(current(page)).to_have_count(1)
     await turn_ended(newest)
     await expect(newest.locator(".msg-user .bubble")).to_have_text("Question one, rephrased")
     await expect(newest.locator(".msg-user .meta")).to_contain_text("edited")
     await expect(newest.locator(".answer")).to_have_text("Answer to the rephrased one.")
-    await expect(page.locator(".turn.replaced summary").first).to_contain_text("Replaced by your edited message")
-    await expect(page.locator(".turn.replaced .answer").first).to_be_hidden()  # folded away
     assert [m["content"] for m in model.last_messages if m["role"] == "user"] == ["Question one, rephrased"]
     await screenshot(page, "edited")
 
     await page.reload()  # the page draws the same from the database
-    await expect(page.locator("#timeline article.turn.replaced")).to_have_count(2)
-    await page.locator(".turn.replaced summary").first.click()
-    await expect(page.locator(".turn.replaced .answer").first).to_have_text("Answer one.")
+    await expect(current(page)).to_have_count(1)
+    await expect(current(page).first.locator(".versions")).to_contain_text("Version 2 of 2")
+
+
+async def test_switch_between_the_versions_of_a_message(sign_in, alice, make_session, model):
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    model.reply("Answer one.")
+    await send(page, "Question one")
+    await turn_ended(turns(page).first)
+    model.reply("Answer two.")
+    await send(page, "Question two")
+    await turn_ended(turns(page).nth(1))
+    model.reply("Answer two, again.")
+    await turns(page).nth(1).get_by_role("button", name="Regenerate").click()
+    newest = current(page).nth(1)
+    await expect(newest.locator(".versions")).to_contain_text("Version 2 of 2")
+    await turn_ended(newest)
+    await expect(newest.get_by_role("button", name="Next version")).to_be_disabled()
+
+    await newest.get_by_role("button", name="Show version 1 of 2").click()  # in place, no reload
+    shown = newest.locator(".turn-version")
+    await expect(shown.locator(".version-note")).to_contain_text("Version 1 of 2: replaced by a regenerated answer")
+    await expect(shown.locator(".answer")).to_have_text("Answer two.")
+    await expect(newest.locator(":scope > .turn-body")).to_be_hidden()
+    await expect(shown.get_by_role("button", name="Previous version")).to_be_disabled()
+    await expect(shown.get_by_role("button", name="Show version 2 of 2")).to_be_focused()  # kept on the switcher
+    await screenshot(page, "version-1")
+
+    # the conversation goes on from the newest version, whichever is shown
+    model.reply("Answer three.")
+    await send(page, "Question three")
+    await turn_ended(current(page).nth(2))
+    await expect(current(page).nth(2).locator(".answer")).to_have_text("Answer three.")
+    answers = [m["content"] for m in model.last_messages if m["role"] == "assistant"]
+    assert answers == ["Answer one.", "Answer two, again."]
+    await expect(shown.locator(".answer")).to_have_text("Answer two.")  # still showing what was chosen
+
+    await shown.get_by_role("button", name="Show version 2 of 2").focus()
+    await page.keyboard.press("Enter")  # by keyboard, back to the newest
+    await expect(shown).to_be_empty()
+    await expect(newest.locator(".turn-body .answer")).to_have_text("Answer two, again.")
+    await expect(newest.get_by_role("button", name="Show version 1 of 2")).to_be_focused()
+    await screenshot(page, "version-2")
 
 
 async def test_retry_a_failed_turn_then_regenerate_the_answer(sign_in, alice, make_session, model):
@@ -98,25 +144,27 @@ async def test_retry_a_failed_turn_then_regenerate_the_answer(sign_in, alice, ma
 
     model.reply("A calm week.")
     await failed.get_by_role("button", name="Retry").click()
-    retried = turns(page).nth(1)
+    retried = current(page).first
     await turn_ended(retried)
     await expect(retried.locator(".answer")).to_have_text("A calm week.")
-    await expect(page.locator(".turn.replaced")).to_have_count(1)
+    await expect(current(page)).to_have_count(1)
     await expect(retried.locator(".msg-user .meta")).to_contain_text("retried")
+    await expect(retried.locator(".versions")).to_contain_text("Version 2 of 2")
 
     model.reply("A quiet, productive week.")
     await retried.get_by_role("button", name="Regenerate").click()
-    regenerated = turns(page).nth(2)
+    regenerated = current(page).first
     await turn_ended(regenerated)
     await expect(regenerated.locator(".answer")).to_have_text("A quiet, productive week.")
-    await expect(page.locator(".turn.replaced")).to_have_count(2)
+    await expect(current(page)).to_have_count(1)
+    await expect(regenerated.locator(".versions")).to_contain_text("Version 3 of 3")
     await expect(page.get_by_role("button", name="Regenerate")).to_have_count(1)  # only the last answer's
     await screenshot(page, "regenerated")
     rows = [(t.origin, t.status, bool(t.replaced_by_id)) async for t in Turn.objects.filter(session=session)]
     assert rows == [("message", "failed", True), ("retry", "completed", True), ("regenerate", "completed", False)]
 
 
-async def test_another_tab_on_the_session_folds_what_was_replaced(sign_in, alice, make_session, model):
+async def test_another_tab_shows_the_new_version_in_place_of_the_old(sign_in, alice, make_session, model):
     session = await make_session(mode="general", execution="ask")
     page = await sign_in(alice)
     await open_session(page, session.id)
@@ -130,10 +178,11 @@ async def test_another_tab_on_the_session_folds_what_was_replaced(sign_in, alice
 
     model.reply("Second answer.")
     await turns(page).first.get_by_role("button", name="Regenerate").click()
-    await turn_ended(turns(page).nth(1))
-    # the other tab hears of it through the stream: the old turn folded, the new one appended
-    await expect(turns(other).first).to_have_class(re.compile(r"\breplaced\b"))
-    await expect(turns(other).first.locator("details.replaced-turn > summary")).to_contain_text("Replaced by")
-    await turn_ended(turns(other).nth(1))
-    await expect(turns(other).nth(1).locator(".answer")).to_have_text("Second answer.")
+    await expect(current(page).first.locator(".versions")).to_contain_text("Version 2 of 2")
+    await turn_ended(current(page).first)
+    # the other tab hears of it through the stream: the old turn gone, the new one its second version
+    await expect(current(other)).to_have_count(1)
+    await expect(current(other).first.locator(".versions")).to_contain_text("Version 2 of 2")
+    await turn_ended(current(other).first)
+    await expect(current(other).first.locator(".answer")).to_have_text("Second answer.")
     await other.close()

@@ -12,7 +12,7 @@ offline model. Refused writes, timeouts and SQL errors are tool errors (is_error
 database's own message. How writes are refused: sqlite.py (SQLite) and postgres.py (PostgreSQL);
 backends.py picks one for the URL.
 
-Environment (all positive integers, declared in aptix/env.py): APTIX_SQL_MAX_ROWS, the row cap
+Environment (all positive integers, declared in aptix/env/): APTIX_SQL_MAX_ROWS, the row cap
 (default 200); APTIX_SQL_TIMEOUT_MS, the time limit per call (default 5000); APTIX_SQL_MAX_BYTES, the
 result size limit (default 16 MiB: fetching stops there, and on SQLite no value may be longer);
 APTIX_SQL_MEMORY_MB, the process's address-space limit (RLIMIT_AS, default 1024, at least 128; the

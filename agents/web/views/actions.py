@@ -102,7 +102,8 @@ async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
 @require_POST
 async def turn_resend(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """A turn's Edit (with the edited `message`), Retry or Regenerate button (`kind`): the message goes
-    again as a new turn that streams like any other; the turns it replaced are redrawn folded away."""
+    again as a new turn that streams like any other; the turns it replaced leave the timeline (they are
+    its earlier versions now)."""
     session = await _session_for_a_turn(request, session_id)
     if isinstance(session, HttpResponse):
         return session

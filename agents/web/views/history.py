@@ -20,13 +20,15 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from agents.selectors import timeline_rows, turn_summaries
+from agents.selectors import timeline_rows, turn_summaries, turn_version
 from agents.sessions import SessionNotFoundError, session_get
 
-from ..timeline import render_turn
+from ..timeline import REPLACED_LABELS, render_turn
+from ..versions import VersionNav, nav_of
 
 if TYPE_CHECKING:
     from agents.models import AgentSession
+    from agents.selectors import TurnVersion
 
 ERROR_BEFORE = "before must be a turn number (a whole number from 1)."
 ERROR_SINCE = "since must be a turn number (a whole number from 1)."
@@ -55,7 +57,8 @@ def timeline_page(
         events = events_of[turn.id]
         summary = light.get(turn.id)
         latest = before is None and turn is turns[-1]  # turns before a page are never the newest
-        html = render_turn(turn, events, latest=latest, request=request, summary=summary)
+        nav = nav_of(turn, rows.versions)
+        html = render_turn(turn, events, latest=latest, request=request, summary=summary, versions=nav)
         seq = summary[0] if summary else (events[-1].seq if events else 0)
         entries.append({"at": turn.created_at, "turn": turn, "html": html, "seq": seq})
     entries += [{"at": change.created_at, "turn": None, "change": change} for change in rows.changes]
@@ -102,3 +105,44 @@ def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
         return HttpResponseBadRequest(ERROR_BEFORE)
     context = {"session": session, **timeline_page(session, before=before, request=request)}
     return render(request, "agents/_timeline_page.html", context)
+
+
+@require_GET
+@login_required
+def turn_version_view(request: HttpRequest, session_id: str, turn_id: str, number: int) -> HttpResponse:
+    """Version `number` of a message sent again (agents/web/versions.py): that earlier message and the
+    turns replaced with it, drawn into the newest version's article; nothing for the newest version,
+    which the article shows itself."""
+    try:
+        session = session_get(user=request.user, session_id=session_id)
+    except SessionNotFoundError:
+        raise Http404("No such session.") from None
+    version = turn_version(session=session, turn_id=turn_id, number=number)
+    if version is None:
+        raise Http404("No such version.")
+    if not version.turns:
+        return HttpResponse("")  # empty, so the article shows its own body again
+    context = {"turns": _version_turns(version, number=number, slot=turn_id, request=request), "count": version.count}
+    replaced_by = version.turns[0].replaced_by
+    label = REPLACED_LABELS.get(replaced_by.origin, "Replaced") if replaced_by else "Replaced"
+    return render(request, "agents/_turn_version.html", {**context, "number": number, "replaced_label": label})
+
+
+def _version_turns(version: TurnVersion, *, number: int, slot: str, request: HttpRequest) -> list[str]:
+    """The version's turns drawn: the first with the message's switcher (version `number` of the
+    versions of `slot`), a later one with its own when it was sent again itself."""
+    light = turn_summaries(turns=version.turns, events_of=version.events_of)
+    head = version.turns[0]
+    return [
+        render_turn(
+            turn,
+            version.events_of[turn.id],
+            latest=False,
+            request=request,
+            summary=light.get(turn.id),
+            versions=VersionNav(number=number, count=version.count, slot=slot)
+            if turn is head
+            else nav_of(turn, version.versions),
+        )
+        for turn in version.turns
+    ]

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from aptix.invites import invite_allowed
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
 from aptix.tokens import api_token_create, api_token_list, api_token_revoke, password_change
@@ -72,6 +73,7 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
         "preferences_form": _preferences_form(request.user),
         "token_form": TokenCreateForm(),
         "tokens": api_token_list(user=request.user),
+        "can_invite": invite_allowed(user=request.user),
         **forms_and_more,
     }
     return render(request, "agents/settings.html", context, status=status)

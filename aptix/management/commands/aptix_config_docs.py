@@ -1,5 +1,5 @@
 """`manage.py aptix_config_docs [--check]`: write docs/configuration.md and .env.example from the
-declarations in aptix/env.py (aptix/env_docs.py renders them); with --check, only say whether the
+declarations in aptix/env/ (aptix/env_docs.py renders them); with --check, only say whether the
 committed files are current and fail when they are not."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from aptix.env_docs import REPO_DIR, generated_files
 
 
 class Command(BaseCommand):
-    help = "Generate docs/configuration.md and .env.example from the declarations in aptix/env.py."
+    help = "Generate docs/configuration.md and .env.example from the declarations in aptix/env/."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--check", action="store_true", help="Change nothing; fail if a file is out of date.")

@@ -76,6 +76,9 @@ class Command(BaseCommand):
         parser.add_argument("daphne", nargs=argparse.REMAINDER, help="after --: more options for Daphne")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The deployment checks that read other services (the identity provider's discovery): a serving
+        # process refuses to start without them, other commands (migrate) do not need them.
+        self.check(tags=["identity"], include_deployment_checks=True)
         extra = [a for a in options["daphne"] if a != "--"]
         cli = CommandLineInterface()
         cli.server_class = StartingServer

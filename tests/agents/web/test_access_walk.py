@@ -52,7 +52,7 @@ def session_routes() -> list[URLPattern]:
 
 
 def _kwargs(pattern: URLPattern, session: AgentSession, turn: Turn) -> dict[str, str]:
-    values = {"session_id": session.id, "turn_id": turn.id, "fmt": "json", "path": _image_path(session)}
+    values = {"session_id": session.id, "turn_id": turn.id, "fmt": "json", "path": _image_path(session), "number": "1"}
     return {name: values[name] for name in pattern.pattern.converters}
 
 

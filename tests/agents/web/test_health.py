@@ -100,12 +100,31 @@ def test_a_workers_probe_fails_while_its_event_loop_is_stuck():
 
 
 @pytest.mark.parametrize("path", ["/metrics-nope", "/"])
-def test_the_worker_probe_answers_only_its_two_paths(path):
+def test_the_worker_probe_answers_only_its_paths(path):
     probe = WorkerProbe(LoopWatch(), 0)
     probe.start()
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{probe.port}{path}", timeout=5)
         assert refused.value.code == 404
+    finally:
+        probe.stop()
+
+
+@async_db  # the probe's thread reads the database: committed rows, restored afterwards
+def test_the_worker_probe_serves_its_metrics_to_loopback():
+    """A worker has no web server: its probe port is where its metrics are scraped."""
+    probe = WorkerProbe(LoopWatch(), 0)
+    probe.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{probe.port}/metrics", timeout=10) as response:
+            assert response.status == 200
+            assert b"aptix_turns_finished_total" in response.read()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{probe.port}/metrics", headers={"X-Forwarded-For": "203.0.113.9"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 403
     finally:
         probe.stop()

@@ -1,0 +1,158 @@
+"""Models, agent runs and MCP settings (see aptix/env/__init__.py)."""
+
+from __future__ import annotations
+
+from aptix.envtypes import Choice, Flag, Integer, Number, OptionalText, PositiveInteger, Text
+
+from .sections import AGENT, MCP, MODELS
+
+# --- Models ---------------------------------------------------------------------------------------
+OPENAI_API_KEY = OptionalText(
+    "OPENAI_API_KEY",
+    None,
+    MODELS,
+    "key of an OpenAI-compatible server (OpenAI, Azure OpenAI, Ollama, vLLM, llama.cpp)",
+    secret=True,
+    default_doc="unset (the built-in offline model)",
+)
+OPENAI_BASE_URL = OptionalText(
+    "OPENAI_BASE_URL",
+    None,
+    MODELS,
+    "base URL of that server",
+    default_doc="unset (OpenAI with a key, else the offline model)",
+    example="http://127.0.0.1:11434/v1",
+)
+APTIX_LLM_MODEL = OptionalText(
+    "APTIX_LLM_MODEL", None, MODELS, "model name sent to that server", default_doc="unset", example="gpt-4o-mini"
+)
+APTIX_MODELS_CONFIG = Text(
+    "APTIX_MODELS_CONFIG",
+    "models.json",
+    MODELS,
+    "providers and models (see [Several models](models.md#several-models)); without the file, `OPENAI_*` or the "
+    "offline model",
+)
+APTIX_IMAGE_MODEL = Text(
+    "APTIX_IMAGE_MODEL",
+    "gpt-image-1",
+    MODELS,
+    "Images API model for `image_gen` with a real provider (charts with data are always drawn locally)",
+)
+APTIX_LLM_TIMEOUT = Number("APTIX_LLM_TIMEOUT", 60.0, MODELS, "seconds before a model call times out")
+APTIX_LLM_MAX_RETRIES = Integer("APTIX_LLM_MAX_RETRIES", 2, MODELS, "SDK retries on 429/5xx/connection errors")
+
+# --- Agent runs -----------------------------------------------------------------------------------
+APTIX_MAX_STEPS = Integer("APTIX_MAX_STEPS", 10, AGENT, "model calls per Agent turn", minimum=1)
+APTIX_MAX_REPEATS = Integer(
+    "APTIX_MAX_REPEATS",
+    2,
+    AGENT,
+    "replies in a row that only repeat tool calls already made in the turn before the run stops and answers",
+    minimum=1,
+)
+APTIX_TOKEN_BUDGET = Integer("APTIX_TOKEN_BUDGET", 200_000, AGENT, "tokens per Agent run", minimum=1)
+APTIX_MAX_TOOLS = Integer(
+    "APTIX_MAX_TOOLS",
+    128,
+    AGENT,
+    "tool schemas per model request (OpenAI refuses more than 128); beyond it, the pinned tools (`agent_change_mode`, "
+    "internal tools, MCP tools the policy names) and whole MCP servers in `mcp.json` order while they fit are "
+    "offered, the other allowed tools on demand through `tool_search`",
+    minimum=1,
+)
+APTIX_TOOL_SCHEMA_SHARE = Number(
+    "APTIX_TOOL_SCHEMA_SHARE",
+    0.25,
+    AGENT,
+    "share of the model's context the allowed tools' schemas may take; beyond it (or APTIX_MAX_TOOLS) the request "
+    "offers the pinned tools, `tool_search` and whole MCP servers that fit, and the tools it finds from the next "
+    "step on",
+    minimum=0.01,
+)
+APTIX_TOOL_SEARCH_RESULTS = Integer(
+    "APTIX_TOOL_SEARCH_RESULTS", 8, AGENT, "tools one `tool_search` call returns (ranked by BM25)", minimum=1
+)
+APTIX_TOOL_RESULT_CHARS = Integer(
+    "APTIX_TOOL_RESULT_CHARS",
+    40_000,
+    AGENT,
+    "characters of a tool result the model gets; the rest is cut with a marker saying how much",
+    minimum=100,
+)
+APTIX_TOOL_RESULT_STORE_CHARS = Integer(
+    "APTIX_TOOL_RESULT_STORE_CHARS", 200_000, AGENT, "characters of a tool result the trace keeps", minimum=100
+)
+APTIX_CONTEXT_TOKENS = Integer(
+    "APTIX_CONTEXT_TOKENS",
+    32_000,
+    AGENT,
+    "tokens a request may fill; earlier turns (with their tool calls and results) go newest first until it is "
+    "full (a model's `contextTokens` in the models file wins)",
+    minimum=1_000,
+)
+APTIX_REPLY_TOKENS = Integer(
+    "APTIX_REPLY_TOKENS", 4_096, AGENT, "room kept for the reply (at most a quarter of the context)", minimum=1
+)
+APTIX_ASK_FOLLOWUP = Flag(
+    "APTIX_ASK_FOLLOWUP", False, AGENT, "Ask execution: one follow-up model call after internal tool results"
+)
+APTIX_AUTO_TITLES = Flag(
+    "APTIX_AUTO_TITLES",
+    True,
+    AGENT,
+    "after a session's first answer, name it with one small extra model call (not with the offline model); "
+    "false: the first message names it",
+)
+APTIX_MODE_CHANGE_CONSENT = Choice(
+    "APTIX_MODE_CHANGE_CONSENT",
+    "ask",
+    AGENT,
+    "`ask`: a model's mode change waits for the user's consent (TUL-007 §4.3); `trust`: it happens at once",
+    choices=("ask", "trust"),
+)
+
+# --- MCP ------------------------------------------------------------------------------------------
+APTIX_MCP_CONFIG = Text(
+    "APTIX_MCP_CONFIG",
+    "mcp.json",
+    MCP,
+    "MCP servers launched at start-up (Claude Desktop / Cursor `mcpServers` format), relative to the repository "
+    "unless absolute",
+)
+APTIX_MCP_AUTOSTART = Flag(
+    "APTIX_MCP_AUTOSTART",
+    True,
+    MCP,
+    "start the MCP servers when a web or worker process starts (`manage.py mcp_status` checks them)",
+)
+APTIX_DEMO_DB = OptionalText(
+    "APTIX_DEMO_DB",
+    None,
+    MCP,
+    "where `manage.py demo_data` writes the demo database",
+    default_doc="`var/demo.sqlite3` in the repository",
+)
+SQL_SERVER = 'the `sql` server\'s `"env"` in `mcp.json`'
+APTIX_SQL_MAX_ROWS = PositiveInteger(
+    "APTIX_SQL_MAX_ROWS", 200, MCP, "rows per result of the SQL MCP server", child_process=SQL_SERVER
+)
+APTIX_SQL_TIMEOUT_MS = PositiveInteger(
+    "APTIX_SQL_TIMEOUT_MS", 5000, MCP, "milliseconds per call of the SQL MCP server", child_process=SQL_SERVER
+)
+APTIX_SQL_MAX_BYTES = PositiveInteger(
+    "APTIX_SQL_MAX_BYTES",
+    16 << 20,
+    MCP,
+    "bytes per result of the SQL MCP server (16 MiB; a longer result is cut with a footer saying so)",
+    child_process=SQL_SERVER,
+)
+APTIX_SQL_MEMORY_MB = PositiveInteger(
+    "APTIX_SQL_MEMORY_MB",
+    1024,
+    MCP,
+    "the SQL MCP server process's address space in MiB (`RLIMIT_AS`; at least 128, the server runs in about 100)",
+    minimum=128,  # Python, the MCP SDK and a driver start in about 100 MiB of address space
+    unit="MiB",
+    child_process=SQL_SERVER,
+)

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from . import views
+
+urlpatterns = [
+    path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("test/user/", views.user),
+    path("test/rotate/", views.rotate),
+    path("test/key/", views.key),
+]
