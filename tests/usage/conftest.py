@@ -3,6 +3,8 @@ a stand-in MCP tool, and a models configuration with a price."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agents.llm import catalog
@@ -13,20 +15,25 @@ from tools.registry import mcp_registry
 
 
 @pytest.fixture
-def priced_models():
-    """The default model ("priced", $2.50 / $10 per million tokens) and one without a price."""
-    catalog._config["current"] = catalog.parse_models_config(
-        {
-            "providers": {"p": {"baseUrl": "http://model.invalid/v1"}},
-            "models": {
-                "priced": {"provider": "p", "price": {"input": 2.5, "output": 10}},
-                "free": {"provider": "p"},
-            },
-            "default": "priced",
-        },
-        environ={},
+def priced_models(tmp_path, settings):
+    """The default model ("priced", $2.50 / $10 per million tokens) and one without a price, from a
+    models.json as a deployment has it."""
+    path = tmp_path / "models.json"
+    path.write_text(
+        json.dumps(
+            {
+                "providers": {"p": {"baseUrl": "http://model.invalid/v1"}},
+                "models": {
+                    "priced": {"provider": "p", "price": {"input": 2.5, "output": 10}},
+                    "free": {"provider": "p"},
+                },
+                "default": "priced",
+            }
+        )
     )
-    yield catalog._config["current"]
+    settings.APTIX_MODELS_CONFIG = str(path)
+    catalog.reset_models_config()
+    yield catalog.models_config()
     catalog.reset_models_config()
 
 
