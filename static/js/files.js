@@ -214,17 +214,15 @@
     e.stopImmediatePropagation();
     say("Wait for the files to finish uploading, then send.");
   }, true);
-  // Sent: the uploaded files went with the message; those that failed stay to be removed.
+  // Sent: the uploaded files went with the message; those that failed stay to be removed. (Before the
+  // answer is swapped in: it redraws the composer, and events of the old one no longer reach the page.)
   var sent = [];
   document.addEventListener("htmx:beforeRequest", function (e) {
     if (e.detail.elt && e.detail.elt.id === "composer") sent = chips.filter(function (c) { return c.fileId; });
   });
-  document.addEventListener("htmx:afterRequest", function (e) {
+  document.addEventListener("htmx:beforeSwap", function (e) {
     if (!e.detail.elt || e.detail.elt.id !== "composer") return;
-    if (e.detail.successful && e.detail.xhr.status < 300) {
-      chips = chips.filter(function (c) { return sent.indexOf(c) < 0; });
-      draw();
-    }
+    if (e.detail.xhr.status < 300) chips = chips.filter(function (c) { return sent.indexOf(c) < 0; });
     sent = [];
   });
   // A redrawn composer gets the chips back.

@@ -9,8 +9,17 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET, require_POST
+
 from files.models import SessionFile
-from files.services import FileRefused, file_delete, file_describe, file_get, file_open, file_upload
+from files.services import (
+    FileRefused,
+    file_delete,
+    file_describe,
+    file_get,
+    file_open,
+    file_thumbnail_open,
+    file_upload,
+)
 from files.uploads import upload_refusal
 
 from ..fragments import files_panel
@@ -54,8 +63,16 @@ def owned_file_or_404(request: HttpRequest, file_id: str) -> SessionFile:
 @require_GET
 @login_required
 def file_download(request: HttpRequest, file_id: str) -> HttpResponseBase:
-    """The file as it was uploaded, to its owner: a download (an image also shows in the page's <img>)."""
-    return file_response(owned_file_or_404(request, file_id))
+    """The file as it was uploaded, to its owner: a download (an image also shows in the page's <img>).
+    `?thumb=1`: an image's thumbnail (a message shows it), the file itself when it has none."""
+    stored = owned_file_or_404(request, file_id)
+    thumbnail = file_thumbnail_open(stored) if request.GET.get("thumb") == "1" else None
+    if thumbnail is not None:
+        response = FileResponse(thumbnail, content_type="image/png")
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+    return file_response(stored)
 
 
 def file_response(stored: SessionFile) -> HttpResponseBase:
