@@ -56,7 +56,11 @@ LIMITS = Section(
     "Refusing floods with 429: see [Rate limits](operations.md#rate-limits). Rates are `N/s`, `N/m`, `N/h`, "
     "`N/d` or `N/5m` (any multiple); `off` turns one off.",
 )
-SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS)
+FILES = Section(
+    "Files",
+    "Uploads and queries over them: see [Files](workspace.md#files), [Operations](operations.md#uploaded-files).",
+)
+SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, FILES, LIMITS)
 
 # --- Core -----------------------------------------------------------------------------------------
 SECRET_KEY = OptionalText(
@@ -369,6 +373,22 @@ APTIX_SESSION_PAGE_TURNS = Integer(
     STREAM,
     "turns the session page draws at first; earlier ones load as you scroll up (*Load earlier turns*)",
     minimum=1,
+)
+
+# --- Files ----------------------------------------------------------------------------------------
+APTIX_UPLOAD_MAX_BYTES = Integer("APTIX_UPLOAD_MAX_BYTES", 50 << 20, FILES, "bytes per uploaded file", minimum=1)
+APTIX_UPLOAD_USER_QUOTA = Integer("APTIX_UPLOAD_USER_QUOTA", 1 << 30, FILES, "bytes of files one user keeps", minimum=1)
+APTIX_FILES_QUERY_TIMEOUT = Number("APTIX_FILES_QUERY_TIMEOUT", 10.0, FILES, "seconds per `files_query`", minimum=0.01)
+APTIX_FILES_QUERY_MEMORY_MB = Integer(
+    "APTIX_FILES_QUERY_MEMORY_MB", 512, FILES, "MiB DuckDB may use per `files_query` and table upload", minimum=64
+)
+APTIX_FILES_QUERY_THREADS = Integer(
+    "APTIX_FILES_QUERY_THREADS", 2, FILES, "threads per `files_query` and table upload", minimum=1
+)
+APTIX_FILES_MAX_ROWS = Integer("APTIX_FILES_MAX_ROWS", 10_000_000, FILES, "rows per uploaded table", minimum=1)
+APTIX_FILES_MAX_COLUMNS = Integer("APTIX_FILES_MAX_COLUMNS", 1000, FILES, "columns per uploaded table", minimum=1)
+APTIX_FILES_MAX_UNZIPPED = Integer(
+    "APTIX_FILES_MAX_UNZIPPED", 256 << 20, FILES, "bytes an XLSX or DOCX may decompress to (zip bombs)", minimum=1
 )
 
 # --- Rate limits and login lockout ----------------------------------------------------------------

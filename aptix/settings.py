@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "modes",
+    "files",
     "tools",
     "agents",
 ]
@@ -194,6 +195,22 @@ STORAGES = {
 }
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 WHITENOISE_USE_FINDERS = True  # serve straight from static/ too, so a missed collectstatic still works
+
+# Uploads (files/uploads.py): every uploaded file streams to a temporary file and the upload stops at
+# APTIX_UPLOAD_MAX_BYTES, so no upload is ever held whole in memory.
+FILE_UPLOAD_HANDLERS = ["files.uploads.LimitedUploadHandler"]
+APTIX_UPLOAD_MAX_BYTES = read(env.APTIX_UPLOAD_MAX_BYTES)
+APTIX_UPLOAD_USER_QUOTA = read(env.APTIX_UPLOAD_USER_QUOTA)
+# Model-written SQL over the uploaded tables (files/sandbox.py): per query.
+APTIX_FILES_QUERY_TIMEOUT = read(env.APTIX_FILES_QUERY_TIMEOUT)
+APTIX_FILES_QUERY_MEMORY_MB = read(env.APTIX_FILES_QUERY_MEMORY_MB)
+APTIX_FILES_QUERY_THREADS = read(env.APTIX_FILES_QUERY_THREADS)
+# Shapes refused at ingestion (files/ingest): absurd tables and zip bombs.
+APTIX_FILES_MAX_ROWS = read(env.APTIX_FILES_MAX_ROWS)
+APTIX_FILES_MAX_COLUMNS = read(env.APTIX_FILES_MAX_COLUMNS)
+APTIX_FILES_MAX_UNZIPPED = read(env.APTIX_FILES_MAX_UNZIPPED)
+# Local copies of stored DuckDB files when the storage is not a local directory (files/storage.py).
+FILES_CACHE_DIR = VAR_DIR / "files-cache"
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
