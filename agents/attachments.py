@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 from django.core.exceptions import ValidationError
+
 from files.models import SessionFile
 from files.services import file_describe, files_attach
 

@@ -12,12 +12,12 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
-from files.models import SessionFile
-from files.services import FileRefused, file_delete, file_describe, file_get, file_upload
-from files.uploads import upload_refusal
 
 from agents.sessions import SessionNotFoundError, session_get
 from aptix.bearer import RateLimited, bearer_user
+from files.models import SessionFile
+from files.services import FileRefused, file_delete, file_describe, file_get, file_upload
+from files.uploads import upload_refusal
 
 from .api_support import ApiError
 from .views.files import file_response

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.template.loader import render_to_string
-from files.services import session_files
 
 from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
 from agents.selectors import mode_model, session_waiting, turns_replaced
+from files.services import session_files
 from modes.catalog import active_modes
 
 from .timeline import render_turn

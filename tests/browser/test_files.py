@@ -13,7 +13,8 @@ from asgiref.sync import sync_to_async
 
 from files.models import SessionFile
 from tests.helpers import async_db
-from tests.helpers.file_uploads import ELF_AS_CSV, SALES_CSV, png_bytes
+from tests.helpers.file_uploads import SALES_CSV
+from tests.helpers.files import executable_bytes, png_bytes
 
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect, open_session, send, turn_ended, turns
@@ -120,7 +121,7 @@ async def test_drop_and_paste_attach_and_the_message_shows_its_files(sign_in, al
     await expect(chips(page)).to_have_count(2)
     await expect(chips(page).nth(1)).to_have_class(re.compile(r"\bdone\b"))
     picture = tmp_path / "dot.png"
-    picture.write_bytes(png_bytes(40, 30))
+    picture.write_bytes(png_bytes((40, 30)))
     await page.locator("#attach-input").set_input_files(str(picture))
     await expect(chips(page).nth(2)).to_have_class(re.compile(r"\bdone\b"))
     await page.screenshot(path=str(ARTIFACTS / "files-chips.png"))
@@ -161,7 +162,7 @@ async def test_a_refused_upload_says_why_on_its_chip(sign_in, alice, make_sessio
     page = await sign_in(alice)
     await open_session(page, session.id)
     program = tmp_path / "report.csv"
-    program.write_bytes(ELF_AS_CSV)
+    program.write_bytes(executable_bytes())
     huge = tmp_path / "huge.csv"
     huge.write_bytes(big_csv(60_000))  # over the module's limit
     await page.locator("#attach-input").set_input_files([str(program), str(huge)])

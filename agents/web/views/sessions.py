@@ -14,8 +14,6 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
-from files.models import SessionFile
-from files.services import file_describe, file_get, session_files
 
 from agents.attachments import CODE_NO_FILE, MAX_FILES_PER_MESSAGE
 from agents.conversations import session_start
@@ -27,6 +25,8 @@ from agents.turns import error_code
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
+from files.models import SessionFile
+from files.services import file_describe, file_get, session_files
 from modes.catalog import active_modes, default_mode_key
 
 from ..forms import SessionCreateForm

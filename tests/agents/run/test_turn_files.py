@@ -15,8 +15,11 @@ from agents.models import Turn
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_start
 from tests.helpers import async_db
-from tests.helpers.file_uploads import png_bytes, upload_as
-from tests.helpers.files import media  # noqa: F401 - uploads go to a temporary media directory
+from tests.helpers.file_uploads import upload_as
+from tests.helpers.files import (
+    media,  # noqa: F401 - uploads go to a temporary media directory
+    png_bytes,
+)
 from tests.helpers.scripted_model import openai_client
 
 

@@ -15,8 +15,13 @@ from agents.sessions import session_create
 from aptix.tokens import api_token_create
 from files.models import SessionFile
 from tests.helpers import ServerLikeAsyncClient, async_db
-from tests.helpers.file_uploads import ELF_AS_CSV, SALES_CSV, png_bytes, upload_as, uploaded
-from tests.helpers.files import media  # noqa: F401 - uploads go to a temporary media directory
+from tests.helpers.file_uploads import SALES_CSV, upload_as
+from tests.helpers.files import (
+    executable_bytes,
+    media,  # noqa: F401 - uploads go to a temporary media directory
+    png_bytes,
+    uploaded,
+)
 
 FILES = "/api/v1/files"
 EXECUTE = "/api/v1/agent/execute"
@@ -63,7 +68,7 @@ def test_upload_describes_the_file(alice, team_a):
 @pytest.mark.django_db
 def test_upload_errors_are_the_apis(alice, carol, team_b, settings):
     token = _token(alice)
-    refused = _upload(token, "sales.csv", ELF_AS_CSV)
+    refused = _upload(token, "sales.csv", executable_bytes())
     assert refused.status_code == 415 and refused.json()["error"]["field"] == "file"
     missing = Client().post(FILES, {}, headers=_auth(token))
     assert missing.status_code == 400 and missing.json()["error"]["field"] == "file"

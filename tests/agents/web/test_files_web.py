@@ -15,8 +15,13 @@ from agents.runner import get_runner
 from agents.sessions import session_create
 from files.models import SessionFile
 from tests.helpers import ServerLikeAsyncClient, async_db
-from tests.helpers.file_uploads import ELF_AS_CSV, SALES_CSV, png_bytes, upload_as, uploaded
-from tests.helpers.files import media  # noqa: F401 - uploads go to a temporary media directory
+from tests.helpers.file_uploads import SALES_CSV, upload_as
+from tests.helpers.files import (
+    executable_bytes,
+    media,  # noqa: F401 - uploads go to a temporary media directory
+    png_bytes,
+    uploaded,
+)
 
 
 def _signed_in(client, user, password):
@@ -27,7 +32,7 @@ def _signed_in(client, user, password):
 @pytest.mark.django_db
 def test_the_composer_uploads_a_file_and_gets_its_description(client, alice, password):
     _signed_in(client, alice, password)
-    response = client.post(reverse("file-upload"), {"file": uploaded()})
+    response = client.post(reverse("file-upload"), {"file": uploaded("sales.csv", SALES_CSV)})
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["name"] == "sales.csv" and body["kind"] == "table" and body["size"] == len(SALES_CSV)
@@ -43,10 +48,10 @@ def test_the_composer_uploads_a_file_and_gets_its_description(client, alice, pas
 @pytest.mark.django_db
 def test_an_upload_refused_says_why_with_its_status(client, alice, password, settings):
     _signed_in(client, alice, password)
-    refused = client.post(reverse("file-upload"), {"file": uploaded("sales.csv", ELF_AS_CSV)})
+    refused = client.post(reverse("file-upload"), {"file": uploaded("sales.csv", executable_bytes())})
     assert refused.status_code == 415 and refused.json()["error"]["message"]
     settings.APTIX_UPLOAD_MAX_BYTES = 10
-    too_big = client.post(reverse("file-upload"), {"file": uploaded()})
+    too_big = client.post(reverse("file-upload"), {"file": uploaded("sales.csv", SALES_CSV)})
     assert too_big.status_code == 413 and "10 bytes" in too_big.json()["error"]["message"]
     missing = client.post(reverse("file-upload"), {})
     assert missing.status_code == 400 and "'file'" in missing.json()["error"]["message"]
@@ -57,10 +62,10 @@ def test_an_upload_refused_says_why_with_its_status(client, alice, password, set
 def test_uploading_needs_a_signed_in_user_and_the_csrf_token(alice, password):
     from django.test import Client
 
-    anonymous = Client().post(reverse("file-upload"), {"file": uploaded()})
+    anonymous = Client().post(reverse("file-upload"), {"file": uploaded("sales.csv", SALES_CSV)})
     assert anonymous.status_code == 401 and "Sign in" in anonymous.json()["error"]["message"]
     strict = _signed_in(Client(enforce_csrf_checks=True), alice, password)
-    assert strict.post(reverse("file-upload"), {"file": uploaded()}).status_code == 403
+    assert strict.post(reverse("file-upload"), {"file": uploaded("sales.csv", SALES_CSV)}).status_code == 403
     assert SessionFile.objects.count() == 0
 
 
