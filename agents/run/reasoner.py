@@ -150,6 +150,7 @@ class Reasoner:
             client_tools=client_tools,
             mcp=self.mcp,
             context_tokens=run.llm.context_tokens,
+            session_has_files=loaded.has_files,
         )
         selection = select()
         if selection.on_demand and (remembered := await remembered_tools(turn.session_id, turn.index)):
