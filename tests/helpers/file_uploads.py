@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.helpers.files import uploaded
 
-SALES_CSV = b"region,q2,q3\nNorth,100,120\nSouth,80,120\nEast,50,55\nWest,90,81\n"
+SALES_CSV = b"region,q2,q3\nNorth,100,150\nSouth,80,120\nEast,50,55\nWest,90,81\n"
 
 
 def upload_as(user, name: str = "sales.csv", content: bytes = SALES_CSV, session=None):

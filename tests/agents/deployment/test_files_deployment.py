@@ -57,7 +57,7 @@ async def test_a_turn_on_one_web_process_queries_a_file_uploaded_to_the_other(de
     file_id = uploaded.json()["fileId"]
 
     deployment.model.reply("", tool_calls=[("files_query", {"sql": GROWTH})])
-    deployment.model.reply("North grew fastest, by 20.")
+    deployment.model.reply("North grew fastest, by 50.")
     async with httpx2.AsyncClient(base_url=second.url, timeout=60) as client:
         response = await client.post(
             "/api/v1/agent/execute",
@@ -66,9 +66,9 @@ async def test_a_turn_on_one_web_process_queries_a_file_uploaded_to_the_other(de
         )
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["status"] == "completed" and body["answer"] == "North grew fastest, by 20."
+    assert body["status"] == "completed" and body["answer"] == "North grew fastest, by 50."
     turn = await Turn.objects.aget(pk=body["turnId"])
     assert turn.worker  # a worker ran it, not the web process
     result = await TurnEvent.objects.aget(turn=turn, type="tool.result")
-    assert result.payload["ok"] and "North" in result.payload["result"] and "20" in result.payload["result"]
+    assert result.payload["ok"] and "North" in result.payload["result"] and "50" in result.payload["result"]
     assert (await SessionFile.objects.aget(pk=file_id)).session_id == session.id

@@ -129,7 +129,7 @@ async def _execute(token: str, body: dict):
 async def test_execute_attaches_the_files_to_the_message(llm, model, alice):
     token = await sync_to_async(_token)(alice)
     table = await sync_to_async(upload_as)(alice)
-    model.reply("The North grew by 20.")
+    model.reply("The North grew by 50.")
     status, body = await _execute(token, {"message": "Which region grew fastest?", "files": [table.id]})
     assert status == 200, body
     turn = await Turn.objects.aget(pk=body["turnId"])
