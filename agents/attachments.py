@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from files.models import SessionFile
 from files.services import file_describe, files_attach
 
+from .llm.images import FILES_NOTE
 from .models import AgentSession
 
 MAX_FILES_PER_MESSAGE = 20
@@ -96,7 +97,7 @@ def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False
     the current message's images with it: `user_message`; an earlier message's are not sent again)."""
     if not files:
         return ""
-    lines = ["", "", "[Attached files]"]
+    lines = []
     for f in files:
         named = f"- {f['name']} (file id {f['fileId']}):"
         if f["kind"] == "table":
@@ -111,7 +112,7 @@ def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False
             lines.append(f"{named} an image, attached below.")
         else:
             lines.append(f"{named} an image. This model cannot see images: say so if the user asks about it.")
-    return "\n".join(lines)
+    return FILES_NOTE + "\n".join(lines)
 
 
 def user_message(text: str, files: list[AttachedFile], *, vision: bool) -> dict[str, Any]:
