@@ -49,7 +49,16 @@ _cache_lock = threading.Lock()
 
 
 def words(text: str) -> list[str]:
-    return [w.lower() for w in WORD.findall(text)]
+    """The words of `text` for ranking: lower case, plurals folded ("hotels" finds "hotel")."""
+    return [_stem(w.lower()) for w in WORD.findall(text)]
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
 
 
 def document_pages(data_name: str) -> list[dict[str, Any]]:
