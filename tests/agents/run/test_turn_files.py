@@ -6,15 +6,17 @@ documents are named with the tool that reads them; later turns still name an ear
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 from asgiref.sync import sync_to_async
 
 from agents.conversations import turn_resend
-from agents.llm import LLMClient
+from agents.llm import LLMClient, build_llm_client
 from agents.models import Turn
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_start
 from tests.helpers import async_db
+from tests.helpers.events import events_of
 from tests.helpers.file_uploads import upload_as
 from tests.helpers.files import (
     media,  # noqa: F401 - uploads go to a temporary media directory
@@ -69,3 +71,23 @@ async def test_another_model_is_told_it_cannot_see_the_image(llm, model, make_se
     model.reply("Again.")
     retried = await sync_to_async(turn_resend)(session=session, turn_id=first.id, kind="edit", text="Look again")
     assert [f["fileId"] for f in retried.files] == [picture.id]
+
+
+@async_db
+async def test_the_offline_model_answers_from_the_files_a_message_carries(make_session, alice, monkeypatch):
+    """The sample table and policy PDF sent with the message (not uploaded into the session first):
+    the note naming them, the PDF's among them, does not turn a question about the table into reading."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    offline = build_llm_client()
+    session = await make_session(mode="data-analysis", execution="agent")
+    samples = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
+    table = await sync_to_async(upload_as)(alice, "quarterly_sales.csv", (samples / "quarterly_sales.csv").read_bytes())
+    policy = await sync_to_async(upload_as)(alice, "travel_policy.pdf", (samples / "travel_policy.pdf").read_bytes())
+    try:
+        turn = await _run(offline, session, "Which region grew fastest?", [table.id, policy.id])
+    finally:
+        await offline.client.close()
+    assert turn.status == "completed", turn.error
+    assert turn.answer.startswith("**West** grew fastest")
+    assert [e["name"] for e in await events_of(turn, "tool.result")] == ["files_list", "files_query", "image_gen"]
