@@ -7,6 +7,7 @@ pages stay free of axe violations."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -22,6 +23,7 @@ from .live import ARTIFACTS, expect, open_session, send, turn_ended, turns
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
 
 UPLOAD_LIMIT = 600_000
+SAMPLES = Path(__file__).resolve().parents[2] / "aptix" / "demo_data"
 
 # Every upload's progress events, as the page's XHR saw them (an init script: the CSP forbids inline code).
 PROGRESS_PROBE = """
@@ -190,3 +192,27 @@ async def test_the_new_session_composer_attaches_before_the_session_exists(sign_
     await expect(turns(page).first.locator(".turn-file")).to_contain_text("sales.csv")
     stored = await SessionFile.objects.aget(pk=file_id)
     assert stored.session_id and page.url.endswith(f"/sessions/{stored.session_id}/")
+
+
+async def test_the_readme_tour_attach_the_sample_csv_and_ask_which_region_grew_fastest(sign_in, alice):
+    """A new user's first files question, as the README's tour has it, with the built-in offline model:
+    the sample CSV attached on the new-session page, Data Analysis and Agent, "which region grew
+    fastest?": the right region, its figures and a chart."""
+    page = await sign_in(alice)
+    await page.select_option("#id_mode", "data-analysis")
+    await page.locator("#new-session").get_by_text("Agent", exact=True).click()
+    async with page.expect_file_chooser() as chooser_info:
+        await page.get_by_role("button", name="Attach files").click()
+    await (await chooser_info.value).set_files(str(SAMPLES / "quarterly_sales.csv"))
+    await expect(chips(page).first).to_have_class(re.compile(r"\bdone\b"))
+    await send(page, "which region grew fastest?")
+    await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
+    turn = turns(page).first
+    await turn_ended(turn)
+    answer = turn.locator(".answer")
+    await expect(answer).to_contain_text("West grew fastest: from 60000 to 93000 (+33000, 55.0%)")
+    chart = turn.locator(".answer img, .item-image img").first
+    await expect(chart).to_be_visible()
+    await page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=await chart.element_handle())
+    await expect(turn.locator(".tool-card .tool-name")).to_contain_text(["files_list", "files_query", "image_gen"])
+    await expect(turn.locator(".turn-file")).to_contain_text("quarterly_sales.csv")
