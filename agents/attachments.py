@@ -5,7 +5,7 @@ the message's turn they are attached to its session (files/services.py `files_at
 another user, or already in another session, is refused as not found) and kept on the turn as
 `Turn.files`: one `AttachedFile` per file, what the page shows of it (name, size, kind, a table's first
 rows, a document's pages) as it was when sent, so the turn reads the same after the file is deleted
-(the export lists them too). The model is told of them with the message (`message_with_files`)."""
+(the export lists them too). The model is told of them with the message (`user_message`)."""
 
 from __future__ import annotations
 

@@ -78,12 +78,11 @@ def file_download(request: HttpRequest, file_id: str) -> HttpResponseBase:
 def file_response(stored: SessionFile) -> HttpResponseBase:
     """A stored file as a download: never rendered inline as anything but an image (whose kind was
     decided by its content), never sniffed."""
-    describe = file_describe(stored)
-    image = describe["kind"] == "image"
+    image = stored.kind == SessionFile.Kind.IMAGE
     response = FileResponse(
         file_open(stored),
         as_attachment=True,
-        filename=describe["name"],
+        filename=stored.name,
         content_type=f"image/{stored.format}" if image else "application/octet-stream",
     )
     response["X-Content-Type-Options"] = "nosniff"
