@@ -210,3 +210,19 @@ async def test_the_export_lists_each_turns_files(llm, model, team_a, alice, pass
     assert files[0]["url"].endswith(reverse("file-download", args=[table.id])) and files[0]["tables"][0]["rows"] == 4
     markdown = (await client.get(reverse("session-export", args=[session.id, "md"]))).content.decode()
     assert "**Files:**" in markdown and "[sales.csv](http://testserver/files/" in markdown and "4 rows" in markdown
+
+
+@pytest.mark.django_db
+def test_every_tab_sees_the_files_a_message_carried(team_a, alice):
+    """The stream draws a turn that carried files with them, and redraws the Files panel (a message
+    sent from another tab, or through the API)."""
+    from agents.turns import turn_start
+    from agents.web.live import LiveRenderer
+
+    session = session_create(team=team_a, user=alice, execution="ask")
+    table = upload_as(alice)
+    turn = turn_start(session=session, text="Sum it", files=[table.id])
+    started = {"mode": "general", "execution": "ask", "model": "offline", "max_steps": 1, "tool_kinds": {}}
+    html = LiveRenderer(session).render(turn, "turn.started", started, 1)
+    assert 'class="turn-files"' in html and 'id="files-body" hx-swap-oob="true"' in html
+    assert reverse("file-download", args=[table.id]) in html
