@@ -10,6 +10,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import storage
@@ -50,9 +51,10 @@ _cache_lock = threading.Lock()
 
 def words(text: str) -> list[str]:
     """The words of `text` for ranking: lower case, plurals folded ("hotels" finds "hotel")."""
-    return [_stem(w.lower()) for w in WORD.findall(text)]
+    return [_stem(w) for w in WORD.findall(text.lower())]
 
 
+@lru_cache(maxsize=65536)  # a document repeats its words: each is folded once
 def _stem(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"

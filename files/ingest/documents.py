@@ -1,4 +1,4 @@
-"""Documents: their text by page (PDF, through pypdf) or by section (DOCX through python-docx, split
+"""Documents: their text by page (PDF, through PDFium or pypdf) or by section (DOCX through python-docx, split
 at headings; Markdown at headings; HTML at h1-h3; plain text in blocks of paragraphs), stored as one
 JSON file that files_read pages through and searches (files/search.py)."""
 
@@ -56,6 +56,32 @@ def _page(number: int, title: str | None, text: str) -> dict[str, Any]:
 
 
 def _pdf_pages(path: str) -> list[dict[str, Any]]:
+    """A PDF's text page by page: through PDFium (pypdfium2, fast) where it is installed, else pypdf."""
+    try:
+        import pypdfium2
+    except ImportError:
+        return _pdf_pages_pypdf(path)
+    try:
+        document = pypdfium2.PdfDocument(path)
+    except pypdfium2.PdfiumError as exc:  # encrypted, damaged or not a PDF after all
+        raise ValueError(str(exc)) from None
+    try:
+        count = len(document)
+        if count > MAX_PAGES:
+            raise ValueError(f"it has {count} pages; at most {MAX_PAGES} are accepted")
+        pages = []
+        for index in range(count):
+            page = document[index]
+            text = page.get_textpage()
+            pages.append(_page(index + 1, None, text.get_text_range().replace("\r\n", "\n")))
+            text.close()
+            page.close()
+        return pages
+    finally:
+        document.close()
+
+
+def _pdf_pages_pypdf(path: str) -> list[dict[str, Any]]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 

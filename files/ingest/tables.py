@@ -78,13 +78,14 @@ def ingest_table(path: str, sniffed: Sniffed, name: str, workdir: Path) -> Inges
 
 
 def connect_for_ingest(database: Path, workdir: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection to write one file's tables, within the query limits (memory, threads;
-    spilling to `workdir`), with no extension installed or loaded on the way."""
+    """A DuckDB connection to write one file's tables, within APTIX_FILES_INGEST_MEMORY_MB (spilling
+    to `workdir`: a web process takes uploads) and the query threads, with no extension installed or
+    loaded on the way."""
     return duckdb.connect(
         str(database),
         config={
             "threads": settings.APTIX_FILES_QUERY_THREADS,
-            "memory_limit": f"{settings.APTIX_FILES_QUERY_MEMORY_MB}MB",
+            "memory_limit": f"{settings.APTIX_FILES_INGEST_MEMORY_MB}MB",
             "temp_directory": str(workdir / "spill"),
             "preserve_insertion_order": True,
             "autoinstall_known_extensions": False,

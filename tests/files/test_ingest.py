@@ -4,6 +4,8 @@ image; a renamed executable, a mismatched name and a zip bomb are refused."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from files.errors import FileRefused
@@ -65,6 +67,12 @@ def test_a_pdf_is_read_by_page_and_searchable(alice):
     pages = document_pages(upload.data_name)
     assert "Uploads go to object storage." in pages[1]["text"]
     assert best_passages(upload.data_name, "object storage")[0].page == 2
+
+
+def test_a_pdf_is_read_by_pypdf_where_pdfium_is_missing(alice, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # `import pypdfium2` raises ImportError
+    upload = file_upload(owner=alice, uploaded=uploaded("memo.pdf", pdf_bytes(["First page", "Second page"])))
+    assert [p["text"] for p in document_pages(upload.data_name)] == ["First page", "Second page"]
 
 
 def test_a_docx_is_read_by_section(alice):
