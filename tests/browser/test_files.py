@@ -194,17 +194,18 @@ async def test_the_new_session_composer_attaches_before_the_session_exists(sign_
     assert stored.session_id and page.url.endswith(f"/sessions/{stored.session_id}/")
 
 
-async def test_the_readme_tour_attach_the_sample_csv_and_ask_which_region_grew_fastest(sign_in, alice):
-    """A new user's first files question, as the README's tour has it, with the built-in offline model:
-    the sample CSV attached on the new-session page, Data Analysis and Agent, "which region grew
-    fastest?": the right region, its figures and a chart."""
+async def test_the_readme_tour_attach_the_samples_and_ask_which_region_grew_fastest(sign_in, alice):
+    """A new user's first files questions, as the README's tour has them, with the built-in offline
+    model: the sample CSV and PDF attached on the new-session page, Data Analysis and Agent, "which
+    region grew fastest?": the right region, its figures and a chart; then the policy on hotels."""
     page = await sign_in(alice)
     await page.select_option("#id_mode", "data-analysis")
     await page.locator("#new-session").get_by_text("Agent", exact=True).click()
     async with page.expect_file_chooser() as chooser_info:
         await page.get_by_role("button", name="Attach files").click()
-    await (await chooser_info.value).set_files(str(SAMPLES / "quarterly_sales.csv"))
-    await expect(chips(page).first).to_have_class(re.compile(r"\bdone\b"))
+    samples = [str(SAMPLES / "quarterly_sales.csv"), str(SAMPLES / "travel_policy.pdf")]
+    await (await chooser_info.value).set_files(samples)
+    await expect(page.locator("#new-session .file-chip.done")).to_have_count(2)
     await send(page, "which region grew fastest?")
     await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
     turn = turns(page).first
@@ -215,4 +216,11 @@ async def test_the_readme_tour_attach_the_sample_csv_and_ask_which_region_grew_f
     await expect(chart).to_be_visible()
     await page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=await chart.element_handle())
     await expect(turn.locator(".tool-card .tool-name")).to_contain_text(["files_list", "files_query", "image_gen"])
-    await expect(turn.locator(".turn-file")).to_contain_text("quarterly_sales.csv")
+    await expect(turn.locator(".turn-file")).to_contain_text(["quarterly_sales.csv", "travel_policy.pdf"])
+    await expect(turn.locator(".turn-file").nth(1)).to_contain_text("pages")  # the document's page count
+
+    await send(page, "What does the travel policy say about hotels?")
+    second = turns(page).nth(1)
+    await turn_ended(second)
+    await expect(second.locator(".answer")).to_contain_text("180 euros a night")
+    await expect(second.locator(".tool-card .tool-name")).to_contain_text(["files_list", "files_read"])
