@@ -23,6 +23,7 @@ from . import storage
 from .errors import FileRefused, size_text, too_large
 from .ingest import ingest
 from .models import FileAudit, SessionFile
+from .search import forget
 from .sniff import sniff
 
 __all__ = [
@@ -45,8 +46,10 @@ NAME_CHARS = 255
 
 def file_upload(*, owner: Any, uploaded: Any, session: Any = None) -> SessionFile:
     """Store and ingest an uploaded file (a Django UploadedFile or File: streamed, never read whole)
-    for `owner`, attached to `session` when given (a session the caller checked `owner` may write to).
+    for `owner`, attached to `session` when given (`owner`'s own session, else DoesNotExist).
     FileRefused: 413 too large or over the quota, 415 not a kind we take, 422 unreadable."""
+    if session is not None and getattr(session, "user_id", None) != owner.pk:
+        raise SessionFile.DoesNotExist("No such session.")  # files are the session owner's alone
     name = clean_name(getattr(uploaded, "name", "") or "upload")
     size = uploaded.size if uploaded.size is not None else None
     limit = settings.APTIX_UPLOAD_MAX_BYTES
@@ -270,6 +273,7 @@ def _attach(upload: SessionFile, session: Any) -> None:
 def _drop_content(upload: SessionFile) -> None:
     for name in (upload.storage_name, upload.data_name):
         storage.delete(name)
+    forget(upload.data_name)  # a document's passages kept by this process
     upload.deleted_at = timezone.now()
     upload.save(update_fields=["deleted_at"])
 

@@ -86,6 +86,8 @@ def test_attach_refuses_a_file_of_another_user_or_session(alice, bob, session, m
     assert SessionFile.objects.get(pk=mine.pk).session_id is None  # all or nothing
     with pytest.raises(SessionFile.DoesNotExist):  # a session that is not the user's
         files_attach(bob, [bobs.pk], session)
+    with pytest.raises(SessionFile.DoesNotExist):  # nor uploaded into one
+        file_upload(owner=bob, uploaded=uploaded("b2.csv", csv_plain()), session=session)
 
 
 def test_delete_drops_the_content_and_keeps_the_metadata_with_an_audit(alice, session):
