@@ -138,6 +138,9 @@ class Turn(models.Model):
     # sent, and, on the turns it replaced, the turn that replaced them. Replaced turns stay (audit, the
     # admin, the page shows them as earlier versions) but are no longer part of the conversation the model sees.
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.MESSAGE)
+    # The files the message carried (agents/attachments.py AttachedFile): each as it was when sent, so
+    # the turn reads the same (page, export) after a file is deleted.
+    files = models.JSONField(default=list, blank=True)
     replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces")
 
     class Meta:

@@ -26,6 +26,7 @@ from tools.registry import ToolRegistry, mcp_registry
 
 from .. import turns
 from ..approvals import approvals_request
+from ..attachments import user_message
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
@@ -180,7 +181,7 @@ class Reasoner:
             )
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
         system = {"role": "system", "content": system_prompt}
-        current = {"role": "user", "content": turn.user_message}
+        current = user_message(turn.user_message, turn.files, vision=run.llm.vision)  # and its files
         counter = self._counter(run)
         fixed = counter.tools(selection.schemas) + counter.messages([system, current])
         history = await load_history(turn, counter, max(context_budget(run.llm.context_tokens) - fixed, 0))

@@ -12,6 +12,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 
+from agents.attachments import CODE_NO_FILE
 from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_SESSION_DELETED, CODE_TURN_RUNNING, error_code
 from aptix.bearer import RateLimited, bearer_user
 from aptix.inputs import unstorable_in
@@ -24,6 +25,7 @@ STATUS_OF_CODE = {
     CODE_NOTHING_TO_CONTINUE: 409,
     CODE_SESSION_DELETED: 404,
     CODE_QUOTA: 429,  # the month's usage quota is used up (usage/quotas.py)
+    CODE_NO_FILE: 404,  # a file of another user or session: as if there were none
 }
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, export, health, history, manage, sessions, settings, usage
+from .views import actions, answer, export, files, health, history, manage, sessions, settings, usage
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -31,6 +31,9 @@ urlpatterns = [
     path("sessions/<str:session_id>/archive/", manage.session_archive_view, name="session-archive"),
     path("sessions/<str:session_id>/delete/", manage.session_delete_view, name="session-delete"),
     path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
+    path("files/", files.file_upload_view, name="file-upload"),
+    path("files/<str:file_id>/", files.file_download, name="file-download"),
+    path("files/<str:file_id>/delete/", files.file_delete_view, name="file-delete"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/usage/", usage.settings_usage, name="settings-usage"),
     path("settings/password/", settings.settings_password, name="settings-password"),
