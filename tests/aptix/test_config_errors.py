@@ -52,10 +52,10 @@ def command(request) -> str:
 
 def test_a_models_file_with_an_unknown_key_refuses_start_up(command, tmp_path):
     models = tmp_path / "models.json"
-    models.write_text(json.dumps({"providers": {"p": {}}, "models": {"m": {"provider": "p", "price": 3}}}))
+    models.write_text(json.dumps({"providers": {"p": {}}, "models": {"m": {"provider": "p", "colour": "red"}}}))
     done = start(command, tmp_path, APTIX_MODELS_CONFIG=str(models))
     assert done.returncode != 0
-    assert f'{models}: model "m": unknown key "price"' in done.stderr, done.stderr
+    assert f'{models}: model "m": unknown key "colour"' in done.stderr, done.stderr
 
 
 def test_an_mcp_file_with_a_broken_entry_refuses_start_up(command, tmp_path):
