@@ -20,6 +20,8 @@ INTERNAL_TOOLS: dict[str, str] = {
     "agent_change_mode": "tools.builtin.mode_change.ModeChangeTool",
     "agent_list_modes": "tools.builtin.list_modes.AgentListModesTool",
     "image_gen": "tools.builtin.image_gen.ImageGenTool",
+    "document_write": "tools.builtin.documents.DocumentWriteTool",
+    "document_read": "tools.builtin.documents.DocumentReadTool",
 }
 
 

@@ -45,6 +45,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "tool.progress": {"id": "c1", "name": "agent_list_modes", "progress": 1, "total": 2, "message": "half way"},
     "tool.result": {"id": "c1", "name": "agent_list_modes", "ok": True, "duration_ms": 3.5, "result": '{"modes": []}'},
     "mode.changed": {"previousMode": "general", "newMode": "data-analysis", "reason": "charts", "branch": False},
+    "document.updated": {"documentId": "d1", "title": "TUL-008 <API>", "version": 3, "author": "agent"},
     "approval.requested": {
         "calls": [
             {
