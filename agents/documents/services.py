@@ -93,6 +93,7 @@ def document_version(*, session_id: str, document_id: str, version: int | None =
     row = DocumentVersion.objects.select_related("user").filter(document=document, number=number).first()
     if row is None:
         raise DocumentNotFoundError(f"Document {document_id!r} has versions 1 to {document.version}, not {number}.")
+    row.document = document  # read already
     return row
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, export, health, history, manage, sessions, settings
+from .views import actions, answer, documents, export, health, history, manage, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -31,6 +31,13 @@ urlpatterns = [
     path("sessions/<str:session_id>/archive/", manage.session_archive_view, name="session-archive"),
     path("sessions/<str:session_id>/delete/", manage.session_delete_view, name="session-delete"),
     path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
+    path("sessions/<str:session_id>/documents/", documents.document_panel, name="document-panel"),
+    path("sessions/<str:session_id>/documents/<str:document_id>/edit/", documents.document_edit, name="document-edit"),
+    path(
+        "sessions/<str:session_id>/documents/<str:document_id>/download.<str:fmt>",
+        documents.document_download,
+        name="document-download",
+    ),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/password/", settings.settings_password, name="settings-password"),
     path("settings/preferences/", settings.settings_preferences, name="settings-preferences"),
