@@ -32,7 +32,7 @@ DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
 def _number(value: str | None) -> int | None:
-    if value in (None, ""):
+    if not value:
         return None
     if not value.isdigit() or int(value) < 1:
         raise ValueError(ERROR_VERSION)
