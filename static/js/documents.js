@@ -39,6 +39,8 @@
       setOpen(false, true);
     } else if (el.closest(".doc-open")) {
       setOpen(true, false);
+    } else if (phone.matches && document.body.classList.contains("docs-open") && !el.closest("#doc-panel, .topbar")) {
+      setOpen(false, false);  // a tap on the shaded page beside the drawer
     }
   });
   // Capturing, before the turn's Esc handler: with the drawer open on a phone, Esc closes it.
