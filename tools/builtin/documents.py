@@ -85,7 +85,7 @@ class DocumentWriteTool(_DocumentTool):
         data = json_result(result)
         if data is None or "documentId" not in data:
             return None
-        return f"Document **{data.get('title')}** v{data.get('version')} saved."
+        return f"Document **{data.get('title')}** v{data.get('version')} saved: it is in the panel beside the chat."
 
     @staticmethod
     def get_schema() -> dict:

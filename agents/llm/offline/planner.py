@@ -12,7 +12,7 @@ demo database, help);
 
 This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
 recognises the mode proposal, data.py is the demo-database path (rule f), code.py the code example
-(rule j), and tables.py reads tables
+(rule j), documents.py the DDR draft and its revision (rule k), and tables.py reads tables
 in tool results and chart values in the user's message.
 """
 
@@ -29,6 +29,7 @@ from ..protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
 from .code import code_answer
 from .conversation import Conversation, Plan, ToolResult
 from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
+from .documents import DOCUMENT_WRITE, describe_document, document_step
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
 
@@ -86,7 +87,8 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
         return Plan(text=help_text(conv))
     if LIST_MODES in conv.offered and _MODES_QUESTION.search(conv.user_text):  # rule b
         return Plan.call(LIST_MODES, {"includeExamples": False})
-    plan = _choice(conv) or _notes(conv) or _code(conv) or await _propose_mode(conv, modes)  # rules c, h, j, d
+    plan = _choice(conv) or _notes(conv) or document_step(conv) or _code(conv) or await _propose_mode(conv, modes)
+    # rules c, h, k, j, d
     if plan is not None:
         return plan
     data_plan = data_step(conv)
@@ -342,6 +344,8 @@ def _describe(result: ToolResult) -> str:
         alt = str(data.get("alt") or result.arguments.get("title") or "image").replace("]", ")").replace("[", "(")
         what = "chart" if data.get("kind") in ("bar", "line", "pie") else "image"
         return f"Here is the {what} you asked for:\n\n![{alt}]({data['url']})"
+    if result.name == DOCUMENT_WRITE and isinstance(data, dict):
+        return describe_document(data)
     if "__" in result.name:
         return describe_mcp_result(result)
     return "Done. " + shorten(result.content.strip(), 500)
