@@ -144,3 +144,16 @@ def test_deleting_the_session_purges_its_documents_and_every_version(team_a, ali
     assert not Document.objects.filter(session=session).exists()
     assert not DocumentVersion.objects.filter(document_id=v1.document_id).exists()
     assert Document.objects.filter(session=kept).count() == 1
+
+
+async def test_a_mode_whose_approval_policy_names_document_write_ask_holds_the_call(make_session, run_turn, model):
+    from modes.models import AgentMode
+
+    await AgentMode.objects.filter(key="ddr-authoring").aupdate(approval_policy=["document_write: ask", "*: auto"])
+    session = await make_session(mode="ddr-authoring", execution="agent")
+    model.reply("", tool_calls=[("document_write", {"title": "Held", "content": "x"})])
+    turn = await run_turn(session, "Draft it")
+    assert turn.status == "awaiting_approval"
+    assert await Document.objects.filter(session=session).acount() == 0
+    [requested] = await events_of(turn, "approval.requested")
+    assert [call["name"] for call in requested["calls"]] == ["document_write"]
