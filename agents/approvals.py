@@ -5,7 +5,7 @@ wait for the user, the audit rows of those that did, and the user's decisions.
   change by the model waits unless the user consented to that mode in this turn (a proposal's option
   button, the API's `choice`) or `APTIX_MODE_CHANGE_CONSENT=trust`; an MCP tool follows the mode's
   `approval_policy`, then the session's grants, then its annotations (read-only runs, anything else
-  asks); internal tools run.
+  asks); internal tools run (they act inside the session) unless the policy names one with `ask`.
 - `approvals_request` writes one `ToolApproval` row per waiting call (the run then pauses the turn:
   status `awaiting_approval`, agents/turns.py).
 - `approval_decide` records the user's decisions (the web cards, the API); once nothing is pending,
@@ -69,6 +69,12 @@ def policy_decision(policy: Iterable[str], name: str) -> str | None:
     return next((found[p] for p in wanted if p in found), None)
 
 
+def _named_decision(policy: Iterable[str], name: str) -> str | None:
+    """The decision of the policy entry naming exactly `name` ("document_write: ask"), not a pattern."""
+    entries = (parse_approval_entry(entry) for entry in policy or [])
+    return next((parsed[1] for parsed in entries if parsed is not None and parsed[0] == name), None)
+
+
 def approval_kind(
     *,
     name: str,
@@ -83,8 +89,10 @@ def approval_kind(
     """The ToolApproval kind a call must wait for, or None when it runs now."""
     if name == MODE_CHANGE_TOOL:
         return _mode_change_kind(arguments, current_mode, choice)
+    if kind == "internal":  # they act inside the session: they run, unless the policy names one to ask
+        return Kind.TOOL if _named_decision(policy, name) == "ask" and name not in set(grants or []) else None
     if kind != "mcp":
-        return None  # internal tools run; client tools are the API client's; unknown ones fail
+        return None  # client tools are the API client's; unknown ones fail
     if name in set(grants or []):
         return None
     decision = policy_decision(policy, name)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -234,3 +236,61 @@ class ToolApproval(models.Model):
     @property
     def is_pending(self) -> bool:
         return not self.decision
+
+
+class Document(models.Model):
+    """A draft the agent (document_write) or the user keeps beside a session: a DDR, a workflow. Its
+    text lives in its versions; this row names the current one. Purged with its session
+    (agents/sessions.py session_delete), the only writer being agents/documents/services.py."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(default=0)  # the current version's number (1, 2, …)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["session", "-updated_at"], name="document_session_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.title} v{self.version}"
+
+
+class DocumentVersion(models.Model):
+    """One version of a document, never changed once written (save refuses an update): who made it
+    (the agent in a turn, or the user), when, and what it said."""
+
+    class Author(models.TextChoices):
+        AGENT = "agent", "Agent"
+        USER = "user", "User"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=200)
+    content = models.TextField()
+    summary = models.CharField(max_length=500, blank=True)
+    author = models.CharField(max_length=8, choices=Author.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "number"], name="documentversion_unique_number"),
+            models.CheckConstraint(
+                condition=models.Q(author__in=["agent", "user"]), name="documentversion_author_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} v{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A document version is immutable: write a new version instead.")
+        super().save(*args, **kwargs)

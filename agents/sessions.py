@@ -19,6 +19,7 @@ from files.services import session_files_purge
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
 
+from .documents.services import documents_purge
 from .llm.catalog import models_config
 from .models import AgentSession, Execution, Turn
 
@@ -139,8 +140,8 @@ def session_archive(*, session: AgentSession, archived: bool) -> AgentSession:
 
 def session_delete(*, session: AgentSession) -> None:
     """Delete for the user: soft, so the audit trail (ModeHistory, which PROTECTs its session, tool
-    approvals, turns) stays whole for auditors. Refused while a turn runs (stop it first); a turn that
-    waits for an approval holds nothing and is left as it is."""
+    approvals, turns) stays whole for auditors; the session's documents are purged. Refused while a
+    turn runs (stop it first); a turn that waits for an approval holds nothing and is left as it is."""
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)  # turn_start locks it too
         running = locked.turns.filter(finished_at__isnull=True).exclude(status__in=Turn.PAUSED_STATUSES)
@@ -148,6 +149,7 @@ def session_delete(*, session: AgentSession) -> None:
             raise ValidationError(ERROR_SESSION_BUSY, code="busy")
         locked.deleted_at = timezone.now()
         locked.save(update_fields=["deleted_at"])
+        documents_purge(session_id=locked.pk)  # the drafts go with the session (the audit keeps turns)
     session.deleted_at = locked.deleted_at
     # Its uploaded files' content goes with it (their rows stay, with the audit of the purge).
     session_files_purge(session.pk, actor=session.user)

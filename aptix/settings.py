@@ -284,6 +284,8 @@ APTIX_TOOL_SEARCH_RESULTS = read(env.APTIX_TOOL_SEARCH_RESULTS)
 # characters the trace (the tool.result event) keeps for people.
 APTIX_TOOL_RESULT_CHARS = read(env.APTIX_TOOL_RESULT_CHARS)
 APTIX_TOOL_RESULT_STORE_CHARS = read(env.APTIX_TOOL_RESULT_STORE_CHARS)
+# Characters per version of a session's document (agents/documents): a longer one is refused.
+APTIX_DOCUMENT_MAX_CHARS = read(env.APTIX_DOCUMENT_MAX_CHARS)
 # Tokens of the model's context a request may fill (earlier turns drop oldest first to fit), and the
 # room kept for the reply (at most a quarter of the context).
 APTIX_CONTEXT_TOKENS = read(env.APTIX_CONTEXT_TOKENS)

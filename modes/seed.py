@@ -95,6 +95,9 @@ SEED_MODES: list[dict] = [
             "MUST/SHOULD/MAY, keep every contract clause testable, and separate decision from rationale. "
             "Ask for missing facts (ID, owners, constraints), mark unknowns TODO. In a review, list gaps, "
             "ambiguities and untestable statements before rewriting. Date records with the current time."
+            " Keep the DDR itself as a document: write it with document_write and revise that document "
+            "(its documentId) instead of pasting it into the chat; the user may edit it, so work on its "
+            "current version."
         ),
         "is_default": False,
         "human_role_hints": [
@@ -111,7 +114,7 @@ SEED_MODES: list[dict] = [
             "Update the status of the DDR to Accepted and fill in the approval metadata",
             "What should the contract section of this design decision say?",
         ],
-        "tool_policy": ["agent_list_modes", "time.get_current_time"],
+        "tool_policy": ["agent_list_modes", "time.get_current_time", "document_write", "document_read"],
         "is_active": True,
         "ordering": 20,
     },
@@ -142,6 +145,9 @@ SEED_MODES: list[dict] = [
             "volumes first. Present a numbered step list, then a compact YAML-like outline, and flag "
             "risks (single points of failure, missing approvals, manual hand-offs). Draw a diagram with "
             "image_gen only when asked; use the time tools for cross-time-zone schedules."
+            " Keep the workflow itself as a document: write it with document_write and revise that "
+            "document (its documentId) instead of pasting it into the chat; the user may edit it, so work "
+            "on its current version."
         ),
         "is_default": False,
         "human_role_hints": [
@@ -158,7 +164,7 @@ SEED_MODES: list[dict] = [
             "Map out the trigger and steps for our customer refund automation",
             "Turn this manual checklist into an automated multi-step pipeline",
         ],
-        "tool_policy": ["agent_list_modes", "image_gen", "time.*"],
+        "tool_policy": ["agent_list_modes", "image_gen", "time.*", "document_write", "document_read"],
         "is_active": True,
         "ordering": 30,
     },

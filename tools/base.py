@@ -52,6 +52,7 @@ class ToolDependencies:
     session_manager: Any = None
     catalog: Any = None
     image_remote: Any = None
+    documents: Any = None  # a session's documents (agents/documents/services.py DocumentStore)
 
 
 @runtime_checkable

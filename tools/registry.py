@@ -23,6 +23,8 @@ INTERNAL_TOOLS: dict[str, str] = {
     "files_list": "tools.builtin.files_list.FilesListTool",
     "files_query": "tools.builtin.files_query.FilesQueryTool",
     "files_read": "tools.builtin.files_read.FilesReadTool",
+    "document_write": "tools.builtin.documents.DocumentWriteTool",
+    "document_read": "tools.builtin.documents.DocumentReadTool",
 }
 
 

@@ -53,6 +53,16 @@ class ModelDelta(TypedDict):
     text: str
 
 
+class DocumentUpdated(TypedDict):
+    """A new version of a session's document (agents/documents), written by the agent in this turn."""
+
+    documentId: str
+    title: str
+    version: int
+    author: str  # "agent" (a user's edit makes a version, not an event)
+    summary: NotRequired[str]
+
+
 class ToolCall(TypedDict):
     id: str
     name: str

@@ -21,6 +21,7 @@ from ..state import ModeChange
 from .payloads import (
     ApprovalDecided,
     ApprovalRequested,
+    DocumentUpdated,
     ModelDelta,
     ModelMessage,
     ModelRetry,
@@ -109,6 +110,7 @@ EVENTS: dict[str, EventType] = _entries(
     EventType("tool.progress", ToolProgress),
     EventType("tool.result", ToolResult),
     EventType("mode.changed", ModeChange),
+    EventType("document.updated", DocumentUpdated),
     EventType("approval.requested", ApprovalRequested),
     EventType("approval.decided", ApprovalDecided),
     EventType("limit.reached", TurnEnded, final=True),

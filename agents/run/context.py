@@ -25,6 +25,8 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from ..attachments import files_note
+from ..documents.outline import documents_block
+from ..documents.services import documents_current
 from ..llm.reply import ModelError
 from ..models import Turn, TurnEvent
 
@@ -47,6 +49,7 @@ CUT_MARKER = (
     "a smaller range).]"
 )
 MARKER_TOKENS = 80  # room kept for the cut marker when a result is cut to what fits
+DOCUMENTS_SHARE = 4  # the session's documents take at most a quarter of the budget (outlines beyond)
 MIN_RESULT_CHARS = 1_000  # a result is never cut below this for the context (older steps give way instead)
 
 
@@ -106,6 +109,13 @@ def budgeted(content: str, limit: int | None = None) -> str:
     if len(content) <= limit:
         return content
     return content[:limit] + CUT_MARKER.format(size=len(content), kept=limit)
+
+
+async def documents_context(session_id: str, counter: TokenCounter, budget: int) -> str:
+    """The current version of each of the session's documents, for the end of the system prompt
+    (agents/documents/outline.py), within a share of the request's `budget`."""
+    versions = await sync_to_async(documents_current)(session_id=session_id)
+    return documents_block(versions, counter.text, budget // DOCUMENTS_SHARE)
 
 
 # --- earlier turns ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..llm.catalog import ModelsConfigError, ModelSpec, model_for, models_config
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
-from .context import TokenCounter, context_budget, fit_request, load_history
+from .context import TokenCounter, context_budget, documents_context, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
 from .metering import meter_start, meter_step, quota_message
@@ -179,10 +179,12 @@ class Reasoner:
                 ", ".join(selection.left_out),
                 extra={"event": "pipeline.tool_budget", "turn_id": turn.id, "left_out": selection.left_out},
             )
+        counter = self._counter(run)
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
+        # the session's documents as they are now (a user's edit included): the turn works on them
+        system_prompt += await documents_context(turn.session_id, counter, context_budget(run.llm.context_tokens))
         system = {"role": "system", "content": system_prompt}
         current = user_message(turn.user_message, turn.files, vision=run.llm.vision)  # and its files
-        counter = self._counter(run)
         fixed = counter.tools(selection.schemas) + counter.messages([system, current])
         history = await load_history(turn, counter, max(context_budget(run.llm.context_tokens) - fixed, 0))
         messages = [system, *history.messages, current]

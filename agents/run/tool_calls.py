@@ -16,6 +16,7 @@ from django.conf import settings
 
 from aptix import metrics
 from tools.base import InvokeResult, ToolContext
+from tools.builtin.documents import DocumentWriteTool
 from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.tool_search import found_names
 from tools.mcp.waiting import starting_host
@@ -29,7 +30,7 @@ from ..approvals import (
     with_branch,
 )
 from ..events import EventRecorder
-from ..events.payloads import ToolResult
+from ..events.payloads import DocumentUpdated, ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
@@ -194,6 +195,8 @@ class ToolCalls:
         await self._record(run, call, result, round(elapsed * 1000, 1))
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
+        if call.name == DocumentWriteTool.TOOL_NAME and result.successful:
+            await self._document_updated(run, call, result)
         if call.name == TOOL_SEARCH and result.successful:
             offer_tools(run.paused_state, found_names(result.result or ""), self.mcp)  # from the next step on
 
@@ -301,6 +304,19 @@ class ToolCalls:
             system["content"] = with_current_mode(system["content"], state.mode)
         await run.recorder.emit("mode.changed", change, defer=True)
 
+    async def _document_updated(self, run: Run, call: Call, result: InvokeResult) -> None:
+        """The timeline's "Document … updated" card, and the open panels follow the new version."""
+        data = json.loads(result.result or "{}")
+        payload: DocumentUpdated = {
+            "documentId": str(data.get("documentId", "")),
+            "title": str(data.get("title", "")),
+            "version": int(data.get("version", 0)),
+            "author": "agent",
+        }
+        if summary := _argument(call.arguments, "summary"):
+            payload["summary"] = summary[:500]
+        await run.recorder.emit("document.updated", payload, defer=True)
+
 
 @sync_to_async
 def _decisions(turn: Turn, call_ids: list[str]) -> dict[str, ToolApproval]:
@@ -316,9 +332,14 @@ def _annotations(entry: Any) -> dict[str, Any]:
 
 
 def _reason(arguments: str) -> str:
+    return _argument(arguments, "reason")
+
+
+def _argument(arguments: str, name: str) -> str:
+    """A string argument of a call, stripped ("" when absent or not a string)."""
     try:
         args = json.loads(arguments or "{}")
     except ValueError:
         return ""
-    reason = args.get("reason") if isinstance(args, dict) else None
-    return reason.strip() if isinstance(reason, str) else ""
+    value = args.get(name) if isinstance(args, dict) else None
+    return value.strip() if isinstance(value, str) else ""

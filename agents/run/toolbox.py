@@ -11,6 +11,7 @@ from modes.catalog import catalog_service
 from tools.base import ToolDependencies
 from tools.registry import internal_registry
 
+from ..documents.services import document_store
 from ..sessions import session_manager as default_session_manager
 
 
@@ -23,6 +24,7 @@ def build_internal_tools(
         session_manager=session_manager or default_session_manager,
         catalog=catalog_service,
         image_remote=image_remote,
+        documents=document_store,
     )
     tools: dict[str, Any] = {}
     for name, cls in internal_registry():

@@ -20,8 +20,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from agents.documents.services import DocumentNotFoundError
 from agents.events import FINAL_EVENT_TYPES, live_payload
-from agents.events.payloads import ModelDelta, ModelMessage, StepStarted, TurnEnded, turn_columns
+from agents.events.payloads import DocumentUpdated, ModelDelta, ModelMessage, StepStarted, TurnEnded, turn_columns
 from agents.models import AgentSession, Turn, TurnEvent
 from agents.selectors import (
     event_list_before,
@@ -33,6 +34,7 @@ from agents.selectors import (
 )
 from agents.state import ModeChange
 
+from .document_panel import render_panel
 from .event_views import EVENT_VIEWS, TurnItems, renders
 from .fragments import ComposerState, replaced_turns, session_fragments, stream_cursor
 from .markdown import render_markdown
@@ -296,6 +298,17 @@ def _mode_changed(live: LiveRenderer, turn: Turn, payload: ModeChange, seq: int)
     item = live.items(turn, "mode.changed", payload)
     # tools: the Tools panel lists what the new mode's policy offers (and blocks)
     return item + session_fragments(live.session, mode_badge=True, tools=True, meta=True)
+
+
+@renders("document.updated")
+def _document_updated(live: LiveRenderer, turn: Turn, payload: DocumentUpdated, seq: int) -> str:
+    """The card, and the open panel follows the agent's write: the document at its new version."""
+    item = live.items(turn, "document.updated", payload)
+    try:
+        panel = render_panel(live.session, oob=True, document_id=payload["documentId"])
+    except DocumentNotFoundError:  # deleted with its session since: the card alone
+        panel = ""
+    return item + panel
 
 
 def _stored_call(turn: Turn, call_id: str) -> dict:

@@ -20,6 +20,7 @@ from agents.events import FINAL_EVENT_TYPES
 from agents.events.payloads import (
     ApprovalDecided,
     ApprovalRequested,
+    DocumentUpdated,
     ModelMessage,
     ToolCalled,
     ToolProgress,
@@ -190,6 +191,12 @@ def _tool_result(timeline: TurnItems, p: ToolResult) -> None:
 @shows("mode.changed")
 def _mode_changed(timeline: TurnItems, p: ModeChange) -> None:
     timeline.add(mode_item(p))
+
+
+@shows("document.updated")
+def _document_updated(timeline: TurnItems, p: DocumentUpdated) -> None:
+    """ "Document <title> v3 updated": its link opens the panel at that version."""
+    timeline.add(Item("document", {**p, "session_id": timeline.turn.session_id}))
 
 
 @shows("approval.requested")

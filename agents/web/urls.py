@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, export, files, health, history, manage, sessions, settings, usage
+from .views import actions, answer, documents, export, files, health, history, manage, sessions, settings, usage
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -34,6 +34,13 @@ urlpatterns = [
     path("files/", files.file_upload_view, name="file-upload"),
     path("files/<str:file_id>/", files.file_download, name="file-download"),
     path("files/<str:file_id>/delete/", files.file_delete_view, name="file-delete"),
+    path("sessions/<str:session_id>/documents/", documents.document_panel, name="document-panel"),
+    path("sessions/<str:session_id>/documents/<str:document_id>/edit/", documents.document_edit, name="document-edit"),
+    path(
+        "sessions/<str:session_id>/documents/<str:document_id>/download.<str:fmt>",
+        documents.document_download,
+        name="document-download",
+    ),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/usage/", usage.settings_usage, name="settings-usage"),
     path("settings/password/", settings.settings_password, name="settings-password"),

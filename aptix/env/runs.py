@@ -156,3 +156,10 @@ APTIX_SQL_MEMORY_MB = PositiveInteger(
     unit="MiB",
     child_process=SQL_SERVER,
 )
+APTIX_DOCUMENT_MAX_CHARS = Integer(
+    "APTIX_DOCUMENT_MAX_CHARS",
+    200_000,
+    AGENT,
+    "characters per version of a session's document (`document_write`, the user's edit); a longer one is refused",
+    minimum=100,
+)

@@ -28,6 +28,7 @@ ICONS: dict[str, str] = {
     "branch": "M4 2.5v6.5a2 2 0 0 0 2 2h7M10.5 8.5 13 11l-2.5 2.5",
     "previous": "M10 3 5 8l5 5",
     "next": "M6 3l5 5-5 5",
+    "document": "M4 1.5h5.5l3 3v10h-8.5zM9.5 1.5v3h3M6 8h4.5M6 10.5h4.5",
 }
 # Dots need a heavier stroke to be seen.
 WIDTHS: dict[str, str] = {"more": "3"}

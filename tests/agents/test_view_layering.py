@@ -22,6 +22,7 @@ VIEW_MODULES = sorted(
         *WEB.glob("api*.py"),
         WEB / "fragments.py",
         WEB / "toolpanel.py",
+        WEB / "document_panel.py",
         WEB / "consumers.py",
     ]
 )

@@ -16,6 +16,9 @@ from tools.registry import ToolRegistry
 pytestmark = pytest.mark.django_db
 
 lean = importlib.import_module("modes.migrations.0007_lean_prompts")
+documents = importlib.import_module("modes.migrations.0012_document_tools")
+# What a new install seeds: the lean texts, and the document tools' sentence in the two authoring modes.
+SEEDED = {key: text + documents.ADDED.get(key, "") for key, text in lean.NEW_PROMPTS.items()}
 
 
 def prompts() -> dict[str, str]:
@@ -23,9 +26,9 @@ def prompts() -> dict[str, str]:
 
 
 def test_the_migration_writes_the_seed_texts_of_new_installs():
-    assert {mode["key"]: mode["system_prompt"] for mode in SEED_MODES} == lean.NEW_PROMPTS
+    assert {mode["key"]: mode["system_prompt"] for mode in SEED_MODES} == SEEDED
     assert set(lean.OLD_PROMPTS) == set(lean.NEW_PROMPTS)
-    assert prompts() == lean.NEW_PROMPTS  # a fresh install: 0002 seeded them, 0007 left them
+    assert prompts() == SEEDED  # a fresh install: 0002 seeded them, 0007 and 0011 left them
 
 
 def test_forwards_replaces_only_unedited_prompts_and_backwards_restores_them():
@@ -35,7 +38,7 @@ def test_forwards_replaces_only_unedited_prompts_and_backwards_restores_them():
 
     lean.forwards(django_apps, None)
     curated = {"ddr-authoring": "A curator's own DDR prompt."}
-    assert prompts() == {**lean.NEW_PROMPTS, **curated}  # unedited prompts replaced, the edit kept
+    assert prompts() == {**SEEDED, **curated}  # unedited prompts replaced, the edit kept
 
     AgentMode.objects.filter(key="workflow-authoring").update(system_prompt="Edited after the upgrade.")
     lean.backwards(django_apps, None)

@@ -12,7 +12,8 @@ demo database, help);
 
 This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
 recognises the mode proposal, data.py is the demo-database path (rule f), files.py the path over the
-session's uploaded files (rule k), code.py the code example (rule j), and tables.py reads tables
+session's uploaded files (rule k), code.py the code example (rule j), documents.py the DDR draft and
+its revision (rule l), and tables.py reads tables
 in tool results and chart values in the user's message.
 """
 
@@ -29,6 +30,7 @@ from ..protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
 from .code import code_answer
 from .conversation import Conversation, Plan, ToolResult
 from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
+from .documents import DOCUMENT_WRITE, describe_document, document_step
 from .files import FILES_LIST, FILES_TOOLS, describe_files_result, files_step
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
@@ -87,7 +89,7 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
         return Plan(text=help_text(conv))
     if LIST_MODES in conv.offered and _MODES_QUESTION.search(conv.user_text):  # rule b
         return Plan.call(LIST_MODES, {"includeExamples": False})
-    plan = _choice(conv) or _notes(conv) or _code(conv) or files_step(conv)  # rules c, h, j, k
+    plan = _choice(conv) or _notes(conv) or document_step(conv) or _code(conv) or files_step(conv)  # c, h, l, j, k
     plan = plan or await _propose_mode(conv, modes)  # rule d
     if plan is not None:
         return plan
@@ -348,6 +350,8 @@ def _describe(result: ToolResult) -> str:
         return f"Here is the {what} you asked for:\n\n![{alt}]({data['url']})"
     if result.name in FILES_TOOLS:
         return describe_files_result(result)
+    if result.name == DOCUMENT_WRITE and isinstance(data, dict):
+        return describe_document(data)
     if "__" in result.name:
         return describe_mcp_result(result)
     return "Done. " + shorten(result.content.strip(), 500)

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from agents.documents.export import documents_export
 from agents.events.payloads import ToolCalled, ToolResult
 from agents.selectors import mode_change_list, tool_events_of_session, turn_list
 from tools.registry import result_image
@@ -147,6 +148,8 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
         },
         "turns": turns,
         "modeChanges": changes,
+        # The drafts kept beside the chat, at their current version, with who made each version.
+        "documents": documents_export(session_id=session.id),
     }
 
 
@@ -203,6 +206,9 @@ def session_export_markdown(data: dict[str, Any]) -> str:
             lines += [f"_{change['at']}: mode {change['previousMode']} → {change['newMode']} ({change['source']})_", ""]
     for turn in data["turns"]:
         lines += _markdown_turn(turn)
+    for document in data.get("documents", []):
+        lines += [f"## Document: {document['title']} (version {document['version']})", ""]
+        lines += [_fenced(document["content"], "markdown"), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -13,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.attachments import CODE_NO_FILE, MAX_FILES_PER_MESSAGE
@@ -30,6 +31,7 @@ from files.services import file_describe, file_get, session_files
 from modes.catalog import active_modes, default_mode_key
 from usage.quotas import quota_state
 
+from ..document_panel import PANEL_TEMPLATE, panel_context
 from ..forms import SessionCreateForm
 from ..fragments import mode_context, session_model_context
 from ..toolpanel import tool_panel
@@ -191,6 +193,8 @@ def detail_page(
         **timeline_context(session, request, since=since),
     }
     context.update(mode_context(session, context["catalog"]))
+    panel = panel_context(session)  # the most recently changed document, at its current version
+    context.update(document_panel=render_to_string(PANEL_TEMPLATE, panel), has_documents=bool(panel["documents"]))
     mode = next((m for m in context["catalog"] if m.key == session.mode), None)
     context["suggestions"] = list(mode.example_utterances[:3]) if mode else []
     return render(request, "agents/session_detail.html", context, status=status)

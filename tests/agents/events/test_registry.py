@@ -45,6 +45,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "tool.progress": {"id": "c1", "name": "agent_list_modes", "progress": 1, "total": 2, "message": "half way"},
     "tool.result": {"id": "c1", "name": "agent_list_modes", "ok": True, "duration_ms": 3.5, "result": '{"modes": []}'},
     "mode.changed": {"previousMode": "general", "newMode": "data-analysis", "reason": "charts", "branch": False},
+    "document.updated": {"documentId": "d1", "title": "TUL-008 <API>", "version": 3, "author": "agent"},
     "approval.requested": {
         "calls": [
             {
@@ -200,7 +201,7 @@ def test_the_timeline_and_the_live_stream_draw_each_type_through_its_one_view(te
 
     items = turn_items(turn, events)  # the page
     assert sorted(set(drawn)) == shown
-    assert {"text", "tool", "mode", "approval"} <= {item.kind for item in items}
+    assert {"text", "tool", "mode", "approval", "document"} <= {item.kind for item in items}
 
     drawn.clear()
     live = LiveRenderer(session)  # the live stream, one event at a time
@@ -211,6 +212,7 @@ def test_the_timeline_and_the_live_stream_draw_each_type_through_its_one_view(te
         ("tool.progress", 'id="tool-c1-progress"'),
         ("tool.result", "&quot;modes&quot;"),
         ("mode.changed", "<strong>data-analysis</strong>"),
+        ("document.updated", "Document <strong>TUL-008 &lt;API&gt;</strong> v3 updated"),
         ("model.message", "Let me look."),
     ]:
         upto = next(i for i, event in enumerate(events, 1) if event.type == event_type)

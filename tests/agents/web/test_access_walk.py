@@ -13,7 +13,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from agents.models import AgentSession, ToolApproval, Turn
+from agents.documents.services import document_write
+from agents.models import AgentSession, Document, DocumentVersion, ToolApproval, Turn
 from agents.sessions import session_create
 from aptix.models import Membership
 from aptix.tokens import api_token_create
@@ -44,16 +45,31 @@ def _routes(resolver: URLResolver | None = None, prefix: str = "") -> Iterator[t
 
 
 def session_routes() -> list[URLPattern]:
-    """Every named route of the site whose URL names a session or a turn (the media route names the
-    session in its path)."""
-    found = [p for _, p in _routes() if {"session_id", "turn_id", "path"} & set(p.pattern.converters)]
+    """Every named route of the site whose URL names a session, a conversation (the API's word for it)
+    or a turn (the media route names the session in its path)."""
+    names = {"session_id", "turn_id", "path", "conversation_id"}
+    found = [p for _, p in _routes() if names & set(p.pattern.converters)]
     assert len(found) >= 20  # the walk found the app's routes (a broken walk must not pass empty)
     return found
 
 
 def _kwargs(pattern: URLPattern, session: AgentSession, turn: Turn) -> dict[str, str]:
-    values = {"session_id": session.id, "turn_id": turn.id, "fmt": "json", "path": _image_path(session), "number": "1"}
+    values = {
+        "session_id": session.id,
+        "conversation_id": session.id,
+        "turn_id": turn.id,
+        "fmt": "json",
+        "path": _image_path(session),
+        "number": "1",
+        "document_id": _document_id(session),
+    }
     return {name: values[name] for name in pattern.pattern.converters}
+
+
+def _document_id(session: AgentSession) -> str:
+    """The session's document (bobs_session writes one; a deleted session's is purged: any id then)."""
+    document = Document.objects.filter(session=session).first()
+    return document.id if document else "d" * 32
 
 
 def _image_path(session: AgentSession) -> str:
@@ -81,6 +97,7 @@ def bobs_session(bob, settings) -> tuple[AgentSession, Turn, Turn, ToolApproval]
         kind=ToolApproval.Kind.TOOL,
         arguments="{}",
     )
+    document_write(session_id=session.id, title="Bob's draft", content="# Draft")  # the panel's, API's, downloads'
     image = settings.MEDIA_ROOT / _image_path(session)
     image.parent.mkdir(parents=True)
     image.write_bytes(b"\x89PNG\r\n\x1a\n")  # the session's image: its owner gets it, nobody else
@@ -93,7 +110,17 @@ def _snapshot(session: AgentSession) -> tuple:
         Turn.objects.filter(session=session).order_by("index").values_list("index", "status", "cancel_requested")
     )
     approvals = list(ToolApproval.objects.filter(turn__session=session).values_list("decision", "decided_at"))
-    return (session.title, session.mode, session.execution, session.deleted_at, session.pinned_at, turns, approvals)
+    versions = DocumentVersion.objects.filter(document__session=session).count()
+    return (
+        session.title,
+        session.mode,
+        session.execution,
+        session.deleted_at,
+        session.pinned_at,
+        turns,
+        approvals,
+        versions,
+    )
 
 
 def _walk(client: Client, token: str, session: AgentSession, turns: list[Turn]) -> list[str]:
