@@ -83,6 +83,12 @@ def tokens_save(
             _audit(user, server, Action.CONNECTED, account)
 
 
+def users_with_credentials(*, server: str) -> list[int]:
+    """The ids of the users who saved credentials for `server`, the latest first."""
+    rows = Credential.objects.filter(server=server, user__is_active=True).order_by("-updated_at")
+    return list(dict.fromkeys(rows.values_list("user_id", flat=True)))
+
+
 def connections_of(*, user_id: int) -> dict[str, dict[str, Any]]:
     """Per server: {"oauth": account or None, "secrets": sorted names} of what the user has saved."""
     found: dict[str, dict[str, Any]] = {}

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, export, health, history, manage, sessions, settings
+from .views import actions, answer, connections, export, health, history, manage, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -35,5 +35,7 @@ urlpatterns = [
     path("settings/password/", settings.settings_password, name="settings-password"),
     path("settings/preferences/", settings.settings_preferences, name="settings-preferences"),
     path("settings/tokens/", settings.settings_token_create, name="settings-token-create"),
+    path("settings/connections/<str:server>/", connections.connection_save, name="settings-connection-save"),
+    path("settings/connections/<str:server>/remove/", connections.connection_remove, name="settings-connection-remove"),
     path("settings/tokens/<int:token_id>/revoke/", settings.settings_token_revoke, name="settings-token-revoke"),
 ]

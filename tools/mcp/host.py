@@ -52,6 +52,7 @@ from .logs import ServerLog
 from .publisher import ToolPublisher
 from .reload import RELOAD_POLL, REQUEST_FILE, Entry, FileWatch, ReloadResult, entries, runnable, same
 from .supervisor import Published, ServerStatus, ServerSupervisor
+from .userpool import CALLING_USER, UserPool
 from .waiting import RUNNING, StatusWaits
 
 logger = logging.getLogger("aptix.mcp")
@@ -78,7 +79,7 @@ class McpHost(StatusWaits):
         self.reload_poll = reload_poll  # seconds between looks at the config and reload files; 0: never
         self._config: dict[str, Entry] = {}  # what runs now, as parsed
         self._statuses: dict[str, ServerStatus] = {}
-        self._supervisors: dict[str, ServerSupervisor] = {}
+        self._supervisors: dict[str, ServerSupervisor | UserPool] = {}
         self._logs: dict[str, ServerLog] = {}
         self._tools = ToolPublisher(registry, self._invoke_for)
         self._tasks: dict[str, asyncio.Task] = {}
@@ -177,7 +178,12 @@ class McpHost(StatusWaits):
             current = self._supervisors.get(server) is supervisor
             return self._tools.publish(server, tools) if current else Published(names=())
 
-        supervisor = ServerSupervisor(config, publish=publish, on_change=on_change, log=log)
+        # A per-user entry: one connection per (server, user), opened by that user's calls (userpool.py).
+        supervisor: ServerSupervisor | UserPool
+        if config.per_user:
+            supervisor = UserPool(config, publish=publish, on_change=on_change, log=log)
+        else:
+            supervisor = ServerSupervisor(config, publish=publish, on_change=on_change, log=log)
         self._supervisors[config.name] = supervisor
 
         async def run() -> None:
@@ -327,6 +333,9 @@ class McpHost(StatusWaits):
                 supervisor = self._supervisors.get(server)
                 if supervisor is None:  # removed from the config (its tools are being withdrawn)
                     return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
+                if isinstance(supervisor, UserPool):  # the turn's user, set by its runner (userpool.py)
+                    call = supervisor.call_tool(tool, name, arguments, on_progress, user_id=CALLING_USER.get())
+                    return await self._bridge(call)
                 return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress))
             except HostStopped:
                 return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
