@@ -64,6 +64,10 @@ def tokens_get(*, user_id: int, server: str) -> dict[str, Any] | None:
     return None if row is None else unseal(row.sealed)
 
 
+def has_tokens(*, user_id: int, server: str) -> bool:
+    return Credential.objects.filter(user_id=user_id, server=server, kind=Credential.Kind.OAUTH).exists()
+
+
 def tokens_save(
     *, user: Any, server: str, tokens: dict[str, Any], account: str = "", expires_at: datetime | None = None
 ) -> None:

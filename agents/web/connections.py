@@ -17,6 +17,11 @@ from tools.mcp.config import McpConfigError, ServerConfig, load_config
 
 
 def connect_url(server: str) -> str:
+    """Where the user connects `server`: the authorization flow for an OAuth server (its GET answers
+    302 to the authorization server), else their named secrets in Settings → Connections."""
+    config = server_of(server)
+    if config is not None and config.auth is not None:
+        return reverse("mcp-oauth-connect", args=[server])
     return f"{reverse('settings')}#connection-{server}"
 
 

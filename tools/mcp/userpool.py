@@ -50,6 +50,16 @@ async def stored_secrets(server: str, user_id: int) -> dict[str, str]:
     return await sync_to_async(secrets_get)(user_id=user_id, server=server)
 
 
+def stored_access_token(config: ServerConfig, user_id: int, force_refresh: bool = False) -> str | None:
+    """The user's OAuth access token (refreshed as needed; None: they must connect). Off the loop."""
+    from django.contrib.auth import get_user_model
+
+    from .oauth import access_token
+
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    return None if user is None else access_token(config, user, force_refresh=force_refresh)
+
+
 async def connected_users(server: str) -> list[int]:
     from connections.store import users_with_credentials
 
@@ -63,6 +73,10 @@ class _UserConnection:
     fingerprint: str
     last_used: float
     in_flight: int = 0
+
+
+class NotConnected(LookupError):
+    """The user has no (usable) OAuth tokens for the server: they must connect (again)."""
 
 
 class UserPool:
@@ -150,10 +164,28 @@ class UserPool:
     ) -> InvokeResult:
         if user_id is None:
             return InvokeResult.from_error(f'MCP server "{self.name}" acts as each user: this call has no user.')
+        result = await self._call_once(tool, name, arguments, on_progress, user_id)
+        if self.config.auth is not None and _refused(result):
+            # The server refused the token (revoked, expired early): refresh it and try once more; a
+            # refused refresh has deleted the tokens, so the next call asks the user to connect again.
+            token = await asyncio.to_thread(stored_access_token, self.config, user_id, True)
+            if token is None:
+                return InvokeResult.from_error(self.connect_again())
+            result = await self._call_once(tool, name, arguments, on_progress, user_id)
+        return result
+
+    def connect_again(self) -> str:
+        return f'MCP server "{self.name}" no longer accepts your connection: connect it again.'
+
+    async def _call_once(
+        self, tool: str, name: str, arguments: dict, on_progress: Progress | None, user_id: int
+    ) -> InvokeResult:
         try:
             held = await self._connection_of(user_id)
         except MissingUserSecrets as exc:
             return InvokeResult.from_error(f"{exc}.")
+        except NotConnected:
+            return InvokeResult.from_error(self.connect_again())
         held.in_flight += 1
         try:
             if not await self._ready(held.supervisor):
@@ -165,12 +197,14 @@ class UserPool:
 
     async def _connection_of(self, user_id: int) -> _UserConnection:
         """The user's supervisor, started (or restarted, when their values changed) as needed."""
-        secrets = await self._credentials(self.name, user_id)
-        config = replace(
-            self.config,
-            headers=fill_user_values(self.name, self.config.headers, secrets),
-            env=fill_user_values(self.name, self.config.env, secrets),
-        )
+        secrets = await self._credentials(self.name, user_id) if self.config.user_variables else {}
+        headers = fill_user_values(self.name, self.config.headers, secrets)
+        if self.config.auth is not None:
+            token = await asyncio.to_thread(stored_access_token, self.config, user_id)
+            if token is None:
+                raise NotConnected(self.name)
+            headers = {**headers, "Authorization": f"Bearer {token}"}
+        config = replace(self.config, headers=headers, env=fill_user_values(self.name, self.config.env, secrets))
         fingerprint = hashlib.sha256(
             json.dumps([sorted(config.headers.items()), sorted(config.env.items())]).encode()
         ).hexdigest()
@@ -200,6 +234,11 @@ class UserPool:
         return published
 
 
+def _refused(result: InvokeResult) -> bool:
+    """Whether the server refused the call's credentials (HTTP 401, http.py's message)."""
+    return not result.successful and "HTTP 401" in (result.error_message or "")
+
+
 def per_user_config(registry: object, server: str) -> ServerConfig | None:
     """The entry of `server` when a running host publishing into `registry` runs it per user."""
     from .waiting import RUNNING
@@ -212,10 +251,11 @@ def per_user_config(registry: object, server: str) -> ServerConfig | None:
 
 
 def missing_credentials(config: ServerConfig, user_id: int) -> tuple[str, ...]:
-    """The named secrets `user_id` has not saved for `config`'s server (database access: call it
-    off the event loop)."""
-    from connections.store import secret_names
+    """What `user_id` has not given `config`'s server: named secrets, and "connection" for an OAuth
+    server they have not connected (database access: call it off the event loop)."""
+    from connections.store import has_tokens, secret_names
 
-    if not config.user_variables:
-        return ()
-    return tuple(sorted(set(config.user_variables) - secret_names(user_id=user_id, server=config.name)))
+    missing = set(config.user_variables) - secret_names(user_id=user_id, server=config.name)
+    if config.auth is not None and not has_tokens(user_id=user_id, server=config.name):
+        missing.add("connection")
+    return tuple(sorted(missing))

@@ -3,7 +3,10 @@
 descriptor <fd>, as the MCP SDK's resource server: a request without a valid bearer token gets 401
 with a WWW-Authenticate challenge naming its protected resource metadata. The tokens file (read at
 every request, so a test may revoke one) maps each access token to its user:
-{"<token>": {"user": "alice"}}. Tool `my_notes` answers with the calling token's user's notes."""
+{"<token>": {"user": "alice"}}. With `--issuer=<url>` instead of a tokens file, the tokens are the
+test provider's (tests/oidc_provider/): each is checked at its introspection endpoint (so a revoked
+one is refused at once), and the protected resource metadata names it as the authorization server. Tool
+`my_notes` answers with the calling token's user's notes."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
+import httpx2
 import uvicorn
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -34,14 +38,37 @@ class FileVerifier:
         return AccessToken(token=token, client_id="aptix", scopes=[], subject=entry["user"])
 
 
-def build(url: str, tokens: Path) -> MCPServer:
-    verifier = FileVerifier(tokens)
+class IntrospectionVerifier:
+    """Tokens of the test provider, checked by its introspection endpoint (RFC 7662) on every request,
+    as the resource server it is (the provider binds tokens to this resource, RFC 8707, so its own
+    userinfo endpoint refuses them)."""
+
+    def __init__(self, issuer: str) -> None:
+        self.issuer = issuer
+        self.seen: dict[str, dict] = {}
+
+    def users(self) -> dict:
+        return self.seen
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        async with httpx2.AsyncClient() as client:
+            answer = await client.post(
+                f"{self.issuer}/introspect/", data={"token": token}, auth=("aptix", "aptix-test-secret")
+            )
+        if answer.status_code != 200 or not answer.json().get("active"):
+            return None
+        user = answer.json().get("username") or answer.json()["sub"]
+        self.seen[token] = {"user": user}
+        return AccessToken(token=token, client_id="aptix-mcp", scopes=[], subject=user)
+
+
+def build(url: str, tokens: str) -> MCPServer:
+    issuer = tokens.removeprefix("--issuer=") if tokens.startswith("--issuer=") else "https://auth.example.com"
+    verifier = IntrospectionVerifier(issuer) if tokens.startswith("--issuer=") else FileVerifier(Path(tokens))
     server = MCPServer(
         "user-data",
         token_verifier=verifier,
-        auth=AuthSettings(
-            issuer_url="https://auth.example.com", resource_server_url=url, validate_token_resource=False
-        ),
+        auth=AuthSettings(issuer_url=issuer, resource_server_url=url, validate_token_resource=False),
     )
 
     @server.tool()
@@ -56,7 +83,7 @@ def build(url: str, tokens: Path) -> MCPServer:
 
 
 def main() -> None:
-    fd, url, tokens = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    fd, url, tokens = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     app = build(url, tokens).streamable_http_app()
     listener = socket.socket(fileno=fd)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(sockets=[listener])
