@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 
+from aptix.tracing import trace_id_of
 from modes.admin import AgentModeAdmin, csv_download
 from modes.models import AgentMode
 from tools.mcp.config import McpConfigError, load_config
@@ -97,15 +98,26 @@ class AgentSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Newest first, each named by its session and what the user asked."""
 
-    list_display = ["title", "status", "origin", "execution", "mode", "response_mode", "step_count", "created_at"]
+    list_display = [
+        "title",
+        "status",
+        "origin",
+        "execution",
+        "mode",
+        "response_mode",
+        "step_count",
+        "created_at",
+        "trace_id",
+    ]
     list_filter = ["status", "origin", "execution", "mode"]
-    search_fields = ["id", "session__id", "session__title", "user_message"]
+    # A trace id pasted from a tracing UI or a log line finds its turn (it is inside the traceparent).
+    search_fields = ["id", "session__id", "session__title", "user_message", "traceparent"]
     list_select_related = ["session"]
     ordering = ["-created_at"]
     date_hierarchy = "created_at"
     inlines = [TurnEventInline]
-    exclude = ["trace"]  # shown as `request_trace`: each step's request put back together
-    readonly_fields = ["request_trace"]
+    exclude = ["trace", "traceparent"]  # shown as `request_trace` (each step's request) and `trace_id`
+    readonly_fields = ["trace_id", "request_trace"]
 
     class Media:
         css = {"all": ["css/admin.css"]}  # the trace's classes: the CSP refuses inline style attributes
@@ -120,6 +132,11 @@ class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         ]
         tools = json.dumps(trace.tools, indent=2, ensure_ascii=False)
         return render_to_string("admin/agents/turn_trace.html", {"trace": trace, "steps": steps, "tools": tools})
+
+    @admin.display(description="trace id")
+    def trace_id(self, obj: Turn) -> str:
+        """The turn's OpenTelemetry trace (agents/run/spans.py); empty when tracing was off."""
+        return trace_id_of(obj.traceparent)
 
     @admin.display(description="turn", ordering="created_at")
     def title(self, obj: Turn) -> str:
@@ -267,8 +284,9 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
                 f"most {budget} (APTIX_MAX_TOOLS) and {share} of the context in tool schemas "
                 f"(APTIX_TOOL_SCHEMA_SHARE), so {len(on_demand)} are on demand in Agent turns, found by the model "
                 f"with tool_search: {shown}."
-                + (f" {len(left_out)} pinned tools do not fit at all: {', '.join(left_out[:10])}." if left_out else "")
-                + " Name the tools that matter one by one (they are always offered), or narrow the policy.",
+                + (f" {len(left_out)} internal tools never fit: {', '.join(left_out[:10])}." if left_out else "")
+                + " Whole MCP servers are offered in mcp.json order while they fit; name the tools that matter one "
+                "by one (they go first), or narrow the policy.",
                 level=messages.WARNING,
             )
 

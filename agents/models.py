@@ -125,6 +125,10 @@ class Turn(models.Model):
     dispatch = models.CharField(max_length=32, blank=True, default="")
     worker = models.CharField(max_length=120, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)
+    # With tracing on (aptix/tracing.py): the W3C traceparent of the request that first dispatched the
+    # run, so each run of the turn (in whichever process) continues one trace (agents/run/spans.py). A
+    # database default too: processes of the version before keep inserting turns while it migrates.
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
     # Edit and resend, retry, regenerate (agents/conversations.py): how this turn's message came to be
     # sent, and, on the turns it replaced, the turn that replaced them. Replaced turns stay (audit, the
     # admin, the page shows them as earlier versions) but are no longer part of the conversation the model sees.

@@ -17,7 +17,7 @@ from typing import overload
 
 from asgiref.sync import sync_to_async
 
-from aptix import logcontext
+from aptix import logcontext, tracing
 
 from .models import Turn
 from .runner import get_runner
@@ -53,7 +53,8 @@ async def turn_submit(
     """Call `record` (a sync service returning the turn to run, or None when there is nothing to run)
     on a worker thread, then dispatch the turn's run with the API client's tools and tool results.
     Must be awaited on the serving event loop (an async view)."""
-    turn = await sync_to_async(record)()
+    with tracing.span("turn.record"):  # the recording's transaction, in the request's trace
+        turn = await sync_to_async(record)()
     if turn is None:
         return None
     logcontext.bind(turn_id=turn.id, session_id=turn.session_id)  # the request's further log lines

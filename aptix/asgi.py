@@ -26,6 +26,7 @@ from agents.run.runners import start_runs  # noqa: E402
 from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.origins import SameOriginValidator  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
+from aptix.tracing import TracingMiddleware, configure  # noqa: E402
 from tools.mcp.host import start_mcp_host  # noqa: E402
 
 router = ProtocolTypeRouter(
@@ -35,5 +36,6 @@ router = ProtocolTypeRouter(
     }
 )
 
+configure("web")  # traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (aptix/tracing.py); else nothing
 # Start-up hooks: run once, on the first scope this process serves (see the docstring).
-application = RunOnFirstScope(router, hooks=[start_mcp_host, start_runs])
+application = RunOnFirstScope(TracingMiddleware(router), hooks=[start_mcp_host, start_runs])

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "aptix.logcontext.RequestIds",  # first: X-Request-ID on every answer; the ids the request's log lines carry
+    "aptix.tracing.RouteNaming",  # names the request's span after its route (aptix/tracing.py)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -299,15 +300,23 @@ APTIX_WS_COMPRESSION = read(env.APTIX_WS_COMPRESSION)  # permessage-deflate (man
 APTIX_SESSION_PAGE_TURNS = read(env.APTIX_SESSION_PAGE_TURNS)
 
 LOG_LEVEL = read(env.LOG_LEVEL)
+
+# Traces (aptix/tracing.py): set up by the serving processes only when the endpoint is set.
+OTEL_EXPORTER_OTLP_ENDPOINT = read(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+OTEL_SERVICE_NAME = read(env.OTEL_SERVICE_NAME)
+APTIX_TRACE_CONTENT = read(env.APTIX_TRACE_CONTENT)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "structured": {"()": "aptix.logging.StructuredFormatter"},
     },
-    "filters": {"ids": {"()": "aptix.logcontext.IdsFilter"}},  # request, turn, session and user ids
+    "filters": {
+        "ids": {"()": "aptix.logcontext.IdsFilter"},  # request, turn, session and user ids
+        "trace_id": {"()": "aptix.tracing.TraceIdFilter"},  # the current trace id, when tracing is on
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "structured", "filters": ["ids"]},
+        "console": {"class": "logging.StreamHandler", "formatter": "structured", "filters": ["ids", "trace_id"]},
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {

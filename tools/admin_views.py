@@ -1,7 +1,9 @@
 """Admin page: the status of this process's MCP servers (starting, ready with N tools, failed with
 the error, restarting) — the same data as `manage.py mcp_status` and the session's Tools panel —
-with each server's last log lines, a Reload button (re-read mcp.json, restart only what changed)
-and a Restart button per server. Staff only (`admin_view`), POST with CSRF for the buttons."""
+with each server's last log lines, a Reload button (re-read mcp.json, restart only what changed),
+a Restart button per server and Restart all (for a server whose code changed: here at once, and in
+every other web and worker process through the restart request file, tools/mcp/reload.py). Staff
+only (`admin_view`), POST with CSRF for the buttons."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods
 
 from .mcp.host import mcp_config_error, mcp_host, mcp_status
+from .mcp.reload import RELOAD_POLL
 
 NO_HOST = "No MCP host runs in this process (APTIX_MCP_AUTOSTART is off): nothing to reload or restart."
 CANNOT_RESTART = 'MCP server "{}" cannot be restarted here: it is not configured, disabled, or its entry is broken.'
+ELSEWHERE = "The other web and worker processes restart {} within {:g} s."
 
 
 @require_http_methods(["GET", "POST"])
@@ -36,15 +40,25 @@ def mcp_status_view(request):
 
 def _mcp_action(request):
     host, action, server = mcp_host(), request.POST.get("action"), request.POST.get("server", "")
-    if action not in ("reload", "restart"):
+    if action not in ("reload", "restart", "restart-all"):
         return HttpResponseBadRequest("Unknown action.")
     if host is None:
         messages.error(request, NO_HOST)
     elif action == "reload":
         result = host.reload()
         (messages.error if result.error else messages.success)(request, result.describe())
-    elif host.restart(server):
+    elif action == "restart-all":
+        restarted = host.request_restart(None)
+        messages.success(request, f"Restarting MCP servers {', '.join(restarted) or '(none is enabled)'}.")
+        _elsewhere(request, host, "them")
+    elif host.request_restart([server]):
         messages.success(request, f'Restarting MCP server "{server}".')
+        _elsewhere(request, host, "it")
     else:
         messages.error(request, CANNOT_RESTART.format(server))
     return redirect("admin-mcp-status")
+
+
+def _elsewhere(request, host, which: str) -> None:
+    if host.restart_file is not None:  # a host of this deployment, not one a test made
+        messages.info(request, ELSEWHERE.format(which, RELOAD_POLL))

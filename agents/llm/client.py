@@ -23,6 +23,7 @@ from django.conf import settings
 from .catalog import ModelSpec, model_for, reset_models_config, sdk_client
 from .images import with_images
 from .reply import DeltaCallback, ModelError, ModelReply, RestartCallback
+from .spans import chat_span, record_reply
 from .stream import StreamAssembler, StreamError, estimate_usage, sse_events
 from .transport import StreamingASGITransport
 
@@ -79,7 +80,21 @@ class LLMClient:
         is asked again without them (`reply.tools_dropped`; `reply.usage_estimated` when no usage
         came). A stream that ends without a finish reason is requested once more, `on_restart`
         awaited first (what `on_delta` got so far is void); cut off again, it raises
-        `ModelError(kind="cut_off")` with the text received in `exc.partial`."""
+        `ModelError(kind="cut_off")` with the text received in `exc.partial`. Traced as `chat <model>`
+        (spans.py) when tracing is on."""
+        with chat_span(self.model, self.client.base_url, messages) as span:
+            reply = await self._stream_chat(messages, tools, on_delta, on_reasoning, on_restart)
+            record_reply(span, reply)
+        return reply
+
+    async def _stream_chat(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None,
+        on_delta: DeltaCallback | None,
+        on_reasoning: DeltaCallback | None,
+        on_restart: RestartCallback | None,
+    ) -> ModelReply:
         request = _Request(messages=await with_images(messages, vision=self.vision), tools=tools or None)
         restarted = False
         while True:

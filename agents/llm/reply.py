@@ -27,6 +27,7 @@ class ModelReply:
     reasoning: str = ""  # the model's thinking (`reasoning_content` deltas, `<think>` blocks): not in `content`
     tools_dropped: bool = False  # the server refused `tools`, so the request was sent again without them
     usage_estimated: bool = False  # the server sent no usage: the token counts are estimates (~4 chars a token)
+    response_model: str = ""  # the model the server says answered (its chunks' "model"), for traces
 
     @property
     def truncated(self) -> bool:

@@ -206,6 +206,8 @@ class StreamAssembler:
         chunk = _mapping(chunk)
         if chunk.get("error"):
             raise StreamError(chunk["error"])
+        if not self.reply.response_model and isinstance(model := chunk.get("model"), str):
+            self.reply.response_model = model  # the first chunk's (each chunk repeats it)
         usage = chunk.get("usage")
         if usage is not None:
             usage = _mapping(usage)

@@ -182,15 +182,17 @@ def plan_offer(
     """(offered, on demand, left out) of the allowed tools (`tokens`: name → its schema's tokens, in
     request order). Everything is offered when the schemas take at most APTIX_TOOL_SCHEMA_SHARE of the
     context and the count is within `max_tools`. Otherwise the pinned tools are (cut to the budget in
-    `budget_order`, one place kept for tool_search), then the `remembered` ones, newest first, while the
-    count and the share allow; the others are on demand."""
+    `budget_order`, one place kept for tool_search), then the `remembered` ones, newest first, then
+    whole MCP servers in the config's order, each only if all its tools fit what the count and the
+    share leave; the others are on demand. Only internal tools beyond the budget are left out:
+    tool_search finds MCP tools alone."""
     share = settings.APTIX_TOOL_SCHEMA_SHARE * (context_tokens or settings.APTIX_CONTEXT_TOKENS)
     names = list(tokens)
     if len(names) + client_count <= max_tools and sum(tokens.values()) + client_tokens <= share:
         return names, [], []
     pinned = [n for n in names if is_pinned(n, policy)]
     budget = max_tools - client_count - 1  # tool_search takes one place
-    kept, left_out = budget_order(pinned, policy, server_order, budget)
+    kept, cut = budget_order(pinned, policy, server_order, budget)
     chosen = set(kept)
     used = sum(tokens[n] for n in kept) + client_tokens + schema_tokens([ToolSearchTool.get_schema()])
     for name in remembered or []:
@@ -199,8 +201,24 @@ def plan_offer(
                 break
             chosen.add(name)
             used += tokens[name]
-    on_demand = [n for n in names if n not in chosen and not is_pinned(n, policy)]
+    for group in server_groups([n for n in names if n not in chosen and n not in cut], server_order):
+        if len(chosen) + len(group) <= budget and used + sum(tokens[n] for n in group) <= share:
+            chosen.update(group)
+            used += sum(tokens[n] for n in group)
+    left_out = [n for n in cut if MCP_SEPARATOR not in n]
+    on_demand = [n for n in names if n not in chosen and n not in left_out]
     return [n for n in names if n in chosen], on_demand, left_out
+
+
+def server_groups(names: list[str], server_order: list[str]) -> list[list[str]]:
+    """The MCP tools among `names` by server: servers in the config's order (then by name), each
+    server's tools in `names`' order."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        if MCP_SEPARATOR in name:
+            groups.setdefault(name.partition(MCP_SEPARATOR)[0], []).append(name)
+    rank = {server: i for i, server in enumerate(server_order)}
+    return [groups[server] for server in sorted(groups, key=lambda server: (rank.get(server, len(rank)), server))]
 
 
 def budget_order(
@@ -208,8 +226,9 @@ def budget_order(
 ) -> tuple[list[str], list[str]]:
     """(kept, left out) of the allowed tool `names` under a budget of `budget` schemas. Kept first:
     agent_change_mode, the internal tools, the MCP tools the policy names one by one, then the other
-    MCP tools server by server in the config's order (by name within a server). Deterministic, so
-    the panel and the turn agree; the list stays fixed for the turn (AGN-011 §4.4)."""
+    MCP tools; MCP tools go server by server in the config's order, each server's (named, or other)
+    tools whole or not at all: a server is never cut partway. Deterministic, so the panel and the turn
+    agree; the list stays fixed for the turn (AGN-011 §4.4)."""
     named = set(policy or [])
     rank = {server: i for i, server in enumerate(server_order)}
 
@@ -223,10 +242,22 @@ def budget_order(
             return (2, rank.get(server, len(rank)), server, tool)
         return (3, rank.get(server, len(rank)), server, tool)
 
-    ordered = sorted(names, key=key)
-    cut = max(budget, 1)  # agent_change_mode always goes
-    kept = set(ordered[:cut])
-    return [n for n in names if n in kept], ordered[cut:]
+    units: list[list[str]] = []  # what is kept or cut as one: an internal tool, or a server's tools
+    for name in sorted(names, key=key):
+        kind = key(name)
+        if kind[0] >= 2 and units and key(units[-1][0])[:3] == kind[:3]:
+            units[-1].append(name)
+        else:
+            units.append([name])
+    room = max(budget, 1)  # agent_change_mode always goes
+    kept: set[str] = set()
+    cut: list[str] = []
+    for unit in units:
+        if len(kept) + len(unit) <= room:
+            kept.update(unit)
+        else:
+            cut += unit
+    return [n for n in names if n in kept], cut
 
 
 def mcp_server_order() -> list[str]:

@@ -39,6 +39,7 @@ class QueuedRun:
     turn_id: str
     dispatch: str
     arguments: dict[str, Any]  # client_tools, tool_results
+    trace: dict[str, str]  # with tracing on: the turn's traceparent and when it was queued (spans.py)
 
 
 def queue_client(url: str | None = None) -> redis.Redis:
@@ -57,8 +58,10 @@ async def ensure_group(client: redis.Redis) -> None:
             raise
 
 
-async def send(client: redis.Redis, turn_id: str, dispatch: str, arguments: dict[str, Any]) -> str:
-    fields = {"turn_id": turn_id, "dispatch": dispatch, "arguments": json.dumps(arguments)}
+async def send(
+    client: redis.Redis, turn_id: str, dispatch: str, arguments: dict[str, Any], trace: dict[str, str] | None = None
+) -> str:
+    fields = {"turn_id": turn_id, "dispatch": dispatch, "arguments": json.dumps(arguments), **(trace or {})}
     entry = await client.xadd(STREAM, fields, maxlen=STREAM_MAX_LENGTH, approximate=True)  # type: ignore[arg-type]
     return _text(entry)
 
@@ -106,7 +109,11 @@ def _run(entry_id: Any, fields: dict[Any, Any]) -> QueuedRun:
         turn_id=values.get("turn_id", ""),
         dispatch=values.get("dispatch", ""),
         arguments=json.loads(values.get("arguments") or "{}"),
+        trace={k: v for k, v in values.items() if k in TRACE_FIELDS},
     )
+
+
+TRACE_FIELDS = ("traceparent", "trace_link", "queued_at")
 
 
 def _text(value: Any) -> str:

@@ -37,6 +37,7 @@ from ..state import ModeChange, PausedState, PendingApproval
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
+from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
 
 Progress = Callable[[float, float | None, str | None], None]
@@ -202,15 +203,19 @@ class ToolCalls:
         # A server that acts as each user serves this call over the turn's user's connection (userpool.py).
         calling = CALLING_USER.set(session.user_id)
         try:
-            async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                result = await self._execute(call, kind, context, run.paused_state, progress.report)
-        except asyncio.CancelledError:
-            # Stopped while the tool ran: it may have had its effect, so the audit keeps its result (the
-            # turn's end, written next, takes it along).
-            elapsed = round((time.monotonic() - started) * 1000, 1)
-            metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
-            await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
-            raise
+            with tool_span(call.name, call.id, kind, call.arguments) as span:
+                try:
+                    async with ProgressRelay(run.recorder, call.id, call.name) as progress:
+                        result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                except asyncio.CancelledError:
+                    # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
+                    # (the turn's end, written next, takes it along).
+                    tool_outcome(span, None)
+                    elapsed = round((time.monotonic() - started) * 1000, 1)
+                    metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
+                    await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
+                    raise
+                tool_outcome(span, result)
         finally:
             CALLING_USER.reset(calling)
         elapsed = time.monotonic() - started

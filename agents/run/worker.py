@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
@@ -25,6 +26,7 @@ from aptix.ids import new_hex_id
 from ..runner import get_runner
 from . import queue
 from .claims import run_claim
+from .spans import claimed_trace
 
 logger = logging.getLogger("aptix.runs")
 
@@ -67,10 +69,12 @@ class QueueWorker:
 
     async def take(self, client, run: queue.QueuedRun) -> bool:
         """Claim the run; run it here if the claim is ours. Acked either way: the database decides."""
+        read_at = time.time_ns()
         claimed = await sync_to_async(run_claim)(run.turn_id, run.dispatch, self.name)
         await queue.ack(client, run.entry_id)
         if claimed:
-            self.runner.run_here(run.turn_id, worker=self.name, **run.arguments)
+            trace = claimed_trace(run.trace, read_at)
+            self.runner.run_here(run.turn_id, worker=self.name, trace=trace, **run.arguments)
         else:
             logger.info(
                 "Run of turn %s already claimed or ended: delivery ignored",

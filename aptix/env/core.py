@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aptix.envtypes import Flag, Integer, Items, Number, OptionalText, Text
 
-from .sections import CORE, DEPLOYMENT
+from .sections import CORE, DEPLOYMENT, TRACING
 
 # --- Core -----------------------------------------------------------------------------------------
 SECRET_KEY = OptionalText(
@@ -143,4 +143,23 @@ APTIX_HSTS_INCLUDE_SUBDOMAINS = Flag(
 )
 APTIX_HSTS_PRELOAD = Flag(
     "APTIX_HSTS_PRELOAD", False, DEPLOYMENT, "opt-in, in HTTPS mode: asks browsers' preload list for the domain"
+)
+
+# --- Tracing --------------------------------------------------------------------------------------
+OTEL_EXPORTER_OTLP_ENDPOINT = OptionalText(
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    None,
+    TRACING,
+    "an OTLP/HTTP collector (Jaeger, Tempo, an OpenTelemetry Collector); spans go to its `/v1/traces`. Unset: "
+    "no tracing at all",
+    default_doc="unset (no traces)",
+    example="http://127.0.0.1:4318",
+)
+OTEL_SERVICE_NAME = Text("OTEL_SERVICE_NAME", "aptix", TRACING, "the service name the spans carry")
+APTIX_TRACE_CONTENT = Flag(
+    "APTIX_TRACE_CONTENT",
+    False,
+    TRACING,
+    "put what was said on the spans: the messages sent to the model, its answers, tool arguments and results "
+    "(they then reach whoever reads the traces)",
 )

@@ -56,8 +56,9 @@ APTIX_MAX_TOOLS = Integer(
     "APTIX_MAX_TOOLS",
     128,
     AGENT,
-    "tool schemas per model request (OpenAI refuses more than 128); beyond it, the other allowed tools are offered "
-    "on demand through `tool_search` (pinned: `agent_change_mode`, internal tools, MCP tools the policy names)",
+    "tool schemas per model request (OpenAI refuses more than 128); beyond it, the pinned tools (`agent_change_mode`, "
+    "internal tools, MCP tools the policy names) and whole MCP servers in `mcp.json` order while they fit are "
+    "offered, the other allowed tools on demand through `tool_search`",
     minimum=1,
 )
 APTIX_TOOL_SCHEMA_SHARE = Number(
@@ -65,7 +66,8 @@ APTIX_TOOL_SCHEMA_SHARE = Number(
     0.25,
     AGENT,
     "share of the model's context the allowed tools' schemas may take; beyond it (or APTIX_MAX_TOOLS) the request "
-    "offers the pinned tools and `tool_search`, and the tools it finds from the next step on",
+    "offers the pinned tools, `tool_search` and whole MCP servers that fit, and the tools it finds from the next "
+    "step on",
     minimum=0.01,
 )
 APTIX_TOOL_SEARCH_RESULTS = Integer(

@@ -39,4 +39,10 @@ SIGN_IN = Section(
     "Signing in with the company's identity provider (OpenID Connect), teams and roles from its groups: see "
     "[Sign-in](sign-in.md). With `APTIX_OIDC_ISSUER` unset, users sign in with local accounts only.",
 )
-SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS, SIGN_IN)
+TRACING = Section(
+    "Tracing",
+    "OpenTelemetry traces of requests, turns, model and tool calls: see [Tracing](operations.md#tracing). The "
+    "SDK reads the other standard `OTEL_*` variables itself (`OTEL_EXPORTER_OTLP_HEADERS`, "
+    "`OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`, …).",
+)
+SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS, TRACING, SIGN_IN)

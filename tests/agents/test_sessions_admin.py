@@ -66,3 +66,17 @@ def test_turns_are_listed_newest_first_with_a_readable_title(admin_client, team_
         page.index(">Plans · #1: First question about caching</a>"),
     )
     assert second < first
+
+
+@pytest.mark.django_db
+def test_a_turn_shows_its_trace_id_and_is_found_by_it(admin_client, team_a, alice):
+    session = session_create(team=team_a, user=alice, title="Traced")
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    traced = ended_turn(session, status="completed", traceparent=f"00-{trace_id}-b7ad6b7169203331-01")
+    ended_turn(session, status="completed", index=2, message="Untraced")
+    changelist = reverse("admin:agents_turn_changelist")
+    assert f'<td class="field-trace_id">{trace_id}</td>' in admin_client.get(changelist).content.decode()
+    found = admin_client.get(changelist, {"q": trace_id}).content.decode()  # pasted from a trace or a log line
+    assert "#1: Hello" in found and "Untraced" not in found
+    detail = admin_client.get(reverse("admin:agents_turn_change", args=[traced.pk])).content.decode()
+    assert trace_id in detail

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -61,6 +62,11 @@ class HttpServer:
         self.listener.listen()
         fd = self.listener.fileno()
         self.process = subprocess.Popen([sys.executable, str(HTTP_SERVER), str(fd), *options], pass_fds=[fd])
+
+    def forget_sessions(self) -> None:
+        """Make the server forget its sessions, as a restart does, keeping its connections open."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGUSR1)
 
     def kill(self) -> None:
         if self.process is not None:

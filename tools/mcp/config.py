@@ -34,7 +34,10 @@ notification gives it `timeout` again, up to this; default ten times `timeout`, 
   is looked up in the venv's bin directory first, then on PATH.
 - A relative `cwd` is resolved against the config file's directory, which is also the default.
 - A broken entry is an error naming the server and the field; the other servers are unaffected.
-  Unknown keys are errors too, so a typo ("comand") does not silently drop a setting.
+  Unknown keys are errors too, so a typo ("comand") does not silently drop a setting; only the keys
+  VS Code documents for itself (`dev`, `sandbox`) are ignored (the host logs them), and
+  `"sandboxEnabled": true` is an error: the server would run without the sandbox it asks for.
+- The file may have comments and trailing commas, as VS Code writes it (JSONC: envfile.py).
 - Children get only a minimal environment (HOME, PATH, ...) plus `env`: pass DSNs and keys there.
 """
 
@@ -66,6 +69,9 @@ STDIO_KEYS = {"command", "args", "env", "envFile", "cwd"}
 HTTP_KEYS = {"url", "headers"}
 KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "maxTimeout"}
 KNOWN_KEYS |= {"max_message_mb", "ping_interval", "auth", "allowPrivateNetwork"}  # the last two: userauth.py
+# Keys VS Code documents for its own mcp.json that configure VS Code, not the server: development
+# mode (`dev`: restart on file changes, attach a debugger) and its sandbox. Logged and ignored.
+VSCODE_ONLY_KEYS = ("dev", "sandbox", "sandboxEnabled")
 MAX_TIMEOUT_FACTOR = 10  # `maxTimeout` defaults to ten times `timeout`
 TYPES = ("stdio", "http", "sse")
 SERVER_LISTS = ("mcpServers", "servers")  # Claude Desktop / Cursor, VS Code
@@ -112,6 +118,9 @@ class ServerConfig:
     def per_user(self) -> bool:
         """Whether each user needs a connection of their own (never shared)."""
         return self.auth is not None or bool(self.user_variables)
+
+    # VS Code-only keys the entry has (VSCODE_ONLY_KEYS): logged by the host, no effect on the server.
+    ignored: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -174,7 +183,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
     _check_name(name, fail)
     if not isinstance(entry, dict):
         raise fail("the entry must be an object")
-    _check_keys(entry, fail)
+    ignored = _check_keys(entry, fail)
     kind = entry.get("type", "http" if "url" in entry and "command" not in entry else "stdio")
     if kind not in TYPES:
         raise fail(f'"type" must be "stdio", "http" or "sse", not {kind!r}')
@@ -192,6 +201,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
         "disabled": _flag(entry, fail),
         "max_message_bytes": int(_number(entry, "max_message_mb", DEFAULT_MAX_MESSAGE_MB, fail) * 1024 * 1024),
         "ping_interval": _number(entry, "ping_interval", DEFAULT_PING_INTERVAL, fail, zero=True),
+        "ignored": ignored,
     }
     if common["disabled"]:
         # Kept for later: its command need not exist nor its ${VARS} be set while it is off.
@@ -222,14 +232,22 @@ def _check_name(name: str, fail) -> None:
         )
 
 
-def _check_keys(entry: dict, fail) -> None:
+def _check_keys(entry: dict, fail) -> tuple[str, ...]:
+    """The entry's VS Code-only keys (to be ignored); an unknown key is an error."""
     if duplicates(entry):
         raise fail(f'"{duplicates(entry)[0]}" is given more than once')
+    if entry.get("sandboxEnabled", False) is not False:
+        # Ignoring it would run unconfined a server the file asks to confine.
+        raise fail(
+            '"sandboxEnabled" asks VS Code to run this server in its sandbox, which Aptix cannot do: '
+            "remove it (or set it to false) to run the server without one"
+        )
     for key in entry:
-        if key not in KNOWN_KEYS:
+        if key not in KNOWN_KEYS and key not in VSCODE_ONLY_KEYS:
             close = difflib.get_close_matches(str(key), sorted(KNOWN_KEYS), n=1)
             hint = f' (did you mean "{close[0]}"?)' if close else f" (known keys: {', '.join(sorted(KNOWN_KEYS))})"
             raise fail(f'unknown key "{key}"{hint}')
+    return tuple(key for key in entry if key in VSCODE_ONLY_KEYS)
 
 
 class EnvExpander:

@@ -127,7 +127,7 @@ class Connection:
                     self.config.url, http_client=http, max_sse_event_size=self.config.max_message_bytes
                 )
             client = Client(
-                filtered(transport, self.listing),
+                filtered(transport, self.listing, *([self.http] if self.http else [])),
                 message_handler=self._on_message,
                 logging_callback=self.log.message,
                 log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in

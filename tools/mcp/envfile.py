@@ -1,5 +1,12 @@
-"""Reading the files mcp.json points to or is: JSON that refuses duplicated keys, and the dotenv
-files of `envFile`.
+"""Reading the files mcp.json points to or is: JSON with comments (VS Code's JSONC) that refuses
+duplicated keys, and the dotenv files of `envFile`.
+
+JSONC: VS Code writes `.vscode/mcp.json` with `// line` and `/* block */` comments and trailing
+commas. Each comment is replaced by spaces (its line breaks kept) and each trailing comma by a
+space, so the standard `json` parser reads the rest and its errors keep their line and column.
+Hand-written (one regular expression) rather than a package: json-with-comments deletes the line
+breaks of comments, so errors point at the wrong line, and json5 accepts far more than VS Code
+does (unquoted keys, single quotes) and words its errors differently from `json`.
 
 Duplicated keys: `json.loads` keeps the last of two `"sql": {...}` entries without a word, so a
 server pasted twice (or an edit that added a second `"env"`) would silently lose one. Every object
@@ -18,6 +25,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+# A string (kept), a comment (blanked) or a comma followed only by blanks and comments before a
+# closing bracket (a trailing comma, blanked); anything else is left to the JSON parser.
+_COMMENT = r"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/"  # a block comment ends at its first */
+JSONC_RE = re.compile(rf'"(?:\\.|[^"\\])*"|{_COMMENT}|,(?=(?:\s|{_COMMENT})*[}}\]])')
 ENV_LINE_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*$")
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "$"}
 
@@ -39,8 +50,18 @@ def _object(pairs: list[tuple[str, Any]]) -> JsonObject:
 
 
 def loads(text: str) -> Any:
-    """`json.loads`, with every object a `JsonObject`."""
-    return json.loads(text, object_pairs_hook=_object)
+    """`json.loads` of JSONC (comments and trailing commas allowed), with every object a `JsonObject`."""
+    return json.loads(without_comments(text), object_pairs_hook=_object)
+
+
+def without_comments(text: str) -> str:
+    """JSONC as JSON of the same length and lines: comments and trailing commas become blanks."""
+
+    def blank(match: re.Match) -> str:
+        token = match.group(0)
+        return token if token.startswith('"') else re.sub(r"[^\n]", " ", token)
+
+    return JSONC_RE.sub(blank, text)
 
 
 def duplicates(value: Any) -> tuple[str, ...]:

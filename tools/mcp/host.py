@@ -23,7 +23,9 @@ Design
   parsed entry changed; `restart(name)` restarts one server. Both run on the host loop; a
   replaced supervisor's late status updates and tool lists are ignored, and its successor starts
   once it has stopped (so a server never runs twice). With `reload_poll`, the host also reloads by
-  itself when the config file or the reload request file changes (reload.py says why a file).
+  itself when the config file or the reload request file changes, and restarts the servers named
+  in new lines of the restart request file (reload.py says why files); `request_restart()` writes
+  such a line and applies it here at once (the admin's Restart buttons).
 - Shutdown. An atexit hook stops the host: every session is closed, which closes each child's
   stdin, then SIGTERMs/SIGKILLs its process group. Children that outlive a killed web process are
   killed by the kernel (PR_SET_PDEATHSIG, see transport.py).
@@ -50,9 +52,22 @@ from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
 from .entry import Invoke, Progress
 from .logs import ServerLog
 from .publisher import ToolPublisher
-from .reload import RELOAD_POLL, REQUEST_FILE, Entry, FileWatch, ReloadResult, entries, runnable, same
+from .reload import (
+    RELOAD_POLL,
+    REQUEST_FILE,
+    RESTART_FILE,
+    Entry,
+    FileWatch,
+    ReloadResult,
+    RestartRequests,
+    entries,
+    log_ignored_keys,
+    request_restart,
+    runnable,
+    same,
+)
 from .supervisor import Published, ServerStatus, ServerSupervisor
-from .userpool import CALLING_USER, UserPool
+from .userpool import CALLING_USER, UserPool, make_runner
 from .waiting import RUNNING, StatusWaits
 
 logger = logging.getLogger("aptix.mcp")
@@ -69,6 +84,7 @@ class McpHost(StatusWaits):
         *,
         registry: ToolRegistry = mcp_registry,
         reload_file: Path | None = None,
+        restart_file: Path | None = None,
         reload_poll: float = 0.0,
     ) -> None:
         self.config_path = Path(config_path)
@@ -76,7 +92,9 @@ class McpHost(StatusWaits):
         self.config_error: str | None = None
         self.kept_errors: dict[str, str] = {}  # server → why its changed entry was not applied
         self.reload_file = reload_file
-        self.reload_poll = reload_poll  # seconds between looks at the config and reload files; 0: never
+        self.restart_file = restart_file  # restart requests for every host on the machine (reload.py)
+        self.reload_poll = reload_poll  # seconds between looks at the config and request files; 0: never
+        self._own_requests: set[str] = set()  # restart requests this host wrote, and so applied already
         self._config: dict[str, Entry] = {}  # what runs now, as parsed
         self._statuses: dict[str, ServerStatus] = {}
         self._supervisors: dict[str, ServerSupervisor | UserPool] = {}
@@ -99,11 +117,12 @@ class McpHost(StatusWaits):
             if self._thread is not None:
                 return
             watch = FileWatch([self.config_path, *([self.reload_file] if self.reload_file else [])])
+            restarts = RestartRequests(self.restart_file) if self.restart_file else None
             configs = self._load_config()
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, name="aptix-mcp", daemon=True)
             self._thread.start()
-            asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch), self._loop)
+            asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch, restarts), self._loop)
             RUNNING.add(self)
 
     def _started_loop(self) -> asyncio.AbstractEventLoop:
@@ -138,6 +157,7 @@ class McpHost(StatusWaits):
         self._config = entries(config)
         for name, entry in self._config.items():
             self._statuses[name] = self._initial_status(name, entry)
+        log_ignored_keys(self._config.values())
         return [server for server in config.servers if not server.disabled]
 
     @staticmethod
@@ -160,11 +180,13 @@ class McpHost(StatusWaits):
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
-    async def _start_servers(self, configs: list[ServerConfig], watch: FileWatch) -> None:
+    async def _start_servers(
+        self, configs: list[ServerConfig], watch: FileWatch, restarts: RestartRequests | None
+    ) -> None:
         for config in configs:
             self._spawn(config)
         if self.reload_poll:
-            self._watch = asyncio.create_task(self._watch_files(watch), name="mcp-reload-watch")
+            self._watch = asyncio.create_task(self._watch_files(watch, restarts), name="mcp-reload-watch")
 
     def _spawn(self, config: ServerConfig, after: asyncio.Task | None = None) -> None:
         """Run a supervisor for `config` (once `after`, the one it replaces, has ended)."""
@@ -178,12 +200,8 @@ class McpHost(StatusWaits):
             current = self._supervisors.get(server) is supervisor
             return self._tools.publish(server, tools) if current else Published(names=())
 
-        # A per-user entry: one connection per (server, user), opened by that user's calls (userpool.py).
-        supervisor: ServerSupervisor | UserPool
-        if config.per_user:
-            supervisor = UserPool(config, publish=publish, on_change=on_change, log=log)
-        else:
-            supervisor = ServerSupervisor(config, publish=publish, on_change=on_change, log=log)
+        # A per-user entry gets a UserPool: a connection per (server, user) (userpool.py).
+        supervisor = make_runner(config, publish=publish, on_change=on_change, log=log)
         self._supervisors[config.name] = supervisor
 
         async def run() -> None:
@@ -211,6 +229,31 @@ class McpHost(StatusWaits):
         """Restart one server with its current config; False when it is not running here (unknown,
         disabled, or its entry is broken)."""
         return asyncio.run_coroutine_threadsafe(self._restart(name), self._started_loop()).result(timeout)
+
+    def request_restart(self, servers: list[str] | None, timeout: float = 10.0) -> tuple[str, ...]:
+        """Restart `servers` (None: all) here at once and, through the restart request file, in every
+        other web and worker process; returns the names restarted here (see `_restart_servers`)."""
+        coro = self._request_restart(None if servers is None else tuple(servers))
+        return asyncio.run_coroutine_threadsafe(coro, self._started_loop()).result(timeout)
+
+    async def _request_restart(self, servers: tuple[str, ...] | None) -> tuple[str, ...]:
+        if self.restart_file is not None:
+            _, request_id = request_restart(self.restart_file.parent, servers)
+            self._own_requests.add(request_id)
+        return await self._restart_servers(servers)
+
+    async def _restart_servers(self, servers: tuple[str, ...] | None) -> tuple[str, ...]:
+        """Apply any change to the config, then restart `servers` (None: all) unless that change just
+        (re)started them; the names now starting anew. Servers not running here are skipped."""
+        result = await self._reload()
+        fresh = set(result.started) | set(result.restarted)
+        restarted = []
+        for name in servers if servers is not None else tuple(self._config):
+            if name in fresh or await self._restart(name):
+                restarted.append(name)
+        if restarted:
+            logger.info("MCP servers restarted on request: %s", ", ".join(restarted))
+        return tuple(restarted)
 
     async def _restart(self, name: str) -> bool:
         config = runnable(self._config.get(name))
@@ -240,6 +283,7 @@ class McpHost(StatusWaits):
             self._statuses.pop(name, None)
             self._logs.pop(name, None)
         changed = [name for name, entry in new.items() if not same(old.get(name), entry)]
+        log_ignored_keys(new[name] for name in changed)
         for name in changed:
             self._apply(name, new[name])
         self._statuses = {name: self._statuses[name] for name in new}  # the file's order
@@ -290,14 +334,17 @@ class McpHost(StatusWaits):
             task.add_done_callback(self._retired.discard)
         self._tools.withdraw(name)
 
-    async def _watch_files(self, watch: FileWatch) -> None:
+    async def _watch_files(self, watch: FileWatch, restarts: RestartRequests | None) -> None:
         while True:
             await asyncio.sleep(self.reload_poll)
-            if watch.changed():
-                try:
+            try:
+                if watch.changed():
                     await self._reload()
-                except Exception as exc:  # noqa: BLE001 - the next change is watched for all the same
-                    admin_logger.add_exception(exc, "McpHost.ReloadFailed", config=str(self.config_path))
+                for request_id, servers in restarts.new() if restarts else []:
+                    if request_id not in self._own_requests:
+                        await self._restart_servers(servers)
+            except Exception as exc:  # noqa: BLE001 - the next change is watched for all the same
+                admin_logger.add_exception(exc, "McpHost.ReloadFailed", config=str(self.config_path))
 
     # --- status -------------------------------------------------------------------------------
 
@@ -333,10 +380,8 @@ class McpHost(StatusWaits):
                 supervisor = self._supervisors.get(server)
                 if supervisor is None:  # removed from the config (its tools are being withdrawn)
                     return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
-                if isinstance(supervisor, UserPool):  # the turn's user, set by its runner (userpool.py)
-                    call = supervisor.call_tool(tool, name, arguments, on_progress, user_id=CALLING_USER.get())
-                    return await self._bridge(call)
-                return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress))
+                user = {"user_id": CALLING_USER.get()} if isinstance(supervisor, UserPool) else {}  # the turn's
+                return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress, **user))
             except HostStopped:
                 return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
 
@@ -371,8 +416,13 @@ def start_mcp_host() -> McpHost | None:
         return None
     with _host_lock:
         if _host is None:
-            reload_file = Path(settings.VAR_DIR) / REQUEST_FILE
-            _host = McpHost(settings.APTIX_MCP_CONFIG, reload_file=reload_file, reload_poll=RELOAD_POLL)
+            var = Path(settings.VAR_DIR)
+            _host = McpHost(
+                settings.APTIX_MCP_CONFIG,
+                reload_file=var / REQUEST_FILE,
+                restart_file=var / RESTART_FILE,
+                reload_poll=RELOAD_POLL,
+            )
             _host.start()
             atexit.register(_host.stop)
     return _host

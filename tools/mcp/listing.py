@@ -4,15 +4,21 @@ The SDK validates a tools/list result as a whole, so one tool with a broken defi
 `inputSchema` without `"type": "object"`, say) fails the whole listing and the server never comes
 up. Here each tool of the raw answer is validated against the negotiated protocol version first; a
 broken one is taken out, with its error kept in `rejected` for the status, and the rest of the
-listing reaches the SDK intact.
+listing reaches the SDK intact. So is a tool whose `inputSchema` or `outputSchema` is not valid JSON
+Schema (`"type": "strin"`: model providers refuse a whole request over one such schema), and one
+that can only run as an MCP task (`execution.taskSupport: "required"`): the host does not run tasks,
+so the server would refuse every plain call of it (-32601) after the user approved it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 
+import jsonschema
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from mcp_types import methods
@@ -20,6 +26,8 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
 LIST_METHOD = "tools/list"
+SCHEMA_KEYS = ("inputSchema", "outputSchema")
+TASKS_REQUIRED = 'it runs only as an MCP task (execution.taskSupport "required"), which Aptix does not support yet'
 
 
 class ToolListing:
@@ -62,8 +70,42 @@ class ToolListing:
             except (KeyError, ValueError):
                 kept.append(tool)  # a version this SDK does not validate: leave it to the SDK
             else:
-                kept.append(tool)
+                problem = unofferable(tool)
+                if problem:
+                    self._rejected_now[str(tool.get("name") or f"#{index + 1}")] = problem
+                else:
+                    kept.append(tool)
         return kept
+
+
+def unofferable(tool: dict[str, Any]) -> str:
+    """Why a tool that is valid MCP cannot be offered ("" when it can): a schema that is not JSON
+    Schema, or a tool that needs tasks."""
+    for key in SCHEMA_KEYS:
+        if isinstance(tool.get(key), dict):
+            problem = schema_problem(json.dumps(tool[key], sort_keys=True))
+            if problem:
+                return f"invalid definition: {key} is not valid JSON Schema: {problem}"
+    execution = tool.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        return TASKS_REQUIRED
+    return ""
+
+
+@lru_cache(maxsize=1024)  # servers repeat schemas, and list their tools again on every change
+def schema_problem(schema_json: str) -> str:
+    """What makes the schema invalid against its meta-schema (its `$schema`, else JSON Schema
+    2020-12, the MCP default), or ""."""
+    schema = json.loads(schema_json)
+    if not isinstance(schema.get("$schema", ""), str):
+        return "$schema: must be a string"
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = ".".join(str(part) for part in exc.path)
+        return f"{where}: {exc.message}" if where else exc.message
+    return ""
 
 
 def _problem(exc: ValidationError) -> str:
@@ -75,22 +117,35 @@ def _problem(exc: ValidationError) -> str:
     return "invalid definition: " + "; ".join(parts)
 
 
+class Observer(Protocol):
+    """What sees each message between a transport and the SDK (ToolListing, http.HttpWatch)."""
+
+    def sent(self, item: Any) -> None: ...
+
+    def received(self, item: Any) -> Any: ...
+
+
 class _Reader:
-    def __init__(self, stream: Any, listing: ToolListing) -> None:
+    def __init__(self, stream: Any, observers: tuple[Observer, ...]) -> None:
         self._stream = stream
-        self._listing = listing
+        self._observers = observers
 
     def __getattr__(self, name: str) -> Any:  # last_context, aclose, ...
         return getattr(self._stream, name)
 
+    def _received(self, item: Any) -> Any:
+        for observer in self._observers:
+            item = observer.received(item)
+        return item
+
     async def receive(self) -> Any:
-        return self._listing.received(await self._stream.receive())
+        return self._received(await self._stream.receive())
 
     def __aiter__(self) -> _Reader:
         return self
 
     async def __anext__(self) -> Any:
-        return self._listing.received(await self._stream.__anext__())
+        return self._received(await self._stream.__anext__())
 
     async def __aenter__(self) -> _Reader:
         await self._stream.__aenter__()
@@ -101,15 +156,16 @@ class _Reader:
 
 
 class _Writer:
-    def __init__(self, stream: Any, listing: ToolListing) -> None:
+    def __init__(self, stream: Any, observers: tuple[Observer, ...]) -> None:
         self._stream = stream
-        self._listing = listing
+        self._observers = observers
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
     async def send(self, item: SessionMessage) -> None:
-        self._listing.sent(item)
+        for observer in self._observers:
+            observer.sent(item)
         await self._stream.send(item)
 
     async def __aenter__(self) -> _Writer:
@@ -121,8 +177,9 @@ class _Writer:
 
 
 @asynccontextmanager
-async def filtered(transport: Any, listing: ToolListing) -> AsyncIterator[tuple[Any, Any]]:
-    """The transport's (read, write) streams with tools/list answers filtered by `listing`."""
+async def filtered(transport: Any, *observers: Observer) -> AsyncIterator[tuple[Any, Any]]:
+    """The transport's (read, write) streams with every message shown to the `observers`, in order
+    (the ToolListing filters tools/list answers)."""
     async with transport as streams:
         read, write = streams[0], streams[1]
-        yield _Reader(read, listing), _Writer(write, listing)
+        yield _Reader(read, observers), _Writer(write, observers)

@@ -10,7 +10,10 @@ storage, per session, as image_gen's pictures are:
     files/<session id>/<32 hex>/<name>                always a download (Content-Disposition: attachment)
 
 Only raster images that Pillow reads as PNG, JPEG, GIF or WebP are shown; anything else claiming
-to be an image (SVG, which may carry script, or bytes that are no image at all) is a download.
+to be an image (SVG, which may carry script, or bytes that are no image at all) is a download. A PNG
+whose optional (ancillary) chunk has a wrong checksum, which browsers display since libpng then
+drops that chunk, is shown too, stored without that chunk: the reference MCP server's own sample
+image has an iCCP colour profile with a bad CRC, which Pillow refuses outright.
 Links are links only for http and https. Sizes are bounded by the server's `max_message_mb` (a
 bigger message never arrives), MAX_ATTACHMENTS per result and RESOURCE_TEXT_CHARS per embedded
 text shown in its card.
@@ -24,6 +27,7 @@ import io
 import mimetypes
 import re
 import uuid
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -210,19 +214,55 @@ def _decode(data: str) -> bytes:
 
 
 def _image(data: bytes, mime: str) -> Attachment:
-    """An image Pillow reads as one of IMAGE_FORMATS; anything else is offered as a download."""
+    """An image Pillow reads as one of IMAGE_FORMATS (a PNG once its broken optional chunks are
+    dropped, if it has any); anything else is offered as a download."""
+    kind, size = _raster(data)
+    if kind is None and (repaired := without_broken_chunks(data)) is not None:
+        kind, size = _raster(repaired)
+        data = repaired if kind is not None else data
+    if kind not in IMAGE_FORMATS:
+        return _file(data, mime, "image")
+    extension, real_mime = IMAGE_FORMATS[kind]
+    return Attachment("image", f"image.{extension}", real_mime, len(data), width=size[0], height=size[1], data=data)
+
+
+def _raster(data: bytes) -> tuple[str | None, tuple[int, int]]:
+    """(Pillow's format, size) of an image it reads and checks, or (None, (0, 0))."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(io.BytesIO(data)) as image:
             image.verify()  # reads the headers and checks the data without decoding every pixel
-            kind, size = image.format, image.size
+            return image.format, image.size
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError):
-        kind, size = None, (0, 0)
-    if kind not in IMAGE_FORMATS:
-        return _file(data, mime, "image")
-    extension, real_mime = IMAGE_FORMATS[kind]
-    return Attachment("image", f"image.{extension}", real_mime, len(data), width=size[0], height=size[1], data=data)
+        return None, (0, 0)
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def without_broken_chunks(data: bytes) -> bytes | None:
+    """The PNG without its ancillary chunks whose CRC is wrong (libpng's default, so what browsers
+    show); None when `data` is no PNG, is cut short, or has no such chunk. A critical chunk (IHDR,
+    IDAT, ...) with a wrong CRC is kept: the image stays refused."""
+    if not data.startswith(PNG_SIGNATURE):
+        return None
+    kept, position, dropped = [PNG_SIGNATURE], len(PNG_SIGNATURE), False
+    while position < len(data):
+        length = int.from_bytes(data[position : position + 4], "big")
+        end = position + 12 + length  # length, type, data, CRC
+        if end > len(data):
+            return None
+        kind = data[position + 4 : position + 8]
+        intact = zlib.crc32(data[position + 4 : end - 4]) == int.from_bytes(data[end - 4 : end], "big")
+        if intact or not kind[:1].islower():  # a lower-case first letter: ancillary
+            kept.append(data[position:end])
+        else:
+            dropped = True
+        position = end
+        if kind == b"IEND":
+            break
+    return b"".join(kept) if dropped else None
 
 
 def _file(data: bytes, mime: str, name: str) -> Attachment:

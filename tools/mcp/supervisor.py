@@ -72,7 +72,8 @@ class ServerSupervisor:
         self._publish = publish
         self._on_change = on_change
         self._connection: Connection | None = None
-        self._connected = asyncio.Event()  # set, and replaced, whenever a new connection is up
+        self._attempted = asyncio.Event()  # set, and replaced, whenever an attempt to connect ended
+        self._renewing = False  # the HTTP session ended and a new one is on its way
         self._attempt = 0  # restart attempts since the server last ran for STABLE_AFTER seconds
         self._scope = anyio.CancelScope()  # construct on the host loop (anyio needs a running loop)
 
@@ -97,9 +98,11 @@ class ServerSupervisor:
                 try:
                     await self._serve_once()
                 except StartupError as exc:
+                    self._attempt_ended()
                     if not self._start_failed(str(exc)):
                         return
                 except Exception as exc:  # noqa: BLE001 - a bug here must not end the supervision
+                    self._attempt_ended()
                     admin_logger.add_exception(_leaf(exc), "McpSupervisor.Failed", server=self.name)
                     self._restarting(describe_error(exc))
                 await anyio.sleep(backoff_delay(self._attempt))
@@ -138,6 +141,7 @@ class ServerSupervisor:
                 try:
                     await self._watch(connection)
                 finally:
+                    self._renewing = connection.session_gone  # calls meanwhile wait for the new session
                     self._connection = None
                 if time.monotonic() - started >= STABLE_AFTER:
                     self._attempt = 0
@@ -177,9 +181,14 @@ class ServerSupervisor:
         except (MCPError, TimeoutError) as exc:
             raise StartupError(f"could not list its tools: {exc}") from exc
         self._connection = connection
-        connected, self._connected = self._connected, asyncio.Event()
-        connected.set()
+        self._attempt_ended()
         self._update(state="ready", pid=connection.pid, started_at=datetime.now(UTC), attempt=0)
+
+    def _attempt_ended(self) -> None:
+        """Wake the calls waiting for a new connection: it is up (`_connection`), or it failed."""
+        self._renewing = False
+        attempted, self._attempted = self._attempted, asyncio.Event()
+        attempted.set()
 
     async def _watch(self, connection: Connection) -> None:
         async with anyio.create_task_group() as tg:
@@ -232,6 +241,8 @@ class ServerSupervisor:
         """Call `tool` (the server's name for it; `name` is the registry's) on the live session. A
         call refused because the HTTP session ended never ran: it is sent again on the new session."""
         connection = self._connection
+        if connection is None and self._renewing:
+            connection = await self._next_connection(None)
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
         try:
@@ -266,12 +277,16 @@ class ServerSupervisor:
         admin_logger.add_exception(_leaf(exc), "McpTool.Failed", tool=name, server=self.name)
         return InvokeResult.from_error(f'MCP tool "{name}" failed: {describe_error(exc)}')
 
-    async def _next_connection(self, old: Connection) -> Connection | None:
-        """The connection that replaces `old`, once it is up (within the call timeout)."""
-        with anyio.move_on_after(self.config.timeout):
-            while self._connection is None or self._connection is old:
-                await self._connected.wait()
-        return self._connection if self._connection is not old else None
+    async def _next_connection(self, old: Connection | None) -> Connection | None:
+        """The connection that replaces `old` (None: the one lost), once the next attempt to connect
+        is up; None when that attempt fails or does not end within the start-up timeout."""
+        current = self._connection
+        if current is None or current is old:
+            attempted = self._attempted
+            with anyio.move_on_after(self.config.init_timeout + BACKOFF_MAX):
+                await attempted.wait()
+            current = self._connection
+        return current if current is not None and current is not old else None
 
     def unavailable_message(self) -> str:
         return f'MCP server "{self.name}" is unavailable: {self.status.describe()}'

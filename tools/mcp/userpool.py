@@ -234,6 +234,14 @@ class UserPool:
         return published
 
 
+def make_runner(
+    config: ServerConfig, *, publish: Publish, on_change: Callable[[ServerStatus], None], log: ServerLog
+) -> ServerSupervisor | UserPool:
+    """What the host runs for `config`: a UserPool for a per-user entry, else one ServerSupervisor."""
+    runner = UserPool if config.per_user else ServerSupervisor
+    return runner(config, publish=publish, on_change=on_change, log=log)
+
+
 def _refused(result: InvokeResult) -> bool:
     """Whether the server refused the call's credentials (HTTP 401, http.py's message)."""
     return not result.successful and "HTTP 401" in (result.error_message or "")

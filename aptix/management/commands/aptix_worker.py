@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.run.worker import serve_forever
+from aptix.tracing import configure
 
 
 class Command(BaseCommand):
@@ -34,6 +35,7 @@ class Command(BaseCommand):
         self.check(tags=["identity"], include_deployment_checks=True)
         if not settings.REDIS_URL:
             raise CommandError("aptix_worker needs REDIS_URL: without it every web process runs its own turns.")
+        configure("worker")  # traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (first: aptix.asgi's is then a no-op)
         from aptix.asgi import application  # the serving process's start-up hooks: MCP host, orphan sweep
 
         serve_forever(options["grace"], start_up=application.run_hooks, health_port=options["health_port"])

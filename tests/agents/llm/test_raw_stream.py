@@ -113,3 +113,10 @@ async def test_a_connection_dropped_mid_answer_is_a_connection_error():
     deltas, error = await stream(RawServer(data(chunk({"content": "Hi"})), data(chunk({})), fail_after=1))
     assert deltas == ["Hi"]
     assert isinstance(error, ModelError) and error.kind == "connection"
+
+
+async def test_the_reply_names_the_model_the_server_says_answered():
+    """Servers answer an alias with a dated model: the trace's gen_ai.response.model is theirs."""
+    dated = {**chunk({"content": "Hi"}, finish="stop"), "model": "raw-2026-01-01"}
+    _, reply = await stream(RawServer(data(dated), b"data: [DONE]\n\n"))
+    assert reply.response_model == "raw-2026-01-01"

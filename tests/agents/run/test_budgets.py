@@ -1,5 +1,6 @@
 """Budgets for real models: beyond APTIX_MAX_TOOLS tool schemas per request the pinned tools go out
-(in a fixed order) with tool_search, the others on demand, and the trace, Tools panel and catalog admin
+(in a fixed order) with tool_search, then whole MCP servers in the config's order while they fit (a
+server is never cut partway), the others on demand, and the trace, Tools panel and catalog admin
 say so, with 330 tools from three real MCP server processes; tool results cut for the model with a
 marker, kept longer in the trace."""
 
@@ -12,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from agents.run.pipeline import budget_order, select_tools
+from agents.run.pipeline import budget_order, plan_offer, select_tools
 from agents.run.reasoner import Reasoner
 from agents.web.toolpanel import tool_panel
 from modes.models import AgentMode
@@ -53,16 +54,53 @@ def test_budget_order_keeps_mode_change_internal_named_then_servers_in_config_or
     assert left_out == ["agent_list_modes", "image_gen", "a__y", "a__z", "b__w", "b__x"]
 
 
-def test_330_mcp_tools_are_found_on_demand_and_the_pinned_ones_go_out(many_tools):
+FILESYSTEM = [  # the tools of @modelcontextprotocol/server-filesystem
+    "create_directory", "directory_tree", "edit_file", "get_file_info", "list_allowed_directories",
+    "list_directory", "list_directory_with_sizes", "move_file", "read_file", "read_media_file",
+    "read_multiple_files", "read_text_file", "search_files", "write_file",
+]  # fmt: skip
+
+
+def test_a_server_is_offered_whole_or_found_on_demand_never_cut_partway():
+    """A budget of 13 schemas once did offer 11 of the filesystem server's 14 tools, cut by name
+    (write_file, read_text_file and search_files dropped, the deprecated read_file kept), and left the
+    next server out altogether. Now each server is offered whole, in the config's order, when it fits,
+    and tool_search finds the tools of one that does not."""
+    internal = ["agent_change_mode", "image_gen"]
+    fs = [f"fs__{tool}" for tool in FILESYSTEM]
+    time = ["time__get_current_time", "time__convert_time"]
+    tokens = dict.fromkeys([*internal, *fs, *time], 10)
+    for policy in (["*"], [f"fs.{tool}" for tool in FILESYSTEM] + ["time.get_current_time", "time.convert_time"]):
+        offered, on_demand, left_out = plan_offer(tokens, policy, ["fs", "time"], max_tools=14)
+        assert offered == internal + time
+        assert on_demand == fs and left_out == []
+    offered, on_demand, _ = plan_offer(tokens, ["*"], ["time", "fs"], max_tools=20)  # room for both
+    assert offered == internal + fs + time and on_demand == []
+
+
+def test_whole_servers_fill_the_room_in_config_order_after_the_remembered_tools():
+    tokens = {"agent_change_mode": 10, "a__1": 10, "a__2": 10, "b__1": 10, "b__2": 10, "b__3": 10, "c__1": 10}
+    offered, on_demand, _ = plan_offer(tokens, ["*"], ["b", "a", "c"], max_tools=6, remembered=["c__1"])
+    assert offered == ["agent_change_mode", "b__1", "b__2", "b__3", "c__1"]  # b first; a no longer fits
+    assert on_demand == ["a__1", "a__2"]
+    offered, on_demand, _ = plan_offer(tokens, ["*"], ["b", "a", "c"], max_tools=5, remembered=["c__1"])
+    assert offered == ["agent_change_mode", "a__1", "a__2", "c__1"]  # b does not fit whole; a, next, does
+    assert on_demand == ["b__1", "b__2", "b__3"]
+
+
+def test_330_mcp_tools_offer_whole_servers_in_config_order_and_the_rest_on_demand(many_tools):
     """330 allowed tools exceed APTIX_MAX_TOOLS: the request carries the pinned tools (every internal
-    tool, the MCP tool the policy names) and tool_search; the other 329 are on demand."""
+    tool, the MCP tool the policy names), tool_search, and alpha's 110 tools, the first server in the
+    config that fits whole; beta's and the rest of gamma's 219 are on demand."""
     selection = select_tools(
         policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
     )
     assert selection.allowed == INTERNAL + 330
     offered = set(selection.names)
-    assert offered == {name for name, _ in internal_registry()} | {"gamma__tool_109", "tool_search"}
-    assert len(selection.on_demand) == 329 and "alpha__tool_000" in selection.on_demand
+    alpha = {f"alpha__tool_{i:03d}" for i in range(110)}
+    assert offered == {name for name, _ in internal_registry()} | {"gamma__tool_109", "tool_search"} | alpha
+    assert len(selection.on_demand) == 219 and "beta__tool_000" in selection.on_demand
+    assert not any(name.startswith("alpha__") for name in selection.on_demand)
     assert selection.left_out == []
     again = select_tools(
         policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
@@ -76,18 +114,19 @@ async def test_an_agent_turn_finds_a_tool_and_the_trace_says_what_is_on_demand(
 ):
     await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
     session = await make_session(execution="agent")
-    model.reply("", tool_calls=[("tool_search", {"query": "alpha tool 7"})])
-    model.reply("", tool_calls=[("alpha__tool_007", {})])
+    model.reply("", tool_calls=[("tool_search", {"query": "beta tool 7"})])
+    model.reply("", tool_calls=[("beta__tool_007", {})])
     model.reply("Done.")
     reasoner = Reasoner(llm=llm, mcp=many_tools)
     turn = await run_turn(session, "Use a tool", reasoner=reasoner)
     assert turn.status == "completed"
     first = [t["function"]["name"] for t in model.requests[0]["tools"]]
-    assert "tool_search" in first and "alpha__tool_007" not in first and len(first) == INTERNAL + 1
-    assert "alpha__tool_007" in [t["function"]["name"] for t in model.requests[1]["tools"]]
+    assert "tool_search" in first and "beta__tool_007" not in first and len(first) == INTERNAL + 1 + 110
+    assert "alpha__tool_007" in first  # alpha, first in the config, fits whole
+    assert "beta__tool_007" in [t["function"]["name"] for t in model.requests[1]["tools"]]
     assert "tool_007" in model.last_messages[-1]["content"]  # the real server answered
     [started] = await events_of(turn, "turn.started")
-    assert started["tools_allowed"] == INTERNAL + 330 and len(started["tools_on_demand"]) == 330
+    assert started["tools_allowed"] == INTERNAL + 330 and len(started["tools_on_demand"]) == 220
     assert started["tools_left_out"] == []
 
 

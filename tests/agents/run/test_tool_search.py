@@ -113,20 +113,24 @@ async def test_hello_with_300_tools_and_8000_tokens_completes_offering_tool_sear
 async def test_the_model_searches_then_calls_a_found_tool_which_runs(
     llm, model, token, many_tools, mcp_sql_tool, everything, settings
 ):
+    """The ten 30-tool servers do not fit the context, so their tools are on demand; the one-tool
+    "sql" server fits whole and is offered from the start."""
     settings.APTIX_CONTEXT_TOKENS = 8_000
-    model.reply("", tool_calls=[("tool_search", {"query": "how many orders: run an SQL query"})])
-    model.reply("", tool_calls=[("sql__query", {"sql": "SELECT COUNT(*) FROM orders"})])
-    model.reply("There are 10.")
-    status, body = await post({"message": "how many orders are there?", "execution": "agent"}, token)
-    assert status == 200 and body["status"] == "completed" and body["answer"] == "There are 10.", body
-    assert "sql__query" not in offered(model.requests[0]) and "sql__query" in offered(model.requests[1])
+    model.reply("", tool_calls=[("tool_search", {"query": "payroll records, variant 7"})])
+    model.reply("", tool_calls=[("payroll__op_007", {"id": "p-1"})])
+    model.reply("Found it.")
+    status, body = await post({"message": "find payroll record p-1", "execution": "agent"}, token)
+    assert status == 200 and body["status"] == "completed" and body["answer"] == "Found it.", body
+    assert "sql__query" in offered(model.requests[0])
+    assert "payroll__op_007" not in offered(model.requests[0]) and "payroll__op_007" in offered(model.requests[1])
     found = json.loads(model.requests[1]["messages"][-1]["content"])
-    assert found["tools"][0] == {"name": "sql__query", "server": "sql", "description": "Run SQL."}
-    assert mcp_sql_tool.calls == ['{"sql": "SELECT COUNT(*) FROM orders"}']  # it ran
+    assert found["tools"][0]["name"] == "payroll__op_007" and found["tools"][0]["server"] == "payroll"
+    assert model.requests[2]["messages"][-1]["content"] == "payroll__op_007 ran"  # it ran
     # The next turn of the session offers the found tool from its first request (remembered).
     model.reply("Again.")
     status, body = await post({"conversationId": body["conversationId"], "message": "and now?"}, token)
-    assert status == 200 and "sql__query" in offered(model.requests[3]) and "tool_search" in offered(model.requests[3])
+    names = offered(model.requests[3])
+    assert status == 200 and "payroll__op_007" in names and "tool_search" in names
 
 
 async def test_a_search_that_finds_nothing_says_so_and_lists_the_servers(

@@ -3,11 +3,19 @@ that stop, restart or freeze it: `python http_fixture_server.py <fd> [--token T]
 listening socket inherited as file descriptor <fd> (bound by the test, so clients can connect before
 this process is up, and a restarted server keeps the address). With `--token`, a request without
 `Authorization: Bearer <T>` gets 401 and a WWW-Authenticate challenge. With `--sse`, it speaks the
-legacy HTTP+SSE transport instead (GET /sse, POST /messages/)."""
+legacy HTTP+SSE transport instead (GET /sse, POST /messages/). On SIGUSR1 it forgets every session
+it gave out so far, as a restarted server does, while its connections stay open (a killed process
+resets them, and the client may notice that first). With `--ts-sessions`, a request for a session it
+does not know is answered as servers built on the TypeScript SDK's examples do (the reference
+`everything` server): HTTP 400 with a JSON-RPC error without an id, "Bad Request: No valid session
+ID provided", rather than the specification's 404. A call whose arguments hold FAIL_WITH_503 is
+answered HTTP 503 with a plain-text reason, as a proxy in front of a server does."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import socket
 
 import mcp_types as types
@@ -16,6 +24,10 @@ from mcp import MCPError
 from mcp_fixture_server import server
 
 REALM_CHALLENGE = 'Bearer realm="fixture", error="invalid_token"'
+SESSION_NOT_FOUND = {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "Session not found"}}
+NO_SESSION = {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}}
+FAIL_WITH_503 = "__answer_with_http_503__"
+REASON_503 = "upstream is down for maintenance"
 
 
 def require_token(app, token: str):
@@ -36,6 +48,48 @@ def require_token(app, token: str):
     return guarded
 
 
+async def respond(send, status: int, body: bytes, content_type: bytes) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def answering_as_told(app, *, sessions_400: bool):
+    """`app` with the answers of the module docstring: forgotten sessions and FAIL_WITH_503."""
+    given: set[bytes] = set()  # the session ids given out since the last SIGUSR1
+    signal.signal(signal.SIGUSR1, lambda *_: given.clear())
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message)
+            more = message.get("more_body", False)
+        if FAIL_WITH_503.encode() in b"".join(chunk.get("body", b"") for chunk in chunks):
+            await respond(send, 503, REASON_503.encode(), b"text/plain; charset=utf-8")
+            return
+        session = dict(scope["headers"]).get(b"mcp-session-id")
+        if session is not None and session not in given:
+            unknown = NO_SESSION if sessions_400 else SESSION_NOT_FOUND
+            await respond(send, 400 if sessions_400 else 404, json.dumps(unknown).encode(), b"application/json")
+            return
+
+        async def replay():
+            return chunks.pop(0) if chunks else await receive()
+
+        async def answer(message):
+            if message["type"] == "http.response.start":
+                given.update(value for name, value in message["headers"] if name == b"mcp-session-id")
+            await send(message)
+
+        await app(scope, replay, answer)
+
+    return wrapped
+
+
 async def no_discover(ctx, params):
     """Refuse the 2026-07-28 probe, as handshake-era servers (most deployed ones) do: the client then
     falls back to `initialize` and a session with an `Mcp-Session-Id`."""
@@ -48,10 +102,13 @@ def main() -> None:
     parser.add_argument("--token", default="")
     parser.add_argument("--modern", action="store_true", help="also speak 2026-07-28 (sessionless)")
     parser.add_argument("--sse", action="store_true", help="the legacy HTTP+SSE transport")
+    parser.add_argument("--ts-sessions", action="store_true", help="400 for an unknown session, as TypeScript servers")
     options = parser.parse_args()
     if not options.modern:
         server._lowlevel_server.add_request_handler("server/discover", types.RequestParams, no_discover)
     app = server.sse_app() if options.sse else server.streamable_http_app()
+    if not options.sse:
+        app = answering_as_told(app, sessions_400=options.ts_sessions)
     if options.token:
         app = require_token(app, options.token)
     listener = socket.socket(fileno=options.fd)

@@ -17,6 +17,7 @@ from django.conf import settings
 from agents.run.runners import start_runs
 from aptix.asgi import application, router
 from aptix.startup import RunOnFirstScope
+from aptix.tracing import TracingMiddleware
 from tools.mcp.host import start_mcp_host
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
@@ -76,7 +77,8 @@ def test_autostart_off_starts_nothing_even_when_serving(tmp_path):
 
 def test_the_application_wraps_the_router_with_the_start_up_hooks():
     assert isinstance(application, RunOnFirstScope)
-    assert application.app is router
+    assert isinstance(application.app, TracingMiddleware)  # the spans of requests and websockets (aptix/tracing.py)
+    assert application.app.app is router
     assert application.hooks == (start_mcp_host, start_runs)
 
 

@@ -123,6 +123,25 @@ def test_dropped_and_renamed_tools_are_shown_on_the_admin_page_and_in_the_tools_
     assert "<code>no_type</code> <span class=\"why\">not offered: invalid definition: inputSchema.type" in panel
 
 
+def test_the_tools_panel_says_why_a_task_only_tool_and_an_invalid_schema_are_not_offered(
+    client, start_host, alice, password
+):
+    server = str(Path(__file__).with_name("unofferable_server.py"))
+    start_host({"u": {"command": "python", "args": [server]}})
+
+    panel = session_page(client, alice, password)
+
+    assert "ready with 2 tools, 2 dropped" in panel
+    assert (
+        '<code>task_only</code> <span class="why">not offered: it runs only as an MCP task '
+        "(execution.taskSupport &quot;required&quot;), which Aptix does not support yet</span>"
+    ) in panel
+    assert (
+        '<code>typo_schema</code> <span class="why">not offered: invalid definition: inputSchema is not valid '
+        "JSON Schema: properties.text.type: &#x27;strin&#x27; is not valid"
+    ) in panel
+
+
 FIXTURE = str(Path(__file__).with_name("mcp_fixture_server.py"))
 
 
@@ -147,6 +166,19 @@ def test_staff_restart_one_server_with_a_csrf_protected_post(client, start_host,
     response = client.post(URL, {**restart, "csrfmiddlewaretoken": client.cookies["csrftoken"].value}, follow=True)
 
     assert 'Restarting MCP server &quot;fixture&quot;.' in response.content.decode()
+    host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].pid != before.pid, 60)
+
+
+def test_staff_restart_every_server_with_restart_all(client, start_host, curator, password):
+    host = start_host({"fixture": {"command": "python", "args": [FIXTURE]}, "off": {"command": "x", "disabled": True}})
+    before = host.status()[0]
+    client.login(username="curtis", password=password)
+    form = client.get(URL).content.decode().split('<form method="post" id="mcp-restart-all">')[1].split("</form>")[0]
+    assert 'name="action" value="restart-all">' in form and "Restart all</button>" in form
+
+    page = client.post(URL, {"action": "restart-all"}, follow=True).content.decode()
+
+    assert "Restarting MCP servers fixture." in page
     host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].pid != before.pid, 60)
 
 

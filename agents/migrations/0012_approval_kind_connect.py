@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0010_turn_continued'),
+        ('agents', '0011_turn_traceparent'),
     ]
 
     operations = [

@@ -1,0 +1,80 @@
+"""The MCP host against the reference `everything` server from npm (tests/helpers/everything.py;
+skipped with the reason when node or npm is missing): its streamable-HTTP server killed and
+restarted gets a new session, although it answers the old one with HTTP 400 rather than 404; its
+sample image (an iCCP chunk with a bad CRC) is an image; its task-only tool is not offered."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.helpers.everything import EverythingHttp, everything_server
+from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
+from tools.mcp.host import McpHost
+from tools.mcp.listing import TASKS_REQUIRED
+from tools.registry import ToolRegistry
+
+pytestmark = pytest.mark.slow  # real subprocesses (node servers)
+
+
+@pytest.fixture(scope="module")
+def entry():
+    return everything_server()
+
+
+@pytest.fixture
+def host_for(tmp_path):
+    hosts = []
+
+    def start(server: dict) -> tuple[McpHost, ToolRegistry]:
+        registry = ToolRegistry("mcp")
+        host = McpHost(
+            write_config(tmp_path / "mcp.json", {"everything": {"timeout": 30, **server}}), registry=registry
+        )
+        hosts.append(host)
+        host.start()
+        host.wait_until_sync(all_settled, START_TIMEOUT)
+        return host, registry
+
+    yield start
+    for host in hosts:
+        host.stop()
+
+
+def call(registry: ToolRegistry, tool: str, /, **arguments):
+    return asyncio.run(registry.get(tool).execute(json.dumps(arguments), None))
+
+
+def test_a_killed_and_restarted_http_server_gets_a_new_session(entry, host_for):
+    server = EverythingHttp(entry)
+    server.start()
+    try:
+        host, registry = host_for({"url": server.url})
+        assert host.status()[0].state == "ready", host.status()
+        assert call(registry, "everything__echo", message="before").result == "Echo: before"
+
+        server.kill()
+        server.start()
+
+        assert call(registry, "everything__echo", message="after").result == "Echo: after"
+        assert call(registry, "everything__echo", message="again").result == "Echo: again"
+        (status,) = host.wait_until_sync(lambda s: s[0].state == "ready", START_TIMEOUT)
+        assert status.restarts == 1
+        assert status.error.endswith(": Bad Request: No valid session ID provided)"), status.error
+    finally:
+        server.kill()
+
+
+def test_the_tiny_image_is_an_image_and_the_task_only_tool_is_not_offered(entry, host_for):
+    host, registry = host_for({"command": "node", "args": [str(entry), "stdio"]})
+    (status,) = host.status()
+    assert status.state == "ready", status
+
+    result = call(registry, "everything__get-tiny-image")
+
+    images = [a for a in result.attachments if a.kind == "image"]
+    assert [(a.mime, a.width, a.height) for a in images] == [("image/png", 20, 20)]
+    assert dict(status.dropped)["simulate-research-query"] == TASKS_REQUIRED
+    assert "everything__simulate-research-query" not in registry
