@@ -177,3 +177,16 @@ async def test_the_api_reports_a_connect_and_takes_decline(secrets_key, start_ho
         {"conversationId": body["conversationId"], "approvals": [{"toolCallId": call_id, "decision": "decline"}]}
     )
     assert body["status"] == "completed" and body["answer"] == "Without your notes, then.", body
+
+
+async def test_the_tools_panel_says_who_is_connected(secrets_key, start_host, make_session, alice, bob):
+    from agents.web.toolpanel import tool_panel
+
+    await sync_to_async(secrets_save)(user=alice, server="mine", values={"NOTES_TOKEN": "alice-token"})
+    await start_host()
+    for user, complete in ((alice, True), (bob, False)):
+        session = await make_session(execution="agent", user=user)
+        panel = await sync_to_async(tool_panel)(session)
+        [group] = [g for g in panel["servers"] if g.name == "mine"]
+        assert group.connection.complete is complete
+        assert group.connect_url.endswith("/settings/#connection-mine")
