@@ -53,14 +53,16 @@ def session_start(
     execution: str = "ask",
     title: str = "",
     choice: dict[str, Any] | None = None,
+    files: list[str] | None = None,
 ) -> tuple[AgentSession, Turn]:
     """A new session (session_create) and its first turn (turn_start, queued), or neither: bad input
     (an empty message, an unknown mode…) raises ValidationError naming the field and writes nothing.
     Callers authorise first (the user's own team) and dispatch the turn's run (agents/submit.py).
-    The home page's composer and the JSON API both start a conversation here."""
+    The home page's composer and the JSON API both start a conversation here; `files` (ids of the
+    user's uploads) are attached to the new session with the first message."""
     with transaction.atomic():
         session = session_create(team=team, user=user, mode=mode, execution=execution, title=title)
-        turn = turn_start(session=session, text=text, choice=choice)
+        turn = turn_start(session=session, text=text, choice=choice, files=files)
     return session, turn
 
 
@@ -84,7 +86,8 @@ def turn_resend(*, session: AgentSession, turn_id: str, kind: str, text: str = "
             message, choice = target.user_message, target.choice
         turn = turn_start(session=locked, text=message, choice=choice)
         turn.origin = kind
-        turn.save(update_fields=["origin"])
+        turn.files = target.files  # sent again with the files it carried (already in this session)
+        turn.save(update_fields=["origin", "files"])
         replaced = locked.turns.filter(index__gte=target.index, index__lt=turn.index, replaced_by__isnull=True)
         replaced_ids = list(replaced.values_list("pk", flat=True))
         replaced.update(replaced_by=turn)

@@ -100,6 +100,11 @@ class Turn(models.Model):
     model_label = models.CharField(
         max_length=120, blank=True, help_text="Model that answered; 'offline' for the built-in one."
     )
+    # The models.json key of the model that answered (its name without the file), and what the turn
+    # cost at its price per million tokens, written when the turn ends; None: no price, cost unknown.
+    # Each model call is also charged to the usage counters as it happens (usage/services.py).
+    model_key = models.CharField(max_length=100, blank=True)
+    cost = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     # The user's structured answer to a mode proposal sent with this turn's message (an option
     # button, or the API's `choice`): {"mode": key, "branch": bool}. Consent to change to that mode
@@ -133,6 +138,9 @@ class Turn(models.Model):
     # sent, and, on the turns it replaced, the turn that replaced them. Replaced turns stay (audit, the
     # admin, the page shows them as earlier versions) but are no longer part of the conversation the model sees.
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.MESSAGE)
+    # The files the message carried (agents/attachments.py AttachedFile): each as it was when sent, so
+    # the turn reads the same (page, export) after a file is deleted.
+    files = models.JSONField(default=list, blank=True)
     replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces")
 
     class Meta:

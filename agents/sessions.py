@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from files.services import session_files_purge
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
 
@@ -148,6 +149,8 @@ def session_delete(*, session: AgentSession) -> None:
         locked.deleted_at = timezone.now()
         locked.save(update_fields=["deleted_at"])
     session.deleted_at = locked.deleted_at
+    # Its uploaded files' content goes with it (their rows stay, with the audit of the purge).
+    session_files_purge(session.pk, actor=session.user)
 
 
 def session_readable(*, user, session_id: str) -> bool:

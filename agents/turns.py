@@ -30,8 +30,10 @@ from django.utils import timezone
 
 from modes.catalog import default_mode_key
 from modes.models import AgentMode, ModeHistory
+from usage.quotas import quota_refuse
 
 from .approvals import approvals_close
+from .attachments import clean_file_ids, files_for_turn
 from .events import events_append
 from .events.channel import session_moved
 from .events.payloads import final_payload
@@ -98,13 +100,15 @@ def turn_start(
     execution: str | None = None,
     choice: dict[str, Any] | None = None,
     resume: bool = False,
+    files: list[str] | None = None,
 ) -> Turn:
     """Create the next turn of `session` (status queued) in the session's persisted mode. `choice` is
     the user's structured answer to a mode proposal ({"mode", "branch"}): consent to that mode change
     in this turn. A turn of the session still waiting for approvals is ended first: the new message
     declines what it waits for. `resume` ("Continue") carries on after a turn that stopped at a limit:
     a fresh step budget, the stopped turn's steps in its context (context.py); the message defaults to
-    CONTINUE_MESSAGE."""
+    CONTINUE_MESSAGE. `files` are ids of the owner's uploads the message carries: attached to the
+    session with it (agents/attachments.py; anyone else's is a ValidationError naming `files`)."""
     if resume:
         text = text or CONTINUE_MESSAGE
     text = (text or "").strip()
@@ -116,6 +120,8 @@ def turn_start(
     if execution not in Execution.values:
         raise ValidationError({"execution": ValidationError(ERROR_BAD_EXECUTION, code=CODE_INVALID)})
     choice = clean_choice(choice)
+    quota_refuse(team_id=session.team_id, user_id=session.user_id)  # past it: refused, nothing written
+    file_ids = clean_file_ids(files)
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         if locked.deleted_at is not None:  # deleted since the caller looked it up
@@ -139,6 +145,7 @@ def turn_start(
             mode=locked.mode,
             execution=execution,
             choice=choice,
+            files=files_for_turn(session=locked, file_ids=file_ids),
         )
         if not locked.title:
             locked.title = text[:80]
@@ -231,6 +238,8 @@ def counters(turn: Turn) -> TurnWrite:
             "step_count": turn.step_count,
             "prompt_tokens": turn.prompt_tokens,
             "completion_tokens": turn.completion_tokens,
+            "model_key": turn.model_key,
+            "cost": turn.cost,
         }
     )
 

@@ -18,6 +18,18 @@ class Team(models.Model):
     members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True
     )
+    # Per calendar month, for the whole team (usage/quotas.py): checked before each turn starts and
+    # after each model call. Empty: unlimited.
+    monthly_token_quota = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Tokens the team may use per calendar month. Empty: unlimited."
+    )
+    monthly_cost_quota = models.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Cost (at the models.json prices) the team may spend per calendar month. Empty: unlimited.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -35,6 +47,18 @@ class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # This member's own monthly limits in the team: they replace the team's quota for this member's
+    # turns (a higher or lower allowance for one person); empty: the team's quota applies.
+    monthly_token_quota = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="This member's tokens per calendar month, instead of the team's quota."
+    )
+    monthly_cost_quota = models.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="This member's cost per calendar month, instead of the team's quota.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -66,7 +66,9 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "modes",
+    "files",
     "tools",
+    "usage",
     "agents",
     "identity",
     "connections",
@@ -210,6 +212,24 @@ EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = _email.user, _email.password
 EMAIL_USE_TLS, EMAIL_USE_SSL = _email.use_tls, _email.use_ssl
 EMAIL_TIMEOUT = 10  # seconds: an unreachable server must not hold the inviter's request for long
 DEFAULT_FROM_EMAIL = read(env.APTIX_EMAIL_FROM)
+
+# Uploads (files/uploads.py): every uploaded file streams to a temporary file and the upload stops at
+# APTIX_UPLOAD_MAX_BYTES, so no upload is ever held whole in memory.
+FILE_UPLOAD_HANDLERS = ["files.uploads.LimitedUploadHandler"]
+APTIX_UPLOAD_MAX_BYTES = read(env.APTIX_UPLOAD_MAX_BYTES)
+APTIX_UPLOAD_USER_QUOTA = read(env.APTIX_UPLOAD_USER_QUOTA)
+# Model-written SQL over the uploaded tables (files/sandbox.py): per query.
+APTIX_FILES_QUERY_TIMEOUT = read(env.APTIX_FILES_QUERY_TIMEOUT)
+APTIX_FILES_QUERY_MEMORY_MB = read(env.APTIX_FILES_QUERY_MEMORY_MB)
+APTIX_FILES_QUERY_THREADS = read(env.APTIX_FILES_QUERY_THREADS)
+# Shapes refused at ingestion (files/ingest): absurd tables and zip bombs.
+# The web process that takes an upload ingests it: DuckDB spills past this rather than grow the process.
+APTIX_FILES_INGEST_MEMORY_MB = read(env.APTIX_FILES_INGEST_MEMORY_MB)
+APTIX_FILES_MAX_ROWS = read(env.APTIX_FILES_MAX_ROWS)
+APTIX_FILES_MAX_COLUMNS = read(env.APTIX_FILES_MAX_COLUMNS)
+APTIX_FILES_MAX_UNZIPPED = read(env.APTIX_FILES_MAX_UNZIPPED)
+# Local copies of stored DuckDB files when the storage is not a local directory (files/storage.py).
+FILES_CACHE_DIR = VAR_DIR / "files-cache"
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"

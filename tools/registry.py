@@ -20,7 +20,15 @@ INTERNAL_TOOLS: dict[str, str] = {
     "agent_change_mode": "tools.builtin.mode_change.ModeChangeTool",
     "agent_list_modes": "tools.builtin.list_modes.AgentListModesTool",
     "image_gen": "tools.builtin.image_gen.ImageGenTool",
+    "files_list": "tools.builtin.files_list.FilesListTool",
+    "files_query": "tools.builtin.files_query.FilesQueryTool",
+    "files_read": "tools.builtin.files_read.FilesReadTool",
 }
+
+
+def needs_session_files(tool: Any) -> bool:
+    """Whether a tool is offered only in a session that has files (the files_* tools declare it)."""
+    return bool(getattr(tool, "NEEDS_SESSION_FILES", False))
 
 
 class ToolRegistrationError(ValueError):

@@ -9,7 +9,8 @@ built-in offline model when nothing is configured (so `make run` needs no config
       },
       "models": {
         "gpt-4.1": {"provider": "openai", "model": "gpt-4.1", "label": "GPT-4.1", "contextTokens": 128000,
-                    "tools": true, "vision": true, "reasoning": false},
+                    "tools": true, "vision": true, "reasoning": false,
+                    "price": {"input": 2.0, "output": 8.0}},
         "qwen-small": {"provider": "local", "model": "local", "contextTokens": 8192, "askFollowup": true}
       },
       "default": "gpt-4.1"
@@ -28,8 +29,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from tools.mcp.reload import Signature, signature
 logger = logging.getLogger("aptix.models")
 
 PROVIDER_KEYS = {"baseUrl", "apiKey", "headers"}
-MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning", "askFollowup"}
+MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning", "askFollowup", "price"}
 OFFLINE_KEY = "offline"
 
 
@@ -74,6 +76,23 @@ class ModelSpec:
     # Ask's second model call after internal tool results (spec 004): a small model that answers a
     # question with a tool call and no text needs it. None: the mode's setting or APTIX_ASK_FOLLOWUP.
     ask_followup: bool | None = None
+    # What the provider charges per million tokens: `"price": {"input": 2.5, "output": 10}` in the file.
+    # None: the cost of its turns is unknown (their tokens are still counted).
+    price: Price | None = None
+
+
+@dataclass(frozen=True)
+class Price:
+    """Per million tokens, in the deployment's currency (the file does not say which)."""
+
+    input: Decimal
+    output: Decimal
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / MILLION
+
+
+MILLION = Decimal(1_000_000)
 
 
 @dataclass(frozen=True)
@@ -166,8 +185,23 @@ def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> 
         provider=providers[provider],
         context_tokens=context,
         ask_followup=ask_followup,
+        price=_price(entry.get("price"), fail),
         **flags,
     )
+
+
+def _price(value: Any, fail: Callable[[str], ModelsConfigError]) -> Price | None:
+    """`{"input": 2.5, "output": 10}`: non-negative numbers per million tokens; absent or null: unknown."""
+    if value is None:
+        return None
+    problem = '"price" must be {"input": <number>, "output": <number>} per million tokens, both 0 or more'
+    if not isinstance(value, dict) or set(value) != {"input", "output"}:
+        raise fail(problem)
+    amounts = [value["input"], value["output"]]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in amounts):
+        raise fail(problem)
+    # Through str: 2.5 stays exactly 2.5 (Decimal(float) would carry the float's binary error).
+    return Price(input=Decimal(str(amounts[0])), output=Decimal(str(amounts[1])))
 
 
 def environment_config() -> ModelsConfig:

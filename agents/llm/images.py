@@ -1,7 +1,8 @@
 """Images of tool results for the model. A tool message may carry `images` (agents/run/tool_calls.py:
 the stored pictures of an MCP result, by storage path); the key is ours and never goes out. A
 vision model (the models configuration's `"vision": true`) gets them as `image_url` content parts
-of a user message right after the tool messages of that step: Chat Completions accepts images in
+of a user message right after the tool messages of that step (and the images attached to a user's
+message as parts of that message): Chat Completions accepts images in
 user messages only, and every tool message must follow its assistant message. Any other model
 reads only the tool message's text, which already names each image and where the user sees it."""
 
@@ -12,6 +13,9 @@ import base64
 from typing import Any
 
 IMAGES_NOTE = "The images of the tool results above, in order ({names}):"
+# Where a user message's text ends and the note on its attached files begins (agents/attachments.py
+# writes it; the offline model reads the user's words before it).
+FILES_NOTE = "\n\n[Attached files]\n"
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # what OpenAI accepts per image; a bigger one stays a placeholder
 
 
@@ -39,11 +43,24 @@ def _with_parts(messages: list[dict], storage: Any) -> list[dict]:
         if pending and message.get("role") != "tool":
             sent.append(_images_message(pending, storage))
             pending = []
+        if message.get("role") == "user" and message.get("images"):  # a message's own attached images
+            sent.append(_user_with_parts(message, storage))
+            continue
         pending += message.get("images") or []
         sent.append(_plain(message))
     if pending:
         sent.append(_images_message(pending, storage))
     return [message for message in sent if message]
+
+
+def _user_with_parts(message: dict, storage: Any) -> dict:
+    """A user message with the images attached to it (the composer's, the API's `files`) as image parts
+    after its text; an image gone from storage stays named in the text only."""
+    parts = [
+        {"type": "image_url", "image_url": {"url": url}} for i in message["images"] if (url := _data_url(i, storage))
+    ]
+    text = {"type": "text", "text": message.get("content") or ""}
+    return {**_plain(message), "content": [text, *parts]} if parts else _plain(message)
 
 
 def _images_message(images: list[dict], storage: Any) -> dict:

@@ -24,6 +24,7 @@ import bpe_openai
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from ..attachments import files_note
 from ..llm.reply import ModelError
 from ..models import Turn, TurnEvent
 
@@ -143,7 +144,7 @@ def _load_history(turn: Turn, counter: TokenCounter, budget: int) -> History:
     ).order_by("-index")
     full = False
     for start in range(0, past.count(), HISTORY_BATCH):
-        batch = list(past.only("id", "user_message", "answer")[start : start + HISTORY_BATCH])
+        batch = list(past.only("id", "user_message", "answer", "files")[start : start + HISTORY_BATCH])
         if full:
             dropped += len(batch)
             continue
@@ -184,7 +185,8 @@ def past_turn_messages(turn: Turn, steps: list[TurnEvent], *, result_chars: int 
     """One earlier turn as chat messages: the user's message, each tool step (the assistant's calls
     and their results, cut to the result budget: `result_chars`, default APTIX_TOOL_RESULT_CHARS) and
     the answer."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": turn.user_message}]
+    note = files_note(turn.files, vision=False, earlier=True)  # its images are not sent again
+    messages: list[dict[str, Any]] = [{"role": "user", "content": turn.user_message + note}]
     results = {e.payload.get("id"): e.payload for e in steps if e.type == "tool.result"}
     for event in steps:
         calls = event.payload.get("tool_calls") or [] if event.type == "model.message" else []

@@ -1,8 +1,8 @@
 """Where an Agent run stops short, and how it still ends with an answer: the step limit, the token
-budget and the repeat limit (the model only repeating calls it already made) each lead to one last
-model call without tools that asks for an answer from what was gathered; if that call fails or says
-nothing, the answer says plainly what was done and why the run stopped. An empty reply gets one
-nudge before it is accepted."""
+budget, the month's usage quota and the repeat limit (the model only repeating calls it already
+made) each lead to one last model call without tools that asks for an answer from what was
+gathered; if that call fails or says nothing, the answer says plainly what was done and why the
+run stopped. An empty reply gets one nudge before it is accepted."""
 
 from __future__ import annotations
 
@@ -21,9 +21,19 @@ NUDGE = "[Aptix] Your last reply was empty. Answer my request now from what you 
 
 
 def limit_hit(
-    *, agent: bool, steps: int, tokens: int, state: PausedState, max_steps: int, budget: int
+    *,
+    agent: bool,
+    steps: int,
+    tokens: int,
+    state: PausedState,
+    max_steps: int,
+    budget: int,
+    quota: str | None = None,
 ) -> dict[str, Any] | None:
-    """The limit the run has reached before its next step, as the final event shows it, or None."""
+    """The limit the run has reached before its next step, as the final event shows it, or None.
+    `quota`: why the month's quota stops the run (usage/quotas.py), when it is used up."""
+    if steps and quota:
+        return {"limit": "quota", "message": f"Stopped: {quota}"}
     if agent and steps >= max_steps:
         return {
             "limit": "steps",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from asgiref.sync import sync_to_async
 from django.db.models import Max
 
+from files.services import session_has_files
 from modes.models import AgentMode
 
 from ..models import Turn
@@ -17,6 +18,7 @@ class LoadedRun:
     turn: Turn
     mode: AgentMode | None  # the turn's mode in the catalog (None if deleted since)
     last_seq: int  # the turn's last event so far (a continued turn carries on from it)
+    has_files: bool = False  # whether the session has files (the files tools are offered only then)
 
 
 @sync_to_async
@@ -25,4 +27,9 @@ def load_run(turn_id: str) -> LoadedRun:
     last_seq = 0
     if turn.status != Turn.Status.QUEUED:  # a queued turn has no events yet
         last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
-    return LoadedRun(turn=turn, mode=AgentMode.objects.filter(key=turn.mode).first(), last_seq=last_seq)
+    return LoadedRun(
+        turn=turn,
+        mode=AgentMode.objects.filter(key=turn.mode).first(),
+        last_seq=last_seq,
+        has_files=session_has_files(turn.session_id),
+    )

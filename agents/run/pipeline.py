@@ -15,7 +15,7 @@ from django.conf import settings
 from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.tool_search import ToolSearchTool
 from tools.mcp.config import TOOL_SEPARATOR
-from tools.registry import ToolRegistry, internal_registry, mcp_registry
+from tools.registry import ToolRegistry, internal_registry, mcp_registry, needs_session_files
 
 logger = logging.getLogger("aptix.pipeline")
 
@@ -116,15 +116,19 @@ def select_tools(
     max_tools: int | None = None,
     context_tokens: int | None = None,
     remembered: list[str] | None = None,
+    session_has_files: bool = False,
 ) -> ToolSelection:
     """The turn's tools: allowed by the policy and the toggles; when they do not fit (plan_offer), the
     pinned ones, `tool_search` and the `remembered` tools earlier searches found while they fit. Client
-    tools (AGN-011 §4.3) are appended, never removed, and count."""
+    tools (AGN-011 §4.3) are appended, never removed, and count. The files tools come only when the
+    session has files (`session_has_files`)."""
     registry = mcp if mcp is not None else mcp_registry
     candidates: list[tuple[str, Any, str]] = [
         (name, tool, "internal")
         for name, tool in internal_registry()
-        if policy_allows(policy, name) and toggle_allows(toggles, name)
+        if policy_allows(policy, name)
+        and toggle_allows(toggles, name)
+        and (session_has_files or not needs_session_files(tool))
     ]
     if execution == "agent":
         candidates += [

@@ -26,6 +26,7 @@ from tools.registry import ToolRegistry, mcp_registry
 
 from .. import turns
 from ..approvals import approvals_request
+from ..attachments import user_message
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
@@ -36,6 +37,7 @@ from .answers import ask_answer
 from .context import TokenCounter, context_budget, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
+from .metering import meter_start, meter_step, quota_message
 from .outcomes import (
     Ending,
     Failed,
@@ -109,9 +111,10 @@ class Reasoner:
             return turn
         run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
-        run.llm = self.llm_override or get_llm_client(spec)
+        run.llm, run.spec = self.llm_override or get_llm_client(spec), spec
         run.model_key = spec.key
         run.recorder.first_token = metrics.first_token_timer(spec.key)
+        await meter_start(run)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
         resumed = turn.status
@@ -160,6 +163,7 @@ class Reasoner:
             client_tools=client_tools,
             mcp=self.mcp,
             context_tokens=run.llm.context_tokens,
+            session_has_files=loaded.has_files,
         )
         selection = select()
         if selection.on_demand and (remembered := await remembered_tools(turn.session_id, turn.index)):
@@ -177,7 +181,7 @@ class Reasoner:
             )
         system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
         system = {"role": "system", "content": system_prompt}
-        current = {"role": "user", "content": turn.user_message}
+        current = user_message(turn.user_message, turn.files, vision=run.llm.vision)  # and its files
         counter = self._counter(run)
         fixed = counter.tools(selection.schemas) + counter.messages([system, current])
         history = await load_history(turn, counter, max(context_budget(run.llm.context_tokens) - fixed, 0))
@@ -294,6 +298,7 @@ class Reasoner:
             state=self._state(run),
             max_steps=self.max_steps,
             budget=self.token_budget,
+            quota=quota_message(run),
         )
 
     async def _step(self, run: Run, *, tools: list[dict] | None) -> ModelReply:
@@ -330,6 +335,7 @@ class Reasoner:
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
         metrics.model_tokens(run.model_key, prompt=reply.prompt_tokens, completion=reply.completion_tokens)
+        await meter_step(run, reply)
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         message: ModelMessage = {
             "step": turn.step_count,

@@ -68,6 +68,8 @@ class Run:
     llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
     ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
     model_key: str = ""  # the turn's model in the catalog (the metrics' label)
+    spec: Any = None  # the turn's ModelSpec: its models.json key and price (metering.py)
+    quota: Any = None  # the month's QuotaState as of the last model call (metering.py); None: unlimited
 
     @property
     def agent(self) -> bool:

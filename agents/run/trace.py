@@ -128,7 +128,7 @@ def history_messages(turn_ids: list[str], result_chars: int | None) -> list[dict
     """The earlier turns `turn_ids` as the request carried them, oldest first."""
     if not turn_ids:
         return []
-    turns = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids).only("id", "user_message", "answer")}
+    turns = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids).only("id", "user_message", "answer", "files")}
     steps: dict[str, list[TurnEvent]] = steps_of(list(turn_ids))
     messages: list[dict[str, Any]] = []
     for turn_id in turn_ids:

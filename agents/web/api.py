@@ -18,6 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.approvals import CODE_STALE, UserDecision, approval_decide
+from agents.attachments import clean_file_ids
 from agents.branching import switch_continues, turn_continue_after_switch
 from agents.conversations import session_start
 from agents.events.payloads import branch_of
@@ -53,6 +54,7 @@ class ExecuteRequest:
     approvals: list[UserDecision] = field(default_factory=list)
     choice: Any = None
     resume: bool = False  # "continue": carry on after a turn that stopped at a limit
+    files: list[str] = field(default_factory=list)  # ids of the user's uploads the message carries
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -63,7 +65,18 @@ def _optional_str(body: dict, name: str) -> str | None:
 
 
 EXECUTE_FIELDS = frozenset(
-    {"conversationId", "mode", "execution", "message", "tools", "toolResults", "approvals", "choice", "continue"}
+    {
+        "conversationId",
+        "mode",
+        "execution",
+        "message",
+        "tools",
+        "toolResults",
+        "approvals",
+        "choice",
+        "continue",
+        "files",
+    }
 )
 
 
@@ -85,12 +98,18 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
     request.tool_results = _parse_tool_results(body.get("toolResults"))
     request.approvals = _parse_approvals(body.get("approvals"))
     request.choice = body.get("choice")
+    try:
+        request.files = clean_file_ids(body.get("files"))
+    except ValidationError as exc:
+        raise ApiError.refused(exc) from None
     resume = body.get("continue", False)
     if not isinstance(resume, bool):
         raise ApiError(400, "'continue' must be true or false.", "continue")
     request.resume = resume
     if resume and not request.conversation_id:
         raise ApiError(400, "'conversationId' is required with 'continue'.", "conversationId")
+    if request.files and (request.approvals or request.tool_results):
+        raise ApiError(400, "'files' go with a 'message': send them without 'approvals' or 'toolResults'.", "files")
     if request.approvals:
         if not request.conversation_id:
             raise ApiError(400, "'conversationId' is required with 'approvals'.", "conversationId")
@@ -201,6 +220,7 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
             mode=request.mode or mode,
             execution=request.execution or execution,
             choice=request.choice,
+            files=request.files,
         )
         return turn
     except ValidationError as exc:
@@ -225,6 +245,7 @@ def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> T
             execution=request.execution,
             choice=request.choice,
             resume=request.resume,
+            files=request.files,
         )
 
 

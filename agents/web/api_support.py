@@ -12,13 +12,21 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 
+from agents.attachments import CODE_NO_FILE
 from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_SESSION_DELETED, CODE_TURN_RUNNING, error_code
 from aptix.bearer import RateLimited, bearer_user
 from aptix.inputs import unstorable_in
 from aptix.ratelimits import Limited
+from usage.quotas import CODE_QUOTA
 
 # Service error codes (ValidationError.code) that are not a plain 400.
-STATUS_OF_CODE = {CODE_TURN_RUNNING: 409, CODE_NOTHING_TO_CONTINUE: 409, CODE_SESSION_DELETED: 404}
+STATUS_OF_CODE = {
+    CODE_TURN_RUNNING: 409,
+    CODE_NOTHING_TO_CONTINUE: 409,
+    CODE_SESSION_DELETED: 404,
+    CODE_QUOTA: 429,  # the month's usage quota is used up (usage/quotas.py)
+    CODE_NO_FILE: 404,  # a file of another user or session: as if there were none
+}
 
 
 class ApiError(Exception):

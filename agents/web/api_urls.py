@@ -1,10 +1,14 @@
 from django.urls import path
 
-from . import api, api_mcp, api_resend
+from . import api, api_files, api_mcp, api_resend, api_usage
 
 urlpatterns = [
     path("agent/execute", api.agent_execute, name="api-agent-execute"),
     path("turns/<str:turn_id>/cancel", api.turn_cancel_api, name="api-turn-cancel"),
     path("mcp/servers", api_mcp.mcp_servers_api, name="api-mcp-servers"),
     path("turns/<str:turn_id>/resend", api_resend.turn_resend_api, name="api-turn-resend"),
+    path("usage", api_usage.usage_api, name="api-usage"),
+    path("files", api_files.files_api, name="api-files"),
+    path("files/<str:file_id>", api_files.file_api, name="api-file"),
+    path("files/<str:file_id>/content", api_files.file_content_api, name="api-file-content"),
 ]

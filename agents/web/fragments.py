@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
 from agents.selectors import mode_model, session_waiting, turn_replaced_ids
+from files.services import session_files
 from modes.catalog import active_modes
 
 from .toolpanel import tool_panel
@@ -35,12 +36,13 @@ def session_fragments(
     meta: bool = False,
     waiting: bool = False,
     model: bool = False,
+    files: bool = False,
 ) -> str:
     """Out-of-band swaps for the parts of the session page named: `append` is HTML added at the end of
     the timeline; `first_turn` retitles the session (header and sidebar) and drops the empty-chat
     hint; `composer` redraws the composer busy (with the `turn` that keeps it busy) or idle;
-    `waiting` the header's "waiting for your approval"; `model` the header's model; the others redraw
-    their region as stored."""
+    `waiting` the header's "waiting for your approval"; `model` the header's model; `files` the Files panel; the
+    others redraw their region as stored."""
     if waiting or meta:  # both show whether a turn waits for approval: as of now, not as loaded
         session.has_waiting_turn = session_waiting(session=session)
     context = {
@@ -55,12 +57,18 @@ def session_fragments(
         "meta": meta,
         "waiting": waiting,
         "model_part": model,
+        "files": session_files(session.id) if files else None,
     }
     if mode_badge:  # the badge and the popover's catalog, which marks the current mode
         context.update(mode_context(session))
     if model:
         context.update(session_model_context(session))
     return render_to_string("agents/_oob.html", context)
+
+
+def files_panel(session: AgentSession, *, oob: bool = False) -> str:
+    """The session's Files panel (its files, each with its download and Delete)."""
+    return render_to_string("agents/_files.html", {"session": session, "files": session_files(session.id), "oob": oob})
 
 
 def mode_context(session: AgentSession, catalog: list[AgentMode] | None = None) -> dict[str, Any]:

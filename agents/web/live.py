@@ -207,7 +207,8 @@ def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> st
     live.live[turn.id] = ""  # nothing streamed yet: the first delta needs no database read
     events = live.events_until(turn, seq) if seq > 1 else list(live.seen.get(turn.id, []))
     # Appended, unless the page has the turn already (the send request's answer drew it): aptix.js.
-    html = session_fragments(live.session, append=render_turn(turn, events, if_absent=True))
+    # A message that carried files: the Files panel of every tab lists them now.
+    html = session_fragments(live.session, append=render_turn(turn, events, if_absent=True), files=bool(turn.files))
     if turn.origin != Turn.Origin.MESSAGE:  # sent again: other tabs fold what it replaced, too
         html = replaced_turns(turn) + html
     return html

@@ -15,10 +15,11 @@ from agents.models import Execution
 from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, plan_offer, policy_allows, schema_tokens
 from agents.selectors import mode_get
 from agents.web.connections import Connection, connect_url, user_connections
+from files.services import session_has_files
 from tools.mcp.entry import McpToolEntry
 from tools.mcp.host import mcp_config_error, mcp_status
 from tools.mcp.supervisor import ServerStatus
-from tools.registry import internal_registry, mcp_registry
+from tools.registry import internal_registry, mcp_registry, needs_session_files
 
 if TYPE_CHECKING:
     from agents.models import AgentSession
@@ -67,8 +68,13 @@ def tool_panel(session: AgentSession) -> dict:
         return "" if policy_allows(policy, name) else f"not in the {label} mode's tool policy"
 
     internal = []
+    has_files: bool | None = None
     for name, tool in internal_registry():
         always = name == ALWAYS_ON
+        blocked = "" if always else policy_reason(name)
+        if not blocked and needs_session_files(tool):
+            has_files = session_has_files(session.pk) if has_files is None else has_files
+            blocked = "" if has_files else "offered once the session has files"
         internal.append(
             ToolRow(
                 name=name,
@@ -76,7 +82,7 @@ def tool_panel(session: AgentSession) -> dict:
                 description=tool.TOOL_USAGE_METADATA,
                 always=always,
                 enabled=always or toggles.get(name) is not False,
-                blocked="" if always else policy_reason(name),
+                blocked=blocked,
                 outside_policy=not always and bool(policy_reason(name)),
             )
         )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, connections, export, health, history, manage, sessions, settings
+from .views import actions, answer, connections, export, files, health, history, manage, sessions, settings, usage
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -31,7 +31,11 @@ urlpatterns = [
     path("sessions/<str:session_id>/archive/", manage.session_archive_view, name="session-archive"),
     path("sessions/<str:session_id>/delete/", manage.session_delete_view, name="session-delete"),
     path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
+    path("files/", files.file_upload_view, name="file-upload"),
+    path("files/<str:file_id>/", files.file_download, name="file-download"),
+    path("files/<str:file_id>/delete/", files.file_delete_view, name="file-delete"),
     path("settings/", settings.settings_page, name="settings"),
+    path("settings/usage/", usage.settings_usage, name="settings-usage"),
     path("settings/password/", settings.settings_password, name="settings-password"),
     path("settings/preferences/", settings.settings_preferences, name="settings-preferences"),
     path("settings/tokens/", settings.settings_token_create, name="settings-token-create"),

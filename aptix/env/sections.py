@@ -45,4 +45,8 @@ TRACING = Section(
     "SDK reads the other standard `OTEL_*` variables itself (`OTEL_EXPORTER_OTLP_HEADERS`, "
     "`OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`, …).",
 )
-SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, LIMITS, TRACING, SIGN_IN)
+FILES = Section(
+    "Files",
+    "Uploads and queries over them: see [Files](workspace.md#files), [Operations](operations.md#uploaded-files).",
+)
+SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, FILES, LIMITS, TRACING, SIGN_IN)

@@ -1,7 +1,7 @@
 """Every environment variable the code reads is declared in aptix/env/, every declared one is read
 and documented, and a value that cannot be used stops the start naming the variable.
 
-The scan reads the source (ast) of aptix, modes, tools, agents and manage.py for environment reads:
+The scan reads the source (ast) of aptix, modes, files, tools, agents and manage.py for environment reads:
 `os.environ.get("X")`, `os.environ["X"]`, `os.getenv("X")`, `"X" in os.environ`, any "APTIX_…" string
 (a variable read through a helper) and a declaration used (`env.X`, `from aptix.env import X`)."""
 
@@ -22,7 +22,7 @@ from aptix import settings as aptix_settings
 from aptix.envtypes import Section, SettingError
 
 REPO_DIR = Path(__file__).resolve().parents[2]
-SCANNED = ["aptix", "modes", "tools", "agents", "manage.py"]
+SCANNED = ["aptix", "modes", "files", "tools", "agents", "manage.py"]
 # Read by the code but not settings of Aptix: why each is left out of the declarations.
 NOT_SETTINGS = {
     "PATH": "the MCP host looks a server's command up on it (tools/mcp/config.py)",

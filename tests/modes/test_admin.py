@@ -67,11 +67,13 @@ def test_curator_sets_and_unsets_a_modes_ask_follow_up(client, curator, password
 def test_curator_sees_validation_errors_on_the_form(client, curator, password):
     client.login(username=curator.username, password=password)
     mode = AgentMode.objects.get(key="data-analysis")
+    before = list(mode.tool_policy)
+    assert "sql.*" in before and "files_query" in before
     response = client.post(change_url(mode), mode_admin_form(mode, tool_policy="sql.*\nrm -rf /"))
     assert response.status_code == 200
     assert "Invalid tool policy entries: &#x27;rm -rf /&#x27;" in response.content.decode()
     mode.refresh_from_db()
-    assert mode.tool_policy == ["agent_list_modes", "image_gen", "sql.*", "time.*"]
+    assert mode.tool_policy == before
 
 
 def test_curator_cannot_unset_or_deactivate_the_default(client, curator, password):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..images import FILES_NOTE
 from .text import content_text, parse_json
 
 
@@ -64,14 +65,14 @@ class Conversation:
         """The current user message (at `start`), the assistant's last words before it and the user
         message those answered."""
         messages = self.messages
-        self.user_text = content_text(messages[start].get("content")).strip()
+        self.user_text = _words_of(messages[start])
         before = messages[:start]
         assistants = [m for m in before if m.get("role") == "assistant" and content_text(m.get("content")).strip()]
         if assistants:
             self.previous_assistant = content_text(assistants[-1].get("content"))
             last_assistant = max(i for i, m in enumerate(before) if m is assistants[-1])
             earlier = [m for m in before[:last_assistant] if m.get("role") == "user"]
-            self.previous_user = content_text(earlier[-1].get("content")).strip() if earlier else ""
+            self.previous_user = _words_of(earlier[-1]) if earlier else ""
 
     def _read_tool_traffic(self, start: int) -> None:
         """This turn's tool calls and results (from `start`), and the results that end the conversation."""
@@ -124,6 +125,11 @@ class Plan:
 
 
 _REPEAT_NOTE = re.compile(r"\n\n\[Already called in this turn[^\]]*\]\s*$")
+
+
+def _words_of(message: dict) -> str:
+    """A user message's own words, without the note on its attached files (agents/attachments.py)."""
+    return content_text(message.get("content")).split(FILES_NOTE, 1)[0].strip()
 
 
 def _is_note(message: dict) -> bool:

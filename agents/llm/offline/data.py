@@ -131,7 +131,9 @@ def data_step(conv: Conversation) -> Plan | None:
 
 
 def is_data_result(result: ToolResult) -> bool:
-    """An MCP result worth charting: not the schema browsing tools."""
+    """A database result worth charting: an MCP query's (not the schema browsing tools') or files_query's."""
+    if result.name == "files_query":  # a query over the session's uploaded tables
+        return True
     return "__" in result.name and not result.name.endswith(("__list_tables", "__describe_table", "__explain"))
 
 

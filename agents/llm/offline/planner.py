@@ -11,8 +11,8 @@ demo database, help);
 `OfflineModelApp` (app.py) serves it over the Chat Completions protocol.
 
 This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
-recognises the mode proposal, data.py is the demo-database path (rule f), code.py the code example
-(rule j), and tables.py reads tables
+recognises the mode proposal, data.py is the demo-database path (rule f), files.py the path over the
+session's uploaded files (rule k), code.py the code example (rule j), and tables.py reads tables
 in tool results and chart values in the user's message.
 """
 
@@ -29,6 +29,7 @@ from ..protocol import PlannedReply, PlannedToolCall, prompt_token_estimate
 from .code import code_answer
 from .conversation import Conversation, Plan, ToolResult
 from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
+from .files import FILES_LIST, FILES_TOOLS, describe_files_result, files_step
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
 
@@ -86,7 +87,8 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
         return Plan(text=help_text(conv))
     if LIST_MODES in conv.offered and _MODES_QUESTION.search(conv.user_text):  # rule b
         return Plan.call(LIST_MODES, {"includeExamples": False})
-    plan = _choice(conv) or _notes(conv) or _code(conv) or await _propose_mode(conv, modes)  # rules c, h, j, d
+    plan = _choice(conv) or _notes(conv) or _code(conv) or files_step(conv)  # rules c, h, j, k
+    plan = plan or await _propose_mode(conv, modes)  # rule d
     if plan is not None:
         return plan
     data_plan = data_step(conv)
@@ -271,6 +273,8 @@ def _after_tools(conv: Conversation) -> Plan:
     searched = any(r.name.endswith("__list_tables") or r.name == TOOL_SEARCH for r in conv.trailing)
     if searched and (step := data_step(conv)):  # tables listed, or the database tools found: query
         return step
+    if any(r.name == FILES_LIST for r in conv.trailing) and (step := files_step(conv)):  # files listed: read
+        return step
     if IMAGE_GEN in conv.offered and not conv.called(IMAGE_GEN):
         for result in conv.trailing:
             if is_data_result(result) and tool_error(result) is None and (chart := chart_of(result.content)):
@@ -295,7 +299,7 @@ def _answer(conv: Conversation) -> str:
     trailing = conv.trailing or conv.results[-1:]
     if any(r.name == IMAGE_GEN for r in trailing):  # the DB → chart path: show the data behind the chart
         earlier = [r for r in conv.results if r not in trailing and is_data_result(r)]
-        parts += [describe_mcp_result(r) for r in earlier[-1:] if tool_error(r) is None]
+        parts += [_describe(r) for r in earlier[-1:] if tool_error(r) is None]
     parts += [_describe(r) for r in trailing]
     return "\n\n".join(p for p in parts if p) or "Done."
 
@@ -342,6 +346,8 @@ def _describe(result: ToolResult) -> str:
         alt = str(data.get("alt") or result.arguments.get("title") or "image").replace("]", ")").replace("[", "(")
         what = "chart" if data.get("kind") in ("bar", "line", "pie") else "image"
         return f"Here is the {what} you asked for:\n\n![{alt}]({data['url']})"
+    if result.name in FILES_TOOLS:
+        return describe_files_result(result)
     if "__" in result.name:
         return describe_mcp_result(result)
     return "Done. " + shorten(result.content.strip(), 500)
@@ -359,6 +365,8 @@ def help_text(conv: Conversation) -> str:
         can.append("draw charts (try *\"draw a bar chart: apples 3, pears 5\"*)")
     if conv.mcp_tool("add_note"):
         can.append("keep notes (try *\"note: call the supplier on Monday\"*; you approve each write)")
+    if FILES_LIST in conv.offered:
+        can.append("answer questions about this session's files (try *\"which region grew fastest?\"*)")
     if conv.execution == "agent" and conv.mcp_tool("query"):
         can.append("query the demo database (try *\"revenue by month\"* or *\"top customers\"*)")
     else:

@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from agents.approvals import CODE_STALE, UserDecision, grant_revoke
 from agents.approvals import approval_decide as approval_decide_service
+from agents.attachments import CODE_NO_FILE
 from agents.branching import session_branch as session_branch_service
 from agents.conversations import turn_resend as turn_resend_service
 from agents.selectors import mode_change_last_manual, session_refresh, turn_aget
@@ -91,10 +92,11 @@ async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
                 text=request.POST.get("message", ""),
                 choice=_choice(request.POST),
                 resume=request.POST.get("continue") == "1",  # the Continue button of a turn stopped at a limit
+                files=request.POST.getlist("files"),  # the composer's uploaded files (static/js/files.js)
             )
         )
-    except ValidationError as exc:
-        return _error(_first_error(exc))
+    except ValidationError as exc:  # anyone else's file is a 404, as everywhere
+        return _error(_first_error(exc), status=404 if error_code(exc) == CODE_NO_FILE else 422)
     html = await sync_to_async(_turn_started_fragments)(session, submitted.turn)
     return HttpResponse(html)
 
@@ -139,7 +141,12 @@ def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
     if turn.index == 1:  # the first message names the session: header and sidebar follow
         session_refresh(session=session, fields=["title"])
     return session_fragments(
-        session, append=render_turn(turn, [], if_absent=True), first_turn=turn.index == 1, composer="busy", turn=turn
+        session,
+        append=render_turn(turn, [], if_absent=True),
+        first_turn=turn.index == 1,
+        composer="busy",
+        turn=turn,
+        files=bool(turn.files),  # the Files panel lists what the message attached
     )
 
 

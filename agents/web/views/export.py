@@ -1,5 +1,6 @@
 """A session exported as JSON or Markdown, for its owner: every turn with its message, tool calls
-(arguments and results as the trace kept them), mode changes and answer; images as absolute links
+(arguments and results as the trace kept them), mode changes and answer, the files its message
+carried; images as absolute links
 (they are served to the session's owner or with the API token, as on the page)."""
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -72,6 +75,19 @@ def _tool_calls(events: list[TurnEvent], absolute: Callable[[str], str]) -> list
     return list(calls.values())
 
 
+def _file(attached: dict[str, Any], absolute: Callable[[str], str]) -> dict[str, Any]:
+    """A file the turn's message carried, as it was when sent, with its download (its owner's)."""
+    return {
+        "fileId": attached["fileId"],
+        "name": attached["name"],
+        "kind": attached["kind"],
+        "size": attached["size"],
+        "tables": [{"name": t["name"], "rows": t.get("rows")} for t in attached.get("tables") or []],
+        "pages": attached.get("pages"),
+        "url": absolute(reverse("file-download", args=[attached["fileId"]])),
+    }
+
+
 def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -> dict[str, Any]:
     """The whole session as one JSON-able dict; `absolute` makes a site path an absolute URL."""
     events_of = tool_events_of_session(session=session)
@@ -99,6 +115,7 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
             "status": t.status,
             "model": t.model_label,
             "message": t.user_message,
+            "files": [_file(f, absolute) for f in t.files],
             "toolCalls": _tool_calls(events_of[t.id], absolute),
             "modeChanges": [c for c in changes if c["turnId"] == t.id],
             "answer": _MEDIA_LINK.sub(lambda m: f"]({absolute(m.group(1))})", t.answer),
@@ -145,6 +162,8 @@ def _markdown_turn(turn: dict[str, Any]) -> list[str]:
     if turn.get("replacedBy"):
         out += [f"_Replaced by turn {turn['replacedBy']}: no longer part of the conversation._", ""]
     out += ["**You:**", "", turn["message"] or "_(no message)_", ""]
+    if turn.get("files"):
+        out += ["**Files:**", ""] + [f"- [{f['name']}]({f['url']}) ({_file_facts(f)})" for f in turn["files"]] + [""]
     for call in turn["toolCalls"]:
         state = "ok" if call["ok"] else ("error" if call["ok"] is False else "not finished")
         out += [f"**Tool call** `{call['name']}` ({call['kind']}, {state})", "", _fenced(call["arguments"] or "{}")]
@@ -160,6 +179,14 @@ def _markdown_turn(turn: dict[str, Any]) -> list[str]:
     if turn["error"]:
         out += [f"**Error ({turn['status']}):** {turn['error']}", ""]
     return out
+
+
+def _file_facts(f: dict[str, Any]) -> str:
+    facts = [f["kind"], filesizeformat(f["size"])]
+    facts += [f"table `{t['name']}`, {t['rows']} rows" for t in f["tables"]]
+    if f.get("pages"):
+        facts.append(f"{f['pages']} pages")
+    return ", ".join(facts)
 
 
 def session_export_markdown(data: dict[str, Any]) -> str:

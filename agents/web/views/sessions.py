@@ -3,6 +3,7 @@ session starts with its first message), and the session view."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -14,15 +15,20 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.attachments import CODE_NO_FILE, MAX_FILES_PER_MESSAGE
 from agents.conversations import session_start
 from agents.llm import describe_provider
 from agents.selectors import session_busy, session_children
 from agents.sessions import SessionNotFoundError, session_get
 from agents.submit import turn_submit
+from agents.turns import error_code
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
+from files.models import SessionFile
+from files.services import file_describe, file_get, session_files
 from modes.catalog import active_modes, default_mode_key
+from usage.quotas import quota_state
 
 from ..forms import SessionCreateForm
 from ..fragments import mode_context, session_model_context
@@ -73,8 +79,20 @@ def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 2
         "has_team": teams.exists(),  # a user with no team posting the form gets the page that says so
         "teams_count": teams.count(),
         "model": describe_provider(),
+        "attached": _attached(request),
     }
     return render(request, "agents/home.html", context, status=status)
+
+
+def _attached(request: HttpRequest) -> str:
+    """The files a refused first message carried (the user's own), for the page's chips as JSON."""
+    found = []
+    for file_id in request.POST.getlist("files")[:MAX_FILES_PER_MESSAGE]:
+        try:
+            found.append(file_describe(file_get(request.user, file_id)))
+        except SessionFile.DoesNotExist:
+            continue
+    return json.dumps([{k: f[k] for k in ("fileId", "name", "size")} for f in found]) if found else ""
 
 
 @require_GET
@@ -97,8 +115,14 @@ async def session_new(request: HttpRequest) -> HttpResponse:
         return form
     data = dict(form.cleaned_data)
     try:
-        submitted = await turn_submit(partial(_first_turn, user=request.user, text=data.pop("message"), **data))
+        submitted = await turn_submit(
+            partial(
+                _first_turn, user=request.user, text=data.pop("message"), files=request.POST.getlist("files"), **data
+            )
+        )
     except ValidationError as exc:
+        if error_code(exc) == CODE_NO_FILE:  # anyone else's file is a 404, as everywhere
+            raise Http404("No such file.") from None
         return await sync_to_async(_refused)(request, form, exc)
     return redirect("session-detail", session_id=submitted.turn.session_id)
 
@@ -160,7 +184,10 @@ def detail_page(
         "children": session_children(session=session, user=request.user),
         **session_model_context(session),
         "tools": tool_panel(session),
+        "files": session_files(session.id),
         "busy": session_busy(session=session),
+        # The month's quota at 80% or more: a notice under the composer (usage/quotas.py).
+        "quota": quota_state(team_id=session.team_id, user_id=session.user_id),
         **timeline_context(session, request, since=since),
     }
     context.update(mode_context(session, context["catalog"]))

@@ -62,11 +62,25 @@ def test_a_models_file_is_read_with_secrets_from_the_environment():
         (config(models={"m": {"provider": "small", "contextTokens": 12}}), "at least 1000"),
         (config(models={"m": {"provider": "small", "temperature": 1}}), 'unknown key "temperature"'),
         (config(models={}), 'needs a "models" object'),
+        (config(models={"m": {"provider": "small", "price": {"input": 1}}}), '"price" must be'),
+        (config(models={"m": {"provider": "small", "price": {"input": -1, "output": 2}}}), '"price" must be'),
+        (config(models={"m": {"provider": "small", "price": {"input": "1", "output": 2}}}), '"price" must be'),
+        (config(models={"m": {"provider": "small", "price": {"input": 1, "output": 2, "cached": 1}}}), '"price"'),
     ],
 )
 def test_a_bad_models_file_names_the_problem(raw, message):
     with pytest.raises(ModelsConfigError, match=message):
         parse_models_config(raw, environ=ENV)
+
+
+def test_a_price_per_million_tokens_gives_a_turns_cost_and_no_price_leaves_it_unknown():
+    raw = config()
+    raw["models"]["strong"]["price"] = {"input": 2.5, "output": 10}
+    parsed = parse_models_config(raw, environ=ENV)
+    price = parsed.models["strong"].price
+    assert price is not None and str(price.cost(1_000_000, 100_000)) == "3.5"
+    assert str(price.cost(1234, 56)) == "0.003645"  # exact: no float error
+    assert parsed.models["small"].price is None
 
 
 def test_an_unset_variable_is_named():

@@ -55,10 +55,10 @@ async def test_a_bad_change_is_reported_while_the_last_good_configuration_serves
     assert (turn.status, turn.model_label) == ("completed", "Local")
     assert "config" not in (await readyz())[1]["checks"]
 
-    path.write_text(models_json(url, price=3))  # a key that does not exist (yet)
+    path.write_text(models_json(url, colour="red"))  # a key models.json does not have
     status, body = await readyz()
     assert status == 200  # still serving: the last good configuration
-    assert body["checks"]["config"].startswith('failed: models.json: model "local": unknown key "price"')
+    assert body["checks"]["config"].startswith('failed: models.json: model "local": unknown key "colour"')
     assert str(path.parent) not in body["checks"]["config"]
     model.reply("After.")
     turn = await Reasoner().run((await sync_to_async(turn_start)(session=session, text="Again")).id)
@@ -67,7 +67,7 @@ async def test_a_bad_change_is_reported_while_the_last_good_configuration_serves
     admin = ServerLikeAsyncClient()
     await admin.aforce_login(admin_user)
     page = (await admin.get(reverse("admin:index"))).content.decode()
-    assert 'id="config-problems"' in page and "unknown key &quot;price&quot;" in page
+    assert 'id="config-problems"' in page and "unknown key &quot;colour&quot;" in page
 
     path.write_text(models_json(url, label="Fixed"))
     assert "config" not in (await readyz())[1]["checks"]
@@ -80,7 +80,7 @@ async def test_a_bad_change_is_reported_while_the_last_good_configuration_serves
 async def test_without_a_good_configuration_a_turn_fails_saying_so_never_500(served, team_a, alice, password):
     """As under plain `daphne`, which runs no system checks: the file is bad from the first use."""
     model, path, url = served
-    path.write_text(models_json(url, price=3))
+    path.write_text(models_json(url, colour="red"))
     reset_llm_clients()
     client = ServerLikeAsyncClient()
     await sync_to_async(client.login)(username="alice", password=password)

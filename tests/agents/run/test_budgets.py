@@ -21,13 +21,15 @@ from tests.helpers import async_db
 from tests.helpers.events import events_of
 from tools.base import InvokeResult, function_schema
 from tools.mcp.host import McpHost
-from tools.registry import ToolRegistry, internal_registry, mcp_registry
+from tools.registry import ToolRegistry, internal_registry, mcp_registry, needs_session_files
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
 MANY = Path(__file__).resolve().parents[2] / "tools" / "mcp" / "many_tools_server.py"
 SERVERS = ("alpha", "beta", "gamma")  # the config's order
-INTERNAL = len(list(internal_registry()))
+# The internal tools a session without files is offered (the files tools wait for a file).
+INTERNAL = len([name for name, tool in internal_registry() if not needs_session_files(tool)])
+FILES_TOOLS = len(list(internal_registry())) - INTERNAL
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +100,8 @@ def test_330_mcp_tools_offer_whole_servers_in_config_order_and_the_rest_on_deman
     assert selection.allowed == INTERNAL + 330
     offered = set(selection.names)
     alpha = {f"alpha__tool_{i:03d}" for i in range(110)}
-    assert offered == {name for name, _ in internal_registry()} | {"gamma__tool_109", "tool_search"} | alpha
+    internal = {name for name, tool in internal_registry() if not needs_session_files(tool)}
+    assert offered == internal | {"gamma__tool_109", "tool_search"} | alpha
     assert len(selection.on_demand) == 219 and "beta__tool_000" in selection.on_demand
     assert not any(name.startswith("alpha__") for name in selection.on_demand)
     assert selection.left_out == []
@@ -226,5 +229,7 @@ def test_the_catalog_admin_warns_when_a_policy_exceeds_the_budget(client, curato
         reverse("admin:modes_agentmode_change", args=[mode.pk]), mode_admin_form(mode, tool_policy="*"), follow=True
     )
     text = response.content.decode()
-    assert f"tool policy allows {INTERNAL + 10} tools; a request carries at most {INTERNAL + 3}" in text
+    # The catalog counts every tool the policy allows, the files tools included.
+    allowed = INTERNAL + FILES_TOOLS + 10
+    assert f"tool policy allows {allowed} tools; a request carries at most {INTERNAL + 3}" in text
     assert "box__t9" in text and "10 are on demand in Agent turns, found by the model with tool_search" in text

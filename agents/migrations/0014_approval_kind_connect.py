@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0011_turn_traceparent'),
+        ('agents', '0013_turn_files'),
     ]
 
     operations = [

@@ -1,0 +1,127 @@
+"""Files attached to a turn's message.
+
+A message carries the ids of files its sender uploaded (the composer's chips, the API's `files`). On
+the message's turn they are attached to its session (files/services.py `files_attach`: a file of
+another user, or already in another session, is refused as not found) and kept on the turn as
+`Turn.files`: one `AttachedFile` per file, what the page shows of it (name, size, kind, a table's first
+rows, a document's pages) as it was when sent, so the turn reads the same after the file is deleted
+(the export lists them too). The model is told of them with the message (`user_message`)."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from django.core.exceptions import ValidationError
+
+from files.models import SessionFile
+from files.services import file_describe, files_attach
+
+from .llm.images import FILES_NOTE
+from .models import AgentSession
+
+MAX_FILES_PER_MESSAGE = 20
+ERROR_NO_FILE = "No file with this id: {file_id}."
+ERROR_BAD_FILES = "'files' must be a list of file ids."
+ERROR_TOO_MANY_FILES = f"A message carries at most {MAX_FILES_PER_MESSAGE} files."
+# Code of the ValidationError raised for a file that is not the sender's: a 404 (API and page).
+CODE_NO_FILE = "file_not_found"
+
+
+class FilePreview(TypedDict):
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+class AttachedFile(TypedDict):
+    """One file of a turn's message (`Turn.files`), as it was when sent."""
+
+    fileId: str
+    name: str
+    kind: str  # "table", "document" or "image"
+    size: int
+    tables: list[dict[str, Any]]  # per table: name, columns (name, type), rows
+    pages: int | None
+    preview: NotRequired[FilePreview | None]  # a table's first rows and columns
+    image: NotRequired[dict[str, str]]  # an image's storage name and type, for a vision model: {"path", "mime"}
+
+
+def clean_file_ids(value: Any) -> list[str]:
+    """The ids a message names, in order and each once; ValidationError (`files`) if not a list of them."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValidationError({"files": ValidationError(ERROR_BAD_FILES, code="invalid")})
+    ids = list(dict.fromkeys(value))
+    if len(ids) > MAX_FILES_PER_MESSAGE:
+        raise ValidationError({"files": ValidationError(ERROR_TOO_MANY_FILES, code="invalid")})
+    return ids
+
+
+def files_for_turn(*, session: AgentSession, file_ids: list[str]) -> list[AttachedFile]:
+    """Attach the files to `session` (inside the caller's transaction) and describe them for the turn.
+    A file that is not the session owner's, or belongs to another session, is a ValidationError
+    naming `files` with code CODE_NO_FILE."""
+    if not file_ids:
+        return []
+    try:
+        attached = files_attach(session.user, file_ids, session)
+    except SessionFile.DoesNotExist as exc:
+        missing = str(exc.args[0]) if exc.args and isinstance(exc.args[0], str) else ", ".join(file_ids)
+        raise ValidationError(
+            {"files": ValidationError(ERROR_NO_FILE.format(file_id=missing), code=CODE_NO_FILE)}
+        ) from None
+    return [attached_file(f) for f in attached]
+
+
+def attached_file(stored: SessionFile) -> AttachedFile:
+    described = file_describe(stored)
+    entry: AttachedFile = {
+        "fileId": described["fileId"],
+        "name": described["name"],
+        "kind": described["kind"],
+        "size": described["size"],
+        "tables": described.get("tables") or [],
+        "pages": described.get("pages"),
+    }
+    preview = stored.preview or {}
+    if entry["kind"] == "table" and preview.get("columns"):  # files/ingest: the first rows and columns
+        entry["preview"] = {"columns": list(preview["columns"]), "rows": list(preview.get("rows") or [])}
+    if entry["kind"] == "image":
+        entry["image"] = {"path": stored.storage_name, "mime": f"image/{stored.format}"}
+    return entry
+
+
+def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False) -> str:
+    """What the model is told of a message's files, after the message: each file, where its content is
+    (a table to query, a document to read) and, for an image, whether it sees it (a vision model gets
+    the current message's images with it: `user_message`; an earlier message's are not sent again)."""
+    if not files:
+        return ""
+    lines = []
+    for f in files:
+        named = f"- {f['name']} (file id {f['fileId']}):"
+        if f["kind"] == "table":
+            tables = "; ".join(f"table `{t['name']}` ({t.get('rows', '?')} rows)" for t in f.get("tables") or [])
+            lines.append(f"{named} {tables or 'a table'}; query it with files_query.")
+        elif f["kind"] == "document":
+            pages = f" ({f['pages']} pages)" if f.get("pages") else ""
+            lines.append(f"{named} a document{pages}; read it with files_read.")
+        elif earlier:
+            lines.append(f"{named} an image sent with this message (not shown again).")
+        elif vision:
+            lines.append(f"{named} an image, attached below.")
+        else:
+            lines.append(f"{named} an image. This model cannot see images: say so if the user asks about it.")
+    return FILES_NOTE + "\n".join(lines)
+
+
+def user_message(text: str, files: list[AttachedFile], *, vision: bool) -> dict[str, Any]:
+    """The turn's message for the model: its text, the note on its files and, for a vision model, its
+    images (`images`: agents/llm/images.py turns them into image parts of this message)."""
+    message: dict[str, Any] = {"role": "user", "content": text + files_note(files, vision=vision)}
+    images = [
+        {"path": f["image"]["path"], "mime": f["image"]["mime"], "url": f["name"]} for f in files if f.get("image")
+    ]
+    if images and vision:
+        message["images"] = images
+    return message

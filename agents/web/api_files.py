@@ -1,0 +1,102 @@
+"""JSON API for files: upload (`POST /api/v1/files`, multipart field `file`, optional `conversationId`),
+a file's description (`GET /api/v1/files/<fileId>`), its content (`GET …/content`, a download) and its
+deletion (`DELETE /api/v1/files/<fileId>`). Bearer token first (within the API's rate limits), then
+the request; errors are the API's (agents/web/api_support.py). A file is its uploader's: anyone else's
+id is a 404, as an unknown one. An upload without `conversationId` belongs to no session until a
+message first carries it (`files` of /api/v1/agent/execute)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.sessions import SessionNotFoundError, session_get
+from aptix.bearer import RateLimited, bearer_user
+from files.models import SessionFile
+from files.services import FileRefused, file_delete, file_describe, file_get, file_upload
+from files.uploads import upload_refusal
+
+from .api_support import ApiError
+from .views.files import file_response
+
+ERROR_NO_FILE = "No file with this id."
+ERROR_FILE_FIELD = "Send the file as the multipart/form-data field 'file'."
+
+
+def _user(request: HttpRequest) -> Any:
+    """The token's user, before anything else (429 past the API's rates, 401 without a valid token)."""
+    try:
+        user = bearer_user(request)
+    except RateLimited as exc:
+        raise ApiError.too_many(exc.limited) from None
+    if user is None:
+        raise ApiError(401, "Missing or invalid bearer token. Send 'Authorization: Bearer <token>'.")
+    return user
+
+
+def _owned(user: Any, file_id: str) -> SessionFile:
+    try:
+        return file_get(user, file_id)
+    except SessionFile.DoesNotExist:
+        raise ApiError(404, ERROR_NO_FILE, "fileId") from None
+
+
+@csrf_exempt
+def files_api(request: HttpRequest) -> JsonResponse:
+    """POST: store the uploaded file; 201 with its description. 413 over APTIX_UPLOAD_MAX_BYTES or the
+    user's quota, 415 for a kind that is not accepted (both say what was found and what is allowed)."""
+    try:
+        user = _user(request)
+        if request.method != "POST":
+            raise ApiError(405, "Use POST.")
+        session = None
+        conversation_id = request.POST.get("conversationId") or None
+        uploaded = request.FILES.get("file")
+        if refusal := upload_refusal(request):  # the upload handler stopped it at the size limit
+            raise ApiError(refusal.status, refusal.message, "file")
+        if conversation_id:
+            try:
+                session = session_get(user=user, session_id=conversation_id)
+            except SessionNotFoundError:
+                raise ApiError(404, "No conversation with this id.", "conversationId") from None
+        if uploaded is None:
+            raise ApiError(400, ERROR_FILE_FIELD, "file")
+        try:
+            stored = file_upload(owner=user, uploaded=uploaded, session=session)
+        except FileRefused as exc:
+            raise ApiError(exc.status, exc.message, "file") from None
+    except ApiError as exc:
+        return exc.response()
+    return JsonResponse(file_describe(stored), status=201)
+
+
+@csrf_exempt
+def file_api(request: HttpRequest, file_id: str) -> HttpResponse:
+    """GET: the file's description; DELETE: the file (its content and tables; the audit keeps the record)."""
+    try:
+        user = _user(request)
+        if request.method not in ("GET", "DELETE"):
+            raise ApiError(405, "Use GET or DELETE.")
+        stored = _owned(user, file_id)
+        if request.method == "DELETE":
+            file_delete(user, file_id)
+            return HttpResponse(status=204)
+    except ApiError as exc:
+        return exc.response()
+    return JsonResponse(file_describe(stored))
+
+
+@csrf_exempt
+def file_content_api(request: HttpRequest, file_id: str) -> HttpResponseBase:
+    """GET: the file as uploaded, as a download (Content-Disposition: attachment; nosniff)."""
+    try:
+        user = _user(request)
+        if request.method != "GET":
+            raise ApiError(405, "Use GET.")
+        stored = _owned(user, file_id)
+    except ApiError as exc:
+        return exc.response()
+    return file_response(stored)

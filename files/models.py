@@ -1,0 +1,88 @@
+"""An uploaded file (SessionFile) and the audit of what happened to it (FileAudit).
+
+A file's content lives in storage (files/storage.py); its row is metadata only and stays after the
+content is deleted or purged (`deleted_at`), so the audit keeps its name, size and hash."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from aptix.ids import new_hex_id
+
+
+class SessionFile(models.Model):
+    """One uploaded file. Its owner's alone: nobody else reaches it by id (files/services.py). Uploaded
+    without a session it belongs to no session until it is first attached; then to that one for good."""
+
+    class Kind(models.TextChoices):
+        TABLE = "table"
+        DOCUMENT = "document"
+        IMAGE = "image"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_files")
+    # By name: files never imports agents. PROTECT: sessions are only soft-deleted, and the audit
+    # (this row) must outlive a session's content.
+    session = models.ForeignKey(
+        "agents.AgentSession", on_delete=models.PROTECT, null=True, blank=True, related_name="files"
+    )
+    name = models.CharField(max_length=255)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # What the content was found to be: csv, tsv, xlsx, parquet, json, jsonl, pdf, docx, markdown,
+    # text, html, png, jpeg, webp, gif.
+    format = models.CharField(max_length=16)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    # Storage names (files/storage.py): the file as uploaded, and what ingestion made of it (a table
+    # file's DuckDB database, a document's pages as JSON, an image's thumbnail).
+    storage_name = models.CharField(max_length=255)
+    data_name = models.CharField(max_length=255, blank=True)
+    # [{"name", "columns": [{"name", "type"}], "rows", "source"}]: "name" is the SQL name the session's
+    # queries use (unique in the session), "source" the table's name inside the DuckDB file.
+    tables = models.JSONField(default=list, blank=True)
+    pages = models.IntegerField(null=True, blank=True)  # a document's pages (PDF) or sections
+    # What the page shows on the message: a table's first rows and columns, a document's page count
+    # and opening words, an image's width and height (its thumbnail is data_name).
+    preview = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    attached_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="file_session_recent"),
+            models.Index(fields=["owner", "deleted_at"], name="file_owner_live"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FileAudit(models.Model):
+    """Who uploaded, deleted or purged which file, when: append-only (files/services.py writes it,
+    the admin reads it). Copies the file's name, size and hash so it outlives everything else."""
+
+    class Action(models.TextChoices):
+        UPLOAD = "upload"
+        DELETE = "delete"
+        PURGE = "purge"  # the session was deleted: its files' content went with it
+
+    action = models.CharField(max_length=8, choices=Action.choices)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    actor_name = models.CharField(max_length=150, blank=True)
+    file_id = models.CharField(max_length=32, db_index=True)
+    name = models.CharField(max_length=255)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    session_id = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "file audit entry"
+        verbose_name_plural = "file audit"
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.name}"

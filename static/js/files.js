@@ -1,0 +1,246 @@
+// Files in the composer: the attach button, drag & drop onto the page and paste. Each file uploads as
+// soon as it is chosen (XHR, so the chip shows the upload's progress) and becomes a chip with its name,
+// size and a remove button; the sent message carries the uploaded files' ids (hidden `files` inputs).
+// The composer is redrawn by the server (a turn starts or ends), so the chips live here, in `chips`,
+// and are drawn again into whichever composer the page holds.
+(function () {
+  "use strict";
+
+  var chips = [];  // {key, name, size, loaded, fileId, error, xhr}
+  var nextKey = 1;
+
+  function form() {
+    return document.querySelector("form[data-upload-url]");
+  }
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (err) {
+      return "";
+    }
+  }
+  function humanSize(bytes) {
+    if (bytes < 1024) return bytes + " B";
+    var units = ["KB", "MB", "GB"];
+    var value = bytes / 1024;
+    for (var i = 0; i < units.length; i++) {
+      if (value < 1024 || i === units.length - 1) return (value < 10 ? value.toFixed(1) : Math.round(value)) + " " + units[i];
+      value /= 1024;
+    }
+  }
+  function uploading() {
+    return chips.some(function (chip) { return !chip.fileId && !chip.error; });
+  }
+  function say(text) {
+    var error = document.getElementById("composer-error");
+    if (error) error.textContent = text;
+  }
+
+  // Draw the chips (and the hidden inputs of the uploaded ones) into the composer on the page.
+  function draw() {
+    var f = form();
+    var list = f && f.querySelector(".file-chips");
+    if (!list) return;
+    list.textContent = "";
+    chips.forEach(function (chip) {
+      var item = document.createElement("li");
+      item.className = "file-chip" + (chip.error ? " failed" : chip.fileId ? " done" : " uploading");
+      item.dataset.key = String(chip.key);
+      var name = document.createElement("span");
+      name.className = "file-name";
+      name.textContent = chip.name;
+      name.title = chip.name;
+      var size = document.createElement("span");
+      size.className = "file-size muted";
+      size.textContent = humanSize(chip.size);
+      item.appendChild(name);
+      item.appendChild(size);
+      if (!chip.fileId && !chip.error) {
+        var bar = document.createElement("progress");
+        bar.max = chip.size || 1;
+        bar.value = chip.loaded;
+        bar.setAttribute("aria-label", "Uploading " + chip.name);
+        item.appendChild(bar);
+      }
+      if (chip.error) {
+        var why = document.createElement("span");
+        why.className = "file-error";
+        why.setAttribute("role", "alert");
+        why.textContent = chip.error;
+        item.appendChild(why);
+      }
+      if (chip.fileId) {
+        var input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "files";
+        input.value = chip.fileId;
+        item.appendChild(input);
+      }
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "file-remove";
+      remove.dataset.removeFile = String(chip.key);
+      remove.setAttribute("aria-label", "Remove " + chip.name);
+      remove.title = "Remove";
+      remove.textContent = "×";
+      item.appendChild(remove);
+      list.appendChild(item);
+    });
+    list.hidden = chips.length === 0;
+  }
+  // Only the progress of one chip changes while it uploads: no redraw of the rest (nor of the focus).
+  function showProgress(chip) {
+    var f = form();
+    var bar = f && f.querySelector('.file-chip[data-key="' + chip.key + '"] progress');
+    if (bar) bar.value = chip.loaded;
+  }
+
+  function upload(file) {
+    var f = form();
+    if (!f) return;
+    var chip = {key: nextKey++, name: file.name || "pasted file", size: file.size, loaded: 0, fileId: "", error: "", xhr: null};
+    chips.push(chip);
+    var data = new FormData();
+    data.append("file", file, chip.name);
+    var xhr = new XMLHttpRequest();
+    chip.xhr = xhr;
+    xhr.open("POST", f.dataset.uploadUrl);
+    xhr.setRequestHeader("X-CSRFToken", csrfToken());
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.upload.addEventListener("progress", function (e) {
+      chip.loaded = e.loaded;
+      showProgress(chip);
+    });
+    xhr.addEventListener("load", function () {
+      chip.xhr = null;
+      var body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
+      if (xhr.status === 201 && body && body.fileId) {
+        chip.fileId = body.fileId;
+        chip.loaded = chip.size;
+      } else {
+        chip.error = (body && body.error && body.error.message) || "The upload failed (" + xhr.status + ").";
+      }
+      draw();
+    });
+    xhr.addEventListener("error", function () {
+      chip.xhr = null;
+      chip.error = "The upload failed: the server could not be reached.";
+      draw();
+    });
+    xhr.send(data);
+    draw();
+  }
+  function uploadAll(files) {
+    for (var i = 0; i < files.length; i++) upload(files[i]);
+  }
+
+  // Removed before sending: an upload in flight is aborted, an uploaded file (still the uploader's and
+  // in no session) is deleted.
+  function removeChip(key) {
+    var chip = chips.filter(function (c) { return c.key === key; })[0];
+    if (!chip) return;
+    chips = chips.filter(function (c) { return c !== chip; });
+    if (chip.xhr) chip.xhr.abort();
+    var f = form();
+    if (chip.fileId && f && f.dataset.deleteUrl) {
+      var xhr = new XMLHttpRequest();
+      xhr.open("POST", f.dataset.deleteUrl.replace("FILE_ID", chip.fileId));
+      xhr.setRequestHeader("X-CSRFToken", csrfToken());
+      xhr.send();
+    }
+    draw();
+    var attach = document.getElementById("attach-button");
+    if (attach) attach.focus();
+  }
+
+  document.addEventListener("click", function (e) {
+    var remove = e.target.closest && e.target.closest("[data-remove-file]");
+    if (remove) {
+      removeChip(Number(remove.dataset.removeFile));
+      return;
+    }
+    if (e.target.closest && e.target.closest("#attach-button")) {
+      var input = document.getElementById("attach-input");
+      if (input) input.click();
+    }
+  });
+  document.addEventListener("change", function (e) {
+    if (!e.target || e.target.id !== "attach-input") return;
+    uploadAll(e.target.files);
+    e.target.value = "";  // the same file may be chosen again
+  });
+
+  // Drag & drop anywhere on a page with a composer: the page says where the files go while they hover.
+  var depth = 0;
+  function carriesFiles(e) {
+    var types = e.dataTransfer && e.dataTransfer.types;
+    return !!types && Array.prototype.indexOf.call(types, "Files") >= 0;
+  }
+  document.addEventListener("dragenter", function (e) {
+    if (!form() || !carriesFiles(e)) return;
+    depth++;
+    document.body.classList.add("dropping");
+  });
+  document.addEventListener("dragleave", function (e) {
+    if (!form() || !carriesFiles(e)) return;
+    depth = Math.max(0, depth - 1);
+    if (!depth) document.body.classList.remove("dropping");
+  });
+  document.addEventListener("dragover", function (e) {
+    if (!form() || !carriesFiles(e)) return;
+    e.preventDefault();  // allows the drop
+    e.dataTransfer.dropEffect = "copy";
+  });
+  document.addEventListener("drop", function (e) {
+    depth = 0;
+    document.body.classList.remove("dropping");
+    if (!form() || !e.dataTransfer || !e.dataTransfer.files.length) return;
+    e.preventDefault();  // the browser would open the file instead
+    uploadAll(e.dataTransfer.files);
+  });
+  // Pasting a file (a screenshot, a file copied in the file manager) attaches it; pasted text is left alone.
+  document.addEventListener("paste", function (e) {
+    var files = e.clipboardData && e.clipboardData.files;
+    if (!form() || !files || !files.length) return;
+    e.preventDefault();
+    uploadAll(files);
+  });
+
+  // Sending waits for the uploads (capturing, before htmx's own submit handler and the browser's).
+  document.addEventListener("submit", function (e) {
+    if (e.target !== form() || !uploading()) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    say("Wait for the files to finish uploading, then send.");
+  }, true);
+  // Sent: the uploaded files went with the message; those that failed stay to be removed. (Before the
+  // answer is swapped in: it redraws the composer, and events of the old one no longer reach the page.)
+  var sent = [];
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    if (e.detail.elt && e.detail.elt.id === "composer") sent = chips.filter(function (c) { return c.fileId; });
+  });
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    if (!e.detail.elt || e.detail.elt.id !== "composer") return;
+    if (e.detail.xhr.status < 300) chips = chips.filter(function (c) { return sent.indexOf(c) < 0; });
+    sent = [];
+  });
+  // A redrawn composer gets the chips back.
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "composer") draw();
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "composer") draw();
+  });
+  // The home page shown again after a refused first message: the files it carried are chips again.
+  document.addEventListener("DOMContentLoaded", function () {
+    var f = form();
+    if (!f || !f.dataset.files) return;
+    try {
+      JSON.parse(f.dataset.files).forEach(function (file) {
+        chips.push({key: nextKey++, name: file.name, size: file.size, loaded: file.size, fileId: file.fileId, error: "", xhr: null});
+      });
+    } catch (err) { /* nothing to restore */ }
+    draw();
+  });
+})();
