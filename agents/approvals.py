@@ -42,6 +42,10 @@ Scope = ToolApproval.Scope
 MODE_CHANGE_TOOL = ModeChangeTool.TOOL_NAME
 DECLINED_MODE_CHANGE = "The user declined the mode change; stay in the current mode."
 DENIED_TOOL = "The user denied this tool call; do not try it again in this turn."
+DECLINED_CONNECT = (
+    "The user did not connect this server (their own credentials), so it could not run; do not try its tools "
+    "again in this turn."
+)
 CODE_STALE = "stale"  # the API answers 409
 CODE_INVALID = "invalid"  # the API answers 400
 ERROR_NOT_WAITING = "This turn is not waiting for an approval (it was decided or has ended)."
@@ -263,3 +267,27 @@ def grant_revoke(*, session: AgentSession, tool: str) -> AgentSession:
         locked.save(update_fields=["approval_grants", "updated_at"])
     session.approval_grants = locked.approval_grants
     return session
+
+
+def connect_answered(*, user: Any, server: str) -> list[Turn]:
+    """The user connected `server`: their turns waiting for that are approved to go on; the turns
+    that now wait for nothing more (each for the caller to hand back to the runner)."""
+    waiting = Turn.objects.filter(
+        status=Turn.Status.AWAITING_APPROVAL,
+        session__user=user,
+        approvals__kind=Kind.CONNECT,
+        approvals__server=server,
+        approvals__decision="",
+    ).distinct()
+    resumed = []
+    for turn in waiting:
+        calls = turn.approvals.filter(kind=Kind.CONNECT, server=server, decision="").values_list(
+            "tool_call_id", flat=True
+        )
+        decisions = [UserDecision(call, approve=True) for call in calls]
+        try:
+            if decisions and approval_decide(turn=turn, decisions=decisions, user=user):
+                resumed.append(turn)
+        except ValidationError:
+            continue  # decided or ended meanwhile
+    return resumed

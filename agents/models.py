@@ -192,6 +192,7 @@ class ToolApproval(models.Model):
     class Kind(models.TextChoices):
         MODE_CHANGE = "mode_change", "Mode change"
         TOOL = "tool", "Tool"
+        CONNECT = "connect", "Connect"  # the user must connect the server (their credentials) first
 
     class Decision(models.TextChoices):
         APPROVED = "approved", "Approved"

@@ -39,7 +39,7 @@ class PendingApproval(TypedDict):
     id: str
     name: str
     arguments: str
-    kind: str  # ToolApproval.Kind: "mode_change" or "tool"
+    kind: str  # ToolApproval.Kind: "mode_change", "tool" or "connect"
     server: str  # the MCP server, "" for an internal tool
     annotations: dict[str, Any]
     reason: str  # a mode change's reason

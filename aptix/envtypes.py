@@ -9,6 +9,7 @@ default.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import re
@@ -164,6 +165,32 @@ class Items(Setting[list[str]]):
 
     def text(self, value: list[str]) -> str:
         return ",".join(value)
+
+
+@dataclass(frozen=True)
+class FernetKeys(Setting[list[str] | None]):
+    """Comma-separated Fernet keys (what `cryptography`'s `Fernet.generate_key()` prints: 32 bytes in
+    URL-safe base64), newest first: the first encrypts, every one decrypts, so a key is rotated by
+    putting a new one in front. Checked here without `cryptography` (this module must import fast)."""
+
+    def convert(self, raw: str) -> list[str] | None:
+        keys = split_items(raw)
+        for position, key in enumerate(keys, start=1):
+            try:
+                decoded = base64.urlsafe_b64decode(key.encode("ascii"))
+            except (ValueError, UnicodeEncodeError):
+                decoded = b""
+            if len(decoded) != 32:
+                # Never the key itself in the message: it is a secret.
+                raise SettingError(
+                    f"{self.name}: key {position} is not a Fernet key (32 bytes in URL-safe base64, as "
+                    "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'` "
+                    "prints one)."
+                )
+        return keys or None
+
+    def text(self, value: list[str] | None) -> str:
+        return ",".join(value or [])
 
 
 LOOPBACK_NAMES = {"localhost"}

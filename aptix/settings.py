@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "usage",
     "agents",
     "identity",
+    "connections",
 ]
 
 MIDDLEWARE = [
@@ -267,6 +268,9 @@ APTIX_LLM_MAX_RETRIES = read(env.APTIX_LLM_MAX_RETRIES)
 # the tests turn it off.
 APTIX_MCP_CONFIG = BASE_DIR / read(env.APTIX_MCP_CONFIG)
 APTIX_MCP_AUTOSTART = read(env.APTIX_MCP_AUTOSTART)
+# Fernet keys (newest first) that encrypt users' MCP credentials (connections/sealing.py); from the
+# environment only, never a file under var/: a copy of the database must not carry its key.
+APTIX_SECRETS_KEY = read(env.APTIX_SECRETS_KEY) or []
 # Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the
 # tests turn it off and sweep when they mean to.
 APTIX_RUN_SWEEP = read(env.APTIX_RUN_SWEEP)

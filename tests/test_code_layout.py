@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("aptix", "modes", "files", "tools", "agents", "identity")
+APPS = ("aptix", "modes", "files", "tools", "agents", "identity", "connections")
 MAX_TOP_LEVEL_MODULES = 15
 MAX_LINES = 450
 ISSUE_CITATION = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)

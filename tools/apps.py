@@ -9,5 +9,7 @@ class ToolsConfig(AppConfig):
         from django.core import checks
 
         from .mcp.checks import check_mcp_config
+        from .mcp.usercheck import check_secrets_key
 
         checks.register(check_mcp_config)
+        checks.register(check_secrets_key)

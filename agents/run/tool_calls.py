@@ -19,10 +19,12 @@ from tools.base import InvokeResult, ToolContext
 from tools.builtin.documents import DocumentWriteTool
 from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.tool_search import found_names
+from tools.mcp.userpool import CALLING_USER, missing_credentials, per_user_config
 from tools.mcp.waiting import starting_host
 from tools.registry import ToolRegistry
 
 from ..approvals import (
+    DECLINED_CONNECT,
     DECLINED_MODE_CHANGE,
     DENIED_TOOL,
     Kind,
@@ -112,7 +114,9 @@ class ToolCalls:
             elif (earlier := self._earlier_result(run, call, kind)) is not None:
                 repeats += 1
                 await self._record(run, call, InvokeResult.create(earlier + REPEAT_NOTE), 0.0, repeat=True)
-            elif waiting := self._approval_needed(run, call, kind):
+            elif (waiting := await self._connect_needed(run, call, kind)) or (
+                waiting := self._approval_needed(run, call, kind)
+            ):
                 state.awaiting.append(waiting)
             else:
                 await self._call(run, call, kind)
@@ -142,9 +146,31 @@ class ToolCalls:
                     call = Call(call.id, call.name, with_branch(call.arguments, row.branch))
                 await self._call(run, call, state.kinds.get(call.name))
             else:
-                declined = DECLINED_MODE_CHANGE if waiting["kind"] == Kind.MODE_CHANGE else DENIED_TOOL
+                declined = {"mode_change": DECLINED_MODE_CHANGE, "connect": DECLINED_CONNECT}.get(
+                    waiting["kind"], DENIED_TOOL
+                )
                 metrics.tool_call(call.name, state.kinds.get(call.name), "declined")
                 await self._record(run, call, InvokeResult.from_error(declined), 0.0)
+
+    async def _connect_needed(self, run: Run, call: Call, kind: str | None) -> PendingApproval | None:
+        """A call of a server that acts as each user, whose user has not given it their credentials
+        yet: it waits (durably, as an approval does) until they connect or decline."""
+        server = call.name.partition(MCP_SEPARATOR)[0] if kind == "mcp" else ""
+        config = per_user_config(self.mcp, server) if server else None
+        if config is None:
+            return None
+        missing = await sync_to_async(missing_credentials)(config, run.turn.session.user_id)
+        if not missing:
+            return None
+        return {
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "kind": Kind.CONNECT,
+            "server": server,
+            "annotations": {},
+            "reason": f"needs your {', '.join(missing)}",
+        }
 
     def _approval_needed(self, run: Run, call: Call, kind: str | None) -> PendingApproval | None:
         state = run.paused_state
@@ -177,19 +203,24 @@ class ToolCalls:
             session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
         )
         started = time.monotonic()
-        with tool_span(call.name, call.id, kind, call.arguments) as span:
-            try:
-                async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                    result = await self._execute(call, kind, context, run.paused_state, progress.report)
-            except asyncio.CancelledError:
-                # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
-                # (the turn's end, written next, takes it along).
-                tool_outcome(span, None)
-                elapsed = round((time.monotonic() - started) * 1000, 1)
-                metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
-                await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
-                raise
-            tool_outcome(span, result)
+        # A server that acts as each user serves this call over the turn's user's connection (userpool.py).
+        calling = CALLING_USER.set(session.user_id)
+        try:
+            with tool_span(call.name, call.id, kind, call.arguments) as span:
+                try:
+                    async with ProgressRelay(run.recorder, call.id, call.name) as progress:
+                        result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                except asyncio.CancelledError:
+                    # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
+                    # (the turn's end, written next, takes it along).
+                    tool_outcome(span, None)
+                    elapsed = round((time.monotonic() - started) * 1000, 1)
+                    metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
+                    await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
+                    raise
+                tool_outcome(span, result)
+        finally:
+            CALLING_USER.reset(calling)
         elapsed = time.monotonic() - started
         metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
         await self._record(run, call, result, round(elapsed * 1000, 1))

@@ -31,6 +31,7 @@ from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_g
 from agents.state import PausedState, turn_state
 from agents.submit import turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
+from agents.web.connections import connect_url
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
@@ -184,8 +185,10 @@ def _parse_approvals(value: Any) -> list[UserDecision]:
             raise ApiError(400, f"'{where}' must be an object with 'toolCallId' and 'decision'.", where)
         if not isinstance(item.get("toolCallId"), str) or not item["toolCallId"]:
             raise ApiError(400, f"'{where}.toolCallId' must be a non-empty string.", f"{where}.toolCallId")
-        if item.get("decision") not in ("approve", "deny"):
-            raise ApiError(400, f"'{where}.decision' must be \"approve\" or \"deny\".", f"{where}.decision")
+        if item.get("decision") not in ("approve", "deny", "decline"):  # decline: a "connect" left unconnected
+            raise ApiError(
+                400, f"'{where}.decision' must be \"approve\", \"deny\" or \"decline\".", f"{where}.decision"
+            )
         scope = item.get("scope") or "once"
         if scope not in ("once", "session"):
             raise ApiError(400, f"'{where}.scope' must be \"once\" or \"session\".", f"{where}.scope")
@@ -308,6 +311,7 @@ def execute_response(turn: Turn) -> dict[str, Any]:
                 "kind": c["kind"],
                 "arguments": c["arguments"],
                 "reason": c["reason"] or None,
+                **({"server": c["server"], "connectUrl": connect_url(c["server"])} if c["kind"] == "connect" else {}),
             }
             for c in (state.awaiting if isinstance(state, PausedState) else [])
         ],

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_documents, api_files, api_resend, api_usage
+from . import api, api_documents, api_files, api_mcp, api_resend, api_usage
 
 urlpatterns = [
     path("agent/execute", api.agent_execute, name="api-agent-execute"),
@@ -11,6 +11,7 @@ urlpatterns = [
         api_documents.document_api,
         name="api-document",
     ),
+    path("mcp/servers", api_mcp.mcp_servers_api, name="api-mcp-servers"),
     path("turns/<str:turn_id>/resend", api_resend.turn_resend_api, name="api-turn-resend"),
     path("usage", api_usage.usage_api, name="api-usage"),
     path("files", api_files.files_api, name="api-files"),

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from agents.approvals import DECLINED_MODE_CHANGE, DENIED_TOOL, requested_mode
+from agents.approvals import DECLINED_CONNECT, DECLINED_MODE_CHANGE, DENIED_TOOL, requested_mode
 from agents.branching import branch_child
 from agents.conversations import AGAIN_FROM
 from agents.events import FINAL_EVENT_TYPES
@@ -35,6 +35,7 @@ from modes.proposal import find_proposal
 from tools.media import is_site_file, is_site_image
 from tools.registry import result_image
 
+from .connections import connect_url
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
 from .versions import VersionNav, nav_looked_up
@@ -63,7 +64,7 @@ def tool_item(
     }
     if result is not None:
         # "blocked": the user denied the call (it never ran), told apart from a tool that failed
-        blocked = result.get("error") in (DENIED_TOOL, DECLINED_MODE_CHANGE)
+        blocked = result.get("error") in (DENIED_TOOL, DECLINED_MODE_CHANGE, DECLINED_CONNECT)
         data["state"] = (
             "stopped" if result.get("stopped") else "ok" if result.get("ok") else "blocked" if blocked else "error"
         )
@@ -240,6 +241,8 @@ def approval_item(call: Mapping[str, Any], mode: str) -> Item:
         "decision": "",
         "from_mode": mode,
     }
+    if data["kind"] == "connect":
+        data["connect_url"] = connect_url(data["server"])
     if data["kind"] == "mode_change":
         key = requested_mode(call.get("arguments") or "") or ""
         data["to_mode"] = key

@@ -14,6 +14,7 @@ from agents.llm.catalog import model_for
 from agents.models import Execution
 from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, plan_offer, policy_allows, schema_tokens
 from agents.selectors import mode_get
+from agents.web.connections import Connection, connect_url, user_connections
 from files.services import session_has_files
 from tools.mcp.entry import McpToolEntry
 from tools.mcp.host import mcp_config_error, mcp_status
@@ -49,6 +50,8 @@ class ServerGroup:
     enabled: bool
     tools: list[ToolRow] = field(default_factory=list)
     dropped: tuple[tuple[str, str], ...] = ()  # tools the server offers that cannot be offered, with why
+    connection: Connection | None = None  # a server that acts as each user: the session user's connection
+    connect_url: str = ""
 
 
 def _mcp_status() -> dict[str, ServerStatus]:
@@ -87,6 +90,9 @@ def tool_panel(session: AgentSession) -> dict:
     ask = session.execution == Execution.ASK
     statuses = _mcp_status()
     groups = _server_groups(statuses, toggles, policy_reason)
+    for connection in user_connections(session.user_id):  # Connect / connected as … / Disconnect
+        if (group := groups.get(connection.server)) is not None:
+            group.connection, group.connect_url = connection, connect_url(connection.server)
     context = model_for(session_model=session.model, mode_model=mode.model if mode else "").context_tokens
     budget = _budget(session, policy, internal, groups, server_order=list(statuses), context_tokens=context)
     return {

@@ -1,6 +1,19 @@
 from django.urls import path
 
-from .views import actions, answer, documents, export, files, health, history, manage, sessions, settings, usage
+from .views import (
+    actions,
+    answer,
+    connections,
+    documents,
+    export,
+    files,
+    health,
+    history,
+    manage,
+    sessions,
+    settings,
+    usage,
+)
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -46,5 +59,9 @@ urlpatterns = [
     path("settings/password/", settings.settings_password, name="settings-password"),
     path("settings/preferences/", settings.settings_preferences, name="settings-preferences"),
     path("settings/tokens/", settings.settings_token_create, name="settings-token-create"),
+    path("mcp/oauth/connect/<str:server>/", connections.oauth_connect, name="mcp-oauth-connect"),
+    path("mcp/oauth/callback", connections.oauth_callback, name="mcp-oauth-callback"),
+    path("settings/connections/<str:server>/", connections.connection_save, name="settings-connection-save"),
+    path("settings/connections/<str:server>/remove/", connections.connection_remove, name="settings-connection-remove"),
     path("settings/tokens/<int:token_id>/revoke/", settings.settings_token_revoke, name="settings-token-revoke"),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aptix.envtypes import Choice, Flag, Integer, Number, OptionalText, PositiveInteger, Text
+from aptix.envtypes import Choice, FernetKeys, Flag, Integer, Number, OptionalText, PositiveInteger, Text
 
 from .sections import AGENT, MCP, MODELS
 
@@ -125,6 +125,16 @@ APTIX_MCP_AUTOSTART = Flag(
     True,
     MCP,
     "start the MCP servers when a web or worker process starts (`manage.py mcp_status` checks them)",
+)
+APTIX_SECRETS_KEY = FernetKeys(
+    "APTIX_SECRETS_KEY",
+    None,
+    MCP,
+    "Fernet keys that encrypt each user's MCP credentials (OAuth tokens, the secrets of Settings → Connections), "
+    "comma-separated, the newest first (rotation: put a new key in front, drop the old one once nothing uses "
+    "it). Read from the environment only; required when an `mcp.json` entry has `\"auth\"` or `${user:NAME}`",
+    secret=True,
+    default_doc="unset (no per-user credentials)",
 )
 APTIX_DEMO_DB = OptionalText(
     "APTIX_DEMO_DB",

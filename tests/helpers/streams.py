@@ -31,14 +31,17 @@ def session_cookie(user) -> bytes:
     return f"{settings.SESSION_COOKIE_NAME}={store.session_key}".encode()
 
 
-async def connect(session_id, user=None, *, origin=ORIGIN, query="") -> tuple[WebsocketCommunicator, bool]:
-    """A socket on the session's stream (anonymous without `user`) and whether it was accepted."""
+async def connect(
+    session_id, user=None, *, origin=ORIGIN, query="", timeout: float = 1.0
+) -> tuple[WebsocketCommunicator, bool]:
+    """A socket on the session's stream (anonymous without `user`) and whether it was accepted
+    (within `timeout` seconds: a burst of handshakes on a busy machine needs longer)."""
     headers = [origin] if origin else []
     if user is not None:
         headers.append((b"cookie", await session_cookie(user)))
     path = f"/ws/sessions/{session_id}/" + (f"?{query}" if query else "")
     communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=timeout)
     return communicator, connected
 
 
@@ -97,6 +100,6 @@ async def open_socket(session_id: str, user, *, query: str = "", cookie: bytes |
     cookie = cookie or await session_cookie(user)
     path = f"/ws/sessions/{session_id}/" + (f"?{query}" if query else "")
     communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, (b"cookie", cookie)])
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=timeout)
     assert connected
     return Socket(communicator, cookie)

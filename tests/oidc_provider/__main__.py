@@ -1,5 +1,6 @@
 """`python -m tests.oidc_provider <port> <dir>`: a new RS256 key, the database migrated, Aptix's client
-registered (redirect URIs on loopback, any port, as RFC 8252 allows), then serve until killed."""
+registered (redirect URIs on loopback, any port, as RFC 8252 allows) and its public client for MCP
+servers (`aptix-mcp`), then serve until killed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ CLIENT_ID = "aptix"
 CLIENT_SECRET = "aptix-test-secret"
 REDIRECTS = "http://testserver/sign-in/callback/ http://127.0.0.1/sign-in/callback/"
 LOGOUT_REDIRECTS = "http://testserver/login/ http://127.0.0.1/login/"
+# Aptix as the public client of an OAuth-protected MCP server (PKCE, no secret), for the MCP tests.
+MCP_CLIENT_ID = "aptix-mcp"
+MCP_REDIRECTS = "http://testserver/mcp/oauth/callback http://127.0.0.1/mcp/oauth/callback"
 
 
 def main() -> None:
@@ -42,6 +46,17 @@ def main() -> None:
             "authorization_grant_type": "authorization-code",
             "redirect_uris": REDIRECTS,
             "post_logout_redirect_uris": LOGOUT_REDIRECTS,
+            "algorithm": "RS256",
+            "skip_authorization": True,
+        },
+    )
+    get_application_model().objects.update_or_create(
+        client_id=MCP_CLIENT_ID,
+        defaults={
+            "name": "Aptix MCP",
+            "client_type": "public",
+            "authorization_grant_type": "authorization-code",
+            "redirect_uris": MCP_REDIRECTS,
             "algorithm": "RS256",
             "skip_authorization": True,
         },

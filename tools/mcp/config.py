@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from .envfile import EnvFileError, duplicates, loads, read_env_file
+from .userauth import USER_REF_RE, OAuthSettings, allow_private_network, parse_auth, user_variables
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_MESSAGE_MB = 16.0
@@ -67,7 +68,7 @@ ENV_VARIABLE_RE = re.compile(r"^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)$")
 STDIO_KEYS = {"command", "args", "env", "envFile", "cwd"}
 HTTP_KEYS = {"url", "headers"}
 KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "maxTimeout"}
-KNOWN_KEYS |= {"max_message_mb", "ping_interval"}
+KNOWN_KEYS |= {"max_message_mb", "ping_interval", "auth", "allowPrivateNetwork"}  # the last two: userauth.py
 # Keys VS Code documents for its own mcp.json that configure VS Code, not the server: development
 # mode (`dev`: restart on file changes, attach a debugger) and its sandbox. Logged and ignored.
 VSCODE_ONLY_KEYS = ("dev", "sandbox", "sandboxEnabled")
@@ -108,6 +109,16 @@ class ServerConfig:
     disabled: bool = False
     max_message_bytes: int = int(DEFAULT_MAX_MESSAGE_MB * 1024 * 1024)
     ping_interval: float = DEFAULT_PING_INTERVAL  # 0: never ping
+    # Per-user credentials (userauth.py): OAuth, or the ${user:NAME} names `headers`/`env` keep unexpanded.
+    auth: OAuthSettings | None = None
+    user_variables: tuple[str, ...] = ()
+    allow_private_network: bool = False
+
+    @property
+    def per_user(self) -> bool:
+        """Whether each user needs a connection of their own (never shared)."""
+        return self.auth is not None or bool(self.user_variables)
+
     # VS Code-only keys the entry has (VSCODE_ONLY_KEYS): logged by the host, no effect on the server.
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
@@ -195,11 +206,15 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
     if common["disabled"]:
         # Kept for later: its command need not exist nor its ${VARS} be set while it is off.
         return ServerConfig(**common)
+    common["auth"] = parse_auth(entry, kind, expand, fail)
+    common["allow_private_network"] = allow_private_network(entry, fail)
     if kind != "stdio":
         headers = _string_map(entry, "headers", expand, fail)
+        common["user_variables"] = user_variables(headers.values())
         return ServerConfig(**common, url=_url(entry, kind, expand, fail), headers=headers)
     cwd = _cwd(entry, base_dir, expand, fail)
     env = _env_file(entry, base_dir, expand, fail) | _string_map(entry, "env", expand, fail)
+    common["user_variables"] = user_variables(env.values())
     return ServerConfig(
         **common,
         command=_command(entry, Path(cwd), env, expand, fail),
@@ -245,6 +260,15 @@ class EnvExpander:
 
     def __call__(self, value: str, field_name: str) -> str:
         def replace(match: re.Match) -> str:
+            if match.group(1).startswith("user:"):
+                # A user's named secret: kept as written in headers and env (filled per user when a
+                # connection is made, userauth.py), refused anywhere else.
+                if not field_name.startswith(("headers.", "env.")) or not USER_REF_RE.fullmatch(match.group(0)):
+                    raise self._fail(
+                        f'"{field_name}" uses {match.group(0)}: ${{user:NAME}} (NAME: letters, digits, "_") is '
+                        'allowed in "headers" and "env" only'
+                    )
+                return match.group(0)
             reference = ENV_VARIABLE_RE.match(match.group(1))
             if match.group(1).startswith("input:"):
                 raise self._fail(f'"{field_name}" uses {match.group(0)}: {INPUTS_ERROR}')

@@ -67,6 +67,7 @@ from .reload import (
     same,
 )
 from .supervisor import Published, ServerStatus, ServerSupervisor
+from .userpool import CALLING_USER, UserPool, make_runner
 from .waiting import RUNNING, StatusWaits
 
 logger = logging.getLogger("aptix.mcp")
@@ -96,7 +97,7 @@ class McpHost(StatusWaits):
         self._own_requests: set[str] = set()  # restart requests this host wrote, and so applied already
         self._config: dict[str, Entry] = {}  # what runs now, as parsed
         self._statuses: dict[str, ServerStatus] = {}
-        self._supervisors: dict[str, ServerSupervisor] = {}
+        self._supervisors: dict[str, ServerSupervisor | UserPool] = {}
         self._logs: dict[str, ServerLog] = {}
         self._tools = ToolPublisher(registry, self._invoke_for)
         self._tasks: dict[str, asyncio.Task] = {}
@@ -199,7 +200,8 @@ class McpHost(StatusWaits):
             current = self._supervisors.get(server) is supervisor
             return self._tools.publish(server, tools) if current else Published(names=())
 
-        supervisor = ServerSupervisor(config, publish=publish, on_change=on_change, log=log)
+        # A per-user entry gets a UserPool: a connection per (server, user) (userpool.py).
+        supervisor = make_runner(config, publish=publish, on_change=on_change, log=log)
         self._supervisors[config.name] = supervisor
 
         async def run() -> None:
@@ -378,7 +380,8 @@ class McpHost(StatusWaits):
                 supervisor = self._supervisors.get(server)
                 if supervisor is None:  # removed from the config (its tools are being withdrawn)
                     return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
-                return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress))
+                user = {"user_id": CALLING_USER.get()} if isinstance(supervisor, UserPool) else {}  # the turn's
+                return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress, **user))
             except HostStopped:
                 return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
 

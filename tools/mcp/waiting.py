@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tools.registry import ToolRegistry
 
     from .supervisor import ServerSupervisor
+    from .userpool import UserPool
 
 Predicate = Callable[[list[ServerStatus]], bool]
 RUNNING: weakref.WeakSet[StatusWaits] = weakref.WeakSet()  # hosts between start() and stop()
@@ -33,7 +34,7 @@ def starting_host(registry: ToolRegistry, server: str) -> StatusWaits | None:
 class StatusWaits:
     registry: ToolRegistry
     _changed: asyncio.Event
-    _supervisors: dict[str, ServerSupervisor]
+    _supervisors: dict[str, ServerSupervisor | UserPool]
 
     def status(self) -> list[ServerStatus]:
         raise NotImplementedError

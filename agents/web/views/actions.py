@@ -237,6 +237,7 @@ DECISIONS = {
     "allow-once": (True, "once", None),
     "allow-session": (True, "session", None),
     "deny": (False, "once", None),
+    "decline": (False, "once", None),  # a "connect" card: go on without the server
     "switch": (True, "once", False),
     "switch-new": (True, "once", True),
     "stay": (False, "once", None),

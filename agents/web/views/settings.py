@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.web.connections import user_connections
 from aptix.invites import invite_allowed
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
@@ -74,6 +75,7 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
         "token_form": TokenCreateForm(),
         "tokens": api_token_list(user=request.user),
         "can_invite": invite_allowed(user=request.user),
+        "connections": user_connections(cast(int, request.user.pk)),
         **forms_and_more,
     }
     return render(request, "agents/settings.html", context, status=status)

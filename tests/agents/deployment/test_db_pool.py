@@ -76,7 +76,7 @@ async def test_a_burst_of_handshakes_and_requests_stays_within_the_pool(make_ses
     with PeakConnections() as peak, ThreadPoolExecutor(REQUEST_THREADS) as threads:
         loop = asyncio.get_running_loop()
         requests = [loop.run_in_executor(threads, _request, barrier) for _ in range(REQUEST_THREADS)]
-        sockets = await asyncio.gather(*(connect(session.id, alice) for _ in range(HANDSHAKES)))
+        sockets = await asyncio.gather(*(connect(session.id, alice, timeout=30) for _ in range(HANDSHAKES)))
         counts = await asyncio.gather(*requests)
     assert all(connected for _, connected in sockets)  # every handshake got through
     assert counts == [1] * REQUEST_THREADS  # and every request
