@@ -100,6 +100,6 @@ async def open_socket(session_id: str, user, *, query: str = "", cookie: bytes |
     cookie = cookie or await session_cookie(user)
     path = f"/ws/sessions/{session_id}/" + (f"?{query}" if query else "")
     communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, (b"cookie", cookie)])
-    connected, _ = await communicator.connect(timeout=timeout)
+    connected, _ = await communicator.connect()
     assert connected
     return Socket(communicator, cookie)
