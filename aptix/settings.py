@@ -247,6 +247,7 @@ APTIX_LLM_MAX_RETRIES = read(env.APTIX_LLM_MAX_RETRIES)
 # the tests turn it off.
 APTIX_MCP_CONFIG = BASE_DIR / read(env.APTIX_MCP_CONFIG)
 APTIX_MCP_AUTOSTART = read(env.APTIX_MCP_AUTOSTART)
+APTIX_MCP_INSTRUCTIONS_CHARS = read(env.APTIX_MCP_INSTRUCTIONS_CHARS)
 # Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the
 # tests turn it off and sweep when they mean to.
 APTIX_RUN_SWEEP = read(env.APTIX_RUN_SWEEP)

@@ -15,6 +15,7 @@ from django.conf import settings
 from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.tool_search import ToolSearchTool
 from tools.mcp.config import TOOL_SEPARATOR
+from tools.mcp.handshake import instructions_prompt
 from tools.registry import ToolRegistry, internal_registry, mcp_registry
 
 logger = logging.getLogger("aptix.pipeline")
@@ -267,11 +268,26 @@ def mcp_server_order() -> list[str]:
     return [status.name for status in mcp_status()]
 
 
-def build_system_prompt(*, mode, execution: str, selection: ToolSelection) -> str:
+def mcp_instructions(selection: ToolSelection) -> str:
+    """The instructions of the MCP servers with a tool offered in this turn, in mcp.json order, each
+    within APTIX_MCP_INSTRUCTIONS_CHARS (tools/mcp/handshake.py)."""
+    from tools.mcp.host import mcp_status
+
+    offered = {name for name, kind in selection.kinds.items() if kind == "mcp"}
+    servers = [
+        (status.name, status.handshake.instructions)
+        for status in mcp_status()
+        if status.handshake is not None and offered.intersection(status.tools)
+    ]
+    return instructions_prompt(servers, settings.APTIX_MCP_INSTRUCTIONS_CHARS)
+
+
+def build_system_prompt(*, mode, execution: str, selection: ToolSelection, instructions: str = "") -> str:
     """The base prompt, the mode's prompt and the tools' usage guidance, each rule said once: the mode
     switch rule lives in agent_change_mode's usage, and a usage text that only repeats the tool's
     schema description (an MCP tool's: its description and a parenthesised note of its annotations,
-    which the approval flow acts on) is left out, since the schema already goes with the request."""
+    which the approval flow acts on) is left out, since the schema already goes with the request.
+    `instructions` (the MCP servers' own, `mcp_instructions`) come last."""
     parts = [
         BASE_PROMPT,
         f"Current mode: {mode.key}\nExecution: {execution}",
@@ -291,6 +307,8 @@ def build_system_prompt(*, mode, execution: str, selection: ToolSelection) -> st
         guidance.append(f"- {name}: {text}")
     if guidance:
         parts.append("# Tools\n" + "\n".join(guidance))
+    if instructions:
+        parts.append(instructions)
     return "\n\n".join(parts)
 
 

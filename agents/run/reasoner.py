@@ -48,7 +48,7 @@ from .outcomes import (
     StepOutcome,
     Stopped,
 )
-from .pipeline import ToolSelection, build_system_prompt, select_tools
+from .pipeline import ToolSelection, build_system_prompt, mcp_instructions, select_tools
 from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
 from .toolsearch import remembered_tools
@@ -175,7 +175,9 @@ class Reasoner:
                 ", ".join(selection.left_out),
                 extra={"event": "pipeline.tool_budget", "turn_id": turn.id, "left_out": selection.left_out},
             )
-        system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
+        system_prompt = build_system_prompt(
+            mode=mode, execution=turn.execution, selection=selection, instructions=mcp_instructions(selection)
+        )
         system = {"role": "system", "content": system_prompt}
         current = {"role": "user", "content": turn.user_message}
         counter = self._counter(run)

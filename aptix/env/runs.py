@@ -126,6 +126,12 @@ APTIX_MCP_AUTOSTART = Flag(
     MCP,
     "start the MCP servers when a web or worker process starts (`manage.py mcp_status` checks them)",
 )
+APTIX_MCP_INSTRUCTIONS_CHARS = Integer(
+    "APTIX_MCP_INSTRUCTIONS_CHARS",
+    1000,
+    MCP,
+    "characters of each MCP server's `instructions` that go into a turn's system prompt (the rest is cut; 0: none)",
+)
 APTIX_DEMO_DB = OptionalText(
     "APTIX_DEMO_DB",
     None,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
+from .handshake import Handshake
+
 
 @dataclass(frozen=True)
 class ServerStatus:
@@ -13,7 +15,8 @@ class ServerStatus:
     state: starting | ready | restarting | failed | disabled | stopped. A "failed" HTTP server is
     still retried with backoff (`attempt` counts the tries); a failed stdio server is not.
     `dropped` holds the tools the server offered that are not published, each with why;
-    `renamed` maps a published name to the server's own name where sanitising changed it."""
+    `renamed` maps a published name to the server's own name where sanitising changed it;
+    `handshake` is what the current (or last) session agreed on (protocol, capabilities, instructions)."""
 
     name: str
     type: str
@@ -26,6 +29,7 @@ class ServerStatus:
     attempt: int = 0
     dropped: tuple[tuple[str, str], ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
+    handshake: Handshake | None = None
 
     @property
     def settled(self) -> bool:

@@ -25,6 +25,7 @@ from tools.base import InvokeResult
 from .config import ServerConfig
 from .connection import CallTimedOut, Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
 from .entry import Progress, format_result
+from .handshake import handshake_of
 from .logs import ServerLog
 from .status import ServerStatus
 
@@ -182,7 +183,13 @@ class ServerSupervisor:
             raise StartupError(f"could not list its tools: {exc}") from exc
         self._connection = connection
         self._attempt_ended()
-        self._update(state="ready", pid=connection.pid, started_at=datetime.now(UTC), attempt=0)
+        self._update(
+            state="ready",
+            pid=connection.pid,
+            started_at=datetime.now(UTC),
+            attempt=0,
+            handshake=handshake_of(connection.client),
+        )
 
     def _attempt_ended(self) -> None:
         """Wake the calls waiting for a new connection: it is up (`_connection`), or it failed."""
