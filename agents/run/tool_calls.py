@@ -18,6 +18,7 @@ from aptix import metrics
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.tool_search import found_names
+from tools.mcp.elicitation import asking
 from tools.mcp.waiting import starting_host
 from tools.registry import ToolRegistry
 
@@ -32,6 +33,7 @@ from ..events import EventRecorder
 from ..events.payloads import ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
+from .asking import asking_for
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
@@ -66,6 +68,7 @@ class Run:
     llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
     ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
     model_key: str = ""  # the turn's model in the catalog (the metrics' label)
+    ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
 
     @property
     def agent(self) -> bool:
@@ -177,7 +180,10 @@ class ToolCalls:
         with tool_span(call.name, call.id, kind, call.arguments) as span:
             try:
                 async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                    result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                    with asking(asking_for(run, call)):  # its MCP server may ask the user (asking.py)
+                        result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                if run.ended_while_asking:
+                    raise asyncio.CancelledError
             except asyncio.CancelledError:
                 # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
                 # (the turn's end, written next, takes it along).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
 
 server = MCPServer("ask")
 
@@ -29,7 +30,7 @@ def _asked(ctx: Context, request: types.ElicitRequest) -> types.ElicitResult | t
     return answer if isinstance(answer, types.ElicitResult) else types.ElicitResult.model_validate(answer)
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))  # runs without an approval first
 def profile(ctx: Context) -> str | types.InputRequiredResult:
     """Ask the user for a profile (a form), then say what was answered."""
     request = types.ElicitRequest(
@@ -41,7 +42,7 @@ def profile(ctx: Context) -> str | types.InputRequiredResult:
     return f"{got.action} {got.content}"
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def sign_in(ctx: Context) -> str | types.InputRequiredResult:
     """Send the user to a page (URL mode), then say what was answered."""
     request = types.ElicitRequest(
