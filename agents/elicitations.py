@@ -6,11 +6,11 @@ session in that process. `elicitation_request` writes one `ToolApproval` row of 
 (its `request`: mode, message, schema or url); the run then pauses the turn (`awaiting_approval`,
 the item in its state's `awaiting`, an `approval.requested` event). `elicitation_answer` records the
 session owner's answer (a form's content checked against the schema) and puts the turn back to
-`running` in one transaction, so the page and the API follow the run on at once; the waiting run
-reads the answer with `elicitation_answered` and gives it to the server. A new message or a cancel
-closes the row (`approvals_close`): the run reads "declined" or "cancelled". The request cannot
-outlive the process that holds the call: when that process is gone, the orphan sweep ends the turn
-with ERROR_LOST (agents/turns.py).
+`running` in one transaction; the waiting run reads the answer with `elicitation_answered`, writes
+the `approval.decided` event (it holds the turn's event numbers) and gives the answer to the server.
+A new message or a cancel closes the row (`approvals_close`): the run reads "declined" or
+"cancelled". The request cannot outlive the process that holds the call: when that process is gone,
+the orphan sweep ends the turn with ERROR_LOST (agents/turns.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from tools.mcp.config import TOOL_SEPARATOR
 from tools.mcp.elicitation import ACTIONS, Action, Answer, Request, validate_content
 
 from .approvals import CODE_INVALID, CODE_STALE, ERROR_NOT_WAITING, ERROR_UNKNOWN_CALL
-from .events import events_append
 from .models import ToolApproval, Turn, TurnEvent
 from .state import PausedState, PendingApproval
 
@@ -118,18 +117,23 @@ def elicitation_answer(*, turn: Turn, item_id: str, action: str, content: Any, u
         state = PausedState.from_json(locked.state or {})
         state.awaiting = [item for item in state.awaiting if item["id"] != item_id]
         Turn.objects.filter(pk=locked.pk).update(status=Turn.Status.RUNNING, state={})
-        decided = {
-            "id": item_id,
-            "name": row.tool,
-            "kind": Kind.ELICITATION,
-            "decision": row.decision,
-            "scope": "",
-            "branch": None,
-            "decided_by": getattr(user, "username", None),
-        }
-        events_append(locked.pk, locked.session_id, [("approval.decided", {"decisions": [decided]})])
     locked.refresh_from_db()
     return locked
+
+
+def decided_payload(turn_id: str, item_id: str) -> dict[str, Any]:
+    """The approval.decided entry of an answered question (the waiting run writes the event: it
+    holds the turn's event numbers)."""
+    row = ToolApproval.objects.select_related("decided_by").get(turn_id=turn_id, tool_call_id=item_id)
+    return {
+        "id": item_id,
+        "name": row.tool,
+        "kind": Kind.ELICITATION,
+        "decision": row.decision,
+        "scope": "",
+        "branch": None,
+        "decided_by": getattr(row.decided_by, "username", None),
+    }
 
 
 def closed(turn_id: str, item_id: str) -> bool:

@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from tools.mcp.elicitation import Answer, Ask, Request
 
 from .. import turns
-from ..elicitations import closed, elicitation_answered, elicitation_request
+from ..elicitations import closed, decided_payload, elicitation_answered, elicitation_request
 
 if TYPE_CHECKING:
     from .tool_calls import Call, Run
@@ -46,6 +46,13 @@ async def _ask(run: Run, call: Call, request: Request) -> Answer:
         state.awaiting = []
     if await sync_to_async(closed)(run.turn.id, item["id"]):
         run.ended_while_asking = True  # a cancel or a new message ended the turn: the run stops after the call
-    else:
-        run.turn.status = turns.Status.RUNNING  # the answer put the turn back to running
+        return answer
+    run.turn.status = turns.Status.RUNNING  # the answer put the turn back to running
+    decided = await sync_to_async(decided_payload)(run.turn.id, item["id"])
+    await run.recorder.emit("approval.decided", {"decisions": [decided]})
     return answer
+
+
+class QuestionClosed(Exception):
+    """The turn ended (a Stop, a new message) while its MCP server's question waited: its end was
+    written then, so the run stops without writing anything more."""

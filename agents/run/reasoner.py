@@ -33,6 +33,7 @@ from ..llm.catalog import ModelsConfigError, ModelSpec, model_for, models_config
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
+from .asking import QuestionClosed
 from .context import TokenCounter, context_budget, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
@@ -136,6 +137,8 @@ class Reasoner:
             if current is not None:
                 current.uncancel()
             await self._end(run, Stopped(answer=run.recorder.streamed))
+        except QuestionClosed:  # the turn's end is written already (asking.py): nothing more is
+            logger.info("Turn %s ended while an MCP server's question waited", turn.id)
         except ModelsConfigError:
             await self._end(run, Failed(message=ERROR_MODELS, kind="config"))
         except ModelError as exc:  # a cut-off answer keeps what arrived, as a failed turn's partial answer

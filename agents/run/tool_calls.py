@@ -33,7 +33,7 @@ from ..events import EventRecorder
 from ..events.payloads import ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
-from .asking import asking_for
+from .asking import QuestionClosed, asking_for
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
 from .progress import ProgressRelay
@@ -183,7 +183,7 @@ class ToolCalls:
                     with asking(asking_for(run, call)):  # its MCP server may ask the user (asking.py)
                         result = await self._execute(call, kind, context, run.paused_state, progress.report)
                 if run.ended_while_asking:
-                    raise asyncio.CancelledError
+                    raise QuestionClosed
             except asyncio.CancelledError:
                 # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
                 # (the turn's end, written next, takes it along).

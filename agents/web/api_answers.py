@@ -5,19 +5,22 @@ end or its next pause, as after approvals."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
 from agents.approvals import CODE_STALE
 from agents.elicitations import elicitation_answer, events_last_seq, turn_after_answer
-from agents.models import Turn
 from agents.selectors import turn_last
 from agents.sessions import SessionNotFoundError, session_get
+from agents.turns import Status
 from tools.mcp.elicitation import ACTIONS
 
 from .api_support import ApiError, json_body
+
+if TYPE_CHECKING:
+    from agents.models import Turn
 
 
 def answer_of(raw: bytes) -> tuple[str, str, str, Any] | None:
@@ -54,7 +57,7 @@ def _record(user: Any, conversation: str, call: str, decision: str, content: Any
     except SessionNotFoundError:
         raise ApiError(404, "No conversation with this id.", "conversationId") from None
     turn = turn_last(session=session)
-    if turn is None or turn.status != Turn.Status.AWAITING_APPROVAL:
+    if turn is None or turn.status != Status.AWAITING_APPROVAL:
         raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")
     try:
         turn = elicitation_answer(turn=turn, item_id=call, action=decision, content=content, user=user)

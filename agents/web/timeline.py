@@ -36,6 +36,7 @@ from tools.registry import result_image
 
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
+from .questions import answer_label, question_data
 from .versions import VersionNav, nav_looked_up
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
@@ -233,6 +234,8 @@ def approval_item(call: Mapping[str, Any], mode: str) -> Item:
         "decision": "",
         "from_mode": mode,
     }
+    if data["kind"] == "elicitation":  # an MCP server's question: its own card (questions.py)
+        data.update(question_data(call))
     if data["kind"] == "mode_change":
         key = requested_mode(call.get("arguments") or "") or ""
         data["to_mode"] = key
@@ -251,6 +254,8 @@ DECISION_LABELS = {
 def decided(decision: Mapping[str, Any]) -> dict[str, Any]:
     """What a card shows once decided: "Approved for this session by alice"."""
     label = DECISION_LABELS.get(decision.get("decision", ""), decision.get("decision", ""))
+    if decision.get("kind") == "elicitation":
+        label = answer_label(decision.get("decision", ""))
     if decision.get("decision") == "approved":
         if decision.get("branch"):
             label += " (in a new session)"

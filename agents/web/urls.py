@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, export, health, history, manage, sessions, settings
+from .views import actions, answer, export, health, history, manage, questions, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("sessions/<str:session_id>/turns/<str:turn_id>/answer.md", answer.turn_answer, name="turn-answer"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/approvals/", actions.approval_decide, name="approval-decide"),
+    path("sessions/<str:session_id>/turns/<str:turn_id>/questions/", questions.question_answer, name="question-answer"),
     path("sessions/<str:session_id>/grants/revoke/", actions.session_grant_revoke, name="session-grant-revoke"),
     path("sessions/<str:session_id>/mode/", actions.session_mode, name="session-mode"),
     path("sessions/<str:session_id>/model/", actions.session_model, name="session-model"),

@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.elicitations import ERROR_LOST
-from agents.models import ToolApproval, Turn
+from agents.models import ToolApproval, Turn, TurnEvent
 from agents.run.reasoner import Reasoner
 from agents.run.runners import LocalRunner
 from agents.turns import turn_cancel, turn_end_orphans, turn_start
@@ -62,6 +62,8 @@ async def test_a_stop_ends_the_waiting_turn_and_the_server_hears_cancel(ask_host
     assert turn.status == "cancelled"
     assert (await ToolApproval.objects.aget(turn_id=turn.id)).decision == "cancelled"
     assert len(model.requests) == 1  # the model was not asked again after the stop
+    types = [e.type async for e in TurnEvent.objects.filter(turn_id=turn.id).order_by("seq")]
+    assert types[-2:] == ["approval.decided", "turn.cancelled"]  # nothing written after the end
 
 
 async def test_a_question_whose_process_is_gone_ends_the_turn_saying_so(ask_host, make_session, model, llm):

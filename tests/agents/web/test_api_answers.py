@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.models import ToolApproval, Turn
+from agents.models import ToolApproval, Turn, TurnEvent
 from aptix.tokens import api_token_create
 from modes.models import AgentMode
 from tests.helpers import ServerLikeAsyncClient, async_db
@@ -85,6 +85,8 @@ async def test_a_form_question_is_listed_answered_and_the_turn_goes_on(ask_host,
         {"name": "Ada", "age": 36, "subscribe": False},
     )
     assert row.decided_by_id == alice.pk and row.request["message"] == "Tell me about you"
+    types = [e.type async for e in TurnEvent.objects.filter(turn_id=body["turnId"]).order_by("seq")]
+    assert types.count("approval.decided") == 1 and types[-1] == "turn.completed"
 
 
 async def test_wrong_content_is_refused_naming_the_input_and_the_question_stays(
