@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from .handshake import Handshake
+from .resources import ResourceInfo
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class ServerStatus:
     dropped: tuple[tuple[str, str], ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     handshake: Handshake | None = None
+    resources: tuple[ResourceInfo, ...] = ()  # its resources and URI templates (resources.py)
 
     @property
     def settled(self) -> bool:
@@ -58,4 +60,5 @@ class ServerStatus:
         data["dropped"] = [{"tool": tool, "reason": reason} for tool, reason in self.dropped]
         data["renamed"] = dict(self.renamed)
         data["started_at"] = self.started_at.isoformat() if self.started_at else None
+        data["resources"] = [{k: v for k, v in r.items() if v not in ("", False)} for r in data["resources"]]
         return data
