@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.read_resource import ReadResourceTool
 from tools.builtin.tool_search import ToolSearchTool
 from tools.mcp.config import TOOL_SEPARATOR
 from tools.mcp.handshake import instructions_prompt
@@ -150,6 +152,8 @@ def select_tools(
         selection.add(schema, kind, getattr(tool, "TOOL_USAGE_METADATA", ""))
     if on_demand:
         selection.add(ToolSearchTool.get_schema(), "internal", ToolSearchTool.TOOL_USAGE_METADATA)
+    if resource_servers(name for name, _tool, kind in candidates if kind == "mcp"):
+        selection.add(ReadResourceTool.get_schema(), "internal", ReadResourceTool.TOOL_USAGE_METADATA)
     for schema in client_tools or []:
         selection.add(schema, "client")
     return selection
@@ -266,6 +270,14 @@ def mcp_server_order() -> list[str]:
     from tools.mcp.host import mcp_status
 
     return [status.name for status in mcp_status()]
+
+
+def resource_servers(mcp_names: Iterable[str]) -> list[str]:
+    """The servers of these MCP tools that list resources here (mcp_read_resource may read them)."""
+    from tools.mcp.host import mcp_status
+
+    servers = {name.partition(TOOL_SEPARATOR)[0] for name in mcp_names}
+    return [status.name for status in mcp_status() if status.name in servers and status.resources]
 
 
 def mcp_instructions(selection: ToolSelection) -> str:

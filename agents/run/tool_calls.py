@@ -17,6 +17,8 @@ from django.conf import settings
 from aptix import metrics
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.read_resource import TOOL_NAME as READ_RESOURCE
+from tools.builtin.read_resource import ReadResourceTool
 from tools.builtin.tool_search import found_names
 from tools.mcp.elicitation import asking
 from tools.mcp.waiting import starting_host
@@ -35,7 +37,7 @@ from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
 from .asking import QuestionClosed, asking_for
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
-from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
+from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, resource_servers, with_current_mode
 from .progress import ProgressRelay
 from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
@@ -269,6 +271,10 @@ class ToolCalls:
         tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
         if name == TOOL_SEARCH and kind == "internal":  # built per turn: its catalog is the turn's
             tool = search_tool(state, self.mcp)
+        if name == READ_RESOURCE and kind == "internal":  # built per turn: the servers it may read from
+            tool = ReadResourceTool(
+                resource_servers([*state.on_demand, *(n for n, k in state.kinds.items() if k == "mcp")])
+            )
         if tool is None and kind != "internal":  # its server may still be starting (resumed after a restart)
             tool = await self._when_started(name, on_progress)
         if tool is None:

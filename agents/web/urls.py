@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import actions, answer, export, health, history, manage, questions, sessions, settings
+from .views import actions, answer, export, health, history, manage, questions, resources, sessions, settings
 
 urlpatterns = [
     path("", sessions.home, name="home"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("sessions/new/", sessions.session_new, name="session-new"),
     path("sessions/<str:session_id>/", sessions.session_detail, name="session-detail"),
     path("sessions/<str:session_id>/history/", history.session_history, name="session-history"),
+    path("sessions/<str:session_id>/resource/", resources.session_resource, name="session-resource"),
     path("sessions/<str:session_id>/turns/", actions.turn_new, name="turn-new"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/cancel/", actions.turn_stop, name="turn-cancel"),
     path("sessions/<str:session_id>/turns/<str:turn_id>/resend/", actions.turn_resend, name="turn-resend"),

@@ -8,6 +8,7 @@ import os
 import struct
 import zlib
 
+import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 
 DEFAULT = "Always greet politely. Call greet before anything else."
@@ -19,6 +20,12 @@ server = MCPServer("guide", instructions=os.environ.get("GUIDE_INSTRUCTIONS", DE
 def greet(name: str) -> str:
     """Greet someone."""
     return f"Hello, {name}!"
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+def link() -> list[types.ContentBlock]:
+    """Point to the readme (a resource link)."""
+    return [types.ResourceLink(type="resource_link", uri="guide://readme", name="readme", mime_type="text/markdown")]
 
 
 @server.resource("guide://readme", name="readme", description="How to use the guide.", mime_type="text/markdown")
