@@ -51,6 +51,7 @@ CODE_INVALID = "invalid"  # the API answers 400
 ERROR_NOT_WAITING = "This turn is not waiting for an approval (it was decided or has ended)."
 ERROR_UNKNOWN_CALL = "No approval is pending for tool call {id!r} in this turn."
 ERROR_ALREADY_DECIDED = "Tool call {id!r} was already decided."
+ERROR_QUESTION = "{id!r} is an MCP server's question: answer it with accept, decline or cancel."
 
 
 def mode_change_consent() -> Literal["ask", "trust"]:
@@ -222,6 +223,8 @@ def _check_decisions(rows: dict[str, ToolApproval], decisions: list[UserDecision
         field = f"approvals[{i}].toolCallId"
         if row is None:
             raise ValidationError({field: ValidationError(ERROR_UNKNOWN_CALL.format(id=decision.tool_call_id))})
+        if row.kind == Kind.ELICITATION:  # answered with its own form (agents/elicitations.py)
+            raise ValidationError({field: ValidationError(ERROR_QUESTION.format(id=decision.tool_call_id))})
         if not row.is_pending or decision.tool_call_id in seen:
             raise ValidationError(
                 {field: ValidationError(ERROR_ALREADY_DECIDED.format(id=decision.tool_call_id), code=CODE_STALE)}

@@ -193,10 +193,13 @@ class ToolApproval(models.Model):
         MODE_CHANGE = "mode_change", "Mode change"
         TOOL = "tool", "Tool"
         CONNECT = "connect", "Connect"  # the user must connect the server (their credentials) first
+        ELICITATION = "elicitation", "MCP server question"
 
     class Decision(models.TextChoices):
         APPROVED = "approved", "Approved"
         DENIED = "denied", "Denied"
+        ACCEPTED = "accepted", "Answered"  # an elicitation
+        DECLINED = "declined", "Declined"  # an elicitation
         DECLINED_BY_NEW_MESSAGE = "declined_by_new_message", "Declined by a new message"
         CANCELLED = "cancelled", "Cancelled"
 
@@ -224,6 +227,10 @@ class ToolApproval(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    # An elicitation: what the MCP server asked ({"mode", "message", "schema" | "url"}) and what the
+    # user answered (accepted form content; None otherwise).
+    request = models.JSONField(default=dict, blank=True)
+    content = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-requested_at"]

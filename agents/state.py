@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from .models import Turn
 
@@ -34,15 +34,20 @@ class PendingCall(TypedDict):
 
 
 class PendingApproval(TypedDict):
-    """A tool call waiting for the user's approval (the card shows these fields)."""
+    """A tool call waiting for the user's approval, or (kind "elicitation") a running MCP tool call
+    whose server asks the user something (the card shows these fields)."""
 
     id: str
     name: str
     arguments: str
-    kind: str  # ToolApproval.Kind: "mode_change", "tool" or "connect"
+    kind: str  # ToolApproval.Kind: "mode_change", "tool", "connect" or "elicitation"
     server: str  # the MCP server, "" for an internal tool
     annotations: dict[str, Any]
     reason: str  # a mode change's reason
+    message: NotRequired[str]  # an elicitation: what the server asks
+    mode: NotRequired[str]  # an elicitation: "form" or "url"
+    schema: NotRequired[dict[str, Any]]  # a form's requested schema
+    url: NotRequired[str]  # URL mode: the page the user opens
 
 
 class ToolOutput(TypedDict):

@@ -25,7 +25,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from modes.catalog import default_mode_key
@@ -378,7 +378,9 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
     ends `failed` with a `turn.failed` event saying why."""
     runner = runner or get_runner()
     now = timezone.now()
-    turns = Turn.objects.filter(status__in=[Status.QUEUED, Status.RUNNING])
+    # A turn waiting for the answer to an MCP server's question is held by the run whose call is open.
+    asking = Q(status=Status.AWAITING_APPROVAL, approvals__kind="elicitation", approvals__decision="")
+    turns = Turn.objects.filter(Q(status__in=[Status.QUEUED, Status.RUNNING]) | asking).distinct()
     if session is not None:
         turns = turns.filter(session=session)
     stale: dict[str, tuple[Turn, str]] = {}

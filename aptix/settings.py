@@ -271,6 +271,7 @@ APTIX_MCP_AUTOSTART = read(env.APTIX_MCP_AUTOSTART)
 # Fernet keys (newest first) that encrypt users' MCP credentials (connections/sealing.py); from the
 # environment only, never a file under var/: a copy of the database must not carry its key.
 APTIX_SECRETS_KEY = read(env.APTIX_SECRETS_KEY) or []
+APTIX_MCP_INSTRUCTIONS_CHARS = read(env.APTIX_MCP_INSTRUCTIONS_CHARS)
 # Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the
 # tests turn it off and sweep when they mean to.
 APTIX_RUN_SWEEP = read(env.APTIX_RUN_SWEEP)

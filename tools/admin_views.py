@@ -1,6 +1,7 @@
 """Admin page: the status of this process's MCP servers (starting, ready with N tools, failed with
 the error, restarting) — the same data as `manage.py mcp_status` and the session's Tools panel —
-with each server's last log lines, a Reload button (re-read mcp.json, restart only what changed),
+with each server's protocol version, the capabilities it and Aptix declared, its
+instructions and last log lines, a Reload button (re-read mcp.json, restart only what changed),
 a Restart button per server and Restart all (for a server whose code changed: here at once, and in
 every other web and worker process through the restart request file, tools/mcp/reload.py). Staff
 only (`admin_view`), POST with CSRF for the buttons."""
@@ -34,6 +35,7 @@ def mcp_status_view(request):
         "config_error": mcp_config_error(),
         "config_path": settings.APTIX_MCP_CONFIG,
         "autostart": settings.APTIX_MCP_AUTOSTART,
+        "instructions_chars": settings.APTIX_MCP_INSTRUCTIONS_CHARS,
     }
     return TemplateResponse(request, "admin/mcp_status.html", context)
 

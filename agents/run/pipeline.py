@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.read_resource import ReadResourceTool
 from tools.builtin.tool_search import ToolSearchTool
 from tools.mcp.config import TOOL_SEPARATOR
+from tools.mcp.handshake import instructions_prompt
 from tools.registry import ToolRegistry, internal_registry, mcp_registry, needs_session_files
 
 logger = logging.getLogger("aptix.pipeline")
@@ -153,6 +156,8 @@ def select_tools(
         selection.add(schema, kind, getattr(tool, "TOOL_USAGE_METADATA", ""))
     if on_demand:
         selection.add(ToolSearchTool.get_schema(), "internal", ToolSearchTool.TOOL_USAGE_METADATA)
+    if resource_servers(name for name, _tool, kind in candidates if kind == "mcp"):
+        selection.add(ReadResourceTool.get_schema(), "internal", ReadResourceTool.TOOL_USAGE_METADATA)
     for schema in client_tools or []:
         selection.add(schema, "client")
     return selection
@@ -271,11 +276,34 @@ def mcp_server_order() -> list[str]:
     return [status.name for status in mcp_status()]
 
 
-def build_system_prompt(*, mode, execution: str, selection: ToolSelection) -> str:
+def resource_servers(mcp_names: Iterable[str]) -> list[str]:
+    """The servers of these MCP tools that list resources here (mcp_read_resource may read them)."""
+    from tools.mcp.host import mcp_status
+
+    servers = {name.partition(TOOL_SEPARATOR)[0] for name in mcp_names}
+    return [status.name for status in mcp_status() if status.name in servers and status.resources]
+
+
+def mcp_instructions(selection: ToolSelection) -> str:
+    """The instructions of the MCP servers with a tool offered in this turn, in mcp.json order, each
+    within APTIX_MCP_INSTRUCTIONS_CHARS (tools/mcp/handshake.py)."""
+    from tools.mcp.host import mcp_status
+
+    offered = {name for name, kind in selection.kinds.items() if kind == "mcp"}
+    servers = [
+        (status.name, status.handshake.instructions)
+        for status in mcp_status()
+        if status.handshake is not None and offered.intersection(status.tools)
+    ]
+    return instructions_prompt(servers, settings.APTIX_MCP_INSTRUCTIONS_CHARS)
+
+
+def build_system_prompt(*, mode, execution: str, selection: ToolSelection, instructions: str = "") -> str:
     """The base prompt, the mode's prompt and the tools' usage guidance, each rule said once: the mode
     switch rule lives in agent_change_mode's usage, and a usage text that only repeats the tool's
     schema description (an MCP tool's: its description and a parenthesised note of its annotations,
-    which the approval flow acts on) is left out, since the schema already goes with the request."""
+    which the approval flow acts on) is left out, since the schema already goes with the request.
+    `instructions` (the MCP servers' own, `mcp_instructions`) come last."""
     parts = [
         BASE_PROMPT,
         f"Current mode: {mode.key}\nExecution: {execution}",
@@ -295,6 +323,8 @@ def build_system_prompt(*, mode, execution: str, selection: ToolSelection) -> st
         guidance.append(f"- {name}: {text}")
     if guidance:
         parts.append("# Tools\n" + "\n".join(guidance))
+    if instructions:
+        parts.append(instructions)
     return "\n\n".join(parts)
 
 

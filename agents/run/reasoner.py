@@ -34,6 +34,7 @@ from ..llm.catalog import ModelsConfigError, ModelSpec, model_for, models_config
 from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer
+from .asking import QuestionClosed
 from .context import TokenCounter, context_budget, documents_context, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
@@ -50,7 +51,7 @@ from .outcomes import (
     StepOutcome,
     Stopped,
 )
-from .pipeline import ToolSelection, build_system_prompt, select_tools
+from .pipeline import ToolSelection, build_system_prompt, mcp_instructions, select_tools
 from .tool_calls import Call, Run, ToolCalls
 from .toolbox import build_internal_tools
 from .toolsearch import remembered_tools
@@ -139,6 +140,8 @@ class Reasoner:
             if current is not None:
                 current.uncancel()
             await self._end(run, Stopped(answer=run.recorder.streamed))
+        except QuestionClosed:  # the turn's end is written already (asking.py): nothing more is
+            logger.info("Turn %s ended while an MCP server's question waited", turn.id)
         except ModelsConfigError:
             await self._end(run, Failed(message=ERROR_MODELS, kind="config"))
         except ModelError as exc:  # a cut-off answer keeps what arrived, as a failed turn's partial answer
@@ -180,7 +183,9 @@ class Reasoner:
                 extra={"event": "pipeline.tool_budget", "turn_id": turn.id, "left_out": selection.left_out},
             )
         counter = self._counter(run)
-        system_prompt = build_system_prompt(mode=mode, execution=turn.execution, selection=selection)
+        system_prompt = build_system_prompt(
+            mode=mode, execution=turn.execution, selection=selection, instructions=mcp_instructions(selection)
+        )
         # the session's documents as they are now (a user's edit included): the turn works on them
         system_prompt += await documents_context(turn.session_id, counter, context_budget(run.llm.context_tokens))
         system = {"role": "system", "content": system_prompt}

@@ -31,6 +31,7 @@ from aptix import logcontext, tracing
 from tools.registry import ToolRegistry, mcp_registry
 
 from ..branching import switch_continues, turn_continue_after_switch
+from ..elicitations import ERROR_LOST as ELICITATION_LOST
 from ..events import FINAL_EVENT_TYPES, message_events, session_group
 from ..models import Turn, TurnEvent
 from ..runner import get_runner
@@ -43,6 +44,7 @@ from .titles import title_session, wants_title
 
 logger = logging.getLogger("aptix.runs")
 CANCEL_POLL_INTERVAL = 0.5
+ASKING_POLL = 0.5  # seconds between looks, while a request waits for a run here, for a question's pause
 RUN_ARGUMENTS = ("client_tools", "tool_results")  # what a run takes besides its turn
 
 
@@ -178,11 +180,17 @@ class LocalRunner(Runner):
         task = started if started is not None else self._tasks.get(turn_id)
         if task is not None:
             await sync_to_async(release_connection)()
-            await asyncio.shield(task)
+            # Until the run ends, or pauses for an MCP server's question (its task waits on: asking.py).
+            while not task.done():
+                await asyncio.wait({task}, timeout=ASKING_POLL)
+                if not task.done() and await _asking(turn_id):
+                    break
         return await Turn.objects.select_related("session").aget(pk=turn_id)
 
     def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
         # One process: an open turn with no task here is left over from a stopped server.
+        if turn.status == Turn.Status.AWAITING_APPROVAL:  # an MCP server's question (turn_end_orphans)
+            return ELICITATION_LOST if turn.pk not in self._tasks else None
         if turn.pk not in self._tasks and (turn.status == Turn.Status.RUNNING or orphan_queued_too_long(turn, now)):
             return ERROR_INTERRUPTED
         return None
@@ -266,6 +274,8 @@ class WorkerRunner(Runner):
         # minute (no worker took it; the channel layer drops undelivered runs then).
         if turn.status == Turn.Status.RUNNING:
             return ERROR_INTERRUPTED if lease_expired(turn, now) else None
+        if turn.status == Turn.Status.AWAITING_APPROVAL:  # an MCP server's question (turn_end_orphans)
+            return ELICITATION_LOST if lease_expired(turn, now) else None
         if orphan_queued_too_long(turn, now):
             return ERROR_NO_WORKER
         return None
@@ -312,6 +322,12 @@ async def _continue_after_switch(turn: Turn) -> None:
         await turn_submit(partial(turn_continue_after_switch, turn_id=turn.id))
     except Exception:  # the switching turn has ended well: a failed follow-up must not undo it
         logger.exception("Could not continue turn %s after its mode switch", turn.id, extra={"turn_id": turn.id})
+
+
+async def _asking(turn_id: str) -> bool:
+    """Whether the turn waits for the answer to an MCP server's question (its run holds it meanwhile)."""
+    asking = Turn.objects.filter(pk=turn_id, status=Turn.Status.AWAITING_APPROVAL)
+    return await asking.filter(approvals__kind="elicitation", approvals__decision="").aexists()
 
 
 async def _moved_past(turn_id: str, seq: int | None) -> bool:

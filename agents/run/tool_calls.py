@@ -18,7 +18,10 @@ from aptix import metrics
 from tools.base import InvokeResult, ToolContext
 from tools.builtin.documents import DocumentWriteTool
 from tools.builtin.mode_change import ModeChangeTool
+from tools.builtin.read_resource import TOOL_NAME as READ_RESOURCE
+from tools.builtin.read_resource import ReadResourceTool
 from tools.builtin.tool_search import found_names
+from tools.mcp.elicitation import asking
 from tools.mcp.userpool import CALLING_USER, missing_credentials, per_user_config
 from tools.mcp.waiting import starting_host
 from tools.registry import ToolRegistry
@@ -35,8 +38,9 @@ from ..events import EventRecorder
 from ..events.payloads import DocumentUpdated, ToolResult
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
+from .asking import QuestionClosed, asking_for
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
-from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, with_current_mode
+from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, resource_servers, with_current_mode
 from .progress import ProgressRelay
 from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
@@ -71,6 +75,7 @@ class Run:
     model_key: str = ""  # the turn's model in the catalog (the metrics' label)
     spec: Any = None  # the turn's ModelSpec: its models.json key and price (metering.py)
     quota: Any = None  # the month's QuotaState as of the last model call (metering.py); None: unlimited
+    ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
 
     @property
     def agent(self) -> bool:
@@ -209,7 +214,10 @@ class ToolCalls:
             with tool_span(call.name, call.id, kind, call.arguments) as span:
                 try:
                     async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                        result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                        with asking(asking_for(run, call)):  # its MCP server may ask the user (asking.py)
+                            result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                    if run.ended_while_asking:
+                        raise QuestionClosed
                 except asyncio.CancelledError:
                     # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
                     # (the turn's end, written next, takes it along).
@@ -299,6 +307,10 @@ class ToolCalls:
         tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
         if name == TOOL_SEARCH and kind == "internal":  # built per turn: its catalog is the turn's
             tool = search_tool(state, self.mcp)
+        if name == READ_RESOURCE and kind == "internal":  # built per turn: the servers it may read from
+            tool = ReadResourceTool(
+                resource_servers([*state.on_demand, *(n for n, k in state.kinds.items() if k == "mcp")])
+            )
         if tool is None and kind != "internal":  # its server may still be starting (resumed after a restart)
             tool = await self._when_started(name, on_progress)
         if tool is None:

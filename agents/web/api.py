@@ -37,6 +37,7 @@ from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
+from .api_answers import answer_of, answer_question, question_fields
 from .api_support import ApiError, authenticate, json_body
 
 if TYPE_CHECKING:
@@ -312,6 +313,7 @@ def execute_response(turn: Turn) -> dict[str, Any]:
                 "arguments": c["arguments"],
                 "reason": c["reason"] or None,
                 **({"server": c["server"], "connectUrl": connect_url(c["server"])} if c["kind"] == "connect" else {}),
+                **question_fields(dict(c)),
             }
             for c in (state.awaiting if isinstance(state, PausedState) else [])
         ],
@@ -331,6 +333,8 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
         user = await authenticate(request)  # auth before anything else
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
+        if (answer := answer_of(request.body)) is not None:  # an MCP server's question (api_answers.py)
+            return JsonResponse(execute_response(await answer_question(user, answer)))
         parsed = parse_execute_request(request.body)
         new_turn = not (parsed.approvals or parsed.tool_results)  # counted against the user's turn rate
         if new_turn and (limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request)):

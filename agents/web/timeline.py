@@ -35,9 +35,9 @@ from modes.proposal import find_proposal
 from tools.media import is_site_file, is_site_image
 from tools.registry import result_image
 
-from .connections import connect_url
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
+from .questions import answer_label, card_fields
 from .versions import VersionNav, nav_looked_up
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
@@ -241,8 +241,7 @@ def approval_item(call: Mapping[str, Any], mode: str) -> Item:
         "decision": "",
         "from_mode": mode,
     }
-    if data["kind"] == "connect":
-        data["connect_url"] = connect_url(data["server"])
+    data.update(card_fields(call, data["kind"], data["server"]))  # a connect link, a server's question
     if data["kind"] == "mode_change":
         key = requested_mode(call.get("arguments") or "") or ""
         data["to_mode"] = key
@@ -261,6 +260,8 @@ DECISION_LABELS = {
 def decided(decision: Mapping[str, Any]) -> dict[str, Any]:
     """What a card shows once decided: "Approved for this session by alice"."""
     label = DECISION_LABELS.get(decision.get("decision", ""), decision.get("decision", ""))
+    if decision.get("kind") == "elicitation":
+        label = answer_label(decision.get("decision", ""))
     if decision.get("decision") == "approved":
         if decision.get("branch"):
             label += " (in a new session)"

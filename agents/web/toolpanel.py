@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -52,6 +52,7 @@ class ServerGroup:
     dropped: tuple[tuple[str, str], ...] = ()  # tools the server offers that cannot be offered, with why
     connection: Connection | None = None  # a server that acts as each user: the session user's connection
     connect_url: str = ""
+    resources: tuple[Any, ...] = ()  # its resources and URI templates (tools/mcp/resources.py)
 
 
 def _mcp_status() -> dict[str, ServerStatus]:
@@ -117,6 +118,7 @@ def _server_groups(
             status=status.describe(),
             enabled=toggles.get(name) is not False,
             dropped=status.dropped,
+            resources=status.resources,
         )
     for name, tool in mcp_registry:
         server, _, short = name.partition(MCP_SEPARATOR)

@@ -136,6 +136,12 @@ APTIX_SECRETS_KEY = FernetKeys(
     secret=True,
     default_doc="unset (no per-user credentials)",
 )
+APTIX_MCP_INSTRUCTIONS_CHARS = Integer(
+    "APTIX_MCP_INSTRUCTIONS_CHARS",
+    1000,
+    MCP,
+    "characters of each MCP server's `instructions` that go into a turn's system prompt (the rest is cut; 0: none)",
+)
 APTIX_DEMO_DB = OptionalText(
     "APTIX_DEMO_DB",
     None,

@@ -23,6 +23,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
 from .config import ServerConfig
+from .elicitation import callback_for
 from .entry import Progress
 from .http import HttpWatch
 from .listing import ToolListing, filtered
@@ -129,6 +130,7 @@ class Connection:
             client = Client(
                 filtered(transport, self.listing, *([self.http] if self.http else [])),
                 message_handler=self._on_message,
+                elicitation_callback=callback_for(self.config.name),  # declares elicitation (elicitation.py)
                 logging_callback=self.log.message,
                 log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in
                 cache=None,

@@ -15,6 +15,7 @@ from tools.base import InvokeResult, ToolContext
 from tools.registry import TOOL_NAME_RE
 
 from .config import TOOL_SEPARATOR
+from .elicitation import in_call
 from .rich import RichResult, describe_blocks, rich_result, store_attachments
 from .rich import describe_block as describe_content
 
@@ -81,7 +82,8 @@ class McpToolEntry:
             def relay(progress: float, total: float | None, message: str | None) -> None:
                 loop.call_soon_threadsafe(on_progress, progress, total, message)
 
-        result = await self._invoke(self.tool.name, self.TOOL_NAME, arguments, on_progress=relay)
+        with in_call(self.server):  # a server asking the user during the call finds the caller
+            result = await self._invoke(self.tool.name, self.TOOL_NAME, arguments, on_progress=relay)
         if isinstance(result, RichResult):
             session = getattr(context, "session_id", None)
             result = await asyncio.to_thread(store_attachments, result, session)

@@ -183,6 +183,8 @@ def _part(block: Any) -> str | Attachment:
             name = _file_name(str(resource.uri), mime, "resource")
             text = resource.text
             return Attachment("resource", name, mime, len(text), uri=str(resource.uri), text=text)
+        if mime.startswith("image/"):  # shown as an image when a browser would show it, else a download
+            return replace(_image(_decode(resource.blob), mime), uri=str(resource.uri))
         named = _file_name(str(resource.uri), mime, "resource")
         return replace(_file(_decode(resource.blob), mime, named), uri=str(resource.uri))
     return f"[{getattr(block, 'type', type(block).__name__)} content]"

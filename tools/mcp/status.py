@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
+from .handshake import Handshake
+from .resources import ResourceInfo
+
 
 @dataclass(frozen=True)
 class ServerStatus:
@@ -13,7 +16,8 @@ class ServerStatus:
     state: starting | ready | restarting | failed | disabled | stopped. A "failed" HTTP server is
     still retried with backoff (`attempt` counts the tries); a failed stdio server is not.
     `dropped` holds the tools the server offered that are not published, each with why;
-    `renamed` maps a published name to the server's own name where sanitising changed it."""
+    `renamed` maps a published name to the server's own name where sanitising changed it;
+    `handshake` is what the current (or last) session agreed on (protocol, capabilities, instructions)."""
 
     name: str
     type: str
@@ -26,6 +30,8 @@ class ServerStatus:
     attempt: int = 0
     dropped: tuple[tuple[str, str], ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
+    handshake: Handshake | None = None
+    resources: tuple[ResourceInfo, ...] = ()  # its resources and URI templates (resources.py)
 
     @property
     def settled(self) -> bool:
@@ -54,4 +60,5 @@ class ServerStatus:
         data["dropped"] = [{"tool": tool, "reason": reason} for tool, reason in self.dropped]
         data["renamed"] = dict(self.renamed)
         data["started_at"] = self.started_at.isoformat() if self.started_at else None
+        data["resources"] = [{k: v for k, v in r.items() if v not in ("", False)} for r in data["resources"]]
         return data

@@ -25,7 +25,9 @@ from tools.base import InvokeResult
 from .config import ServerConfig
 from .connection import CallTimedOut, Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
 from .entry import Progress, format_result
+from .handshake import handshake_of
 from .logs import ServerLog
+from .resources import as_blocks, list_resources
 from .status import ServerStatus
 
 __all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
@@ -180,9 +182,19 @@ class ServerSupervisor:
             await self._refresh(connection)
         except (MCPError, TimeoutError) as exc:
             raise StartupError(f"could not list its tools: {exc}") from exc
+        resources: tuple = ()
+        with anyio.move_on_after(self.config.timeout):  # extra: a slow listing does not hold the tools up
+            resources = await list_resources(connection.client)
         self._connection = connection
         self._attempt_ended()
-        self._update(state="ready", pid=connection.pid, started_at=datetime.now(UTC), attempt=0)
+        self._update(
+            resources=resources,
+            state="ready",
+            pid=connection.pid,
+            started_at=datetime.now(UTC),
+            attempt=0,
+            handshake=handshake_of(connection.client),
+        )
 
     def _attempt_ended(self) -> None:
         """Wake the calls waiting for a new connection: it is up (`_connection`), or it failed."""
@@ -287,6 +299,22 @@ class ServerSupervisor:
                 await attempted.wait()
             current = self._connection
         return current if current is not None and current is not old else None
+
+    async def read_resource(self, uri: str) -> InvokeResult:
+        """`resources/read` of `uri` on the live session, as a tool result (text, images, files)."""
+        connection = self._connection
+        if connection is None or connection.client is None:
+            return InvokeResult.from_error(self.unavailable_message())
+        try:
+            with anyio.fail_after(self.config.timeout):
+                result = await connection.client.read_resource(uri)
+        except TimeoutError:
+            took = f"within {self.config.timeout:g} s"
+            return InvokeResult.from_error(f'MCP server "{self.name}" did not read {uri} {took}')
+        except MCPError as exc:
+            return InvokeResult.from_error(f'MCP server "{self.name}" could not read {uri}: {exc.message}')
+        blocks = as_blocks(result)
+        return format_result(types.CallToolResult(content=list(blocks)), f"{self.name} resource {uri}")
 
     def unavailable_message(self) -> str:
         return f'MCP server "{self.name}" is unavailable: {self.status.describe()}'

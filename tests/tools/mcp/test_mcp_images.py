@@ -66,3 +66,17 @@ def test_what_is_no_image_or_has_damaged_pixel_data_is_still_a_download():
     data[idat + 6] ^= 0xFF  # inside the compressed pixels: the critical chunk's CRC no longer matches
     assert shown(bytes(data)).kind == "file"
     assert shown(png_with(BAD_ICCP)[:-20]).kind == "file"  # cut short as well
+
+
+def embedded(data: bytes, mime: str):
+    resource = types.BlobResourceContents(uri="demo://shot.png", blob=base64.b64encode(data).decode(), mime_type=mime)
+    block = types.EmbeddedResource(type="resource", resource=resource)
+    (attachment,) = format_result(types.CallToolResult(content=[block]), "s__t").attachments
+    return attachment
+
+
+def test_an_embedded_image_resource_is_shown_as_an_image_and_other_blobs_are_downloads():
+    image = embedded(png_with(b""), "image/png")
+    assert (image.kind, image.width, image.uri) == ("image", 20, "demo://shot.png")
+    assert embedded(b"not an image", "image/png").kind == "file"
+    assert embedded(b"%PDF-1.7", "application/pdf").kind == "file"

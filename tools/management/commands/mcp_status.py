@@ -1,5 +1,6 @@
 """`manage.py mcp_status`: start the configured MCP servers here, wait until each is up or has
-failed, print one line per server and exit non-zero when any enabled server failed.
+failed, print one line per server (then, for each that came up, the protocol version and the
+capabilities it and Aptix declared) and exit non-zero when any enabled server failed.
 
 The servers of a running web process live in that process (tools/mcp/host.py), so this command
 checks the configuration by starting its own copies: it answers "would they start, and with which
@@ -57,7 +58,18 @@ def _table(statuses: list[ServerStatus]) -> str:
     for s in statuses:
         rows.append((s.name, s.state, str(len(s.tools)) if s.state == "ready" else "-", s.error or ""))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join("  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]).rstrip() for row in rows)
+    lines = ["  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]).rstrip() for row in rows]
+    # What each session agreed on, below the table (the table's columns stay one word each).
+    agreed = [(s.name, s.handshake) for s in statuses if s.handshake is not None]
+    if agreed:
+        lines.append("")
+        for name, handshake in agreed:
+            lines.append(
+                f"{name}: protocol {handshake.protocol_version}; server declared {handshake.server_summary()}; "
+                f"Aptix declared {handshake.client_summary()}"
+                + (f"; instructions: {len(handshake.instructions)} characters" if handshake.instructions else "")
+            )
+    return "\n".join(lines)
 
 
 def _as_json(host: McpHost, statuses: list[ServerStatus]) -> str:

@@ -1,0 +1,86 @@
+"""The JSON API's side of an MCP server's question (agents/elicitations.py): how a paused turn lists
+it in `approvals`, and the answer `{"conversationId", "approvals": [{"toolCallId", "decision":
+"accept"|"decline"|"cancel", "content": {…}}]}`, after which the request follows the run on to its
+end or its next pause, as after approvals."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
+
+from agents.approvals import CODE_STALE
+from agents.elicitations import elicitation_answer, events_last_seq, turn_after_answer
+from agents.selectors import turn_last
+from agents.sessions import SessionNotFoundError, session_get
+from agents.turns import Status
+from tools.mcp.elicitation import ACTIONS
+
+from .api_support import ApiError, json_body
+
+if TYPE_CHECKING:
+    from agents.models import Turn
+
+
+def answer_of(raw: bytes) -> tuple[str, str, str, Any] | None:
+    """(conversationId, toolCallId, decision, content) when the body answers a question, else None
+    (the body is then an ordinary request, parsed as such)."""
+    try:
+        body = json_body(raw)
+    except ApiError:
+        return None
+    approvals = body.get("approvals")
+    if not (isinstance(approvals, list) and approvals and isinstance(approvals[0], dict)):
+        return None
+    if approvals[0].get("decision") not in ACTIONS:
+        return None
+    if len(approvals) != 1:
+        raise ApiError(400, "Answer one question per request.", "approvals")
+    item = approvals[0]
+    if set(body) - {"conversationId", "approvals"}:
+        raise ApiError(400, "An answer carries only 'conversationId' and 'approvals'.", "approvals")
+    conversation, call = body.get("conversationId"), item.get("toolCallId")
+    if not isinstance(conversation, str) or not conversation:
+        raise ApiError(400, "'conversationId' is required with 'approvals'.", "conversationId")
+    if not isinstance(call, str) or not call:
+        raise ApiError(400, "'approvals[0].toolCallId' must be a non-empty string.", "approvals[0].toolCallId")
+    content = item.get("content")
+    if content is not None and not isinstance(content, dict):
+        raise ApiError(400, "'approvals[0].content' must be an object.", "approvals[0].content")
+    return conversation, call, item["decision"], content
+
+
+def _record(user: Any, conversation: str, call: str, decision: str, content: Any) -> tuple[Turn, int]:
+    try:
+        session = session_get(user=user, session_id=conversation)
+    except SessionNotFoundError:
+        raise ApiError(404, "No conversation with this id.", "conversationId") from None
+    turn = turn_last(session=session)
+    if turn is None or turn.status != Status.AWAITING_APPROVAL:
+        raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")
+    try:
+        turn = elicitation_answer(turn=turn, item_id=call, action=decision, content=content, user=user)
+    except ValidationError as exc:
+        fields = {name: f"approvals[0].{name}" for name in ("toolCallId", "decision", "content")}
+        raise ApiError.refused(
+            exc, statuses={CODE_STALE: 409, "owner": 403}, fields=fields, default_field="approvals"
+        ) from None
+    return turn, events_last_seq(turn.pk)
+
+
+async def answer_question(user: Any, answer: tuple[str, str, str, Any]) -> Turn:
+    turn, seq = await sync_to_async(_record)(user, *answer)
+    return await turn_after_answer(turn.pk, seq)
+
+
+def question_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """What an `approvals` entry of kind "elicitation" adds: the message and the schema (or the url)."""
+    if item.get("kind") != "elicitation":
+        return {}
+    extra: dict[str, Any] = {"message": item.get("message", ""), "server": item.get("server", "")}
+    if item.get("mode") == "url":
+        extra["url"] = item.get("url", "")
+    else:
+        extra["schema"] = item.get("schema") or {}
+    return extra

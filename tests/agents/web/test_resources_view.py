@@ -1,0 +1,70 @@
+"""A resource link in an MCP tool result opens the content: the card links to the session's resource
+view, which reads the URI on the server that lists it, for the session's owner only; a URI no
+server offers is 404."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from modes.models import AgentMode
+from tests.helpers import ServerLikeAsyncClient, async_db
+from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
+from tools.mcp import host as host_module
+from tools.mcp.host import McpHost
+
+pytestmark = [async_db, pytest.mark.slow]  # a real MCP server process
+
+GUIDE = Path(__file__).resolve().parents[2] / "tools" / "mcp" / "guide_server.py"
+
+
+@pytest.fixture(scope="module")
+def guide_host(tmp_path_factory):
+    config = write_config(
+        tmp_path_factory.mktemp("mcp") / "mcp.json", {"guide": {"command": sys.executable, "args": [str(GUIDE)]}}
+    )
+    host = McpHost(config)
+    host.start()
+    assert [s.state for s in host.wait_until_sync(all_settled, START_TIMEOUT)] == ["ready"]
+    previous, host_module._host = host_module._host, host
+    yield host
+    host_module._host = previous
+    host.stop()
+
+
+async def signed_in(user, password) -> ServerLikeAsyncClient:
+    client = ServerLikeAsyncClient()
+    await sync_to_async(client.login)(username=user.username, password=password)
+    return client
+
+
+async def test_a_resource_link_opens_the_content_for_the_owner_only(
+    guide_host, make_session, model, run_turn, alice, bob, password
+):
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
+    session = await make_session(mode="general", execution="agent")
+    model.reply("", tool_calls=[("guide__link", {})])
+    model.reply("There it is.")
+    await run_turn(session, text="Where is the readme?")
+
+    owner = await signed_in(alice, password)
+    page = (await owner.get(f"/sessions/{session.id}/")).content.decode()
+    [href] = re.findall(
+        r'<a href="(/sessions/[^"]+/resource/\?uri=[^"]+)" target="_blank" rel="noopener">readme</a>', page
+    )
+    assert unquote(href.split("uri=")[1]) == "guide://readme"
+    response = await owner.get(href.replace("&amp;", "&"))
+    assert response.status_code == 200 and response["Content-Type"] == "text/plain; charset=utf-8"
+    assert b"Greet people by name." in response.content
+
+    assert (await (await signed_in(bob, password)).get(href)).status_code == 404
+    refused = await owner.get(f"/sessions/{session.id}/resource/?uri=https%3A%2F%2Fexample.com%2F")
+    assert (
+        refused.status_code == 404
+        and refused.content == b"No MCP server here offers the resource https://example.com/."
+    )

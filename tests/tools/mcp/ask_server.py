@@ -1,0 +1,60 @@
+"""An MCP server whose tools ask the user (elicitation), over stdio, for the elicitation tests. On a
+2026-07-28 connection a tool asks by answering the call with an `InputRequiredResult` and reads the
+answer when the client calls again (multi round-trip)."""
+
+from __future__ import annotations
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+
+server = MCPServer("ask")
+
+PROFILE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "minLength": 1},
+        "age": {"type": "integer", "title": "Age", "minimum": 0},
+        "subscribe": {"type": "boolean", "title": "Subscribe"},
+        "colour": {"type": "string", "title": "Colour", "enum": ["red", "green"], "enumNames": ["Red", "Green"]},
+    },
+    "required": ["name"],
+}
+
+
+def _asked(ctx: Context, request: types.ElicitRequest) -> types.ElicitResult | types.InputRequiredResult:
+    responses = ctx.input_responses or {}
+    answer = responses.get("ask")
+    if answer is None:
+        return types.InputRequiredResult(input_requests={"ask": request}, request_state="asked")
+    return answer if isinstance(answer, types.ElicitResult) else types.ElicitResult.model_validate(answer)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))  # runs without an approval first
+def profile(ctx: Context) -> str | types.InputRequiredResult:
+    """Ask the user for a profile (a form), then say what was answered."""
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message="Tell me about you", requested_schema=PROFILE)
+    )
+    got = _asked(ctx, request)
+    if isinstance(got, types.InputRequiredResult):
+        return got
+    return f"{got.action} {got.content}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def sign_in(ctx: Context) -> str | types.InputRequiredResult:
+    """Send the user to a page (URL mode), then say what was answered."""
+    request = types.ElicitRequest(
+        params=types.ElicitRequestURLParams(
+            message="Sign in at the bank", url="https://bank.example/authorize", elicitation_id="e-1"
+        )
+    )
+    got = _asked(ctx, request)
+    if isinstance(got, types.InputRequiredResult):
+        return got
+    return f"{got.action} {got.content}"
+
+
+if __name__ == "__main__":
+    server.run()

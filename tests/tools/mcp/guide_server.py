@@ -1,0 +1,60 @@
+"""An MCP server with `instructions` (from GUIDE_INSTRUCTIONS, else a default), one tool and a few
+resources (a text, an image, a URI template), over stdio: the instructions, handshake and resource
+tests start it."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+
+DEFAULT = "Always greet politely. Call greet before anything else."
+
+server = MCPServer("guide", instructions=os.environ.get("GUIDE_INSTRUCTIONS", DEFAULT))
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Hello, {name}!"
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+def link() -> list[types.ContentBlock]:
+    """Point to the readme (a resource link)."""
+    return [types.ResourceLink(type="resource_link", uri="guide://readme", name="readme", mime_type="text/markdown")]
+
+
+@server.resource("guide://readme", name="readme", description="How to use the guide.", mime_type="text/markdown")
+def readme() -> str:
+    return "# Guide\nGreet people by name."
+
+
+@server.resource("guide://pixel.png", name="pixel", mime_type="image/png")
+def pixel() -> bytes:
+    return PIXEL
+
+
+@server.resource("guide://people/{name}", name="person", description="One person's card.")
+def person(name: str) -> str:
+    return f"{name} likes being greeted."
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+# A 1x1 red PNG, checksums and all (a browser shows it; Pillow verifies it).
+PIXEL = (
+    b"\x89PNG\r\n\x1a\n"
+    + _chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+    + _chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+    + _chunk(b"IEND", b"")
+)
+
+
+if __name__ == "__main__":
+    server.run()

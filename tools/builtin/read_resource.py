@@ -1,0 +1,56 @@
+"""`mcp_read_resource` {"uri"}: reads a resource of an MCP server the turn may use (tools/mcp/resources.py).
+
+Offered in Agent turns whenever an allowed MCP server lists resources (agents/run/pipeline.py), and
+built per turn with those servers (agents/run/tool_calls.py), as `tool_search` is: only URIs such a
+server lists, or a template of it fits, are read; any other is refused (no arbitrary fetches)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from ..base import InvokeResult, ToolContext, function_schema
+
+TOOL_NAME = "mcp_read_resource"
+
+
+class ReadResourceTool:
+    TOOL_NAME: ClassVar[str] = TOOL_NAME
+    TOOL_USAGE_METADATA: ClassVar[str] = (
+        "Read a resource of an MCP server by its URI (one the servers list, or a resource link a tool "
+        "returned); text comes back as text, images as images."
+    )
+
+    def __init__(self, servers: Iterable[str] = ()) -> None:
+        self.servers = tuple(servers)
+
+    @staticmethod
+    def get_schema() -> dict[str, Any]:
+        return function_schema(
+            TOOL_NAME,
+            ReadResourceTool.TOOL_USAGE_METADATA,
+            {"uri": {"type": "string", "description": "The resource's URI, e.g. file:///notes/today.md"}},
+            ["uri"],
+        )
+
+    async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult:
+        from tools.mcp.host import mcp_host
+        from tools.mcp.resources import read_resource
+        from tools.mcp.rich import RichResult, store_attachments
+
+        try:
+            arguments = json.loads(arguments_json or "{}")
+        except ValueError:
+            arguments = None
+        uri = arguments.get("uri") if isinstance(arguments, dict) else None
+        if not isinstance(uri, str) or not uri.strip():
+            return InvokeResult.from_error('mcp_read_resource needs {"uri": "<the resource URI>"}.')
+        host = mcp_host()
+        if host is None:
+            return InvokeResult.from_error("No MCP servers run here.")
+        result = await read_resource(host, uri.strip(), self.servers)
+        if isinstance(result, RichResult):
+            result = await asyncio.to_thread(store_attachments, result, getattr(context, "session_id", None))
+        return result

@@ -1,0 +1,285 @@
+"""Elicitation: an MCP server asks the user for input while one of its tools runs.
+
+Aptix declares `elicitation` (form and URL modes) because each connection's client gets
+`callback_for(server)`. A server asks in one of two ways, and both reach that callback (the SDK
+routes them through one callback table):
+- 2026-07-28 servers answer the call with an `InputRequiredResult`; the SDK's `call_tool` calls the
+  callback inside the call's own task and retries the call with the answer (multi round-trip);
+- handshake-era servers send an `elicitation/create` request while the call runs; the SDK calls
+  the callback from its receive task.
+
+Who is asked: the caller of a tool sets an `Ask` with `asking(ask)` (a turn's run: the user of the
+session); it travels with the call to the host loop in the context `run_coroutine_threadsafe`
+copies, so the first way finds it in `ASK`. The second way runs outside that context: the entry
+registers the caller's `Ask` under its server for the duration of the call (`in_call`), and the
+latest call still running on that server is asked. A request with nobody to ask (a call from
+`manage.py`, a test) is answered "cancel": no user made a choice.
+
+`form_fields` checks a form's requested schema (a flat object of strings, numbers, integers,
+booleans, enums and multi-select enums, as the specification allows) and `validate_content` checks and converts what
+the user entered against it; both raise ValueError with a message for the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.client.session import ElicitationFnT
+
+Action = Literal["accept", "decline", "cancel"]
+ACTIONS: tuple[str, ...] = ("accept", "decline", "cancel")
+STRING_FORMATS = ("email", "uri", "date", "date-time")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the server asks: `schema` for form mode, `url` (and the server's `elicitation_id`) for URL mode."""
+
+    server: str
+    message: str
+    mode: Literal["form", "url"]
+    schema: dict[str, Any] = field(default_factory=dict, hash=False)
+    url: str = ""
+    elicitation_id: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    action: Action
+    content: dict[str, Any] | None = field(default=None, hash=False)
+
+
+Ask = Callable[[Request], Coroutine[Any, Any, Answer]]
+
+
+@dataclass(frozen=True)
+class Asker:
+    ask: Ask
+    loop: asyncio.AbstractEventLoop
+
+
+ASK: ContextVar[Asker | None] = ContextVar("aptix_mcp_ask", default=None)
+_lock = threading.Lock()
+_calls: dict[str, list[Asker]] = {}  # server → the askers of its calls running now, oldest first
+
+
+@contextmanager
+def asking(ask: Ask) -> Iterator[None]:
+    """Tool calls made inside (on this loop) ask the user through `ask`, awaited on this loop."""
+    token = ASK.set(Asker(ask, asyncio.get_running_loop()))
+    try:
+        yield
+    finally:
+        ASK.reset(token)
+
+
+@contextmanager
+def in_call(server: str) -> Iterator[None]:
+    """Around one call of `server`'s tool: a server-initiated request during it finds the caller."""
+    asker = ASK.get()
+    if asker is None:
+        yield
+        return
+    with _lock:
+        _calls.setdefault(server, []).append(asker)
+    try:
+        yield
+    finally:
+        with _lock:
+            running = _calls.get(server, [])
+            if asker in running:
+                running.remove(asker)
+            if not running:
+                _calls.pop(server, None)
+
+
+def _caller(server: str) -> Asker | None:
+    if (asker := ASK.get()) is not None:
+        return asker
+    with _lock:
+        running = _calls.get(server)
+        return running[-1] if running else None
+
+
+def request_of(server: str, params: Any) -> Request:
+    """The SDK's request parameters as a Request; ValueError for a form this client cannot show."""
+    if isinstance(params, types.ElicitRequestURLParams):
+        if not params.url.startswith(("https://", "http://")):
+            raise ValueError("URL elicitation needs an http(s) URL")
+        elicitation_id = getattr(params, "elicitation_id", None) or ""  # not sent on 2026-07-28
+        return Request(server, params.message, "url", url=params.url, elicitation_id=elicitation_id)
+    schema = params.requested_schema
+    schema = schema if isinstance(schema, dict) else schema.model_dump(by_alias=True, exclude_none=True)
+    form_fields(schema)
+    return Request(server, params.message, "form", schema=schema)
+
+
+def callback_for(server: str) -> ElicitationFnT:
+    """The connection's elicitation callback (runs on the MCP host's loop)."""
+
+    async def answer(context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+        asker = _caller(server)
+        if asker is None:
+            return types.ElicitResult(action="cancel")
+        try:
+            request = request_of(server, params)
+        except ValueError as exc:
+            return types.ErrorData(code=types.INVALID_PARAMS, message=f"Aptix cannot show this request: {exc}")
+        future = asyncio.run_coroutine_threadsafe(asker.ask(request), asker.loop)
+        try:
+            got = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()  # the server gave up (or the call was stopped): the card goes away
+            raise
+        content = got.content if got.action == "accept" and request.mode == "form" else None
+        return types.ElicitResult(action=got.action, content=content)
+
+    return answer
+
+
+# --- forms ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One input of a form card: `kind` is text, number, integer, boolean, enum or multi (several of
+    the enum's `options`, (value, label) pairs)."""
+
+    name: str
+    kind: str
+    title: str
+    description: str = ""
+    required: bool = False
+    options: tuple[tuple[str, str], ...] = ()
+    default: Any = None
+    schema: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+def form_fields(schema: dict[str, Any]) -> list[FormField]:
+    """The inputs of a requested schema, in its order; ValueError when it is not a flat object of
+    primitive properties (what the specification allows a form to ask for)."""
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        raise ValueError("the requested schema must be an object")
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise ValueError("the requested schema's properties must be an object")
+    required = set(schema.get("required") or [])
+    fields_ = []
+    for name, prop in properties.items():
+        if not isinstance(prop, dict):
+            raise ValueError(f'property "{name}" is not a schema')
+        fields_.append(_field(str(name), prop, name in required))
+    return fields_
+
+
+def _field(name: str, prop: dict[str, Any], required: bool) -> FormField:
+    title, description = str(prop.get("title") or name), str(prop.get("description") or "")
+    kind = prop.get("type")
+    options: list[tuple[str, str]] = []
+    if kind == "string" and isinstance(prop.get("enum"), list):
+        names = prop.get("enumNames") if isinstance(prop.get("enumNames"), list) else prop["enum"]
+        options = [(str(v), str(label)) for v, label in zip(prop["enum"], names or [], strict=False)]
+    elif kind == "string" and isinstance(prop.get("oneOf"), list):
+        options = [(str(o.get("const")), str(o.get("title") or o.get("const"))) for o in prop["oneOf"] if "const" in o]
+    if options:
+        return FormField(name, "enum", title, description, required, tuple(options), prop.get("default"), prop)
+    if kind == "array" and isinstance(items := prop.get("items"), dict):
+        if isinstance(items.get("enum"), list):
+            options = [(str(v), str(v)) for v in items["enum"]]
+        elif isinstance(items.get("anyOf"), list):
+            options = [
+                (str(o.get("const")), str(o.get("title") or o.get("const"))) for o in items["anyOf"] if "const" in o
+            ]
+        if options:
+            return FormField(name, "multi", title, description, required, tuple(options), prop.get("default"), prop)
+    if kind == "string":
+        return FormField(name, "text", title, description, required, default=prop.get("default"), schema=prop)
+    if kind in ("number", "integer", "boolean"):
+        return FormField(name, kind, title, description, required, default=prop.get("default"), schema=prop)
+    raise ValueError(f'property "{name}" has a type a form cannot ask for ({kind!r})')
+
+
+def validate_content(schema: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """What the user entered (form strings or JSON values), checked against `schema` and converted
+    to its types; empty optional inputs are left out. ValueError names the first wrong input."""
+    content: dict[str, Any] = {}
+    for f in form_fields(schema):
+        value = raw.get(f.name)
+        if f.kind == "boolean" and value in (None, ""):
+            value = False  # an unticked box is not sent with a form
+        if value is None or value == "":
+            if f.required:
+                raise ValueError(f"{f.title}: this is required.")
+            continue
+        content[f.name] = _converted(f, value)
+    return content
+
+
+def _converted(f: FormField, value: Any) -> Any:
+    if f.kind == "boolean":
+        return _boolean(f, value)
+    if f.kind in ("number", "integer"):
+        return _number(f, value)
+    if f.kind == "multi":
+        return _chosen(f, value)
+    return _text(f, str(value))
+
+
+def _boolean(f: FormField, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "on", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "off", "0", "no"):
+        return False
+    raise ValueError(f"{f.title}: choose yes or no.")
+
+
+def _number(f: FormField, value: Any) -> float | int:
+    prop = f.schema
+    try:
+        if isinstance(value, bool):  # booleans are ints in Python
+            raise ValueError
+        number: float | int = float(value) if f.kind == "number" else int(str(value).strip())
+        if not math.isfinite(number):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{f.title}: enter {'a whole number' if f.kind == 'integer' else 'a number'}.") from None
+    if "minimum" in prop and number < prop["minimum"]:
+        raise ValueError(f"{f.title}: at least {prop['minimum']}.")
+    if "maximum" in prop and number > prop["maximum"]:
+        raise ValueError(f"{f.title}: at most {prop['maximum']}.")
+    return number
+
+
+def _chosen(f: FormField, value: Any) -> list[str]:
+    prop = f.schema
+    chosen = [str(v) for v in (value if isinstance(value, list) else [value])]
+    if not set(chosen) <= {v for v, _ in f.options}:
+        raise ValueError(f"{f.title}: choose among the options.")
+    if len(chosen) < prop.get("minItems", 0) or len(chosen) > prop.get("maxItems", len(chosen)):
+        raise ValueError(f"{f.title}: choose {prop.get('minItems', 0)} to {prop.get('maxItems', 'any number of')}.")
+    return chosen
+
+
+def _text(f: FormField, text: str) -> str:
+    prop = f.schema
+    if f.kind == "enum":
+        if text not in {v for v, _ in f.options}:
+            raise ValueError(f"{f.title}: choose one of the options.")
+        return text
+    if "minLength" in prop and len(text) < prop["minLength"]:
+        raise ValueError(f"{f.title}: at least {prop['minLength']} characters.")
+    if "maxLength" in prop and len(text) > prop["maxLength"]:
+        raise ValueError(f"{f.title}: at most {prop['maxLength']} characters.")
+    if prop.get("format") == "email" and "@" not in text:
+        raise ValueError(f"{f.title}: enter an email address.")
+    return text
