@@ -333,8 +333,9 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
         user = await authenticate(request)  # auth before anything else
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
-        if (answer := answer_of(request.body)) is not None:  # an MCP server's question (api_answers.py)
-            return JsonResponse(execute_response(await answer_question(user, answer)))
+        answer = answer_of(request.body)  # an MCP server's question (api_answers.py)
+        if answer is not None and (answered := await answer_question(user, answer)) is not None:
+            return JsonResponse(execute_response(answered))
         parsed = parse_execute_request(request.body)
         new_turn = not (parsed.approvals or parsed.tool_results)  # counted against the user's turn rate
         if new_turn and (limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request)):

@@ -51,6 +51,11 @@ def answer_of(raw: bytes) -> tuple[str, str, str, Any] | None:
     return conversation, call, item["decision"], content
 
 
+class NotAQuestion(Exception):
+    """The answer's "decline" is for another kind of pending item (a connect card): the ordinary
+    approvals path takes the request."""
+
+
 def _record(user: Any, conversation: str, call: str, decision: str, content: Any) -> tuple[Turn, int]:
     try:
         session = session_get(user=user, session_id=conversation)
@@ -59,6 +64,9 @@ def _record(user: Any, conversation: str, call: str, decision: str, content: Any
     turn = turn_last(session=session)
     if turn is None or turn.status != Status.AWAITING_APPROVAL:
         raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")
+    awaiting = (turn.state or {}).get("awaiting") or []
+    if decision == "decline" and not any(a.get("id") == call and a.get("kind") == "elicitation" for a in awaiting):
+        raise NotAQuestion
     try:
         turn = elicitation_answer(turn=turn, item_id=call, action=decision, content=content, user=user)
     except ValidationError as exc:
@@ -69,8 +77,12 @@ def _record(user: Any, conversation: str, call: str, decision: str, content: Any
     return turn, events_last_seq(turn.pk)
 
 
-async def answer_question(user: Any, answer: tuple[str, str, str, Any]) -> Turn:
-    turn, seq = await sync_to_async(_record)(user, *answer)
+async def answer_question(user: Any, answer: tuple[str, str, str, Any]) -> Turn | None:
+    """The turn once the question's answer took it on; None when the answer is not for a question."""
+    try:
+        turn, seq = await sync_to_async(_record)(user, *answer)
+    except NotAQuestion:
+        return None
     return await turn_after_answer(turn.pk, seq)
 
 
