@@ -169,6 +169,9 @@ def sign_in(open_page, password):
         await page.fill("#id_password", password)
         await page.click("form button[type=submit]")
         await expect(page).to_have_url(re.compile(r"/$"))
+        # The URL changes as the page starts loading; its deferred scripts (the composer's listeners)
+        # run later. A test acting at once (set_input_files) would otherwise outrun them.
+        await page.wait_for_load_state("load")
         return page
 
     return sign_in_

@@ -57,7 +57,14 @@ async def respond(send, status: int, body: bytes, content_type: bytes) -> None:
 def answering_as_told(app, *, sessions_400: bool):
     """`app` with the answers of the module docstring: forgotten sessions and FAIL_WITH_503."""
     given: set[bytes] = set()  # the session ids given out since the last SIGUSR1
-    signal.signal(signal.SIGUSR1, lambda *_: given.clear())
+    forgotten: set[bytes] = set()  # ... and before it: never known again, even by an answer in flight then
+    # (a ping or the GET stream answered just after the signal carries the old id in its headers).
+
+    def forget(*_) -> None:
+        forgotten.update(given)
+        given.clear()
+
+    signal.signal(signal.SIGUSR1, forget)
 
     async def wrapped(scope, receive, send):
         if scope["type"] != "http":
@@ -82,7 +89,7 @@ def answering_as_told(app, *, sessions_400: bool):
 
         async def answer(message):
             if message["type"] == "http.response.start":
-                given.update(value for name, value in message["headers"] if name == b"mcp-session-id")
+                given.update(v for name, v in message["headers"] if name == b"mcp-session-id" and v not in forgotten)
             await send(message)
 
         await app(scope, replay, answer)
