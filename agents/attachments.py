@@ -20,6 +20,7 @@ from .llm.images import FILES_NOTE
 from .models import AgentSession
 
 MAX_FILES_PER_MESSAGE = 20
+NOTE_COLUMNS = 12  # a table's columns named in the note on a message's files
 ERROR_NO_FILE = "No file with this id: {file_id}."
 ERROR_BAD_FILES = "'files' must be a list of file ids."
 ERROR_TOO_MANY_FILES = f"A message carries at most {MAX_FILES_PER_MESSAGE} files."
@@ -101,7 +102,7 @@ def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False
     for f in files:
         named = f"- {f['name']} (file id {f['fileId']}):"
         if f["kind"] == "table":
-            tables = "; ".join(f"table `{t['name']}` ({t.get('rows', '?')} rows)" for t in f.get("tables") or [])
+            tables = "; ".join(_table_note(t) for t in f.get("tables") or [])
             lines.append(f"{named} {tables or 'a table'}; query it with files_query.")
         elif f["kind"] == "document":
             pages = f" ({f['pages']} pages)" if f.get("pages") else ""
@@ -113,6 +114,17 @@ def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False
         else:
             lines.append(f"{named} an image. This model cannot see images: say so if the user asks about it.")
     return FILES_NOTE + "\n".join(lines)
+
+
+def _table_note(table: dict[str, Any]) -> str:
+    """ "table `sales` (16 rows; columns region VARCHAR, revenue BIGINT)": the columns spare a small
+    model a files_list call and a guessed column name; a wide table's rest is left to files_list."""
+    columns = table.get("columns") or []
+    shown = ", ".join(f"{c['name']} {c['type']}" for c in columns[:NOTE_COLUMNS])
+    more = f" and {len(columns) - NOTE_COLUMNS} more (files_list)" if len(columns) > NOTE_COLUMNS else ""
+    described = f"; columns {shown}{more}" if columns else ""
+    rows = table.get("rows", "?")
+    return f"table `{table['name']}` ({rows} row{'' if rows == 1 else 's'}{described})"
 
 
 def user_message(text: str, files: list[AttachedFile], *, vision: bool) -> dict[str, Any]:

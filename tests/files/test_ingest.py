@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from files.errors import FileRefused
+from files.models import SessionFile
 from files.search import best_passages, document_pages
 from files.services import file_describe, file_thumbnail_open, file_upload
 from tests.helpers.files import (
@@ -21,6 +22,7 @@ from tests.helpers.files import (
     png_bytes,
     uploaded,
     xlsx_two_sheets,
+    zip_bomb_docx,
     zip_bomb_xlsx,
 )
 
@@ -121,6 +123,17 @@ def test_a_zip_bomb_xlsx_is_refused_within_its_limit(alice, settings):
     with pytest.raises(FileRefused) as refused:
         file_upload(owner=alice, uploaded=uploaded("bomb.xlsx", bomb))
     assert refused.value.status == 413 and "64 MB" in refused.value.message and "8 MB" in refused.value.message
+
+
+def test_a_zip_bomb_docx_is_refused_within_its_limit(alice, settings):
+    """A DOCX is a zip archive too: its decompressed size is checked before python-docx opens it."""
+    settings.APTIX_FILES_MAX_UNZIPPED = 8 << 20
+    bomb = zip_bomb_docx(64 << 20)
+    assert len(bomb) < 200_000
+    with pytest.raises(FileRefused) as refused:
+        file_upload(owner=alice, uploaded=uploaded("bomb.docx", bomb))
+    assert refused.value.status == 413 and "64 MB" in refused.value.message and "8 MB" in refused.value.message
+    assert not SessionFile.objects.filter(name="bomb.docx").exists()  # nothing half-written
 
 
 def test_absurd_shapes_are_refused_with_422(alice, settings):

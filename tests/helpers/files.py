@@ -123,15 +123,25 @@ def executable_bytes() -> bytes:
 def zip_bomb_xlsx(decompressed: int) -> bytes:
     """An XLSX-shaped archive whose one sheet decompresses to `decompressed` bytes of zeros (a few KB
     compressed)."""
+    return _zip_bomb({"xl/workbook.xml": "<workbook/>"}, "xl/worksheets/sheet1.xml", decompressed)
+
+
+def zip_bomb_docx(decompressed: int) -> bytes:
+    """A DOCX-shaped archive whose document part decompresses to `decompressed` bytes of zeros."""
+    return _zip_bomb({}, "word/document.xml", decompressed)
+
+
+def _zip_bomb(parts: dict[str, str], bomb: str, decompressed: int) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("[Content_Types].xml", "<Types/>")
-        archive.writestr("xl/workbook.xml", "<workbook/>")
-        with archive.open("xl/worksheets/sheet1.xml", "w") as sheet:
+        for name, text in parts.items():
+            archive.writestr(name, text)
+        with archive.open(bomb, "w") as member:
             chunk = b"0" * (1 << 20)
             left = decompressed
             while left > 0:
-                sheet.write(chunk[: min(left, len(chunk))])
+                member.write(chunk[: min(left, len(chunk))])
                 left -= len(chunk)
     return out.getvalue()
 

@@ -54,6 +54,21 @@ async def test_a_vision_model_sees_the_messages_image(model, make_session, alice
 
 
 @async_db
+async def test_a_tables_columns_are_named_so_a_small_model_need_not_guess_them(llm, model, make_session, alice):
+    """A small model (the real-model tier's Qwen 1.5B) asked "which region grew fastest?" guessed a
+    `sales` column from the file name; the note names the columns and their types, up to a dozen."""
+    session = await make_session()
+    table = await sync_to_async(upload_as)(alice, "regions.csv", b"region,quarter,revenue\nWest,Q1,60000\n")
+    wide = ",".join(f"c{i}" for i in range(15)).encode() + b"\n" + ",".join("1" * 15).encode() + b"\n"
+    wide_table = await sync_to_async(upload_as)(alice, "wide.csv", wide)
+    model.reply("Noted.")
+    await _run(llm, session, "Which region grew fastest?", [table.id, wide_table.id])
+    note = model.last_messages[-1]["content"]
+    assert "table `regions` (1 row; columns region VARCHAR, quarter VARCHAR, revenue BIGINT)" in note
+    assert "c11 BIGINT and 3 more (files_list)" in note and "c12 " not in note
+
+
+@async_db
 async def test_another_model_is_told_it_cannot_see_the_image(llm, model, make_session, alice):
     session = await make_session()
     picture = await sync_to_async(upload_as)(alice, "dot.png", png_bytes())
