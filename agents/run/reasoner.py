@@ -85,6 +85,7 @@ class Reasoner:
         image_remote: Any = None,
         mcp: ToolRegistry | None = None,
     ) -> None:
+        self.ended_here = False  # whether this run wrote its turn's end (runners.Runner._keep_alive)
         self.llm_override = llm  # tests hand in a scripted model; otherwise each turn's model (catalog.py)
         self.llm = llm or get_llm_client()
         self.max_steps = max_steps or settings.APTIX_MAX_STEPS
@@ -396,13 +397,9 @@ class Reasoner:
         turn, state = run.turn, run.state
         changes = state.mode_changes if state else []
         if len(changes) > 1:
-            logger.warning(
-                "Turn %s changed mode %d times; the last successful change wins (%s).",
-                turn.id,
-                len(changes),
-                changes[-1]["newMode"],
-                extra={"event": "reasoner.multiple_mode_changes", "turn_id": turn.id},
-            )
+            last, extra = changes[-1]["newMode"], {"event": "reasoner.multiple_mode_changes", "turn_id": turn.id}
+            message = "Turn %s changed mode %d times; the last successful change wins (%s)."
+            logger.warning(message, turn.id, len(changes), last, extra=extra)
         mode = state.mode if state else turn.mode
         write = turns.finished(
             status=ending.status,
@@ -413,6 +410,7 @@ class Reasoner:
             counters=turns.counters(turn).fields,
         )
         turns.apply_locally(turn, write)
+        self.ended_here = True  # its end is about to be written: a failed lease renewal then is no loss
         metrics.turn_finished(
             status=ending.status, execution=turn.execution, mode=turn.mode, model=run.model_key, seconds=_age(turn)
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -129,9 +129,11 @@ class Runner:
         from .reasoner import Reasoner
 
         async with turn_span(turn_id, trace) as span:
-            keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task(), worker))
+            reasoner = Reasoner(mcp=self.mcp)
+            ended = lambda: reasoner.ended_here  # noqa: E731 - read when a renewal fails, not now
+            keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task(), worker, ended))
             try:
-                turn = await Reasoner(mcp=self.mcp).run(turn_id, **arguments)
+                turn = await reasoner.run(turn_id, **arguments)
             finally:
                 keeper.cancel()
             turn_ended(span, turn)
@@ -142,10 +144,15 @@ class Runner:
             task.add_done_callback(self._titling.discard)
         return turn
 
-    async def _keep_alive(self, turn_id: str, run_task: asyncio.Task | None, worker: str = "") -> None:
+    async def _keep_alive(
+        self, turn_id: str, run_task: asyncio.Task | None, worker: str = "", ended: Callable[[], bool] = lambda: False
+    ) -> None:
         """While the run lives: its heartbeat (the run writes the first with turn.started), which
         renews a worker's claim and stops the run when the claim is gone, and, when the cancel may be
-        asked for in another process, the cancel flag."""
+        asked for in another process, the cancel flag. `ended()`: whether the run wrote its turn's
+        end itself; a renewal then fails (the turn is finished) while the run still broadcasts its
+        last events, which a cancel would lose (seen under load: the final event never reached the
+        sockets, and a warning said the run "lost its claim")."""
         loop = asyncio.get_running_loop()
         beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
         while True:
@@ -154,6 +161,8 @@ class Runner:
             if loop.time() >= beat_at:
                 beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
                 if worker and not await run_renew(turn_id, worker):
+                    if ended():
+                        return
                     logger.warning("Run of turn %s lost its claim: stopped", turn_id, extra={"turn_id": turn_id})
                     if run_task is not None:
                         run_task.cancel()

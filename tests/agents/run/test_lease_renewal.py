@@ -1,0 +1,59 @@
+"""A run's heartbeat renews its worker's lease; a renewal that fails stops the run (the claim went to
+another worker, or the turn was ended elsewhere) — but not a run that wrote its turn's end itself and
+is still broadcasting its last events. The scale-out bench showed that race under load: the renewal
+came between the final write and its broadcast, the run was cancelled ("lost its claim"), and the
+sockets never got the turn's final event."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from agents.models import Turn
+from agents.run.runners import WorkerRunner
+from agents.turns import turn_start
+from tests.helpers import async_db
+
+WORKER = "worker-a"
+
+
+async def _finished_turn_held_by_worker(make_session) -> str:
+    session = await make_session()
+    turn = await sync_to_async(turn_start)(session=session, text="Hi")
+    await Turn.objects.filter(pk=turn.id).aupdate(
+        worker=WORKER, status=Turn.Status.COMPLETED, finished_at=timezone.now(), answer="Done."
+    )
+    return turn.id
+
+
+async def _keep_alive_once(turn_id: str, ended: bool) -> asyncio.Task:
+    """The keeper of a run still busy (broadcasting), against the finished turn; the run's task."""
+    busy = asyncio.create_task(asyncio.sleep(30))
+    async with asyncio.timeout(10):
+        await WorkerRunner()._keep_alive(turn_id, busy, WORKER, lambda: ended)
+    await asyncio.sleep(0)  # a cancel is delivered at the task's next step
+    return busy
+
+
+@async_db
+async def test_a_run_that_wrote_its_own_end_is_not_stopped_by_the_failed_renewal(make_session, settings, caplog):
+    settings.APTIX_RUN_HEARTBEAT = 0.01
+    turn_id = await _finished_turn_held_by_worker(make_session)
+    with caplog.at_level(logging.WARNING, logger="aptix.runs"):
+        busy = await _keep_alive_once(turn_id, ended=True)
+    assert not busy.done()  # left to finish its broadcast
+    assert not [r for r in caplog.records if "lost its claim" in r.getMessage()]
+    busy.cancel()
+
+
+@async_db
+async def test_a_run_whose_turn_ended_elsewhere_is_stopped(make_session, settings, caplog):
+    settings.APTIX_RUN_HEARTBEAT = 0.01
+    turn_id = await _finished_turn_held_by_worker(make_session)
+    with caplog.at_level(logging.WARNING, logger="aptix.runs"):
+        busy = await _keep_alive_once(turn_id, ended=False)
+    assert busy.cancelled()
+    assert [r for r in caplog.records if "lost its claim" in r.getMessage()]
