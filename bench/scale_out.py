@@ -13,9 +13,17 @@ the first web process while one websocket per session watches on the second. Pri
 - lost / duplicated events per client: each socket's seqs against the turn's stored events;
 - completion: from the posts to the last answer, each turn's time (p50, p95) against the lone
   turn's, and the lone turn's against the model's time (targets: a lone turn within model time +
-  300 ms; 100 at once p95 within 2x a lone turn).
+  300 ms; 100 at once p95 within 2x a lone turn);
+- where the time goes: the CPU seconds each kind of process used while the turns ran (web
+  processes, workers, PostgreSQL, Redis, and this process: the scripted model and the clients), per
+  turn, against the CPU the machine had in that time.
 
     bin/with-postgres bin/with-redis .venv/bin/python bench/scale_out.py [--turns 100] [--tokens 100] [--rate 50]
+        [--profile DIR]
+
+`--profile DIR` samples each process while the turns run with py-spy (not a dependency: `pip install
+--target /tmp/pyspy py-spy`, then `--py-spy /tmp/pyspy/bin/py-spy`) into DIR/<process>.txt, in its
+collapsed-stack format (one stack and its sample count a line; flamegraph.pl or speedscope read it).
 
 (`make bench` runs it so. It needs DATABASE_URL on PostgreSQL, which it migrates, and a Redis URL in
 APTIX_TEST_REDIS_URL, as bin/with-redis exports it, or REDIS_URL.)
@@ -26,7 +34,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,6 +72,7 @@ from agents.sessions import session_create
 from aptix.teams import team_ensure
 from aptix.tokens import api_token_create
 from tests.helpers.deployment import deployment, requests_per_message, warnings_in, watch
+from tests.helpers.proc_cpu import ProcessCpu
 from tests.helpers.scripted_model import ScriptedModel, openai_client
 
 HEARTBEAT = 2.0  # as the scale-out test: 100 runs starting at once on 2 cores must renew their leases
@@ -149,11 +160,27 @@ async def model_time(text: str, delay: float) -> float:
     return statistics.median(times)
 
 
+def profile(py_spy: str, directory: Path, kinds: dict[str, list[int]]) -> list[subprocess.Popen]:
+    """A py-spy sampler per process (non-blocking: the processes are not paused), until SIGINT."""
+    directory.mkdir(parents=True, exist_ok=True)
+    samplers = []
+    for kind, pids in kinds.items():
+        for i, pid in enumerate(pids):
+            name = f"{kind.split(' (')[0].replace(' ', '-')}-{i}.txt"
+            command = [py_spy, "record", "--nonblocking", "-r", "50", "-f", "raw", "-o", str(directory / name)]
+            samplers.append(
+                subprocess.Popen([*command, "--pid", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+    return samplers
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--tokens", type=int, default=100)
     parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--profile", type=Path, help="sample the processes with py-spy into this directory")
+    parser.add_argument("--py-spy", default="py-spy", help="the py-spy command (for --profile)")
     args = parser.parse_args()
     sessions, token, cookie = await sync_to_async(prepare)(args.turns + 1)
     text, delay = "word " * args.tokens, 1.0 / args.rate
@@ -173,7 +200,25 @@ async def main() -> None:
             await run(started, sessions[:1], token, cookie, text=text, delay=delay)  # warm-up
             lone = await run(started, sessions[1:2], token, cookie, text=text, delay=delay)
             started.model.requests.clear()
+            cpu = await asyncio.to_thread(
+                ProcessCpu,
+                {
+                    "web A (the API calls)": [started.webs[0].process.pid] if started.webs[0].process else [],
+                    "web B (the sockets)": [started.webs[1].process.pid] if started.webs[1].process else [],
+                    "worker": [worker.process.pid for worker in started.workers],
+                    "bench (model + clients)": [os.getpid()],
+                },
+                postgres=True,
+                redis_url=REDIS,
+            )
+            samplers = profile(args.py_spy, args.profile, cpu.kinds) if args.profile else []
+            cpu.start()
             many = await run(started, sessions[2:], token, cookie, text=text, delay=delay)
+            used = cpu.stop()
+            for sampler in samplers:
+                sampler.send_signal(signal.SIGINT)  # py-spy writes its file and exits
+            for sampler in samplers:
+                await asyncio.to_thread(sampler.wait, 30)
             problems = [line for log in started.logs() for line in warnings_in(log, last=5)]
     print(
         f"2 web + 2 workers (PostgreSQL, Redis), {args.tokens} tokens a turn at {args.rate:g} tokens/s: "
@@ -187,6 +232,15 @@ async def main() -> None:
         f"all done in {many['wall']:.2f} s, a turn p50 {many['p50']:.2f} s "
         f"({many['p50'] / lone['p50']:.2f}× a lone turn), p95 {many['p95']:.2f} s "
         f"({many['p95'] / lone['p50']:.2f}× a lone turn; target <= 2×)"
+    )
+    cores = os.cpu_count() or 1
+    print(
+        f"CPU while they ran ({used.wall:.1f} s, {cores} cores: {used.wall * cores:.1f} CPU s available): "
+        + ", ".join(
+            f"{kind} {seconds:.1f} s ({seconds / args.turns * 1000:.0f} ms a turn)"
+            for kind, seconds in used.by_kind.items()
+        )
+        + f"; all {used.total:.1f} s"
     )
     for line in problems:
         print("  log:", line[:300])

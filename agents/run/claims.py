@@ -11,12 +11,10 @@ died before the run started); a running turn whose lease expired is ended as int
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -69,27 +67,9 @@ def run_claim(turn_id: str, dispatch: str, worker: str, now: datetime | None = N
     return bool(claimed)
 
 
-# Renewals run on a thread of their own: on asgiref's shared sync thread they queued behind every
-# run's database calls, and a burst of runs starting at once let leases lapse under live runs.
-_renewals = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-lease")
-
-
-async def run_renew(turn_id: str, worker: str) -> bool:
-    """The heartbeat of a claimed run: extend its lease. False when the run no longer holds the turn
-    (it ended elsewhere, or its lease expired and the turn went to another worker)."""
-    return await asyncio.get_running_loop().run_in_executor(_renewals, _renew, turn_id, worker)
-
-
-def _renew(turn_id: str, worker: str) -> bool:
-    now = timezone.now()
-    try:
-        renewed = Turn.objects.filter(pk=turn_id, worker=worker, finished_at__isnull=True).update(
-            heartbeat_at=now, lease_until=now + lease()
-        )
-    except Exception:
-        connections.close_all()  # a broken connection must not fail every later renewal
-        raise
-    return bool(renewed)
+# Renewals run on a thread of their own (leases.py): on asgiref's shared sync thread they queued behind
+# every run's database calls, and a burst of runs starting at once let leases lapse under live runs.
+renewals_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-lease")
 
 
 def stalled_queued(now: datetime) -> dict[str, str]:

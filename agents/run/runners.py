@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -38,12 +38,12 @@ from ..runner import get_runner
 from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
-from .claims import lease_expired, orphan_queued_too_long, run_dispatch, run_renew, stalled_queued, unheld
+from .claims import lease_expired, orphan_queued_too_long, run_dispatch, stalled_queued, unheld
+from .leases import Leases
 from .spans import TurnTrace, dispatch_span, local_trace, queued_fields, turn_ended, turn_span
 from .titles import title_session, wants_title
 
 logger = logging.getLogger("aptix.runs")
-CANCEL_POLL_INTERVAL = 0.5
 ASKING_POLL = 0.5  # seconds between looks, while a request waits for a run here, for a question's pause
 RUN_ARGUMENTS = ("client_tools", "tool_results")  # what a run takes besides its turn
 
@@ -60,6 +60,7 @@ class Runner:
         self._tasks: dict[str, asyncio.Task] = {}
         self._sweeper: asyncio.Task | None = None
         self._titling: set[asyncio.Task] = set()  # sessions being named (titles.py): held until done
+        self.leases = Leases(polls_cancel=self.polls_cancel)  # the heartbeats and cancel checks of its runs
 
     @property
     def tasks(self) -> Mapping[str, asyncio.Task]:
@@ -131,11 +132,11 @@ class Runner:
         async with turn_span(turn_id, trace) as span:
             reasoner = Reasoner(mcp=self.mcp)
             ended = lambda: reasoner.ended_here  # noqa: E731 - read when a renewal fails, not now
-            keeper = asyncio.create_task(self._keep_alive(turn_id, asyncio.current_task(), worker, ended))
+            self.leases.hold(turn_id, asyncio.current_task(), worker, ended)
             try:
                 turn = await reasoner.run(turn_id, **arguments)
             finally:
-                keeper.cancel()
+                self.leases.release(turn_id)
             turn_ended(span, turn)
         if switch_continues(turn):  # its end is written (the run drained its events): carry the request on
             await _continue_after_switch(turn)
@@ -143,36 +144,6 @@ class Runner:
             self._titling.add(task := asyncio.get_running_loop().create_task(title_session(turn)))
             task.add_done_callback(self._titling.discard)
         return turn
-
-    async def _keep_alive(
-        self, turn_id: str, run_task: asyncio.Task | None, worker: str = "", ended: Callable[[], bool] = lambda: False
-    ) -> None:
-        """While the run lives: its heartbeat (the run writes the first with turn.started), which
-        renews a worker's claim and stops the run when the claim is gone, and, when the cancel may be
-        asked for in another process, the cancel flag. `ended()`: whether the run wrote its turn's
-        end itself; a renewal then fails (the turn is finished) while the run still broadcasts its
-        last events, which a cancel would lose (seen under load: the final event never reached the
-        sockets, and a warning said the run "lost its claim")."""
-        loop = asyncio.get_running_loop()
-        beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
-        while True:
-            wait = max(0.0, beat_at - loop.time())
-            await asyncio.sleep(min(wait, CANCEL_POLL_INTERVAL) if self.polls_cancel else wait)
-            if loop.time() >= beat_at:
-                beat_at = loop.time() + settings.APTIX_RUN_HEARTBEAT
-                if worker and not await run_renew(turn_id, worker):
-                    if ended():
-                        return
-                    logger.warning("Run of turn %s lost its claim: stopped", turn_id, extra={"turn_id": turn_id})
-                    if run_task is not None:
-                        run_task.cancel()
-                    return
-                if not worker:
-                    await Turn.objects.filter(pk=turn_id, finished_at__isnull=True).aupdate(heartbeat_at=timezone.now())
-            if self.polls_cancel and await Turn.objects.filter(pk=turn_id, cancel_requested=True).aexists():
-                if run_task is not None:
-                    run_task.cancel()
-                return
 
 
 class LocalRunner(Runner):

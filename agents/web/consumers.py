@@ -155,8 +155,11 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         events need no connection of that thread (their renders have a thread of their own,
         renders.py), so they skip it; twenty turns starting at once had each turn's first token
         wait behind the others' run and history loads there."""
-        if message.get("type") == "turn.events":
+        kind = message.get("type")
+        if kind == "turn.events":
             await self.turn_events(message)
+        elif kind == "session.moved":  # once per turn to each of the user's sockets: no ORM call either
+            await self.session_moved(message)
         else:
             await super().dispatch(message)
 

@@ -1,8 +1,9 @@
-"""A run's heartbeat renews its worker's lease; a renewal that fails stops the run (the claim went to
-another worker, or the turn was ended elsewhere) — but not a run that wrote its turn's end itself and
-is still broadcasting its last events. The scale-out bench showed that race under load: the renewal
-came between the final write and its broadcast, the run was cancelled ("lost its claim"), and the
-sockets never got the turn's final event."""
+"""The runs a process holds are kept alive together (agents/run/leases.py): one UPDATE renews every
+held claim, one SELECT finds the runs a Stop asked to cancel. A renewal that fails stops the run (the
+claim went to another worker, or the turn was ended elsewhere) — but not a run that wrote its turn's
+end itself and is still broadcasting its last events. The scale-out bench showed that race under
+load: the renewal came between the final write and its broadcast, the run was cancelled ("lost its
+claim"), and the sockets never got the turn's final event."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from agents.models import Turn
-from agents.run.runners import WorkerRunner
+from agents.run.leases import Leases
 from agents.turns import turn_start
 from tests.helpers import async_db
 
@@ -29,31 +30,50 @@ async def _finished_turn_held_by_worker(make_session) -> str:
     return turn.id
 
 
-async def _keep_alive_once(turn_id: str, ended: bool) -> asyncio.Task:
-    """The keeper of a run still busy (broadcasting), against the finished turn; the run's task."""
+async def _renew_once(turn_id: str, ended: bool) -> asyncio.Task:
+    """A heartbeat for a run still busy (broadcasting), against the finished turn; the run's task."""
     busy = asyncio.create_task(asyncio.sleep(30))
-    async with asyncio.timeout(10):
-        await WorkerRunner()._keep_alive(turn_id, busy, WORKER, lambda: ended)
+    leases = Leases(polls_cancel=True)
+    leases.hold(turn_id, busy, WORKER, lambda: ended)
+    await leases.beat()
     await asyncio.sleep(0)  # a cancel is delivered at the task's next step
     return busy
 
 
 @async_db
-async def test_a_run_that_wrote_its_own_end_is_not_stopped_by_the_failed_renewal(make_session, settings, caplog):
-    settings.APTIX_RUN_HEARTBEAT = 0.01
+async def test_a_run_that_wrote_its_own_end_is_not_stopped_by_the_failed_renewal(make_session, caplog):
     turn_id = await _finished_turn_held_by_worker(make_session)
     with caplog.at_level(logging.WARNING, logger="aptix.runs"):
-        busy = await _keep_alive_once(turn_id, ended=True)
+        busy = await _renew_once(turn_id, ended=True)
     assert not busy.done()  # left to finish its broadcast
     assert not [r for r in caplog.records if "lost its claim" in r.getMessage()]
     busy.cancel()
 
 
 @async_db
-async def test_a_run_whose_turn_ended_elsewhere_is_stopped(make_session, settings, caplog):
-    settings.APTIX_RUN_HEARTBEAT = 0.01
+async def test_a_run_whose_turn_ended_elsewhere_is_stopped(make_session, caplog):
     turn_id = await _finished_turn_held_by_worker(make_session)
     with caplog.at_level(logging.WARNING, logger="aptix.runs"):
-        busy = await _keep_alive_once(turn_id, ended=False)
+        busy = await _renew_once(turn_id, ended=False)
     assert busy.cancelled()
     assert [r for r in caplog.records if "lost its claim" in r.getMessage()]
+
+
+@async_db
+async def test_one_heartbeat_renews_every_held_claim_and_one_look_finds_the_cancels(make_session):
+    turns = [await sync_to_async(turn_start)(session=await make_session(), text=f"Hi {i}") for i in range(3)]
+    await Turn.objects.filter(pk__in=[t.id for t in turns]).aupdate(worker=WORKER, status=Turn.Status.RUNNING)
+    await Turn.objects.filter(pk=turns[2].id).aupdate(cancel_requested=True)
+    runs = [asyncio.create_task(asyncio.sleep(30)) for _ in turns]
+    leases = Leases(polls_cancel=True)
+    for turn, run in zip(turns, runs, strict=True):
+        leases.hold(turn.id, run, WORKER)
+    before = timezone.now()
+    await leases.beat()
+    await leases.poll_cancels()
+    await asyncio.sleep(0)
+    renewed = [t async for t in Turn.objects.filter(pk__in=[t.id for t in turns])]
+    assert all(t.lease_until > before and t.heartbeat_at >= before for t in renewed)
+    assert [run.cancelled() for run in runs] == [False, False, True]
+    for run in runs[:2]:
+        run.cancel()

@@ -194,3 +194,16 @@ def test_origin_rules(settings):
     assert origin_allowed("http://aptix.local", "aptix.local")
     assert not origin_allowed("http://aptix.local:8080", "aptix.local")
     assert not origin_allowed("ftp://aptix.local", "aptix.local")
+
+
+async def test_a_turn_in_another_session_moves_it_up_in_this_pages_sidebar(make_session, alice):
+    """Each of the user's sockets hears that a session of theirs got a turn (the page puts it first
+    in the sidebar). It is sent once per turn to every socket of the user, so its handling makes no
+    database round trip (consumers.py dispatch)."""
+    here, elsewhere = await make_session(), await make_session()
+    communicator, connected = await connect(here.id, alice)
+    assert connected
+    await sync_to_async(turn_start)(session=elsewhere, text="Hi")
+    note = await communicator.receive_from(timeout=5)
+    await communicator.disconnect()
+    assert note == f'<div id="session-moved" hidden hx-swap-oob="true" data-session="{elsewhere.id}"></div>'
