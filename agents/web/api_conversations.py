@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.selectors import session_list_filtered, session_shared_with
+from agents.selectors import session_list_own, session_shared_with
 from agents.sharing.services import session_share
 
 from .api_support import ApiError, authenticate, conversation_get, json_body
@@ -57,9 +57,7 @@ def _list(user: Any, shared: bool) -> dict[str, Any]:
         for session in sessions:
             session.read_only = True
     else:
-        sessions = list(
-            session_list_filtered(user=user, q="", mode="", archived=False).select_related("user")[:LIST_MAX]
-        )
+        sessions = session_list_own(user=user, limit=LIST_MAX)
     return {"conversations": [conversation_json(s) for s in sessions]}
 
 
