@@ -122,7 +122,7 @@ def test_a_reader_gets_403_on_every_write_and_changes_nothing(client, shared, al
 
 
 def test_a_reader_reads_the_page_without_composer_or_buttons(client, shared, alice):
-    session, waiting, stored = shared
+    session, _, stored = shared
     client.force_login(alice)
     page = client.get(reverse("session-detail", args=[session.id]))
     assert page.status_code == 200
