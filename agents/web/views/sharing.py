@@ -40,5 +40,5 @@ def session_copy_view(request: HttpRequest, session_id: str) -> HttpResponse:
     history; opens it."""
     session = get_session_or_404(request, session_id, read=True)
     copy = session_copy(session=session, user=request.user)
-    messages.success(request, f"This is your copy of “{session}”: what you send now continues from its turns.")
+    messages.success(request, "Your own copy: carry on from here.")
     return see_other(reverse("session-detail", args=[copy.id]))
