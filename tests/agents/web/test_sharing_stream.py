@@ -61,6 +61,13 @@ async def test_a_pending_approval_reaches_a_reader_without_its_buttons(make_sess
     await author.communicator.disconnect()
 
 
+async def test_another_teams_member_never_gets_the_stream(make_session, alice, carol):
+    session = await _shared(make_session, alice)
+    communicator, connected = await connect(session.id, carol, query="turn=&seq=0")
+    assert not connected
+    await communicator.disconnect()
+
+
 async def test_what_a_readers_socket_sends_changes_nothing(make_session, alice, bob):
     session = await _shared(make_session, alice)
     reader = await open_socket(session.id, bob)
