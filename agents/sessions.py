@@ -185,6 +185,13 @@ def session_shared_list(*, user) -> QuerySet[AgentSession]:
     )
 
 
+def session_shares_of(*, team_id, user_id) -> bool:
+    """Whether the user has a session shared with the team (its readers lose it when they leave)."""
+    return AgentSession.objects.filter(
+        team_id=team_id, user_id=user_id, shared_at__isnull=False, deleted_at__isnull=True
+    ).exists()
+
+
 def session_readable(*, user, session_id: str) -> bool:
     """Whether `user` may read the session: their own (session_list's check) or shared with their team."""
     return (

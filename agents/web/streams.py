@@ -39,7 +39,7 @@ from aptix.teams import team_member_ids
 
 from ..events.channel import user_group
 from ..models import AgentSession
-from ..sessions import session_readable
+from ..sessions import session_readable, session_shares_of
 
 logger = logging.getLogger("aptix.stream")
 
@@ -135,6 +135,9 @@ def _user_saved(sender: Any, instance: Any, created: bool, update_fields: Any = 
 @receiver(post_delete, sender=Membership, dispatch_uid="aptix-streams-membership-deleted")
 def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> None:
     access_changed_on_commit(instance.user_id)
+    if session_shares_of(team_id=instance.team_id, user_id=instance.user_id):  # its readers lose those too
+        for user_id in team_member_ids(team_id=instance.team_id):
+            access_changed_on_commit(user_id)
 
 
 @receiver(post_save, sender=AgentSession, dispatch_uid="aptix-streams-session-unshared")

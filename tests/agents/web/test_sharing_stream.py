@@ -13,6 +13,7 @@ from agents.runner import get_runner
 from agents.sharing.services import session_share
 from agents.turns import turn_start
 from agents.web.streams import CLOSE_ACCESS_LOST
+from aptix.models import Membership
 from tests.helpers import async_db
 from tests.helpers.streams import collect, connect, open_socket, seqs
 from tests.helpers.turns import add_events
@@ -94,4 +95,11 @@ async def test_deleting_a_shared_session_closes_its_readers_sockets(make_session
     reader = await open_socket(session.id, bob)
     session.deleted_at = timezone.now()
     await session.asave(update_fields=["deleted_at"])
+    assert await reader.closed_with() == CLOSE_ACCESS_LOST
+
+
+async def test_an_author_leaving_the_team_closes_the_readers_sockets(make_session, alice, bob):
+    session = await _shared(make_session, alice)
+    reader = await open_socket(session.id, bob)
+    await Membership.objects.filter(user=alice, team_id=session.team_id).adelete()
     assert await reader.closed_with() == CLOSE_ACCESS_LOST

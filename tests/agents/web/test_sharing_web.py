@@ -185,6 +185,7 @@ def test_the_authors_menu_shares_and_stops_sharing(client, team_a, bob, alice):
     assert client.post(reverse("session-share", args=[session.id]), {"shared": "1"}).status_code == 303
     page = client.get(reverse("session-detail", args=[session.id])).content.decode()
     assert "Stop sharing" in page and "Shared with Team A" in page
+    assert ">shared</span>" in page  # marked in the author's own sidebar
     client.force_login(alice)
     assert client.post(reverse("session-share", args=[session.id]), {"shared": "0"}).status_code == 403
     client.force_login(bob)
