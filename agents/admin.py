@@ -16,7 +16,7 @@ from tools.mcp.config import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
 from .llm.catalog import model_for, models_config
-from .models import AgentSession, ToolApproval, Turn, TurnEvent
+from .models import AgentSession, ShareEvent, ToolApproval, Turn, TurnEvent
 from .run.health import config_problems
 from .run.pipeline import MCP_SEPARATOR, mcp_server_order, plan_offer, policy_allows, schema_tokens
 from .run.trace import turn_trace
@@ -232,6 +232,21 @@ class ToolApprovalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def export_csv(self, request, queryset):
         rows = queryset.select_related("team", "decided_by").order_by("requested_at", "id")
         return csv_download("tool-approvals", APPROVAL_CSV_COLUMNS, (_approval_cells(row) for row in rows.iterator()))
+
+
+@admin.register(ShareEvent)
+class ShareEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Who shared a session with its team, stopped sharing it or continued it as their copy, and when:
+    read-only for everyone (agents/sharing/services.py writes it); Auditors may view it."""
+
+    list_display = ["at", "action", "actor", "session", "team", "copy"]
+    list_filter = ["action", "team"]
+    date_hierarchy = "at"
+    search_fields = ["session__id", "actor__username", "copy__id"]
+    list_select_related = ["actor", "session", "team", "copy"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 def _approval_cells(row: ToolApproval) -> list:

@@ -33,6 +33,13 @@ class AgentSession(models.Model):
     # The model the user picked for this session (a key of the models configuration); empty: the mode's.
     model = models.CharField(max_length=100, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
+    # Shared with its team (agents/sharing.py): teammates read it, only its author writes. `copied_from`:
+    # the shared session a reader's "Continue as my copy" made this one from.
+    shared_at = models.DateTimeField(null=True, blank=True)
+    shared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    copied_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="copies")
     # The owner's housekeeping (agents/sessions.py): pinned sessions head the sidebar, archived ones
     # leave it (still readable), deleted ones are gone for the user everywhere (page, stream, API,
     # images) but the row stays, so ModeHistory (PROTECT), ToolApproval and the turns keep their audit.
@@ -54,6 +61,9 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Session {self.id[:8]}"
+
+    # True when session_get(read=True) found it shared with a teammate, not theirs: a read-only view.
+    read_only: bool = False
 
     # Whether a turn waits for approval, when known without a query: set by agents/web/fragments.py
     # when it redraws the parts that show it (session_list annotates `waiting_flag` instead).
@@ -244,6 +254,29 @@ class ToolApproval(models.Model):
     @property
     def is_pending(self) -> bool:
         return not self.decision
+
+
+class ShareEvent(models.Model):
+    """Who shared a session with its team, stopped sharing it, or continued it as their own copy, and
+    when (agents/sharing.py writes it; auditors read it in the admin)."""
+
+    class Action(models.TextChoices):
+        SHARE = "share", "Shared with the team"
+        UNSHARE = "unshare", "Stopped sharing"
+        COPY = "copy", "Continued as a copy"
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="share_events")
+    team = models.ForeignKey("aptix.Team", on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    copy = models.ForeignKey(AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()}: {self.session_id}"
 
 
 class Document(models.Model):

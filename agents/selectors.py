@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, Length
 from modes.models import AgentMode, ModeHistory
 
 from .models import AgentSession, Turn, TurnEvent
-from .sessions import session_list
+from .sessions import session_list, session_shared_list
 
 # --- sessions -----------------------------------------------------------------------------------
 
@@ -36,6 +36,19 @@ def session_list_filtered(*, user: Any, q: str, mode: str, archived: bool) -> Qu
     if mode:
         sessions = sessions.filter(mode=mode)
     return sessions.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at")
+
+
+def session_list_own(*, user: Any, limit: int) -> list[AgentSession]:
+    """At most `limit` of the user's active sessions (not archived), as the sidebar orders them, with
+    their authors (the API's list)."""
+    sessions = session_list_filtered(user=user, q="", mode="", archived=False).select_related("user")
+    return list(sessions[:limit])
+
+
+def session_shared_with(*, user: Any, limit: int) -> list[AgentSession]:
+    """The sidebar's "Shared with me": at most `limit` sessions teammates shared with the user's teams,
+    the most recently active first, with their authors."""
+    return list(session_shared_list(user=user)[:limit])
 
 
 def session_refresh(*, session: AgentSession, fields: list[str] | None = None) -> AgentSession:
@@ -82,6 +95,11 @@ def _turns_of_user(*, user: Any, turn_id: str) -> QuerySet[Turn]:
     """The turn `turn_id` if its session is one the user may reach: the same check as every page's
     (session_list: their own, in a team they still belong to, not deleted)."""
     return Turn.objects.filter(pk=turn_id, session__in=session_list(user=user).values("pk")).select_related("session")
+
+
+def turn_shared_with(*, user: Any, turn_id: str) -> bool:
+    """Whether the turn is of a session a teammate shared with the user's team (readable, not theirs)."""
+    return Turn.objects.filter(pk=turn_id, session__in=session_shared_list(user=user).values("pk")).exists()
 
 
 async def turn_of_user_aget(*, user: Any, turn_id: str) -> Turn | None:

@@ -10,11 +10,12 @@ from dataclasses import dataclass, replace
 from typing import Any, TypedDict, Unpack
 
 from asgiref.sync import sync_to_async
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from aptix.models import Membership
 from files.services import session_files_purge
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
 from modes.models import ModeHistory
@@ -32,8 +33,23 @@ ERROR_TITLE_TOO_LONG = f"A title has at most {TITLE_MAX} characters."
 ERROR_SESSION_BUSY = "A turn of this session is still running: stop it before deleting the session."
 
 
+ERROR_READ_ONLY = (
+    "This session is shared with you to read: only its author can change it. "
+    "Use “Continue as my copy” to work on it as your own."
+)
+
+
 class SessionNotFoundError(LookupError):
     """No session with this id for this team and user."""
+
+
+class SessionReadOnlyError(PermissionDenied):
+    """The session is shared with the user's team: they may read it, not change it (a 403 with
+    ERROR_READ_ONLY; a PermissionDenied, so a view that lets it through answers 403 too)."""
+
+    def __init__(self, session_id: str = "") -> None:
+        super().__init__(ERROR_READ_ONLY)
+        self.session_id = session_id
 
 
 def session_create(*, team, user, mode: str | None = None, execution: str = "ask", title: str = "") -> AgentSession:
@@ -155,16 +171,49 @@ def session_delete(*, session: AgentSession) -> None:
     session_files_purge(session.pk, actor=session.user)
 
 
+def session_shared_list(*, user) -> QuerySet[AgentSession]:
+    """The sessions teammates shared with the user's team (not the user's own): in a team the user
+    still belongs to, by an author who still belongs to it, not deleted; the most recently active first.
+    Sharing never crosses teams: the team is the session's own."""
+    author_in_team = Membership.objects.filter(team_id=OuterRef("team_id"), user_id=OuterRef("user_id"))
+    return (
+        AgentSession.objects.filter(shared_at__isnull=False, deleted_at__isnull=True, team__memberships__user=user)
+        .exclude(user=user)
+        .filter(Exists(author_in_team))
+        .select_related("team", "user")
+        .order_by("-updated_at")
+    )
+
+
+def session_shares_of(*, team_id, user_id) -> bool:
+    """Whether the user has a session shared with the team (its readers lose it when they leave)."""
+    return AgentSession.objects.filter(
+        team_id=team_id, user_id=user_id, shared_at__isnull=False, deleted_at__isnull=True
+    ).exists()
+
+
 def session_readable(*, user, session_id: str) -> bool:
-    """Whether `user` may read the session (session_list's check, without loading the row)."""
-    return session_list(user=user).filter(pk=session_id).exists()
+    """Whether `user` may read the session: their own (session_list's check) or shared with their team."""
+    return (
+        session_list(user=user).filter(pk=session_id).exists()
+        or session_shared_list(user=user).filter(pk=session_id).exists()
+    )
 
 
-def session_get(*, user, session_id: str) -> AgentSession:
+def session_get(*, user, session_id: str, read: bool = False) -> AgentSession:
+    """The user's own session, the one access check of every page, socket and API call. A session a
+    teammate shared with the user's team is returned for reading (`read=True`, marked `read_only`);
+    for anything else it is SessionReadOnlyError (403). Any other id is SessionNotFoundError (404)."""
     session = session_list(user=user).filter(pk=session_id).first()
-    if session is None:
+    if session is not None:
+        return session
+    shared = session_shared_list(user=user).filter(pk=session_id).first()
+    if shared is None:
         raise SessionNotFoundError(session_id)
-    return session
+    if not read:
+        raise SessionReadOnlyError(session_id)
+    shared.read_only = True
+    return shared
 
 
 class ModeChangeOptions(TypedDict, total=False):

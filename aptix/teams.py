@@ -15,6 +15,11 @@ def team_list_for_user(*, user) -> QuerySet[Team]:
     return Team.objects.filter(memberships__user=user).order_by("name")
 
 
+def team_member_ids(*, team_id) -> list:
+    """The ids of the team's members."""
+    return list(Membership.objects.filter(team_id=team_id).values_list("user_id", flat=True))
+
+
 @transaction.atomic
 def team_ensure(*, name: str, owner=None) -> Team:
     """Return the team with this name's slug, creating it (and the owner's membership) if needed."""

@@ -106,6 +106,14 @@ def file_get(user: Any, file_id: str) -> SessionFile:
     return SessionFile.objects.get(pk=file_id, owner_id=user.pk, deleted_at__isnull=True)
 
 
+def file_in_session_get(file_id: str) -> SessionFile:
+    """The live file `file_id` that belongs to a session (DoesNotExist otherwise): for a reader of a
+    session shared with their team. The caller checks that the user may read `session_id` first."""
+    if not isinstance(file_id, str) or not HEX_ID.fullmatch(file_id):
+        raise SessionFile.DoesNotExist("No such file.")
+    return SessionFile.objects.get(pk=file_id, session__isnull=False, deleted_at__isnull=True)
+
+
 def file_delete(user: Any, file_id: str) -> SessionFile:
     """Delete `user`'s file: its content (original, tables, text) goes; the row stays for the audit."""
     with transaction.atomic():

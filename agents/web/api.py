@@ -27,7 +27,7 @@ from agents.models import Execution
 from agents.run.pipeline import normalize_turn_mode
 from agents.runner import get_runner
 from agents.selectors import mode_get, turn_continued_aget, turn_last, turn_of_user_aget
-from agents.sessions import ERROR_BAD_EXECUTION, SessionNotFoundError, session_get
+from agents.sessions import ERROR_BAD_EXECUTION
 from agents.state import PausedState, turn_state
 from agents.submit import turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
@@ -38,7 +38,7 @@ from aptix.teams import team_list_for_user
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
 from .api_answers import answer_of, answer_question, question_fields
-from .api_support import ApiError, authenticate, json_body
+from .api_support import ApiError, authenticate, conversation_get, json_body, no_turn
 
 if TYPE_CHECKING:
     from agents.models import AgentSession, Turn
@@ -251,10 +251,7 @@ def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> T
 
 
 def _conversation(*, user: Any, conversation_id: str) -> AgentSession:
-    try:
-        return session_get(user=user, session_id=conversation_id)
-    except SessionNotFoundError:
-        raise ApiError(404, "No conversation with this id.", "conversationId") from None
+    return conversation_get(user=user, conversation_id=conversation_id)
 
 
 def _pending_turn(*, user: Any, request: ExecuteRequest) -> Turn:
@@ -374,7 +371,7 @@ async def turn_cancel_api(request: HttpRequest, turn_id: str) -> JsonResponse:
             raise ApiError(405, "Use POST.")
         turn = await turn_of_user_aget(user=user, turn_id=turn_id)
         if turn is None:
-            raise ApiError(404, "No turn with this id.", "turnId")
+            raise await sync_to_async(no_turn)(user=user, turn_id=turn_id)
         cancelled = await turn_cancel(turn=turn)
     except ApiError as exc:
         return exc.response()

@@ -13,11 +13,10 @@ from django.core.exceptions import ValidationError
 from agents.approvals import CODE_STALE
 from agents.elicitations import elicitation_answer, events_last_seq, turn_after_answer
 from agents.selectors import turn_last
-from agents.sessions import SessionNotFoundError, session_get
 from agents.turns import Status
 from tools.mcp.elicitation import ACTIONS
 
-from .api_support import ApiError, json_body
+from .api_support import ApiError, conversation_get, json_body
 
 if TYPE_CHECKING:
     from agents.models import Turn
@@ -57,10 +56,7 @@ class NotAQuestion(Exception):
 
 
 def _record(user: Any, conversation: str, call: str, decision: str, content: Any) -> tuple[Turn, int]:
-    try:
-        session = session_get(user=user, session_id=conversation)
-    except SessionNotFoundError:
-        raise ApiError(404, "No conversation with this id.", "conversationId") from None
+    session = conversation_get(user=user, conversation_id=conversation)
     turn = turn_last(session=session)
     if turn is None or turn.status != Status.AWAITING_APPROVAL:
         raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")

@@ -1,7 +1,8 @@
 """GET /api/v1/conversations/<id>/documents and …/documents/<documentId>: a conversation's documents
 for API clients (bearer token). Without `format`, JSON: the document at a version (`?version=N`,
 versions count from 1; else the current one) with its list of versions; `?format=md|docx` downloads it.
-A conversation or document that is not the token user's is a 404, as on the page."""
+A conversation or document that is not the token user's is a 404, as on the page (one a teammate
+shared with the user's team reads as the author's own)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents.documents.export import document_json
 from agents.documents.services import DocumentNotFoundError, document_version, documents_of
-from agents.sessions import SessionNotFoundError, session_get
 
-from .api_support import ApiError, authenticate
+from .api_support import ApiError, authenticate, conversation_get
 from .views.documents import download_response
 
 FORMATS = ("md", "docx")
@@ -27,10 +27,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _conversation_id(user: Any, conversation_id: str) -> str:
-    try:
-        return session_get(user=user, session_id=conversation_id).id
-    except SessionNotFoundError:
-        raise ApiError(404, "No conversation with this id.", "conversationId") from None
+    return conversation_get(user=user, conversation_id=conversation_id, read=True).id
 
 
 def _list(user: Any, conversation_id: str) -> dict[str, Any]:

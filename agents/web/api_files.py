@@ -13,13 +13,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.sessions import SessionNotFoundError, session_get
 from aptix.bearer import RateLimited, bearer_user
 from files.models import SessionFile
-from files.services import FileRefused, file_delete, file_describe, file_get, file_upload
+from files.services import FileRefused, file_delete, file_describe, file_get, file_in_session_get, file_upload
 from files.uploads import upload_refusal
 
-from .api_support import ApiError
+from .api_support import ApiError, conversation_get
 from .views.files import file_response
 
 ERROR_NO_FILE = "No file with this id."
@@ -37,11 +36,22 @@ def _user(request: HttpRequest) -> Any:
     return user
 
 
-def _owned(user: Any, file_id: str) -> SessionFile:
+def _readable(user: Any, file_id: str, *, delete: bool = False) -> SessionFile:
+    """The user's own file; or one of a session a teammate shared with their team, to read (to delete
+    it, a 403 saying why). Any other id is a 404."""
     try:
         return file_get(user, file_id)
     except SessionFile.DoesNotExist:
+        pass
+    try:
+        stored = file_in_session_get(file_id)
+    except SessionFile.DoesNotExist:
         raise ApiError(404, ERROR_NO_FILE, "fileId") from None
+    try:
+        conversation_get(user=user, conversation_id=str(stored.session_id), read=not delete)
+    except ApiError as exc:
+        raise ApiError(exc.status, exc.message if exc.status == 403 else ERROR_NO_FILE, "fileId") from None
+    return stored
 
 
 @csrf_exempt
@@ -58,10 +68,7 @@ def files_api(request: HttpRequest) -> JsonResponse:
         if refusal := upload_refusal(request):  # the upload handler stopped it at the size limit
             raise ApiError(refusal.status, refusal.message, "file")
         if conversation_id:
-            try:
-                session = session_get(user=user, session_id=conversation_id)
-            except SessionNotFoundError:
-                raise ApiError(404, "No conversation with this id.", "conversationId") from None
+            session = conversation_get(user=user, conversation_id=conversation_id)
         if uploaded is None:
             raise ApiError(400, ERROR_FILE_FIELD, "file")
         try:
@@ -80,7 +87,7 @@ def file_api(request: HttpRequest, file_id: str) -> HttpResponse:
         user = _user(request)
         if request.method not in ("GET", "DELETE"):
             raise ApiError(405, "Use GET or DELETE.")
-        stored = _owned(user, file_id)
+        stored = _readable(user, file_id, delete=request.method == "DELETE")
         if request.method == "DELETE":
             file_delete(user, file_id)
             return HttpResponse(status=204)
@@ -96,7 +103,7 @@ def file_content_api(request: HttpRequest, file_id: str) -> HttpResponseBase:
         user = _user(request)
         if request.method != "GET":
             raise ApiError(405, "Use GET.")
-        stored = _owned(user, file_id)
+        stored = _readable(user, file_id)
     except ApiError as exc:
         return exc.response()
     return file_response(stored)

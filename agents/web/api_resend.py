@@ -25,7 +25,7 @@ from agents.submit import turn_submit
 from aptix.ratelimits import TURNS, rate_limit, user_key
 
 from .api import execute_response
-from .api_support import STATUS_OF_CODE, ApiError, authenticate, json_body
+from .api_support import STATUS_OF_CODE, ApiError, authenticate, json_body, no_turn
 
 if TYPE_CHECKING:
     from agents.models import Turn
@@ -52,7 +52,7 @@ def parse_resend_request(raw: bytes) -> tuple[str, str]:
 def _resend(*, user: Any, turn_id: str, kind: str, message: str) -> Turn:
     turn = turn_of_user_get(user=user, turn_id=turn_id)
     if turn is None:
-        raise ApiError(404, "No turn with this id.", "turnId")
+        raise no_turn(user=user, turn_id=turn_id)
     try:
         return turn_resend(session=turn.session, turn_id=turn.pk, kind=kind, text=message)
     except ValidationError as exc:

@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 
 from agents.attachments import CODE_NO_FILE
+from agents.selectors import turn_shared_with
+from agents.sessions import ERROR_READ_ONLY, SessionNotFoundError, SessionReadOnlyError, session_get
 from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_SESSION_DELETED, CODE_TURN_RUNNING, error_code
 from aptix.bearer import RateLimited, bearer_user
 from aptix.inputs import unstorable_in
 from aptix.ratelimits import Limited
 from usage.quotas import CODE_QUOTA
+
+if TYPE_CHECKING:
+    from agents.models import AgentSession
 
 # Service error codes (ValidationError.code) that are not a plain 400.
 STATUS_OF_CODE = {
@@ -73,6 +78,25 @@ def json_body(raw: bytes) -> dict[str, Any]:
     if bad := unstorable_in(body):
         raise ApiError(400, f"'{bad[0]}' contains {bad[1]}.", bad[0])
     return body
+
+
+def conversation_get(*, user: Any, conversation_id: str, read: bool = False) -> AgentSession:
+    """The conversation the user may use: their own; with `read`, also one a teammate shared with
+    their team. A shared one asked for anything else is a 403 saying why; any other id a 404."""
+    try:
+        return session_get(user=user, session_id=conversation_id, read=read)
+    except SessionNotFoundError:
+        raise ApiError(404, "No conversation with this id.", "conversationId") from None
+    except SessionReadOnlyError as exc:
+        raise ApiError(403, str(exc.args[0]), "conversationId") from None
+
+
+def no_turn(*, user: Any, turn_id: str) -> ApiError:
+    """The answer for a turn id that is not the user's: 403 saying why when it is of a session shared
+    with them to read, else a 404."""
+    if turn_shared_with(user=user, turn_id=turn_id):
+        return ApiError(403, ERROR_READ_ONLY, "turnId")
+    return ApiError(404, "No turn with this id.", "turnId")
 
 
 async def authenticate(request: HttpRequest) -> Any:

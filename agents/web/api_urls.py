@@ -1,10 +1,13 @@
 from django.urls import path
 
-from . import api, api_documents, api_files, api_mcp, api_resend, api_usage
+from . import api, api_conversations, api_documents, api_files, api_mcp, api_resend, api_usage
 
 urlpatterns = [
     path("agent/execute", api.agent_execute, name="api-agent-execute"),
     path("turns/<str:turn_id>/cancel", api.turn_cancel_api, name="api-turn-cancel"),
+    path("conversations", api_conversations.conversations_api, name="api-conversations"),
+    path("conversations/<str:conversation_id>", api_conversations.conversation_api, name="api-conversation"),
+    path("conversations/<str:conversation_id>/share", api_conversations.conversation_share_api, name="api-share"),
     path("conversations/<str:conversation_id>/documents", api_documents.documents_api, name="api-documents"),
     path(
         "conversations/<str:conversation_id>/documents/<str:document_id>",

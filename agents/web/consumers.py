@@ -1,6 +1,7 @@
 """`/ws/sessions/<id>/`: the live stream of a session's turns, as htmx out-of-band fragments.
 
-Auth and ownership are checked before the socket is accepted or joins the group (the Origin is
+Auth and access (the owner's, or a teammate's of a session shared with the team: a read-only view,
+drawn without buttons) are checked before the socket is accepted or joins the group (the Origin is
 checked, port included, by aptix/origins.py); anything else is refused without a word.
 Resuming: the client connects with `?turn=<id>&seq=<n>`, the last event its page shows (the page's
 `stream-cursor`; the client rewrites the URL on every reconnect). The consumer joins the group
@@ -97,7 +98,7 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         session_id = self.scope["url_route"]["kwargs"]["session_id"]
         logcontext.bind(request_id=logcontext.request_id_from(_header(self.scope, b"x-request-id")), user_id=user.pk)
         try:
-            session = await sync_to_async(session_get)(user=user, session_id=session_id)
+            session = await sync_to_async(session_get)(user=user, session_id=session_id, read=True)
         except SessionNotFoundError:
             await self.close()
             return

@@ -90,6 +90,7 @@ class LiveRenderer:
 
     def __init__(self, session: AgentSession) -> None:
         self.session = session
+        self.reader = session.read_only  # a teammate's socket of a shared session: no buttons drawn
         self.timelines: dict[str, TurnItems] = {}  # turn id → its timeline, as the events shown built it
         self.live: dict[str, str] = {}  # turn id → text streamed since its last model message
         self.rendered: dict[str, int] = {}  # turn id → length of that text when last rendered whole
@@ -144,7 +145,10 @@ class LiveRenderer:
         timeline.turn = turn
         if view.items is not None:
             view.items(timeline, payload)
-        return "".join(render_to_string(name, {"turn": turn, **context}) for name, context in timeline.take_fragments())
+        return "".join(
+            render_to_string(name, {"turn": turn, "reader": self.reader, **context})
+            for name, context in timeline.take_fragments()
+        )
 
     def _remember(self, turn_id: str, event_type: str, payload: dict, seq: int) -> None:
         events = self.seen.get(turn_id)
@@ -177,6 +181,7 @@ class LiveRenderer:
             "max_steps": self.max_steps.get(turn.id),
             "tokens": tokens,
             "oob": True,
+            "reader": self.reader,
         }
         return render_to_string("agents/_turn_status.html", context)
 
@@ -210,7 +215,9 @@ def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> st
     events = live.events_until(turn, seq) if seq > 1 else list(live.seen.get(turn.id, []))
     # Appended, unless the page has the turn already (the send request's answer drew it): aptix.js.
     # A message that carried files: the Files panel of every tab lists them now.
-    html = session_fragments(live.session, append=render_turn(turn, events, if_absent=True), files=bool(turn.files))
+    html = session_fragments(
+        live.session, append=render_turn(turn, events, if_absent=True, reader=live.reader), files=bool(turn.files)
+    )
     if turn.origin != Turn.Origin.MESSAGE:  # sent again: other tabs fold what it replaced, too
         html = replaced_turns(turn) + html
     return html
@@ -220,7 +227,7 @@ def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> st
 def _turn_ended(live: LiveRenderer, turn: Turn, payload: TurnEnded, seq: int) -> str:
     events = live.events_until(turn, seq)
     _ended(turn, payload)
-    html = render_turn(turn, events, oob=True)
+    html = render_turn(turn, events, oob=True, reader=live.reader)
     live.seen.pop(turn.id, None)
     live.timelines.pop(turn.id, None)
     session_reread(session=live.session)  # its mode, title, grants: one read per process, not per viewer
@@ -233,7 +240,7 @@ def _turn_ended(live: LiveRenderer, turn: Turn, payload: TurnEnded, seq: int) ->
 def _approval(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> str:
     """The turn redrawn with its cards (asked, or decided); the composer stays free while the turn
     waits (a new message declines what it waits for) and is busy again once its run continues."""
-    html = render_turn(turn, _stored_turn(turn, seq), oob=True)
+    html = render_turn(turn, _stored_turn(turn, seq), oob=True, reader=live.reader)
     session_reread(session=live.session)  # its grants may have changed
     waiting = turn_waits_for_decisions(turn=turn)
     composer: ComposerState = "idle" if waiting or turn.is_finished else "busy"

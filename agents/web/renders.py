@@ -121,20 +121,28 @@ class SessionRenders:
 _sessions: dict[str, SessionRenders] = {}
 
 
+def _key(session: AgentSession) -> str:
+    """The author's sockets share one renders, the teammates reading a shared session another (their
+    fragments have no buttons: the same event, drawn once more per process while readers watch)."""
+    return f"{session.id}:read" if session.read_only else session.id
+
+
 def renders_for(session: AgentSession) -> SessionRenders:
     """The shared renders of `session` in this process, for a socket that may read it (call
     `release` when it closes)."""
-    shared = _sessions.get(session.id)
+    key = _key(session)
+    shared = _sessions.get(key)
     if shared is None:
-        shared = _sessions[session.id] = SessionRenders(session)
+        shared = _sessions[key] = SessionRenders(session)
     shared.viewers += 1
     return shared
 
 
 def release(shared: SessionRenders) -> None:
     shared.viewers -= 1
-    if shared.viewers <= 0 and _sessions.get(shared.session.id) is shared:
-        del _sessions[shared.session.id]
+    key = _key(shared.session)
+    if shared.viewers <= 0 and _sessions.get(key) is shared:
+        del _sessions[key]
 
 
 def session_renders(session_id: str) -> SessionRenders | None:

@@ -7,10 +7,11 @@
 - **Replay.** A reconnect replays at most `APTIX_WS_REPLAY_MAX` events; a page further behind is told
   to reload (the page render is cheaper than replaying its history event by event).
 - **Access.** A socket lives only while its user may read the session: it joins its user's group,
-  and a logout, a change of the user (deactivated, new password), a lost team membership or a
-  deleted session sends that group `access.check`; each socket then checks again and closes with
-  `CLOSE_ACCESS_LOST` if its access is gone. A timer checks every `APTIX_WS_RECHECK` seconds too
-  (a session that expired, a change made where no signal fires).
+  and a logout, a change of the user (deactivated, new password), a lost team membership, a
+  deleted session or a session no longer shared with their team sends that group `access.check`;
+  each socket then checks again and closes with `CLOSE_ACCESS_LOST` if its access is gone. A timer
+  checks every `APTIX_WS_RECHECK` seconds too (a session that expired, a change made where no
+  signal fires).
 - **Frames from the client.** The stream is one-way; a message over `APTIX_WS_MAX_MESSAGE` bytes
   closes the socket with 1009 (Daphne itself refuses messages over 1 MiB before buffering them).
 """
@@ -34,10 +35,11 @@ from django.utils.module_loading import import_string
 
 from aptix import metrics
 from aptix.models import Membership
+from aptix.teams import team_member_ids
 
 from ..events.channel import user_group
 from ..models import AgentSession
-from ..sessions import session_readable
+from ..sessions import session_readable, session_shares_of
 
 logger = logging.getLogger("aptix.stream")
 
@@ -133,6 +135,21 @@ def _user_saved(sender: Any, instance: Any, created: bool, update_fields: Any = 
 @receiver(post_delete, sender=Membership, dispatch_uid="aptix-streams-membership-deleted")
 def _membership_deleted(sender: Any, instance: Membership, **kwargs: Any) -> None:
     access_changed_on_commit(instance.user_id)
+    if session_shares_of(team_id=instance.team_id, user_id=instance.user_id):  # its readers lose those too
+        for user_id in team_member_ids(team_id=instance.team_id):
+            access_changed_on_commit(user_id)
+
+
+@receiver(post_save, sender=AgentSession, dispatch_uid="aptix-streams-session-unshared")
+def _session_unshared(sender: Any, instance: AgentSession, update_fields: Any = None, **kwargs: Any) -> None:
+    """A shared session that stops being shared (or is deleted): its readers' sockets close at once.
+    Only saves that name those columns look further (not a turn's every `updated_at`)."""
+    changed = set(update_fields or ())
+    unshared = "shared_at" in changed and instance.shared_at is None
+    if unshared or ("deleted_at" in changed and instance.deleted_at is not None and instance.shared_at is not None):
+        for user_id in team_member_ids(team_id=instance.team_id):
+            if user_id != instance.user_id:
+                access_changed_on_commit(user_id)
 
 
 @receiver(post_delete, sender=AgentSession, dispatch_uid="aptix-streams-session-deleted")

@@ -436,13 +436,15 @@ def render_turn(
     request=None,
     summary: tuple[int, int] | None = None,
     versions: VersionNav | Literal["look up"] | None = LOOK_UP,
+    reader: bool = False,
 ) -> str:
-    """`versions` is the message's version switcher (versions.py), or LOOK_UP to read it."""
+    """`versions`: the version switcher (versions.py), or LOOK_UP; `reader`: for a shared session's reader."""
     nav = nav_looked_up(turn) if isinstance(versions, str) else versions
     context = {
         **turn_context(turn, events, latest=latest, summary=summary),
         "oob": oob,
         "if_absent": if_absent,
         "versions": nav,
+        "reader": reader,
     }
     return render_to_string("agents/_turn.html", context, request=request)

@@ -14,6 +14,7 @@ from .views import (
     resources,
     sessions,
     settings,
+    sharing,
     usage,
 )
 
@@ -47,6 +48,8 @@ urlpatterns = [
     path("sessions/<str:session_id>/pin/", manage.session_pin_view, name="session-pin"),
     path("sessions/<str:session_id>/archive/", manage.session_archive_view, name="session-archive"),
     path("sessions/<str:session_id>/delete/", manage.session_delete_view, name="session-delete"),
+    path("sessions/<str:session_id>/share/", sharing.session_share_view, name="session-share"),
+    path("sessions/<str:session_id>/copy/", sharing.session_copy_view, name="session-copy"),
     path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
     path("files/", files.file_upload_view, name="file-upload"),
     path("files/<str:file_id>/", files.file_download, name="file-download"),

@@ -16,7 +16,7 @@ from .sessions import get_session_or_404
 @require_GET
 @login_required
 def turn_answer(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = get_session_or_404(request, session_id)
+    session = get_session_or_404(request, session_id, read=True)
     turn = turn_answer_get(session=session, turn_id=turn_id)
     if turn is None:
         raise Http404("No such finished turn in this session.")

@@ -44,7 +44,7 @@ def _number(value: str | None) -> int | None:
 def document_panel(request: HttpRequest, session_id: str) -> HttpResponse:
     """The panel: `?doc=<id>` (else the most recently changed), `?version=N` (else the current one),
     `?from=A&to=B`: the diff between two versions."""
-    session = get_session_or_404(request, session_id)
+    session = get_session_or_404(request, session_id, read=True)
     try:
         version = _number(request.GET.get("version"))
         before, after = _number(request.GET.get("from")), _number(request.GET.get("to"))
@@ -104,7 +104,7 @@ def document_edit(request: HttpRequest, session_id: str, document_id: str) -> Ht
 @login_required
 def document_download(request: HttpRequest, session_id: str, document_id: str, fmt: str) -> HttpResponse:
     """The document (`?version=N`, else the current one) as Markdown or as a Word file."""
-    session = get_session_or_404(request, session_id)
+    session = get_session_or_404(request, session_id, read=True)
     if fmt not in ("md", "docx"):
         raise Http404("No such format.")
     try:

@@ -215,7 +215,7 @@ def session_export_markdown(data: dict[str, Any]) -> str:
 @require_GET
 @login_required
 def session_export(request: HttpRequest, session_id: str, fmt: str) -> HttpResponse:
-    session = get_session_or_404(request, session_id)
+    session = get_session_or_404(request, session_id, read=True)
     if fmt not in {"json", "md"}:
         raise Http404("Export as json or md.")
     data = session_export_data(session, request.build_absolute_uri)

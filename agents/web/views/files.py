@@ -10,12 +10,14 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.sessions import SessionNotFoundError, session_get
 from files.models import SessionFile
 from files.services import (
     FileRefused,
     file_delete,
     file_describe,
     file_get,
+    file_in_session_get,
     file_open,
     file_thumbnail_open,
     file_upload,
@@ -60,12 +62,27 @@ def owned_file_or_404(request: HttpRequest, file_id: str) -> SessionFile:
         raise Http404("No such file.") from None
 
 
+def readable_file_or_404(request: HttpRequest, file_id: str) -> SessionFile:
+    """The user's own file, or a file of a session a teammate shared with their team; else a 404."""
+    try:
+        return file_get(request.user, file_id)
+    except SessionFile.DoesNotExist:
+        pass
+    try:
+        stored = file_in_session_get(file_id)
+        session_get(user=request.user, session_id=str(stored.session_id), read=True)
+    except (SessionFile.DoesNotExist, SessionNotFoundError):
+        raise Http404("No such file.") from None
+    return stored
+
+
 @require_GET
 @login_required
 def file_download(request: HttpRequest, file_id: str) -> HttpResponseBase:
-    """The file as it was uploaded, to its owner: a download (an image also shows in the page's <img>).
-    `?thumb=1`: an image's thumbnail (a message shows it), the file itself when it has none."""
-    stored = owned_file_or_404(request, file_id)
+    """The file as it was uploaded, to its owner or a reader of the shared session it is in: a download
+    (an image also shows in the page's <img>). `?thumb=1`: an image's thumbnail (a message shows it),
+    the file itself when it has none."""
+    stored = readable_file_or_404(request, file_id)
     thumbnail = file_thumbnail_open(stored) if request.GET.get("thumb") == "1" else None
     if thumbnail is not None:
         response = FileResponse(thumbnail, content_type="image/png")

@@ -58,7 +58,9 @@ def timeline_page(
         summary = light.get(turn.id)
         latest = before is None and turn is turns[-1]  # turns before a page are never the newest
         nav = nav_of(turn, rows.versions)
-        html = render_turn(turn, events, latest=latest, request=request, summary=summary, versions=nav)
+        html = render_turn(
+            turn, events, latest=latest, request=request, summary=summary, versions=nav, reader=session.read_only
+        )
         seq = summary[0] if summary else (events[-1].seq if events else 0)
         entries.append({"at": turn.created_at, "turn": turn, "html": html, "seq": seq})
     entries += [{"at": change.created_at, "turn": None, "change": change} for change in rows.changes]
@@ -94,7 +96,7 @@ def timeline_context(
 def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
     """The turns before `?before=<turn index>` and the sentinel that loads the ones before those."""
     try:  # the user's own session in one of their teams; anything else is a 404 that says nothing
-        session = session_get(user=request.user, session_id=session_id)
+        session = session_get(user=request.user, session_id=session_id, read=True)
     except SessionNotFoundError:
         raise Http404("No such session.") from None
     try:
@@ -114,7 +116,7 @@ def turn_version_view(request: HttpRequest, session_id: str, turn_id: str, numbe
     turns replaced with it, drawn into the newest version's article; nothing for the newest version,
     which the article shows itself."""
     try:
-        session = session_get(user=request.user, session_id=session_id)
+        session = session_get(user=request.user, session_id=session_id, read=True)
     except SessionNotFoundError:
         raise Http404("No such session.") from None
     version = turn_version(session=session, turn_id=turn_id, number=number)
@@ -122,13 +124,16 @@ def turn_version_view(request: HttpRequest, session_id: str, turn_id: str, numbe
         raise Http404("No such version.")
     if not version.turns:
         return HttpResponse("")  # empty, so the article shows its own body again
-    context = {"turns": _version_turns(version, number=number, slot=turn_id, request=request), "count": version.count}
+    turns = _version_turns(version, number=number, slot=turn_id, request=request, reader=session.read_only)
+    context = {"turns": turns, "count": version.count}
     replaced_by = version.turns[0].replaced_by
     label = REPLACED_LABELS.get(replaced_by.origin, "Replaced") if replaced_by else "Replaced"
     return render(request, "agents/_turn_version.html", {**context, "number": number, "replaced_label": label})
 
 
-def _version_turns(version: TurnVersion, *, number: int, slot: str, request: HttpRequest) -> list[str]:
+def _version_turns(
+    version: TurnVersion, *, number: int, slot: str, request: HttpRequest, reader: bool = False
+) -> list[str]:
     """The version's turns drawn: the first with the message's switcher (version `number` of the
     versions of `slot`), a later one with its own when it was sent again itself."""
     light = turn_summaries(turns=version.turns, events_of=version.events_of)
@@ -143,6 +148,7 @@ def _version_turns(version: TurnVersion, *, number: int, slot: str, request: Htt
             versions=VersionNav(number=number, count=version.count, slot=slot)
             if turn is head
             else nav_of(turn, version.versions),
+            reader=reader,
         )
         for turn in version.turns
     ]

@@ -25,19 +25,21 @@ if TYPE_CHECKING:
 ERROR_BAD_FLAG = "Send {field}=1 or {field}=0."
 
 
-def _see(url: str) -> HttpResponseRedirect:
+def see_other(url: str) -> HttpResponseRedirect:
     response = HttpResponseRedirect(url)
     response.status_code = 303  # after a POST: GET the page
     return response
 
 
-def _refused(request: HttpRequest, session: AgentSession, exc: ValidationError, *, status: int = 400) -> HttpResponse:
+def refused_page(
+    request: HttpRequest, session: AgentSession, exc: ValidationError, *, status: int = 400
+) -> HttpResponse:
     for text in exc.messages:
         messages.error(request, text)
     return detail_page(request, session, status=status)
 
 
-def _flag(request: HttpRequest, field: str) -> bool | None:
+def flag_value(request: HttpRequest, field: str) -> bool | None:
     return {"1": True, "0": False}.get(request.POST.get(field, ""))
 
 
@@ -48,9 +50,9 @@ def session_rename_view(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         session_rename(session=session, title=request.POST.get("title", ""))
     except ValidationError as exc:
-        return _refused(request, session, exc)
+        return refused_page(request, session, exc)
     messages.success(request, "Session renamed.")
-    return _see(reverse("session-detail", args=[session.id]))
+    return see_other(reverse("session-detail", args=[session.id]))
 
 
 def _toggle(
@@ -58,12 +60,12 @@ def _toggle(
 ) -> HttpResponse:
     """A yes/no setting of the session (`field` "1" or "0" in the form), applied by `apply`."""
     session = get_session_or_404(request, session_id)
-    value = _flag(request, field)
+    value = flag_value(request, field)
     if value is None:
-        return _refused(request, session, ValidationError(ERROR_BAD_FLAG.format(field=field)))
+        return refused_page(request, session, ValidationError(ERROR_BAD_FLAG.format(field=field)))
     apply(session=session, **{field: value})
     messages.success(request, said[0] if value else said[1])
-    return _see(reverse("session-detail", args=[session.id]))
+    return see_other(reverse("session-detail", args=[session.id]))
 
 
 @require_POST
@@ -86,7 +88,7 @@ def session_delete_view(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         session_delete(session=session)
     except ValidationError as exc:
-        return _refused(request, session, exc, status=409)
+        return refused_page(request, session, exc, status=409)
     access_changed(request.user.pk)  # its open streams (other tabs) close now, not at their next check
     messages.success(request, f"Deleted “{session}”.")
-    return _see(reverse("home"))
+    return see_other(reverse("home"))

@@ -37,7 +37,7 @@ def media(request: HttpRequest, path: str) -> HttpResponseBase:
     if match is None:
         raise Http404("No such file.")
     try:
-        session_get(user=user, session_id=match.group(1))
+        session_get(user=user, session_id=match.group(1), read=True)
     except SessionNotFoundError:
         raise Http404("No such file.") from None
     target = Path(settings.MEDIA_ROOT) / path

@@ -57,10 +57,13 @@ def _create_form(user: Any, data: QueryDict | None = None) -> SessionCreateForm:
     )
 
 
-def get_session_or_404(request: HttpRequest, session_id: str) -> AgentSession:
-    """The user's own session in one of their teams; anything else is a 404 that says nothing."""
+def get_session_or_404(request: HttpRequest, session_id: str, *, read: bool = False) -> AgentSession:
+    """The user's own session in one of their teams; with `read`, also one a teammate shared with
+    their team (marked `read_only`). A shared session asked for anything else is a 403 saying why
+    (SessionReadOnlyError, a PermissionDenied: templates/403.html); any other id is a 404 that says
+    nothing."""
     try:
-        return session_get(user=request.user, session_id=session_id)
+        return session_get(user=request.user, session_id=session_id, read=read)
     except SessionNotFoundError:
         raise Http404("No such session.") from None
 
@@ -167,7 +170,7 @@ def _form_errors(form: SessionCreateForm, exc: ValidationError) -> None:
 @require_GET
 @login_required
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
-    session = get_session_or_404(request, session_id)
+    session = get_session_or_404(request, session_id, read=True)
     try:  # ?since=<turn index>: the page from that turn on (the "Load earlier turns" link without JavaScript)
         since = turn_number(request.GET.get("since"), ERROR_SINCE)
     except ValueError as exc:
@@ -179,17 +182,19 @@ def detail_page(
     request: HttpRequest, session: AgentSession, *, status: int = 200, since: int | None = None
 ) -> HttpResponse:
     """The session page (its last turns: history.py); also the answer to a housekeeping form the server
-    refused (with its reason)."""
+    refused (with its reason). A session shared with the user to read (`read_only`) is drawn without
+    its composer, settings, tools and buttons, with "Continue as my copy"."""
+    reader = session.read_only  # a teammate reading a shared session: no composer, tools or quota
     context = {
         **sidebar_context(request, current=session, whole_page=True),
         "session": session,
         "children": session_children(session=session, user=request.user),
         **session_model_context(session),
-        "tools": tool_panel(session),
+        "tools": None if reader else tool_panel(session),
         "files": session_files(session.id),
         "busy": session_busy(session=session),
         # The month's quota at 80% or more: a notice under the composer (usage/quotas.py).
-        "quota": quota_state(team_id=session.team_id, user_id=session.user_id),
+        "quota": None if reader else quota_state(team_id=session.team_id, user_id=session.user_id),
         **timeline_context(session, request, since=since),
     }
     context.update(mode_context(session, context["catalog"]))

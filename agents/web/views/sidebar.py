@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from django.http import HttpRequest
 
-from agents.selectors import session_list_filtered, turn_matches
+from agents.selectors import session_list_filtered, session_shared_with, turn_matches
 from modes.catalog import active_modes
 
 from ..markdown import plain_text
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agents.models import AgentSession
 
 PAGE_SIZE = 100
+SHARED_SHOWN = 50  # the "Shared with me" section: the most recently active
 SNIPPET_BEFORE = 40
 SNIPPET_AFTER = 80
 ARCHIVED = "archived"
@@ -107,4 +108,6 @@ def sidebar_context(
         "next_page_query": urlencode({**filters, "page": page + 1}) if more else "",
         "current": current,
         "catalog": active_modes(),
+        # Drawn with the whole page only (the list's own requests filter the user's sessions).
+        "shared": session_shared_with(user=request.user, limit=SHARED_SHOWN) if whole_page else [],
     }
