@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.models import Turn
+from agents.models import Turn, TurnEvent
 from agents.run.claims import lease
 from agents.runner import get_runner
 from agents.turns import turn_start
@@ -42,16 +42,28 @@ async def with_mcp(worker, tmp_path: Path, servers: dict) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     worker.env = {**worker.env, "APTIX_MCP_AUTOSTART": "true", "APTIX_MCP_CONFIG": str(config)}
+    await ready_after_restart(worker)
+
+
+async def ready_after_restart(worker) -> None:
+    """Restart the worker and wait until its MCP server "t" is up (a turn started sooner is offered
+    no MCP tool: the host publishes them once the server answered)."""
+    logged = worker.log.stat().st_size if worker.log.exists() else 0
     await worker.restart()
+    async with asyncio.timeout(60):
+        while 'MCP server \\"t\\": ready' not in worker.log.read_text(errors="replace")[logged:]:
+            await asyncio.sleep(0.1)
 
 
 async def first_task(turn_id: str) -> dict:
-    async with asyncio.timeout(60):
-        while True:
-            event = await Turn.objects.get(pk=turn_id).events.filter(type="tool.task").order_by("seq").afirst()
-            if event is not None:
-                return event.payload
-            await asyncio.sleep(0.1)
+    for _ in range(600):
+        event = await TurnEvent.objects.filter(turn_id=turn_id, type="tool.task").order_by("seq").afirst()
+        if event is not None:
+            return event.payload
+        await asyncio.sleep(0.1)
+    turn = await Turn.objects.aget(pk=turn_id)
+    seen = [(e.type, e.payload) async for e in TurnEvent.objects.filter(turn_id=turn_id).order_by("seq")]
+    raise AssertionError(f"no task after 60 s: {turn.status} {turn.error} {seen}")
 
 
 async def until_ended(turn_id: str) -> Turn:
