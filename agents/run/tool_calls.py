@@ -148,7 +148,9 @@ class ToolCalls:
         state = run.paused_state
         decisions = await _decisions(run.turn, [c["id"] for c in state.awaiting])
         held, state.awaiting = state.awaiting, []
-        for waiting in held:
+        for index, waiting in enumerate(held):
+            # A task resumed after a restart asks again about the calls decided after it (resume_task).
+            run.rest = [Call(w["id"], w["name"], w["arguments"]) for w in held[index + 1 :]]
             row = decisions.get(waiting["id"])
             call = Call(waiting["id"], waiting["name"], waiting["arguments"])
             if row is not None and row.decision == ToolApproval.Decision.APPROVED:

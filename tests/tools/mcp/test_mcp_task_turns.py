@@ -1,25 +1,30 @@
 """MCP tasks in a turn: a call its server runs as a task shows the task's status on its card
 (`tool.task` events, live and on a reloaded page), stores what a resume needs while it runs and
-nothing once it has its result, and Stop sends `tasks/cancel`. A real server (task_server.py)."""
+nothing once it has its result, Stop sends `tasks/cancel`, and a turn whose process died mid-task is
+run again by the next sweep, following the task. A real server (task_server.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 
 from agents.models import Turn
 from agents.run.reasoner import Reasoner
+from agents.run.runners import LocalRunner
+from agents.state import PausedState
 from agents.turns import turn_start
 from agents.web.live import LiveRenderer
 from agents.web.timeline import render_turn
 from modes.models import AgentMode
 from tests.helpers import async_db
-from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
+from tests.helpers.mcp import START_TIMEOUT, HttpServer, all_settled, write_config
 from tools.mcp.host import McpHost
 from tools.registry import mcp_registry
 
@@ -43,7 +48,7 @@ def task_host(tmp_path_factory):
 
 @pytest.fixture
 async def agent_session(make_session):
-    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"], approval_policy=["t.*:auto"])
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"], approval_policy=["t.*:auto", "h.*:auto"])
     return await make_session(mode="general", execution="agent")
 
 
@@ -118,3 +123,51 @@ async def test_stop_cancels_the_task_at_the_server(task_host, agent_session, mod
     assert ended.status == Turn.Status.CANCELLED
     [result] = [e.payload for e in await events(turn.id) if e.type == "tool.result"]
     assert result["stopped"] is True
+
+
+@pytest.fixture(scope="module")
+def http_task_host(tmp_path_factory):
+    """The task server over streamable HTTP as "h", in the process-wide registry."""
+    server = HttpServer()
+    server.start("--tasks", "--modern")
+    host = McpHost(write_config(tmp_path_factory.mktemp("mcp") / "mcp.json", {"h": {"url": server.url}}))
+    host.start()
+    host.wait_until_sync(all_settled, START_TIMEOUT)
+    yield host
+    host.stop()
+    server.close()
+
+
+@async_db
+async def test_a_restarted_process_follows_the_task_its_dead_run_left(http_task_host, agent_session, model, llm):
+    """The turn as a process that died mid-task leaves it (running, its state and task stored, its
+    heartbeat old): the next sweep runs it again here, following the task by its id."""
+    made = await mcp_registry.get("h__make_task").execute('{"topic": "bats", "stages": 3}', None)
+    call = {"id": "call-1", "name": "h__research", "arguments": '{"topic": "bats"}'}
+    turn = await sync_to_async(turn_start)(session=agent_session, text="research bats")
+    assistant = {"role": "assistant", "content": None, "tool_calls": [_function(call)]}
+    state = PausedState(
+        messages=[{"role": "system", "content": "You help."}, {"role": "user", "content": "research bats"}, assistant],
+        tools=[],
+        kinds={"h__research": "mcp"},
+        mode="general",
+    )
+    task = {"call": call, "kind": "mcp", "taskId": made.result, "server": "h", "resumable": True, "rest": []}
+    await Turn.objects.filter(pk=turn.id).aupdate(
+        status=Turn.Status.RUNNING,
+        state={**state.to_json(), "task": task},
+        started_at=timezone.now() - timedelta(minutes=5),
+        heartbeat_at=timezone.now() - timedelta(minutes=5),
+    )
+    model.reply("Bats researched.")
+    runner = LocalRunner(mcp=mcp_registry)
+    await runner.sweep()
+    ended = await runner.wait(turn.id)
+    assert (ended.status, ended.answer) == (Turn.Status.COMPLETED, "Bats researched."), ended.error
+    [result] = [e.payload for e in await events(turn.id) if e.type == "tool.result"]
+    assert result["ok"] and result["result"] == "Report on bats: 3 stages done"
+    assert model.calls == 1  # the tool was not called again; the model heard its result
+
+
+def _function(call: dict) -> dict:
+    return {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
