@@ -128,14 +128,20 @@ class TaskRelay:
         self._queue: asyncio.Queue[ToolTask] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task | None = None
+        self._open = False
 
     async def __aenter__(self) -> TaskRelay:
+        self._open = True
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._open = False  # a report arriving later is dropped: the result says more
         if self._task is not None:
-            if exc[0] is None:
-                await self._queue.join()  # every status the call reported is written before its result
+            if exc[0] is None and not self._task.done():
+                # every status the call reported is written before its result (unless writing failed)
+                joined = asyncio.ensure_future(self._queue.join())
+                await asyncio.wait({joined, self._task}, return_when=asyncio.FIRST_COMPLETED)
+                joined.cancel()
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
@@ -149,6 +155,8 @@ class TaskRelay:
         self._loop.call_soon_threadsafe(self._put, payload)
 
     def _put(self, payload: ToolTask) -> None:  # on the run's loop
+        if not self._open:
+            return
         self._queue.put_nowait(payload)
         if self._task is None:
             self._task = self._loop.create_task(self._send())

@@ -153,3 +153,29 @@ def test_the_everything_servers_task_only_tool_is_offered_and_polled_to_completi
         host.stop()
         if http is not None:
             http.kill()
+
+
+def test_the_everything_servers_task_asks_the_caller_while_it_waits_for_input(tmp_path):
+    entry = everything_server()
+    host, registry = started_host(
+        tmp_path / "mcp.json", {"everything": {"command": "node", "args": [str(entry), "stdio"]}}
+    )
+    asked: list[Request] = []
+
+    async def ask(request: Request) -> Answer:
+        asked.append(request)
+        return Answer("accept", {"interpretation": "snake"})
+
+    async def run() -> str:
+        with asking(ask):
+            arguments = json.dumps({"topic": "python", "ambiguous": True})
+            result = await registry.get("everything__simulate-research-query").execute(arguments, None)
+        return result.result if result.successful else f"error: {result.error_message}"
+
+    try:
+        text = asyncio.run(run())
+        [request] = asked  # the task went input_required; its question came while tasks/result waited
+        assert "multiple interpretations" in request.message
+        assert "# Research Report: python (snake)" in text
+    finally:
+        host.stop()
