@@ -1,6 +1,9 @@
 """`Turn.state`: one documented shape per status, round-tripped through JSON.
 
-- `queued`, `running`: empty (`{}`) — the run holds what it needs in memory.
+- `queued`, `running`: empty (`{}`) — the run holds what it needs in memory; except while an MCP
+  server runs one of its calls as a task: a `PausedState` plus `task` (the call, the task's id and
+  server, the reply's calls after it), so another process can follow the task if this one dies
+  (agents/run/tool_calls.py `resume_task`, agents/run/claims.py `run_resume_tasks`).
 - `requires_action`: a `PausedState`: the conversation so far, the tools offered, the pending
   client tool calls; the turn continues exactly where it stopped when the client posts results.
 - `awaiting_approval`: a `PausedState` whose `awaiting` lists the calls waiting for the user's

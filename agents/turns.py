@@ -244,6 +244,17 @@ def counters(turn: Turn) -> TurnWrite:
     )
 
 
+def task_running(state: dict[str, Any]) -> TurnWrite:
+    """A running turn's state while an MCP server runs one of its calls as a task: a `PausedState`
+    plus its `task` (agents/run/tool_calls.py), so a run resumed elsewhere goes on from there."""
+    return TurnWrite(fields={"state": state}, from_statuses=frozenset({Status.RUNNING}))
+
+
+def task_ended() -> TurnWrite:
+    """The task's call has its result: the running turn holds nothing to resume any more."""
+    return TurnWrite(fields={"state": {}}, from_statuses=frozenset({Status.RUNNING}))
+
+
 def apply_locally(turn: Turn, write: TurnWrite) -> None:
     """Give the run's in-memory turn the columns it hands to the event writer."""
     for name, value in write.fields.items():

@@ -120,6 +120,20 @@ class ToolProgress(TypedDict):
     message: str  # at most PROGRESS_MESSAGE_CHARS
 
 
+class ToolTask(TypedDict):
+    """A running MCP call that its server runs as a task (tools/mcp/tasks.py): each new status. The
+    first one stores the task id, so a run resumed after its worker died follows the task again
+    (`resumable`: its server is reached over HTTP; a stdio server dies with its worker)."""
+
+    id: str
+    name: str
+    taskId: str
+    status: str  # working, input_required, completed, failed, cancelled
+    statusMessage: str  # at most tasks.MESSAGE_CHARS
+    server: str
+    resumable: bool
+
+
 class Branch(TypedDict):
     mode: str
     reason: str

@@ -29,6 +29,7 @@ from .payloads import (
     ToolCalled,
     ToolProgress,
     ToolResult,
+    ToolTask,
     TurnEnded,
     TurnStarted,
 )
@@ -108,6 +109,7 @@ EVENTS: dict[str, EventType] = _entries(
     EventType("model.retry", ModelRetry),
     EventType("tool.called", ToolCalled),
     EventType("tool.progress", ToolProgress),
+    EventType("tool.task", ToolTask),
     EventType("tool.result", ToolResult),
     EventType("mode.changed", ModeChange),
     EventType("document.updated", DocumentUpdated),

@@ -1,12 +1,16 @@
-"""How an Ask answer shows tool results when there is no follow-up model call."""
+"""How an Ask answer shows tool results when there is no follow-up model call, and whether there is one."""
 
 from __future__ import annotations
 
 import json
 
+from django.conf import settings
+
+from modes.models import AgentMode
 from tools.registry import result_is_answer, result_markdown
 
 from ..approvals import DECLINED_MODE_CHANGE, DENIED_TOOL
+from ..llm.catalog import ModelSpec
 from ..state import PausedState, ToolOutput
 
 NO_ANSWER = "*No answer from the model: it only called {names}. What that returned:*"
@@ -41,3 +45,12 @@ def summarize_tool_output(output: ToolOutput) -> str:
         return summary
     text = content if len(content) < 2000 else content[:2000] + "…"
     return f"```\n{text}\n```"
+
+
+def ask_followup(override: bool | None, mode: AgentMode | None, spec: ModelSpec) -> bool:
+    """Whether an Ask turn may call the model again after its tool results: the mode's setting wins
+    over the model's (models.json `askFollowup`), which wins over APTIX_ASK_FOLLOWUP."""
+    for choice in (override, mode.ask_followup if mode else None, spec.ask_followup):
+        if choice is not None:
+            return choice
+    return bool(settings.APTIX_ASK_FOLLOWUP)

@@ -6,15 +6,21 @@ that token, an unclaimed row and a claimable status, so of two deliveries of one
 claim succeeds and the other is a no-op. The claim holds until `lease_until`; the run's heartbeat
 renews it while the run holds it, and stops the run when it no longer does (a sweeper ended or
 re-queued the turn). A run is re-queued only where that is safe: a turn still `queued` (its worker
-died before the run started); a running turn whose lease expired is ended as interrupted.
+died before the run started), and a running turn whose worker died while an MCP server reached over
+HTTP ran one of its calls as a task (the turn's state holds the task: `run_resume_tasks`; the next run
+follows the task by its id, agents/run/tool_calls.py); any other running turn whose lease expired is
+ended as interrupted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -24,6 +30,13 @@ from ..models import Turn
 
 Status = Turn.Status
 CLAIMABLE = (Status.QUEUED, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL)
+# A running turn handed on to another process to follow its MCP task (run_resume_tasks)
+RESUMABLE = Q(status=Status.RUNNING, state__task__resumable=True)
+MAX_TASK_RESUMES = 3  # a task whose runs keep dying is given up: the turn ends (task_lost)
+TASK_LOST = (
+    'This turn was interrupted: the process running it stopped while the MCP server "{server}" ran '
+    "{tool} as a task, and {why}."
+)
 
 
 # --- leases (which turns are orphans is the runner's call; agents/turns.py ends them) -----------------
@@ -61,7 +74,8 @@ def run_dispatch(turn_id: str) -> str:
 def run_claim(turn_id: str, dispatch: str, worker: str, now: datetime | None = None) -> bool:
     """Claim the dispatched run for `worker`: True for exactly one caller per dispatch."""
     now = now or timezone.now()
-    claimed = Turn.objects.filter(pk=turn_id, dispatch=dispatch, worker="", status__in=CLAIMABLE).update(
+    claimable = Q(status__in=CLAIMABLE) | RESUMABLE
+    claimed = Turn.objects.filter(claimable, pk=turn_id, dispatch=dispatch, worker="").update(
         worker=worker, lease_until=now + lease(), heartbeat_at=now
     )
     return bool(claimed)
@@ -87,3 +101,48 @@ def unheld(turn: Turn, now: datetime) -> bool:
     if turn.is_paused or turn.is_finished:
         return True
     return not turn.worker or (turn.lease_until is not None and now > turn.lease_until)
+
+
+# --- MCP tasks of runs whose process died --------------------------------------------------------
+
+
+def open_task(turn: Turn) -> dict[str, Any] | None:
+    """The MCP task a running turn's call waits for (its state, agents/run/tool_calls.py), if any."""
+    task = (turn.state or {}).get("task") if turn.status == Status.RUNNING else None
+    return task if isinstance(task, dict) else None
+
+
+def task_lost(turn: Turn) -> str | None:
+    """Why a running turn whose process died cannot follow its task elsewhere (None: it has none)."""
+    task = open_task(turn)
+    if task is None:
+        return None
+    if not task.get("resumable"):
+        why = "a stdio server stops with the process that started it, so the task is gone"
+    elif task.get("resumes", 0) >= MAX_TASK_RESUMES:
+        why = f"it was lost again after {task.get('resumes', 0)} restarts"
+    else:
+        why = "no process took the task over"
+    return TASK_LOST.format(server=task.get("server", ""), tool=task.get("call", {}).get("name", "a tool"), why=why)
+
+
+def run_resume_tasks(held: Callable[[Turn], bool], now: datetime | None = None) -> list[str]:
+    """Running turns whose call waits for a task of an HTTP server, and that no process holds any more
+    (`held`: the runner's call): each is made claimable again (a fresh heartbeat, no worker) and its
+    count of resumes raised; the runner then runs it again. Past MAX_TASK_RESUMES it is left to the
+    orphan sweep, which ends it (task_lost)."""
+    now = now or timezone.now()
+    resumed = []
+    for turn in Turn.objects.filter(RESUMABLE):
+        if held(turn):
+            continue
+        with transaction.atomic():
+            locked = Turn.objects.select_for_update().filter(RESUMABLE, pk=turn.pk).first()
+            task = open_task(locked) if locked is not None and not held(locked) else None
+            if locked is None or task is None or task.get("resumes", 0) >= MAX_TASK_RESUMES:
+                continue
+            locked.state = {**locked.state, "task": {**task, "resumes": task.get("resumes", 0) + 1}}
+            locked.heartbeat_at, locked.lease_until, locked.worker = now, None, ""
+            locked.save(update_fields=["state", "heartbeat_at", "lease_until", "worker"])
+        resumed.append(turn.pk)
+    return resumed

@@ -30,10 +30,10 @@ from ..attachments import user_message
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
-from ..llm.catalog import ModelsConfigError, ModelSpec, model_for, models_config_problem
+from ..llm.catalog import ModelsConfigError, model_for, models_config_problem
 from ..models import Turn
 from ..state import PausedState
-from .answers import ask_answer
+from .answers import ask_answer, ask_followup
 from .asking import QuestionClosed
 from .context import TokenCounter, context_budget, documents_context, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
@@ -61,15 +61,6 @@ logger = logging.getLogger("aptix.reasoner")
 
 ERROR_INTERNAL = "Something went wrong while running this turn. The error was logged for the administrators."
 ERROR_MODELS = "This deployment's models configuration cannot be used; the administrators can see why in the admin."
-
-
-def ask_followup(override: bool | None, mode: AgentMode | None, spec: ModelSpec) -> bool:
-    """Whether an Ask turn may call the model again after its tool results: the mode's setting wins
-    over the model's (models.json `askFollowup`), which wins over APTIX_ASK_FOLLOWUP."""
-    for choice in (override, mode.ask_followup if mode else None, spec.ask_followup):
-        if choice is not None:
-            return choice
-    return bool(settings.APTIX_ASK_FOLLOWUP)
 
 
 class Reasoner:
@@ -119,7 +110,8 @@ class Reasoner:
         await meter_start(run)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
-        resumed = turn.status
+        resumed = turn.status  # running: a run resumed after its process died in an MCP task (resume_task)
+        resumed = resumed if resumed != Turn.Status.RUNNING or (turn.state or {}).get("task") else Turn.Status.QUEUED
         if resumed in Turn.PAUSED_STATUSES and not await turns.turn_resume(turn):
             # Ended while this run was on its way (a cancel, a new message): it owns nothing any more,
             # so nothing runs and nothing is written; the turn's end event was the last.
@@ -130,7 +122,7 @@ class Reasoner:
                 raise ModelsConfigError(models[0])  # no good configuration to run on: fail, saying so
             if resumed == Turn.Status.REQUIRES_ACTION:
                 run.state = self._continue_state(turn, tool_results or [])
-            elif resumed == Turn.Status.AWAITING_APPROVAL:
+            elif resumed in (Turn.Status.AWAITING_APPROVAL, Turn.Status.RUNNING):
                 run.state = PausedState.from_json(turn.state)
             else:
                 metrics.turn_started(execution=turn.execution, mode=turn.mode, model=spec.key)
@@ -244,9 +236,9 @@ class Reasoner:
     # --- the loop ---------------------------------------------------------------------------
 
     async def _loop(self, run: Run, resumed: str) -> RunOutcome:
-        if resumed in Turn.PAUSED_STATUSES:  # resumed in run(), before anything was written
-            if resumed == Turn.Status.AWAITING_APPROVAL:
-                await self.calls.resume_approved(run)
+        if resumed in (*Turn.PAUSED_STATUSES, Turn.Status.RUNNING):  # resumed in run(), before anything was written
+            if resumed in (Turn.Status.AWAITING_APPROVAL, Turn.Status.RUNNING):
+                await (self.calls.resume_task if resumed == Turn.Status.RUNNING else self.calls.resume_approved)(run)
                 if after := self._after_tools(run):
                     return after
             elif not run.agent and not run.ask_followup:

@@ -38,7 +38,15 @@ from ..runner import get_runner
 from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
-from .claims import lease_expired, orphan_queued_too_long, run_dispatch, stalled_queued, unheld
+from .claims import (
+    lease_expired,
+    orphan_queued_too_long,
+    run_dispatch,
+    run_resume_tasks,
+    stalled_queued,
+    task_lost,
+    unheld,
+)
 from .leases import Leases
 from .spans import TurnTrace, dispatch_span, local_trace, queued_fields, turn_ended, turn_span
 from .titles import title_session, wants_title
@@ -124,7 +132,20 @@ class Runner:
             await asyncio.sleep(interval)
 
     async def sweep(self) -> None:
+        """Hand on the running turns whose process died during an MCP task of an HTTP server (run
+        again, they follow the task: claims.run_resume_tasks), then end the orphans."""
+        for turn_id in await sync_to_async(run_resume_tasks)(self.holds):
+            logger.warning("Turn %s resumed: its MCP task outlived its process", turn_id, extra={"turn_id": turn_id})
+            await self.resume(turn_id)
         await sync_to_async(turn_end_orphans)(runner=self)
+
+    def holds(self, turn: Turn) -> bool:
+        """Whether a process still runs the running turn (else its MCP task is handed on)."""
+        raise NotImplementedError
+
+    async def resume(self, turn_id: str) -> None:
+        """Run again a running turn whose process died during its MCP task (run_resume_tasks)."""
+        raise NotImplementedError
 
     async def _run(self, turn_id: str, worker: str, trace: TurnTrace | None, **arguments: Any) -> Turn:
         from .reasoner import Reasoner
@@ -167,12 +188,18 @@ class LocalRunner(Runner):
                     break
         return await Turn.objects.select_related("session").aget(pk=turn_id)
 
+    def holds(self, turn: Turn) -> bool:
+        return turn.pk in self._tasks  # one process: a turn no task here runs is left over
+
+    async def resume(self, turn_id: str) -> None:
+        self.run_here(turn_id, trace=local_trace())
+
     def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
         # One process: an open turn with no task here is left over from a stopped server.
         if turn.status == Turn.Status.AWAITING_APPROVAL:  # an MCP server's question (turn_end_orphans)
             return ELICITATION_LOST if turn.pk not in self._tasks else None
         if turn.pk not in self._tasks and (turn.status == Turn.Status.RUNNING or orphan_queued_too_long(turn, now)):
-            return ERROR_INTERRUPTED
+            return task_lost(turn) or ERROR_INTERRUPTED
         return None
 
 
@@ -211,6 +238,12 @@ class WorkerRunner(Runner):
 
     def unheld(self, turn: Turn, now: datetime) -> bool:
         return unheld(turn, now)
+
+    def holds(self, turn: Turn) -> bool:
+        return not lease_expired(turn, timezone.now())
+
+    async def resume(self, turn_id: str) -> None:
+        await self._dispatch(turn_id, {})
 
     async def sweep(self) -> None:
         """Re-queue the queued runs whose worker died before they started (safe: nothing of them
@@ -253,7 +286,7 @@ class WorkerRunner(Runner):
         # A running turn whose heartbeat stopped (its worker died), or one queued for longer than a
         # minute (no worker took it; the channel layer drops undelivered runs then).
         if turn.status == Turn.Status.RUNNING:
-            return ERROR_INTERRUPTED if lease_expired(turn, now) else None
+            return (task_lost(turn) or ERROR_INTERRUPTED) if lease_expired(turn, now) else None
         if turn.status == Turn.Status.AWAITING_APPROVAL:  # an MCP server's question (turn_end_orphans)
             return ELICITATION_LOST if lease_expired(turn, now) else None
         if orphan_queued_too_long(turn, now):

@@ -22,10 +22,12 @@ from tools.builtin.read_resource import TOOL_NAME as READ_RESOURCE
 from tools.builtin.read_resource import ReadResourceTool
 from tools.builtin.tool_search import found_names
 from tools.mcp.elicitation import asking
+from tools.mcp.tasks import TaskWatch, watching
 from tools.mcp.userpool import CALLING_USER, missing_credentials, per_user_config
-from tools.mcp.waiting import starting_host
+from tools.mcp.waiting import server_type, starting_host
 from tools.registry import ToolRegistry
 
+from .. import turns
 from ..approvals import (
     DECLINED_CONNECT,
     DECLINED_MODE_CHANGE,
@@ -35,13 +37,14 @@ from ..approvals import (
     with_branch,
 )
 from ..events import EventRecorder
-from ..events.payloads import DocumentUpdated, ToolResult
+from ..events.payloads import DocumentUpdated, ToolResult, ToolTask
+from ..events.writer import TurnWrite
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
 from .asking import QuestionClosed, asking_for
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, resource_servers, with_current_mode
-from .progress import ProgressRelay
+from .progress import ProgressRelay, TaskRelay
 from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
 
@@ -76,6 +79,7 @@ class Run:
     spec: Any = None  # the turn's ModelSpec: its models.json key and price (metering.py)
     quota: Any = None  # the month's QuotaState as of the last model call (metering.py); None: unlimited
     ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
+    rest: list[Call] = field(default_factory=list)  # the reply's calls after the one running (a task's resume)
 
     @property
     def agent(self) -> bool:
@@ -108,7 +112,8 @@ class ToolCalls:
         `awaiting` (the user must approve it first)."""
         state = run.paused_state
         repeats = 0
-        for call in calls:
+        for index, call in enumerate(calls):
+            run.rest = calls[index + 1 :]  # what a resume after a task runs next (resume_task)
             kind = state.kinds.get(call.name)
             if kind is None and call.name in state.on_demand:  # allowed, named without a search: offer it
                 kind = "mcp" if offer_tools(state, [call.name], self.mcp) else None
@@ -143,7 +148,9 @@ class ToolCalls:
         state = run.paused_state
         decisions = await _decisions(run.turn, [c["id"] for c in state.awaiting])
         held, state.awaiting = state.awaiting, []
-        for waiting in held:
+        for index, waiting in enumerate(held):
+            # A task resumed after a restart asks again about the calls decided after it (resume_task).
+            run.rest = [Call(w["id"], w["name"], w["arguments"]) for w in held[index + 1 :]]
             row = decisions.get(waiting["id"])
             call = Call(waiting["id"], waiting["name"], waiting["arguments"])
             if row is not None and row.decision == ToolApproval.Decision.APPROVED:
@@ -202,7 +209,35 @@ class ToolCalls:
             "reason": _reason(call.arguments) if approval == Kind.MODE_CHANGE else "",
         }
 
-    async def _call(self, run: Run, call: Call, kind: str | None) -> None:
+    async def resume_task(self, run: Run) -> None:
+        """A run resumed after the process that ran it died while an MCP server ran one of its calls
+        as a task (an HTTP server keeps it): follow that task by its id rather than call the tool
+        again, then run the rest of that reply's calls."""
+        task = (run.turn.state or {}).get("task") or {}
+        call = Call(**task["call"])
+        await self._call(run, call, task.get("kind"), resume=str(task["taskId"]))
+        if rest := [Call(**c) for c in task.get("rest") or []]:
+            await self.run_reply(run, rest)
+
+    def _task_saved(self, run: Run, call: Call, kind: str | None, rest: list[Call]) -> Any:
+        """What the first status of a call's task writes with it: the run's state and the task, so the
+        sweep can hand the turn to another process if this one dies (agents/run/runners.py)."""
+
+        async def saved(payload: ToolTask) -> TurnWrite:
+            task = {
+                "call": {"id": call.id, "name": call.name, "arguments": call.arguments},
+                "kind": kind,
+                "taskId": payload["taskId"],
+                "server": payload["server"],
+                "resumable": payload["resumable"],
+                "resumes": int(((run.turn.state or {}).get("task") or {}).get("resumes", 0)),
+                "rest": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in rest],
+            }
+            return turns.task_running({**run.paused_state.to_json(), "task": task})
+
+        return saved
+
+    async def _call(self, run: Run, call: Call, kind: str | None, *, resume: str = "") -> None:
         session = run.turn.session
         context = ToolContext(
             session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
@@ -213,8 +248,18 @@ class ToolCalls:
         try:
             with tool_span(call.name, call.id, kind, call.arguments) as span:
                 try:
-                    async with ProgressRelay(run.recorder, call.id, call.name) as progress:
-                        with asking(asking_for(run, call)):  # its MCP server may ask the user (asking.py)
+                    server = call.name.partition(MCP_SEPARATOR)[0] if kind == "mcp" else ""
+                    tasks = TaskRelay(
+                        run.recorder,
+                        call.id,
+                        call.name,
+                        server=server,
+                        resumable=bool(server) and server_type(self.mcp, server) not in (None, "stdio"),
+                        on_created=self._task_saved(run, call, kind, run.rest),
+                    )
+                    async with ProgressRelay(run.recorder, call.id, call.name) as progress, tasks:
+                        # its MCP server may ask the user (asking.py), or run the call as a task (tasks.py)
+                        with asking(asking_for(run, call)), watching(TaskWatch(tasks.report, resume=resume)):
                             result = await self._execute(call, kind, context, run.paused_state, progress.report)
                     if run.ended_while_asking:
                         raise QuestionClosed
@@ -231,7 +276,9 @@ class ToolCalls:
             CALLING_USER.reset(calling)
         elapsed = time.monotonic() - started
         metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
-        await self._record(run, call, result, round(elapsed * 1000, 1))
+        # A task's saved state goes with its result: nothing is left for a resume to follow.
+        done = turns.task_ended() if tasks.task_id else None
+        await self._record(run, call, result, round(elapsed * 1000, 1), turn_write=done)
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
         if call.name == DocumentWriteTool.TOOL_NAME and result.successful:
@@ -248,6 +295,7 @@ class ToolCalls:
         *,
         repeat: bool = False,
         stopped: bool = False,
+        turn_write: TurnWrite | None = None,
     ) -> None:
         state = run.paused_state
         full = result.content_for_model()
@@ -280,7 +328,9 @@ class ToolCalls:
             payload["repeat"] = True
         if stopped:
             payload["stopped"] = True
-        await run.recorder.emit("tool.result", payload, defer=True)  # the next event writes it too
+        await run.recorder.emit(
+            "tool.result", payload, defer=True, turn_write=turn_write
+        )  # the next event writes it too
 
     async def _when_started(self, name: str, on_progress: Progress) -> Any:
         """MCP tool `name` once its server is up, if the server is starting now (the tool card says

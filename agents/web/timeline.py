@@ -25,10 +25,11 @@ from agents.events.payloads import (
     ToolCalled,
     ToolProgress,
     ToolResult,
+    ToolTask,
 )
 from agents.llm.protocol import estimate_tokens
 from agents.models import Turn, TurnEvent
-from agents.run.progress import progress_label
+from agents.run.progress import progress_of, task_progress
 from agents.selectors import mode_display_name, mode_proposed
 from agents.state import ModeChange
 from modes.proposal import find_proposal
@@ -80,16 +81,6 @@ def tool_item(
             text = result.get("text") or ""  # the card shows the images, links, resources and files apart
         data["result"] = text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")
     return Item("tool", data)
-
-
-def progress_of(payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What a running call's card shows of its latest `tool.progress`: '3/10 — fetching…' and, with a
-    total, a progress bar."""
-    if not payload or not (label := progress_label(dict(payload))):
-        return None
-    total = payload.get("total")
-    total = total if isinstance(total, int | float) else None
-    return {"label": label, "value": payload.get("progress"), "total": total}
 
 
 def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]] | None:
@@ -171,6 +162,12 @@ def _tool_progress(timeline: TurnItems, p: ToolProgress) -> None:
     timeline.fragment(
         "agents/_tool_progress.html", call_id=p.get("id", ""), name=p.get("name", ""), oob=True, progress=progress
     )
+
+
+@shows("tool.task")
+def _tool_task(timeline: TurnItems, p: ToolTask) -> None:
+    """A call its MCP server runs as a task: its status and message on the card's progress line."""
+    _tool_progress(timeline, task_progress(p))
 
 
 @shows("tool.result")

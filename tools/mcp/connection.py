@@ -28,6 +28,18 @@ from .entry import Progress
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
+from .tasks import (
+    FOLLOW,
+    WATCH,
+    TaskFollower,
+    TasksExtension,
+    TaskState,
+    call_legacy,
+    modern,
+    requires_task,
+    server_runs_tasks,
+    state_of,
+)
 from .transport import ChildProcess, stdio_transport
 
 logger = logging.getLogger("aptix.mcp")
@@ -85,7 +97,8 @@ class Connection:
         # What a call that lost its server reports; set by the supervisor once the cause is known.
         self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.client: Client | None = None
-        self.listing = ToolListing(self._protocol_version)
+        self.listing = ToolListing(self._protocol_version, self.runs_tasks)
+        self._task_tools: set[str] = set()  # tools that run only as tasks (called task-augmented)
         self._in_flight = 0
         self._idle_since = anyio.current_time()
 
@@ -101,6 +114,14 @@ class Connection:
             return self.client.protocol_version if self.client is not None else None
         except Exception:  # noqa: BLE001 - before the handshake: the listing check falls back to a default
             return None
+
+    def runs_tasks(self) -> bool:
+        """Whether the server may run a tool call as a task on this session (tasks.py)."""
+        try:
+            client = self.client
+            return client is not None and server_runs_tasks(client.server_capabilities, client.protocol_version)
+        except Exception:  # noqa: BLE001 - before the handshake: no tasks
+            return False
 
     @property
     def pid(self) -> int | None:
@@ -135,6 +156,7 @@ class Connection:
                 log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in
                 cache=None,
                 client_info=_client_info(),
+                extensions=[TasksExtension()],  # 2026-07-28: the tasks extension (tasks.py)
             )
             yield await stack.enter_async_context(client)
 
@@ -165,6 +187,7 @@ class Connection:
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
+                self._task_tools = {tool.name for tool in tools if requires_task(tool)}
                 return tools
 
     async def listen_for_tool_changes(self) -> None:
@@ -213,7 +236,27 @@ class Connection:
                     if on_progress is not None:
                         on_progress(progress, total, message)
 
-                return await client.call_tool(tool, arguments, progress_callback=reported)
+                async def follow(state: TaskState) -> types.CallToolResult:
+                    # A task runs as long as the server works on it: each poll is bounded, not the task.
+                    scope.deadline = math.inf
+                    follower = TaskFollower(
+                        client.session, version=client.protocol_version, timeout=timeout, watch=watch
+                    )
+                    return await follower.follow(state)
+
+                watch = WATCH.get()
+                if watch is not None and watch.resume:  # resumed after a restart: the tool is not called again
+                    return await follow(TaskState(watch.resume, "working"))
+                if tool in self._task_tools and not modern(client.protocol_version) and self.runs_tasks():
+                    raw = await call_legacy(client.session, tool, arguments, timeout, reported)
+                    if isinstance(raw.get("task"), dict):
+                        return await follow(state_of(raw["task"]))
+                    return types.CallToolResult.model_validate(raw)
+                following = FOLLOW.set(follow)  # a 2026-07-28 server may answer with a task (tasks.py)
+                try:
+                    return await client.call_tool(tool, arguments, progress_callback=reported)
+                finally:
+                    FOLLOW.reset(following)
             # Only the deadline ends the scope without a result.
             if progressed and scope.deadline >= started + longest:
                 raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')

@@ -6,8 +6,9 @@ up. Here each tool of the raw answer is validated against the negotiated protoco
 broken one is taken out, with its error kept in `rejected` for the status, and the rest of the
 listing reaches the SDK intact. So is a tool whose `inputSchema` or `outputSchema` is not valid JSON
 Schema (`"type": "strin"`: model providers refuse a whole request over one such schema), and one
-that can only run as an MCP task (`execution.taskSupport: "required"`): the host does not run tasks,
-so the server would refuse every plain call of it (-32601) after the user approved it.
+that can only run as an MCP task (`execution.taskSupport: "required"`) on a server that does not
+declare task support for tools/call (tasks.py): it would refuse every plain call of it (-32601) after
+the user approved it. Where the server runs tasks, such a tool is offered and called as a task.
 """
 
 from __future__ import annotations
@@ -27,15 +28,19 @@ from pydantic import ValidationError
 
 LIST_METHOD = "tools/list"
 SCHEMA_KEYS = ("inputSchema", "outputSchema")
-TASKS_REQUIRED = 'it runs only as an MCP task (execution.taskSupport "required"), which Aptix does not support yet'
+TASKS_REQUIRED = (
+    'it runs only as an MCP task (execution.taskSupport "required"), '
+    "but the server does not declare task support for tools/call"
+)
 
 
 class ToolListing:
     """Remembers which requests are tools/list and filters their answers. `rejected` maps the name
     of each tool taken out of the latest listing to why."""
 
-    def __init__(self, version: Callable[[], str | None]) -> None:
+    def __init__(self, version: Callable[[], str | None], runs_tasks: Callable[[], bool] = lambda: False) -> None:
         self._version = version
+        self._runs_tasks = runs_tasks
         self._pending: set[types.RequestId] = set()
         self.rejected: dict[str, str] = {}
         self._rejected_now: dict[str, str] = {}
@@ -70,7 +75,7 @@ class ToolListing:
             except (KeyError, ValueError):
                 kept.append(tool)  # a version this SDK does not validate: leave it to the SDK
             else:
-                problem = unofferable(tool)
+                problem = unofferable(tool, tasks=self._runs_tasks())
                 if problem:
                     self._rejected_now[str(tool.get("name") or f"#{index + 1}")] = problem
                 else:
@@ -78,16 +83,16 @@ class ToolListing:
         return kept
 
 
-def unofferable(tool: dict[str, Any]) -> str:
+def unofferable(tool: dict[str, Any], *, tasks: bool = False) -> str:
     """Why a tool that is valid MCP cannot be offered ("" when it can): a schema that is not JSON
-    Schema, or a tool that needs tasks."""
+    Schema, or a tool that needs tasks of a server that does not run them (`tasks`: it does)."""
     for key in SCHEMA_KEYS:
         if isinstance(tool.get(key), dict):
             problem = schema_problem(json.dumps(tool[key], sort_keys=True))
             if problem:
                 return f"invalid definition: {key} is not valid JSON Schema: {problem}"
     execution = tool.get("execution")
-    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required" and not tasks:
         return TASKS_REQUIRED
     return ""
 

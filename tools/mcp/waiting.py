@@ -31,6 +31,16 @@ def starting_host(registry: ToolRegistry, server: str) -> StatusWaits | None:
     return None
 
 
+def server_type(registry: ToolRegistry, server: str) -> str | None:
+    """The transport ("stdio", "http", "sse") of `server` as a running host publishing into
+    `registry` runs it (None: none does): a task of an HTTP server outlives the process that called."""
+    for host in list(RUNNING):
+        supervisor = host._supervisors.get(server) if host.registry is registry else None
+        if supervisor is not None:
+            return supervisor.config.type
+    return None
+
+
 class StatusWaits:
     registry: ToolRegistry
     _changed: asyncio.Event

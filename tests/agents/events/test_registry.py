@@ -43,6 +43,15 @@ SAMPLES: dict[str, dict[str, Any]] = {
     },
     "tool.called": {"id": "c1", "name": "agent_list_modes", "arguments": "{}", "kind": "internal"},
     "tool.progress": {"id": "c1", "name": "agent_list_modes", "progress": 1, "total": 2, "message": "half way"},
+    "tool.task": {
+        "id": "c1",
+        "name": "agent_list_modes",
+        "taskId": "t-1",
+        "status": "working",
+        "statusMessage": "Gathering sources",
+        "server": "research",
+        "resumable": True,
+    },
     "tool.result": {"id": "c1", "name": "agent_list_modes", "ok": True, "duration_ms": 3.5, "result": '{"modes": []}'},
     "mode.changed": {"previousMode": "general", "newMode": "data-analysis", "reason": "charts", "branch": False},
     "document.updated": {"documentId": "d1", "title": "TUL-008 <API>", "version": 3, "author": "agent"},
@@ -210,6 +219,7 @@ def test_the_timeline_and_the_live_stream_draw_each_type_through_its_one_view(te
     for event_type, marker in [
         ("tool.called", 'id="tool-c1"'),
         ("tool.progress", 'id="tool-c1-progress"'),
+        ("tool.task", "Task working: Gathering sources"),
         ("tool.result", "&quot;modes&quot;"),
         ("mode.changed", "<strong>data-analysis</strong>"),
         ("document.updated", "Document <strong>TUL-008 &lt;API&gt;</strong> v3 updated"),

@@ -9,7 +9,8 @@ resets them, and the client may notice that first). With `--ts-sessions`, a requ
 does not know is answered as servers built on the TypeScript SDK's examples do (the reference
 `everything` server): HTTP 400 with a JSON-RPC error without an id, "Bad Request: No valid session
 ID provided", rather than the specification's 404. A call whose arguments hold FAIL_WITH_503 is
-answered HTTP 503 with a plain-text reason, as a proxy in front of a server does."""
+answered HTTP 503 with a plain-text reason, as a proxy in front of a server does. With `--tasks`, it
+serves task_server.py's tools (tasks, per the 2026-07-28 extension: give `--modern` too) instead."""
 
 from __future__ import annotations
 
@@ -110,10 +111,14 @@ def main() -> None:
     parser.add_argument("--modern", action="store_true", help="also speak 2026-07-28 (sessionless)")
     parser.add_argument("--sse", action="store_true", help="the legacy HTTP+SSE transport")
     parser.add_argument("--ts-sessions", action="store_true", help="400 for an unknown session, as TypeScript servers")
+    parser.add_argument("--tasks", action="store_true", help="task_server.py's tools, which run as tasks")
     options = parser.parse_args()
+    served = server
+    if options.tasks:
+        from task_server import server as served
     if not options.modern:
-        server._lowlevel_server.add_request_handler("server/discover", types.RequestParams, no_discover)
-    app = server.sse_app() if options.sse else server.streamable_http_app()
+        served._lowlevel_server.add_request_handler("server/discover", types.RequestParams, no_discover)
+    app = served.sse_app() if options.sse else served.streamable_http_app()
     if not options.sse:
         app = answering_as_told(app, sessions_400=options.ts_sessions)
     if options.token:

@@ -134,7 +134,8 @@ def test_the_tools_panel_says_why_a_task_only_tool_and_an_invalid_schema_are_not
     assert "ready with 2 tools, 2 dropped" in panel
     assert (
         '<code>task_only</code> <span class="why">not offered: it runs only as an MCP task '
-        "(execution.taskSupport &quot;required&quot;), which Aptix does not support yet</span>"
+        "(execution.taskSupport &quot;required&quot;), but the server does not declare task support for "
+        "tools/call</span>"
     ) in panel
     assert (
         '<code>typo_schema</code> <span class="why">not offered: invalid definition: inputSchema is not valid '

@@ -1,7 +1,7 @@
 """The MCP host against the reference `everything` server from npm (tests/helpers/everything.py;
 skipped with the reason when node or npm is missing): its streamable-HTTP server killed and
 restarted gets a new session, although it answers the old one with HTTP 400 rather than 404; its
-sample image (an iCCP chunk with a bad CRC) is an image; its task-only tool is not offered."""
+sample image (an iCCP chunk with a bad CRC) is an image; its task-only tool is offered (it runs tasks)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from tests.helpers.everything import EverythingHttp, everything_server
 from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
 from tools.mcp.host import McpHost
-from tools.mcp.listing import TASKS_REQUIRED
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real subprocesses (node servers)
@@ -67,7 +66,7 @@ def test_a_killed_and_restarted_http_server_gets_a_new_session(entry, host_for):
         server.kill()
 
 
-def test_the_tiny_image_is_an_image_and_the_task_only_tool_is_not_offered(entry, host_for):
+def test_the_tiny_image_is_an_image_and_the_task_only_tool_is_offered(entry, host_for):
     host, registry = host_for({"command": "node", "args": [str(entry), "stdio"]})
     (status,) = host.status()
     assert status.state == "ready", status
@@ -76,5 +75,6 @@ def test_the_tiny_image_is_an_image_and_the_task_only_tool_is_not_offered(entry,
 
     images = [a for a in result.attachments if a.kind == "image"]
     assert [(a.mime, a.width, a.height) for a in images] == [("image/png", 20, 20)]
-    assert dict(status.dropped)["simulate-research-query"] == TASKS_REQUIRED
-    assert "everything__simulate-research-query" not in registry
+    # It declares tasks for tools/call, so its tool that runs only as a task is offered (test_mcp_tasks.py)
+    assert "simulate-research-query" not in dict(status.dropped)
+    assert "everything__simulate-research-query" in registry
