@@ -389,16 +389,7 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
         if reason:
             stale[turn.pk] = (turn, reason)
     for turn, error in stale.values():
-        turn_end_unrun(
-            turn,
-            session_id=turn.session_id,
-            status=Status.FAILED,
-            event_type="turn.failed",
-            payload={"error": error, "kind": "interrupted"},
-            mode=turn.session.mode,
-            error=error,
-            now=now,
-        )
+        _end_orphan(turn, error, now)
     if stale:
         logger.warning(
             "Ended %d interrupted turn(s)%s",
@@ -411,6 +402,28 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
             },
         )
     return list(stale)
+
+
+def _end_orphan(turn: Turn, error: str, now: datetime) -> None:
+    """End one orphan `failed`; a question it waited on is closed (cancelled) with it, so no audit
+    row or card stays pending for an ended turn."""
+    with transaction.atomic():
+        asking = turn.status == Status.AWAITING_APPROVAL
+        decided = approvals_close(turn, ToolApproval.Decision.CANCELLED) if asking else []
+        ended = turn_end_unrun(
+            turn,
+            session_id=turn.session_id,
+            status=Status.FAILED,
+            event_type="turn.failed",
+            payload={"error": error, "kind": "interrupted"},
+            mode=turn.session.mode,
+            error=error,
+            now=now,
+            before=[("approval.decided", {"decisions": decided})] if decided else [],
+            only_from=frozenset({Status.AWAITING_APPROVAL}) if asking else None,
+        )
+        if not ended:  # it moved on meanwhile (answered, ended): its rows are someone else's
+            transaction.set_rollback(True)
 
 
 async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:
