@@ -378,8 +378,10 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
     ends `failed` with a `turn.failed` event saying why."""
     runner = runner or get_runner()
     now = timezone.now()
-    # A turn waiting for the answer to an MCP server's question is held by the run whose call is open.
+    # A turn waiting for the answer to an MCP server's question is held by the run whose call is open
+    # (one that can be resumed is held by none, like an approval).
     asking = Q(status=Status.AWAITING_APPROVAL, approvals__kind="elicitation", approvals__decision="")
+    asking &= Q(approvals__request__resume__isnull=True)
     turns = Turn.objects.filter(Q(status__in=[Status.QUEUED, Status.RUNNING]) | asking).distinct()
     if session is not None:
         turns = turns.filter(session=session)
@@ -405,8 +407,7 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
 
 
 def _end_orphan(turn: Turn, error: str, now: datetime) -> None:
-    """End one orphan `failed`; a question it waited on is closed (cancelled) with it, so no audit
-    row or card stays pending for an ended turn."""
+    """End one orphan `failed`, with the question it waited on closed (no card stays pending)."""
     with transaction.atomic():
         asking = turn.status == Status.AWAITING_APPROVAL
         decided = approvals_close(turn, ToolApproval.Decision.CANCELLED) if asking else []

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import anyio
 import httpx2
@@ -23,7 +24,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
 from .config import ServerConfig
-from .elicitation import callback_for
+from .elicitation import RESUME, ROUND, InputPause, Round, callback_for
 from .entry import Progress
 from .http import HttpWatch
 from .listing import ToolListing, filtered
@@ -136,7 +137,9 @@ class Connection:
                 cache=None,
                 client_info=_client_info(),
             )
-            yield await stack.enter_async_context(client)
+            entered = await stack.enter_async_context(client)
+            _record_rounds(entered)
+            yield entered
 
     async def startup_failure(self, exc: Exception) -> str:
         leaf = _leaf(exc)
@@ -213,7 +216,8 @@ class Connection:
                     if on_progress is not None:
                         on_progress(progress, total, message)
 
-                return await client.call_tool(tool, arguments, progress_callback=reported)
+                ROUND.set(Round(http=self.child is None))  # this call's task and what it starts
+                return await client.call_tool(tool, arguments, progress_callback=reported, **_seeds())
             # Only the deadline ends the scope without a result.
             if progressed and scope.deadline >= started + longest:
                 raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')
@@ -230,6 +234,10 @@ class Connection:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             self.lost.set()
             raise ConnectionLost() from exc
+        except BaseExceptionGroup as group:  # the SDK's task group around the question's callback
+            if isinstance(pause := _leaf(group), InputPause):
+                raise pause from None
+            raise
         finally:
             self._in_flight -= 1
             self._idle_since = anyio.current_time()
@@ -276,6 +284,31 @@ class ConnectionLost(Exception):
 
 class SessionGone(ConnectionLost):
     """The HTTP server answered 404 for the session: the call never ran."""
+
+
+def _seeds() -> dict[str, Any]:
+    """What a call resumed after its question carries: the answer and the server's state."""
+    resume = RESUME.get()
+    if resume is None:
+        return {}
+    return {"input_responses": resume.input_responses(), "request_state": resume.request_state}
+
+
+def _record_rounds(client: Client) -> None:
+    """Keep the `request_state` of each "input required" answer in the call's Round (elicitation.py):
+    the SDK drives the rounds inside `call_tool` and hands its callbacks the request alone, while a
+    question that pauses the turn needs the state to be resumed. The SDK sends every round through
+    the session's `call_tool`, so this wraps that one method of this connection's session."""
+    session = client.session
+    send = session.call_tool
+
+    async def recorded(*args: Any, **kwargs: Any) -> Any:
+        result = await send(*args, **kwargs)
+        if isinstance(result, types.InputRequiredResult) and (round_ := ROUND.get()) is not None:
+            round_.input_required, round_.request_state = True, result.request_state
+        return result
+
+    session.call_tool = recorded  # type: ignore[method-assign]
 
 
 def describe_error(exc: BaseException) -> str:
