@@ -9,8 +9,13 @@ session owner's answer (a form's content checked against the schema) and puts th
 `running` in one transaction; the waiting run reads the answer with `elicitation_answered`, writes
 the `approval.decided` event (it holds the turn's event numbers) and gives the answer to the server.
 A new message or a cancel closes the row (`approvals_close`): the run reads "declined" or
-"cancelled". The request cannot outlive the process that holds the call: when that process is gone,
-the orphan sweep ends the turn with ERROR_LOST (agents/turns.py).
+"cancelled". Such a request cannot outlive the process that holds the call: when that process is
+gone, the orphan sweep ends the turn with ERROR_LOST (agents/turns.py).
+
+A question that can be resumed (agents/run/asking.py) is held by no run: its row's `request` also
+keeps `resume` (the call's id, the key the server asked under, its `request_state`), the turn waits
+like an approval, and the answer records the decision and its approval.decided event and, once
+nothing else is pending, leaves the turn to be resumed (`elicitation_answer_to_resume`).
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from tools.mcp.config import TOOL_SEPARATOR
 from tools.mcp.elicitation import ACTIONS, Action, Answer, Request, validate_content
 
 from .approvals import CODE_INVALID, CODE_STALE, ERROR_NOT_WAITING, ERROR_UNKNOWN_CALL
+from .events import events_append
 from .models import ToolApproval, Turn, TurnEvent
-from .state import PausedState, PendingApproval
+from .state import PendingApproval
 
 Kind = ToolApproval.Kind
 Decision = ToolApproval.Decision
@@ -46,9 +52,12 @@ DECISION_ACTIONS: dict[str, Action] = {
 }
 
 
-def elicitation_request(turn: Turn, *, call_id: str, name: str, arguments: str, request: Request) -> PendingApproval:
+def elicitation_request(
+    turn: Turn, *, call_id: str, name: str, arguments: str, request: Request, resume: dict[str, Any] | None = None
+) -> PendingApproval:
     """The audit row of one question (ids: the tool call's, then `<id>.2`, `<id>.3` for later
-    questions in the same call) and the pending item the turn's state lists."""
+    questions in the same call) and the pending item the turn's state lists; `resume`: what the
+    paused call needs to be sent again (kept on the row only)."""
     asked = ToolApproval.objects.filter(turn=turn, tool_call_id__startswith=call_id).count()
     item_id = call_id if asked == 0 else f"{call_id}.{asked + 1}"
     details: dict[str, Any] = {"mode": request.mode, "message": request.message}
@@ -66,7 +75,7 @@ def elicitation_request(turn: Turn, *, call_id: str, name: str, arguments: str, 
         server=name.partition(TOOL_SEPARATOR)[0],
         arguments=arguments,
         kind=Kind.ELICITATION,
-        request=details,
+        request={**details, "resume": resume} if resume else details,
     )
     return {
         "id": item_id,
@@ -91,9 +100,27 @@ def elicitation_answered(turn_id: str, item_id: str) -> Answer | None:
     return Answer(action, row.content if action == "accept" else None)
 
 
+def resume_details(row: ToolApproval) -> tuple[str, str | None]:
+    """(key, request_state) of a question that can be resumed."""
+    resume = row.request["resume"]
+    return str(resume["key"]), resume.get("state")
+
+
 def elicitation_answer(*, turn: Turn, item_id: str, action: str, content: Any, user: Any) -> Turn:
-    """Record the owner's answer and put the turn back to running. Raises ValidationError (code
-    "stale", "invalid" or "owner") naming the field, writing nothing, on a wrong answer."""
+    """Record the owner's answer and put the turn back to running (a question a run holds). Raises
+    ValidationError (code "stale", "invalid" or "owner") naming the field, writing nothing, on a
+    wrong answer."""
+    return _answer(turn=turn, item_id=item_id, action=action, content=content, user=user)[0]
+
+
+def elicitation_answer_to_resume(*, turn: Turn, item_id: str, action: str, content: Any, user: Any) -> Turn | None:
+    """`elicitation_answer`; the turn when it is now the caller's to resume (a question no run holds,
+    and nothing else pending), else None (a run holds it and goes on, or other items wait)."""
+    answered, resume = _answer(turn=turn, item_id=item_id, action=action, content=content, user=user)
+    return answered if resume else None
+
+
+def _answer(*, turn: Turn, item_id: str, action: str, content: Any, user: Any) -> tuple[Turn, bool]:
     if action not in ACTIONS:
         raise ValidationError({"decision": ValidationError('Answer "accept", "decline" or "cancel".', CODE_INVALID)})
     with transaction.atomic():
@@ -114,19 +141,23 @@ def elicitation_answer(*, turn: Turn, item_id: str, action: str, content: Any, u
         row.decision, row.content = ACTION_DECISIONS[action], answered
         row.decided_by, row.decided_at = user, timezone.now()
         row.save(update_fields=["decision", "content", "decided_by", "decided_at"])
-        state = PausedState.from_json(locked.state or {})
-        state.awaiting = [item for item in state.awaiting if item["id"] != item_id]
+        if "resume" in row.request:  # no run holds it: the decision's event is written here
+            events_append(locked.pk, locked.session_id, [("approval.decided", {"decisions": [_decided(row)]})])
+            return locked, not locked.approvals.filter(decision="").exists()
         Turn.objects.filter(pk=locked.pk).update(status=Turn.Status.RUNNING, state={})
     locked.refresh_from_db()
-    return locked
+    return locked, False
 
 
 def decided_payload(turn_id: str, item_id: str) -> dict[str, Any]:
     """The approval.decided entry of an answered question (the waiting run writes the event: it
     holds the turn's event numbers)."""
-    row = ToolApproval.objects.select_related("decided_by").get(turn_id=turn_id, tool_call_id=item_id)
+    return _decided(ToolApproval.objects.select_related("decided_by").get(turn_id=turn_id, tool_call_id=item_id))
+
+
+def _decided(row: ToolApproval) -> dict[str, Any]:
     return {
-        "id": item_id,
+        "id": row.tool_call_id,
         "name": row.tool,
         "kind": Kind.ELICITATION,
         "decision": row.decision,

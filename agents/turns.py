@@ -244,15 +244,11 @@ def counters(turn: Turn) -> TurnWrite:
     )
 
 
-def task_running(state: dict[str, Any]) -> TurnWrite:
+def task_running(state: dict[str, Any] | None = None) -> TurnWrite:
     """A running turn's state while an MCP server runs one of its calls as a task: a `PausedState`
-    plus its `task` (agents/run/tool_calls.py), so a run resumed elsewhere goes on from there."""
-    return TurnWrite(fields={"state": state}, from_statuses=frozenset({Status.RUNNING}))
-
-
-def task_ended() -> TurnWrite:
-    """The task's call has its result: the running turn holds nothing to resume any more."""
-    return TurnWrite(fields={"state": {}}, from_statuses=frozenset({Status.RUNNING}))
+    plus its `task` (agents/run/tool_calls.py), so a run resumed elsewhere goes on from there; None
+    once the call has its result (nothing to resume any more)."""
+    return TurnWrite(fields={"state": state or {}}, from_statuses=frozenset({Status.RUNNING}))
 
 
 def apply_locally(turn: Turn, write: TurnWrite) -> None:
@@ -389,18 +385,32 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
     ends `failed` with a `turn.failed` event saying why."""
     runner = runner or get_runner()
     now = timezone.now()
-    # A turn waiting for the answer to an MCP server's question is held by the run whose call is open.
+    # A turn waiting for the answer to an MCP server's question is held by the run whose call is open
+    # (one that can be resumed is held by none, like an approval).
     asking = Q(status=Status.AWAITING_APPROVAL, approvals__kind="elicitation", approvals__decision="")
+    asking &= Q(approvals__request__resume__isnull=True)
     turns = Turn.objects.filter(Q(status__in=[Status.QUEUED, Status.RUNNING]) | asking).distinct()
     if session is not None:
         turns = turns.filter(session=session)
     stale: dict[str, tuple[Turn, str]] = {}
     for turn in turns.select_related("session"):
-        reason = runner.orphan_reason(turn, now)
-        if reason:
+        if reason := runner.orphan_reason(turn, now):
             stale[turn.pk] = (turn, reason)
     for turn, error in stale.values():
-        turn_end_unrun(
+        _end_orphan(turn, error, now)
+    if stale:
+        where, session_id = (f" of session {session.pk}", session.pk) if session else ("", None)
+        extra = {"event": "runs.orphans_ended", "session_id": session_id, "turn_ids": list(stale)}
+        logger.warning("Ended %d interrupted turn(s)%s", len(stale), where, extra=extra)
+    return list(stale)
+
+
+def _end_orphan(turn: Turn, error: str, now: datetime) -> None:
+    """End one orphan `failed`, with the question it waited on closed (no card stays pending)."""
+    with transaction.atomic():
+        asking = turn.status == Status.AWAITING_APPROVAL
+        decided = approvals_close(turn, ToolApproval.Decision.CANCELLED) if asking else []
+        ended = turn_end_unrun(
             turn,
             session_id=turn.session_id,
             status=Status.FAILED,
@@ -409,19 +419,11 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
             mode=turn.session.mode,
             error=error,
             now=now,
+            before=[("approval.decided", {"decisions": decided})] if decided else [],
+            only_from=frozenset({Status.AWAITING_APPROVAL}) if asking else None,
         )
-    if stale:
-        logger.warning(
-            "Ended %d interrupted turn(s)%s",
-            len(stale),
-            f" of session {session.pk}" if session else "",
-            extra={
-                "event": "runs.orphans_ended",
-                "session_id": session.pk if session else None,
-                "turn_ids": list(stale),
-            },
-        )
-    return list(stale)
+        if not ended:  # it moved on meanwhile (answered, ended): its rows are someone else's
+            transaction.set_rollback(True)
 
 
 async def turn_cancel(*, turn: Turn, runner: Runner | None = None) -> bool:

@@ -64,3 +64,40 @@ class ConnectionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} {self.action} {self.server}"
+
+
+class PendingAuthorization(models.Model):
+    """An authorization a user started (the MCP OAuth flow), until its callback comes back: kept in the
+    database so that the callback may land on any web process. Keyed by a SHA-256 of the `state` (the
+    table never holds a usable state); `sealed` holds the PKCE verifier, the redirect URI and the client
+    id. Used once (the callback deletes it), and worthless after `expires_at`."""
+
+    state_hash = models.CharField(max_length=64, primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    server = models.CharField(max_length=61)
+    sealed = models.TextField(editable=False)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id} · {self.server}"
+
+    def __repr__(self) -> str:  # never the sealed value in a traceback or log line
+        return f"<PendingAuthorization {self}>"
+
+
+class RegisteredClient(models.Model):
+    """The OAuth client Aptix registered dynamically (RFC 7591) at an authorization server, for one
+    server and redirect URI: registered once for every process, not once per process. The secret, when
+    the authorization server issued one, is sealed."""
+
+    key = models.CharField(max_length=64, primary_key=True)  # SHA-256 of server, issuer and redirect URI
+    server = models.CharField(max_length=61)
+    client_id = models.CharField(max_length=2048)
+    sealed_secret = models.TextField(blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.server
+
+    def __repr__(self) -> str:
+        return f"<RegisteredClient {self}>"

@@ -1,7 +1,13 @@
 """While a run's MCP tool call is open, its server may ask the user something (elicitation): the run
 pauses the turn like an approval (`awaiting_approval`, the question in its state's `awaiting`, an
 `approval.requested` event), waits for the answer (agents/elicitations.py) and hands it to the
-server; the call then goes on. Only the tool calls made under `asking_for(run, call)` can ask."""
+server; the call then goes on. Only the tool calls made under `asking_for(run, call)` can ask.
+
+A question that can be resumed (a 2026-07-28 multi round-trip over HTTP: tools/mcp/elicitation.py)
+does not keep the call open: the call ends with InputPause, `question_paused` lists the question in
+the state's `awaiting` with what the call needs to be sent again (kept on its ToolApproval row), and
+the run pauses the turn like an approval and ends. The answer resumes the turn from any process, and
+ToolCalls.resume_approved sends the call again with it (`resume_of`), after a restart too."""
 
 from __future__ import annotations
 
@@ -10,10 +16,18 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 
-from tools.mcp.elicitation import Answer, Ask, Request
+from tools.mcp.elicitation import Answer, Ask, InputPause, Request, Resume
 
 from .. import turns
-from ..elicitations import closed, decided_payload, elicitation_answered, elicitation_request
+from ..elicitations import (
+    DECISION_ACTIONS,
+    closed,
+    decided_payload,
+    elicitation_answered,
+    elicitation_request,
+    resume_details,
+)
+from ..models import ToolApproval
 
 if TYPE_CHECKING:
     from .tool_calls import Call, Run
@@ -51,6 +65,24 @@ async def _ask(run: Run, call: Call, request: Request) -> Answer:
     decided = await sync_to_async(decided_payload)(run.turn.id, item["id"])
     await run.recorder.emit("approval.decided", {"decisions": [decided]})
     return answer
+
+
+async def question_paused(run: Run, call: Call, pause: InputPause) -> None:
+    """The call paused on a question that can be resumed: its row (with what the call needs to be
+    sent again) and the item the turn's pause lists."""
+    resume = {"call": call.id, "key": pause.key, "state": pause.request_state}
+    item = await sync_to_async(elicitation_request)(
+        run.turn, call_id=call.id, name=call.name, arguments=call.arguments, request=pause.request, resume=resume
+    )
+    run.paused_state.awaiting.append(item)
+
+
+def resume_of(row: ToolApproval) -> Resume:
+    """The paused call's answer, to send it again with (the row of a question that can be resumed)."""
+    key, state = resume_details(row)
+    accepted = row.decision == ToolApproval.Decision.ACCEPTED
+    answer = Answer(DECISION_ACTIONS[str(row.decision)], row.content if accepted else None)
+    return Resume(key, answer, state)
 
 
 class QuestionClosed(Exception):

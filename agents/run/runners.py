@@ -340,7 +340,8 @@ async def _continue_after_switch(turn: Turn) -> None:
 async def _asking(turn_id: str) -> bool:
     """Whether the turn waits for the answer to an MCP server's question (its run holds it meanwhile)."""
     asking = Turn.objects.filter(pk=turn_id, status=Turn.Status.AWAITING_APPROVAL)
-    return await asking.filter(approvals__kind="elicitation", approvals__decision="").aexists()
+    held = {"approvals__kind": "elicitation", "approvals__decision": "", "approvals__request__resume__isnull": True}
+    return await asking.filter(**held).aexists()
 
 
 async def _moved_past(turn_id: str, seq: int | None) -> bool:

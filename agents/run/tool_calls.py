@@ -21,7 +21,7 @@ from tools.builtin.mode_change import ModeChangeTool
 from tools.builtin.read_resource import TOOL_NAME as READ_RESOURCE
 from tools.builtin.read_resource import ReadResourceTool
 from tools.builtin.tool_search import found_names
-from tools.mcp.elicitation import asking
+from tools.mcp.elicitation import InputPause, asking, resuming
 from tools.mcp.tasks import TaskWatch, watching
 from tools.mcp.userpool import CALLING_USER, missing_credentials, per_user_config
 from tools.mcp.waiting import server_type, starting_host
@@ -41,7 +41,7 @@ from ..events.payloads import DocumentUpdated, ToolResult, ToolTask
 from ..events.writer import TurnWrite
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, PausedState, PendingApproval
-from .asking import QuestionClosed, asking_for
+from .asking import QuestionClosed, asking_for, question_paused, resume_of
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, resource_servers, with_current_mode
 from .progress import ProgressRelay, TaskRelay
@@ -153,7 +153,10 @@ class ToolCalls:
             run.rest = [Call(w["id"], w["name"], w["arguments"]) for w in held[index + 1 :]]
             row = decisions.get(waiting["id"])
             call = Call(waiting["id"], waiting["name"], waiting["arguments"])
-            if row is not None and row.decision == ToolApproval.Decision.APPROVED:
+            if waiting["kind"] == Kind.ELICITATION and row is not None:  # a paused call: sent again, answered
+                with resuming(resume_of(row)):
+                    await self._call(run, Call(row.request["resume"]["call"], call.name, call.arguments), "mcp")
+            elif row is not None and row.decision == ToolApproval.Decision.APPROVED:
                 if waiting["kind"] == Kind.MODE_CHANGE:
                     call = Call(call.id, call.name, with_branch(call.arguments, row.branch))
                 await self._call(run, call, state.kinds.get(call.name))
@@ -259,10 +262,14 @@ class ToolCalls:
                     )
                     async with ProgressRelay(run.recorder, call.id, call.name) as progress, tasks:
                         # its MCP server may ask the user (asking.py), or run the call as a task (tasks.py)
-                        with asking(asking_for(run, call)), watching(TaskWatch(tasks.report, resume=resume)):
+                        durable = asking(asking_for(run, call), durable=True)
+                        with durable, watching(TaskWatch(tasks.report, resume=resume)):
                             result = await self._execute(call, kind, context, run.paused_state, progress.report)
                     if run.ended_while_asking:
                         raise QuestionClosed
+                except InputPause as pause:  # the turn waits for the answer like an approval; no result yet
+                    await question_paused(run, call, pause)
+                    return
                 except asyncio.CancelledError:
                     # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
                     # (the turn's end, written next, takes it along).
@@ -277,7 +284,7 @@ class ToolCalls:
         elapsed = time.monotonic() - started
         metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
         # A task's saved state goes with its result: nothing is left for a resume to follow.
-        done = turns.task_ended() if tasks.task_id else None
+        done = turns.task_running(None) if tasks.task_id else None
         await self._record(run, call, result, round(elapsed * 1000, 1), turn_write=done)
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)
@@ -370,7 +377,7 @@ class ToolCalls:
                 result = await with_progress(arguments or "{}", context, on_progress)  # MCP tools
             else:
                 result = await tool.execute(arguments or "{}", context)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, InputPause):
             raise
         except Exception as exc:  # noqa: BLE001 - one failing tool does not lose the others
             self.admin_logger.add_exception(exc, "Reasoner.ToolFailed", tool=name, turn_id=context.turn_id)

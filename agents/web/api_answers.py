@@ -11,8 +11,9 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
 from agents.approvals import CODE_STALE
-from agents.elicitations import elicitation_answer, events_last_seq, turn_after_answer
+from agents.elicitations import elicitation_answer_to_resume, events_last_seq, turn_after_answer
 from agents.selectors import turn_last
+from agents.submit import turn_submit
 from agents.turns import Status
 from tools.mcp.elicitation import ACTIONS
 
@@ -55,7 +56,7 @@ class NotAQuestion(Exception):
     approvals path takes the request."""
 
 
-def _record(user: Any, conversation: str, call: str, decision: str, content: Any) -> tuple[Turn, int]:
+def _record(user: Any, conversation: str, call: str, decision: str, content: Any) -> tuple[Turn, int, bool]:
     session = conversation_get(user=user, conversation_id=conversation)
     turn = turn_last(session=session)
     if turn is None or turn.status != Status.AWAITING_APPROVAL:
@@ -64,21 +65,23 @@ def _record(user: Any, conversation: str, call: str, decision: str, content: Any
     if decision == "decline" and not any(a.get("id") == call and a.get("kind") == "elicitation" for a in awaiting):
         raise NotAQuestion
     try:
-        turn = elicitation_answer(turn=turn, item_id=call, action=decision, content=content, user=user)
+        resumed = elicitation_answer_to_resume(turn=turn, item_id=call, action=decision, content=content, user=user)
     except ValidationError as exc:
         fields = {name: f"approvals[0].{name}" for name in ("toolCallId", "decision", "content")}
         raise ApiError.refused(
             exc, statuses={CODE_STALE: 409, "owner": 403}, fields=fields, default_field="approvals"
         ) from None
-    return turn, events_last_seq(turn.pk)
+    return turn, events_last_seq(turn.pk), resumed is not None
 
 
 async def answer_question(user: Any, answer: tuple[str, str, str, Any]) -> Turn | None:
     """The turn once the question's answer took it on; None when the answer is not for a question."""
     try:
-        turn, seq = await sync_to_async(_record)(user, *answer)
+        turn, seq, resume = await sync_to_async(_record)(user, *answer)
     except NotAQuestion:
         return None
+    if resume:  # a question no run holds: a new run sends the paused call again with the answer
+        await turn_submit(lambda: turn)
     return await turn_after_answer(turn.pk, seq)
 
 

@@ -68,6 +68,7 @@ urlpatterns = [
     path("settings/tokens/", settings.settings_token_create, name="settings-token-create"),
     path("mcp/oauth/connect/<str:server>/", connections.oauth_connect, name="mcp-oauth-connect"),
     path("mcp/oauth/callback", connections.oauth_callback, name="mcp-oauth-callback"),
+    path("mcp/oauth/client-metadata.json", connections.oauth_client_metadata, name="mcp-oauth-client-metadata"),
     path("settings/connections/<str:server>/", connections.connection_save, name="settings-connection-save"),
     path("settings/connections/<str:server>/remove/", connections.connection_remove, name="settings-connection-remove"),
     path("settings/tokens/<int:token_id>/revoke/", settings.settings_token_revoke, name="settings-token-revoke"),

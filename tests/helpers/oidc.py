@@ -99,6 +99,13 @@ class OidcProvider:
         self.subjects[username] = response.json()["sub"]
         return self.subjects[username]
 
+    def metadata_documents(self, *, on: bool = True) -> list[str]:
+        """Take client ID metadata documents (tests/oidc_provider/metadata_documents.py), or stop; the
+        URLs of the documents fetched so far."""
+        response = requests.post(f"{self.url}/test/metadata-documents/", json={"on": on}, timeout=10)
+        response.raise_for_status()
+        return list(response.json()["fetched"])
+
     def rotate(self, *, keep_old: bool) -> dict[str, str]:
         response = requests.post(f"{self.url}/test/rotate/", json={"keep_old": keep_old}, timeout=10)
         response.raise_for_status()

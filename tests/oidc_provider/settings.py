@@ -26,6 +26,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "tests.oidc_provider.metadata_documents.middleware",
 ]
 ROOT_URLCONF = "tests.oidc_provider.urls"
 TEMPLATES = [

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import metadata_documents, views
 
 urlpatterns = [
     path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
@@ -11,4 +11,5 @@ urlpatterns = [
     path("test/user/", views.user),
     path("test/rotate/", views.rotate),
     path("test/key/", views.key),
+    path("test/metadata-documents/", metadata_documents.toggle),
 ]

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import anyio
 import httpx2
@@ -23,7 +24,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
 from .config import ServerConfig
-from .elicitation import callback_for
+from .elicitation import RESUME, ROUND, InputPause, Round, callback_for
 from .entry import Progress
 from .http import HttpWatch
 from .listing import ToolListing, filtered
@@ -158,7 +159,9 @@ class Connection:
                 client_info=_client_info(),
                 extensions=[TasksExtension()],  # 2026-07-28: the tasks extension (tasks.py)
             )
-            yield await stack.enter_async_context(client)
+            entered = await stack.enter_async_context(client)
+            _record_rounds(entered)
+            yield entered
 
     async def startup_failure(self, exc: Exception) -> str:
         leaf = _leaf(exc)
@@ -240,23 +243,12 @@ class Connection:
                     # A task runs as long as the server works on it: each poll is bounded, not the task.
                     scope.deadline = math.inf
                     follower = TaskFollower(
-                        client.session, version=client.protocol_version, timeout=timeout, watch=watch
+                        client.session, version=client.protocol_version, timeout=timeout, watch=WATCH.get()
                     )
                     return await follower.follow(state)
 
-                watch = WATCH.get()
-                if watch is not None and watch.resume:  # resumed after a restart: the tool is not called again
-                    return await follow(TaskState(watch.resume, "working"))
-                if tool in self._task_tools and not modern(client.protocol_version) and self.runs_tasks():
-                    raw = await call_legacy(client.session, tool, arguments, timeout, reported)
-                    if isinstance(raw.get("task"), dict):
-                        return await follow(state_of(raw["task"]))
-                    return types.CallToolResult.model_validate(raw)
-                following = FOLLOW.set(follow)  # a 2026-07-28 server may answer with a task (tasks.py)
-                try:
-                    return await client.call_tool(tool, arguments, progress_callback=reported)
-                finally:
-                    FOLLOW.reset(following)
+                ROUND.set(Round(http=self.child is None))  # this call's task and what it starts
+                return await self._send_call(client, tool, arguments, reported, follow)
             # Only the deadline ends the scope without a result.
             if progressed and scope.deadline >= started + longest:
                 raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')
@@ -273,9 +265,32 @@ class Connection:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             self.lost.set()
             raise ConnectionLost() from exc
+        except BaseExceptionGroup as group:  # the SDK's task group around the question's callback
+            if isinstance(pause := _leaf(group), InputPause):
+                raise pause from None
+            raise
         finally:
             self._in_flight -= 1
             self._idle_since = anyio.current_time()
+
+    async def _send_call(self, client: Client, tool: str, arguments: dict, reported, follow) -> types.CallToolResult:
+        """The call as its server runs it: a task resumed after a restart is followed (the tool is not
+        called again); a task-only tool of a 2025-11-25 server is called as a task; any other call
+        goes as it is, and a 2026-07-28 server may answer it with a task or a question (tasks.py,
+        elicitation.py)."""
+        watch = WATCH.get()
+        if watch is not None and watch.resume:
+            return await follow(TaskState(watch.resume, "working"))
+        if tool in self._task_tools and not modern(client.protocol_version) and self.runs_tasks():
+            raw = await call_legacy(client.session, tool, arguments, self.config.timeout, reported)
+            if isinstance(raw.get("task"), dict):
+                return await follow(state_of(raw["task"]))
+            return types.CallToolResult.model_validate(raw)
+        following = FOLLOW.set(follow)  # a 2026-07-28 server may answer with a task (tasks.py)
+        try:
+            return await client.call_tool(tool, arguments, progress_callback=reported, **_seeds())
+        finally:
+            FOLLOW.reset(following)
 
     async def _ping(self) -> None:
         # 2026-07-28 removed `ping` (the SDK warns); such a server answers "method not found", which
@@ -319,6 +334,31 @@ class ConnectionLost(Exception):
 
 class SessionGone(ConnectionLost):
     """The HTTP server answered 404 for the session: the call never ran."""
+
+
+def _seeds() -> dict[str, Any]:
+    """What a call resumed after its question carries: the answer and the server's state."""
+    resume = RESUME.get()
+    if resume is None:
+        return {}
+    return {"input_responses": resume.input_responses(), "request_state": resume.request_state}
+
+
+def _record_rounds(client: Client) -> None:
+    """Keep the `request_state` of each "input required" answer in the call's Round (elicitation.py):
+    the SDK drives the rounds inside `call_tool` and hands its callbacks the request alone, while a
+    question that pauses the turn needs the state to be resumed. The SDK sends every round through
+    the session's `call_tool`, so this wraps that one method of this connection's session."""
+    session = client.session
+    send = session.call_tool
+
+    async def recorded(*args: Any, **kwargs: Any) -> Any:
+        result = await send(*args, **kwargs)
+        if isinstance(result, types.InputRequiredResult) and (round_ := ROUND.get()) is not None:
+            round_.input_required, round_.request_state = True, result.request_state
+        return result
+
+    session.call_tool = recorded  # type: ignore[method-assign]
 
 
 def describe_error(exc: BaseException) -> str:

@@ -15,6 +15,14 @@ registers the caller's `Ask` under its server for the duration of the call (`in_
 latest call still running on that server is asked. A request with nobody to ask (a call from
 `manage.py`, a test) is answered "cancel": no user made a choice.
 
+Durable questions: a run asks with `asking(ask, durable=True)`. A question that reaches the callback
+through a 2026-07-28 multi round-trip on an HTTP connection (`Round.http`) needs no open call: the
+callback raises `InputPause` (the request, the key it was asked under and the call's `request_state`,
+which `Connection` records in the call's `Round`), the call ends there, and the caller pauses the
+turn like an approval. Any process then sends the call again with the answer (`resuming(Resume)`:
+`input_responses` and `request_state`), after a restart too. A server-initiated request, or a stdio
+server (its process dies with Aptix's), is asked in the open call, as above.
+
 `form_fields` checks a form's requested schema (a flat object of strings, numbers, integers,
 booleans, enums and multi-select enums, as the specification allows) and `validate_content` checks and converts what
 the user entered against it; both raise ValueError with a message for the user.
@@ -64,21 +72,67 @@ Ask = Callable[[Request], Coroutine[Any, Any, Answer]]
 class Asker:
     ask: Ask
     loop: asyncio.AbstractEventLoop
+    durable: bool = False  # a multi round-trip's question over HTTP pauses (InputPause) instead
+
+
+@dataclass
+class Round:
+    """One call's multi round-trip, as the connection sees it: whether it is over HTTP, and the
+    `request_state` of the server's latest "input required" answer (None before one)."""
+
+    http: bool
+    input_required: bool = False
+    request_state: str | None = None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A call sent again with the answer to the question it paused on."""
+
+    key: str
+    answer: Answer
+    request_state: str | None = None
+
+    def input_responses(self) -> dict[str, Any]:
+        content = self.answer.content if self.answer.action == "accept" else None
+        return {self.key: types.ElicitResult(action=self.answer.action, content=content)}
+
+
+class InputPause(Exception):
+    """The server asked during a multi round-trip over HTTP, for a durable caller: the call ends
+    here; `resume` (a Resume with the answer) sends it again later, from any process."""
+
+    def __init__(self, request: Request, key: str, request_state: str | None) -> None:
+        super().__init__(f'MCP server "{request.server}" asks the user: {request.message}')
+        self.request, self.key, self.request_state = request, key, request_state
 
 
 ASK: ContextVar[Asker | None] = ContextVar("aptix_mcp_ask", default=None)
+ROUND: ContextVar[Round | None] = ContextVar("aptix_mcp_round", default=None)
+RESUME: ContextVar[Resume | None] = ContextVar("aptix_mcp_resume", default=None)
 _lock = threading.Lock()
 _calls: dict[str, list[Asker]] = {}  # server → the askers of its calls running now, oldest first
 
 
 @contextmanager
-def asking(ask: Ask) -> Iterator[None]:
-    """Tool calls made inside (on this loop) ask the user through `ask`, awaited on this loop."""
-    token = ASK.set(Asker(ask, asyncio.get_running_loop()))
+def asking(ask: Ask, *, durable: bool = False) -> Iterator[None]:
+    """Tool calls made inside (on this loop) ask the user through `ask`, awaited on this loop
+    (`durable`: a question that can be resumed raises InputPause instead)."""
+    token = ASK.set(Asker(ask, asyncio.get_running_loop(), durable))
     try:
         yield
     finally:
         ASK.reset(token)
+
+
+@contextmanager
+def resuming(resume: Resume | None) -> Iterator[None]:
+    """The tool call made inside is sent with the answer to the question it paused on."""
+    token = RESUME.set(resume)
+    try:
+        yield
+    finally:
+        RESUME.reset(token)
 
 
 @contextmanager
@@ -133,6 +187,9 @@ def callback_for(server: str) -> ElicitationFnT:
             request = request_of(server, params)
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"Aptix cannot show this request: {exc}")
+        round_ = ROUND.get()  # set in the call's own task: only a multi round-trip's request sees it
+        if asker.durable and round_ is not None and round_.http and round_.input_required:
+            raise InputPause(request, str(context.request_id), round_.request_state)
         future = asyncio.run_coroutine_threadsafe(asker.ask(request), asker.loop)
         try:
             got = await asyncio.wrap_future(future)

@@ -7,10 +7,13 @@ registration, authorization code with PKCE, tokens refreshed before they expire.
    discovery). The URL lists come from the MCP SDK (mcp.client.auth.utils); every fetch goes through
    ssrf.py (https only, no private addresses unless the entry allows them, redirects re-checked,
    answers bounded).
-2. The client: the entry's `clientId` (and `clientSecret`), else dynamic registration (RFC 7591) at
-   the server's `registration_endpoint`, kept in the cache per server and issuer.
+2. The client: the entry's `clientId` (and `clientSecret`); else, when the authorization server's
+   metadata says `client_id_metadata_document_supported`, the URL of Aptix's client ID metadata
+   document (`client_metadata`, served at /mcp/oauth/client-metadata.json); else dynamic registration
+   (RFC 7591) at the server's `registration_endpoint`, kept in the database per server and issuer.
 3. `authorization_start` makes a `state` (256 random bits) bound to the user and the server, and a
-   PKCE verifier (S256), kept in the cache for 10 minutes; the URL carries `resource` (RFC 8707) =
+   PKCE verifier (S256), kept in the database for 10 minutes (connections/authorizations.py: the
+   callback may land on any web process); the URL carries `resource` (RFC 8707) =
    the server's resource. `authorization_complete` (the callback) checks the state is this user's,
    exchanges the code and stores the tokens sealed (connections/).
 4. `access_token` gives a user's access token, refreshed first when it expires within a minute; a
@@ -64,6 +67,7 @@ class Discovery:
     token_endpoint: str
     registration_endpoint: str | None
     scopes: tuple[str, ...]
+    metadata_document: bool = False  # client_id_metadata_document_supported: a URL may be the client id
 
 
 def discover(config: ServerConfig) -> Discovery:
@@ -94,6 +98,7 @@ def discover(config: ServerConfig) -> Discovery:
         token_endpoint=str(metadata.token_endpoint),
         registration_endpoint=str(metadata.registration_endpoint) if metadata.registration_endpoint else None,
         scopes=tuple(config.auth.scopes if config.auth and config.auth.scopes else prm.scopes_supported or ()),
+        metadata_document=metadata.client_id_metadata_document_supported is True,
     )
     cache.set(key, asdict(found), DISCOVERY_SECONDS)
     return found
@@ -108,13 +113,22 @@ def _first(urls: list[str], allow: bool) -> bytes:
     raise OAuthError(f"none of {', '.join(urls)} answered")
 
 
-def client_for(config: ServerConfig, found: Discovery, redirect_uri: str) -> tuple[str, str | None]:
-    """(client id, client secret): the entry's, else one registered dynamically (and kept)."""
+def client_for(
+    config: ServerConfig, found: Discovery, redirect_uri: str, metadata_url: str = ""
+) -> tuple[str, str | None]:
+    """(client id, client secret), in the specification's order of preference: the entry's
+    pre-registered id; else, when the authorization server takes client ID metadata documents, the
+    URL of Aptix's (`metadata_url`: a public client, no secret); else one registered dynamically
+    (kept in the database: every process uses the one client)."""
+    from connections.authorizations import client_key, registered_client, registered_client_save
+
     if config.auth and config.auth.client_id:
         return config.auth.client_id, config.auth.client_secret
-    key = f"mcp-oauth-client:{config.name}:{hashlib.sha256((found.issuer + redirect_uri).encode()).hexdigest()[:16]}"
-    if cached := cache.get(key):
-        return cached["client_id"], cached.get("client_secret")
+    if found.metadata_document and metadata_url:
+        return metadata_url, None
+    key = client_key(config.name, found.issuer, redirect_uri)
+    if (known := registered_client(key=key)) is not None:
+        return known
     if not found.registration_endpoint:
         raise OAuthError(
             f'MCP server "{config.name}": its authorization server offers no dynamic registration; set "clientId" '
@@ -131,20 +145,23 @@ def client_for(config: ServerConfig, found: Discovery, redirect_uri: str) -> tup
     if response.status_code not in (200, 201):
         raise OAuthError(f'MCP server "{config.name}": dynamic registration refused (HTTP {response.status_code})')
     registered = json.loads(answer)
-    client = {"client_id": registered["client_id"], "client_secret": registered.get("client_secret")}
-    cache.set(key, client, None)
-    return client["client_id"], client["client_secret"]
+    return registered_client_save(
+        key=key, server=config.name, client_id=registered["client_id"], client_secret=registered.get("client_secret")
+    )
 
 
-def authorization_start(config: ServerConfig, *, user_id: int, redirect_uri: str) -> str:
-    """The authorization server's URL to send the user to."""
+def authorization_start(config: ServerConfig, *, user_id: int, redirect_uri: str, metadata_url: str = "") -> str:
+    """The authorization server's URL to send the user to (`metadata_url`: where Aptix serves its
+    client ID metadata document, used as the client id where the server takes one)."""
     found = discover(config)
-    client_id, _ = client_for(config, found, redirect_uri)
+    client_id, _ = client_for(config, found, redirect_uri, metadata_url)
     verifier = secrets.token_urlsafe(64)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    from connections.authorizations import authorization_save
+
     state = secrets.token_urlsafe(32)  # 256 bits
-    pending = {"user_id": user_id, "server": config.name, "verifier": verifier, "redirect_uri": redirect_uri}
-    cache.set(f"mcp-oauth-state:{state}", pending, STATE_SECONDS)
+    pending = {"verifier": verifier, "redirect_uri": redirect_uri, "client_id": client_id}
+    authorization_save(state=state, user_id=user_id, server=config.name, values=pending, seconds=STATE_SECONDS)
     params = {
         "response_type": "code",
         "client_id": client_id,
@@ -159,22 +176,38 @@ def authorization_start(config: ServerConfig, *, user_id: int, redirect_uri: str
     return f"{found.authorization_endpoint}?{urlencode(params)}"
 
 
+def client_metadata(*, metadata_url: str, redirect_uri: str, home: str) -> dict[str, Any]:
+    """Aptix's client ID metadata document: its `client_id` is the URL it is served at."""
+    return {
+        "client_id": metadata_url,
+        "client_name": "Aptix",
+        "client_uri": home,
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    }
+
+
 def pending_server(state: str) -> str | None:
-    """The server a callback's `state` was made for (None: unknown or expired)."""
-    pending = cache.get(f"mcp-oauth-state:{state}")
-    return pending["server"] if pending else None
+    """The server a callback's `state` was made for (None: unknown, used or expired)."""
+    from connections.authorizations import authorization_server
+
+    return authorization_server(state=state)
 
 
 def authorization_complete(config: ServerConfig, *, user: Any, state: str, code: str) -> None:
     """Exchange the code for tokens and store them for `user`. OAuthError when the state is not
-    this user's for this server (or has expired) or the server refuses the code."""
-    key = f"mcp-oauth-state:{state}"
-    pending = cache.get(key)
-    cache.delete(key)  # one use
-    if not pending or pending["user_id"] != user.pk or pending["server"] != config.name:
+    this user's for this server (or has expired, or was used) or the server refuses the code."""
+    from connections.authorizations import authorization_take
+
+    taken = authorization_take(state=state)  # one use, whoever brings it
+    if taken is None or taken[0] != user.pk or taken[1] != config.name:
         raise OAuthError("This connection attempt is unknown, expired or not yours: connect again.")
+    pending = taken[2]
     found = discover(config)
-    client_id, client_secret = client_for(config, found, pending["redirect_uri"])
+    client_id = pending["client_id"]  # the client the flow started with, whichever process that was
+    client_secret = _secret_of(config, found, pending["redirect_uri"], client_id)
     form = {
         "grant_type": "authorization_code",
         "code": code,
@@ -184,6 +217,17 @@ def authorization_complete(config: ServerConfig, *, user: Any, state: str, code:
         "resource": found.resource,
     }
     _store(config, user, _token_request(config, found, form, client_secret), client_id)
+
+
+def _secret_of(config: ServerConfig, found: Discovery, redirect_uri: str, client_id: str) -> str | None:
+    """The secret of client `client_id`: the entry's, or a registered client's; None for a public
+    client (a client ID metadata document's URL, a registration without one)."""
+    from connections.authorizations import client_key, registered_client
+
+    if config.auth and config.auth.client_id == client_id:
+        return config.auth.client_secret
+    known = registered_client(key=client_key(config.name, found.issuer, redirect_uri))
+    return known[1] if known and known[0] == client_id else None
 
 
 def _token_request(config: ServerConfig, found: Discovery, form: dict, client_secret: str | None) -> dict:

@@ -24,6 +24,7 @@ from tools.base import InvokeResult
 
 from .config import ServerConfig
 from .connection import CallTimedOut, Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
+from .elicitation import InputPause
 from .entry import Progress, format_result
 from .handshake import handshake_of
 from .logs import ServerLog
@@ -277,6 +278,8 @@ class ServerSupervisor:
             return await self._failed(connection, exc, name)
 
     async def _failed(self, connection: Connection, exc: Exception, name: str) -> InvokeResult:
+        if isinstance(exc, InputPause):  # not a failure: the caller pauses for the user's answer
+            raise exc
         if isinstance(exc, CallTimedOut):
             return InvokeResult.from_error(f'MCP tool "{name}" {exc}')
         if isinstance(exc, TimeoutError):

@@ -1,8 +1,9 @@
 """Settings → Connections: save (or remove) the named secrets of an MCP server that acts as each
 user, or connect an OAuth server (`/mcp/oauth/connect/<server>/` answers 302 to its authorization
-server; `/mcp/oauth/callback` stores the tokens). Connecting hands the user's turns that waited for
-it back to the runner. `GET /api/v1/mcp/servers` lists the servers and whether the caller is
-connected to each."""
+server; `/mcp/oauth/callback` stores the tokens; `/mcp/oauth/client-metadata.json` is Aptix's client
+ID metadata document, its client id where an authorization server takes one). Connecting hands the
+user's turns that waited for it back to the runner. `GET /api/v1/mcp/servers` lists the servers and
+whether the caller is connected to each."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,7 +22,7 @@ from agents.submit import turn_submit
 from agents.web.connections import server_of
 from aptix.bearer import RateLimited, bearer_user
 from connections.store import disconnect, secrets_save
-from tools.mcp.oauth import OAuthError, authorization_complete, authorization_start, pending_server
+from tools.mcp.oauth import OAuthError, authorization_complete, authorization_start, client_metadata, pending_server
 
 if TYPE_CHECKING:
     from agents.models import Turn
@@ -83,11 +85,33 @@ async def oauth_connect(request: HttpRequest, server: str) -> HttpResponse:
         raise Http404("No MCP server of that name connects with OAuth.")
     callback = request.build_absolute_uri(reverse("mcp-oauth-callback"))
     try:
-        target = await sync_to_async(authorization_start)(config, user_id=user.pk, redirect_uri=callback)
+        target = await sync_to_async(authorization_start)(
+            config, user_id=user.pk, redirect_uri=callback, metadata_url=_metadata_url(request)
+        )
     except OAuthError as exc:
         await sync_to_async(messages.error)(request, str(exc))
         return _back(server)
     return HttpResponseRedirect(target)
+
+
+def _metadata_url(request: HttpRequest) -> str:
+    """Where this deployment serves its client ID metadata document; "" where an authorization server
+    may not fetch it: the specification wants an https URL (DEBUG allows http, for development)."""
+    url = request.build_absolute_uri(reverse("mcp-oauth-client-metadata"))
+    return url if url.startswith("https://") or settings.DEBUG else ""
+
+
+@require_GET
+def oauth_client_metadata(request: HttpRequest) -> JsonResponse:
+    """Aptix's client ID metadata document (public: authorization servers fetch it, signed in or not)."""
+    document = client_metadata(
+        metadata_url=request.build_absolute_uri(reverse("mcp-oauth-client-metadata")),
+        redirect_uri=request.build_absolute_uri(reverse("mcp-oauth-callback")),
+        home=request.build_absolute_uri("/"),
+    )
+    response = JsonResponse(document)
+    response["Cache-Control"] = "public, max-age=3600"
+    return response
 
 
 @require_GET

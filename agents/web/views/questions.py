@@ -3,18 +3,23 @@ A wrong input's reason goes back into the card (422); a question already answere
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from agents.approvals import CODE_STALE
-from agents.elicitations import elicitation_answer
+from agents.elicitations import elicitation_answer_to_resume
 from agents.selectors import turn_aget
+from agents.submit import turn_submit
 from agents.turns import error_code
 
 from .actions import _first_error, _session
+
+if TYPE_CHECKING:
+    from agents.models import Turn
 
 FIELD = "field-"
 
@@ -32,14 +37,18 @@ async def question_answer(request: HttpRequest, session_id: str, turn_id: str) -
         for key, values in request.POST.lists()
         if key.startswith(FIELD)
     }
-    try:
-        await sync_to_async(elicitation_answer)(
+
+    def record() -> Turn | None:  # a question no run holds: its turn is resumed by a new run
+        return elicitation_answer_to_resume(
             turn=turn,
             item_id=request.POST.get("call", ""),
             action=request.POST.get("decision", ""),
             content=content,
             user=request.user,
         )
+
+    try:
+        await turn_submit(record)
     except ValidationError as exc:
         status = 409 if error_code(exc) == CODE_STALE else 403 if error_code(exc) == "owner" else 422
         return HttpResponse(escape(_first_error(exc)), status=status)

@@ -1,12 +1,15 @@
 """An MCP server's question during a tool call, through the JSON API: the turn pauses
 (`awaiting_approval`) listing it in `approvals` with its message and schema (or url); the owner's
 answer (accept with content checked against the schema, decline, cancel) reaches the server and the
-turn goes on to its end; nobody else answers; each question is audited."""
+turn goes on to its end; nobody else answers; each question is audited. Each test runs with the server
+over stdio (the question is asked in the call the run holds open) and over streamable HTTP (a
+2026-07-28 multi round-trip: no run holds the question; the answer resumes the turn)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from agents.models import ToolApproval, Turn, TurnEvent
 from aptix.tokens import api_token_create
 from modes.models import AgentMode
 from tests.helpers import ServerLikeAsyncClient, async_db
-from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
+from tests.helpers.mcp import START_TIMEOUT, HttpServer, all_settled, write_config
 from tools.mcp import host as host_module
 from tools.mcp.host import McpHost
 
@@ -27,11 +30,20 @@ URL = "/api/v1/agent/execute"
 ASK = Path(__file__).resolve().parents[2] / "tools" / "mcp" / "ask_server.py"
 
 
-@pytest.fixture(scope="module")
-def ask_host(tmp_path_factory):
-    config = write_config(
-        tmp_path_factory.mktemp("mcp") / "mcp.json", {"ask": {"command": sys.executable, "args": [str(ASK)]}}
-    )
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def ask_host(request, tmp_path_factory):
+    """The asking server over stdio (its question is asked in the call the run holds open) and over
+    streamable HTTP (a multi round-trip: the run pauses the turn and ends; the answer resumes it)."""
+    http = None
+    if request.param == "http":
+        http = HttpServer()
+        http.listener.listen()
+        fd = http.listener.fileno()
+        http.process = subprocess.Popen([sys.executable, str(ASK), "--http", str(fd)], pass_fds=[fd])
+        entry = {"url": http.url}
+    else:
+        entry = {"command": sys.executable, "args": [str(ASK)]}
+    config = write_config(tmp_path_factory.mktemp("mcp") / "mcp.json", {"ask": entry})
     host = McpHost(config)  # the process-wide registry the reasoner offers from
     host.start()
     assert [s.state for s in host.wait_until_sync(all_settled, START_TIMEOUT)] == ["ready"]
@@ -39,6 +51,8 @@ def ask_host(tmp_path_factory):
     yield host
     host_module._host = previous
     host.stop()
+    if http is not None:
+        http.close()
 
 
 @pytest.fixture

@@ -1,10 +1,15 @@
-"""An MCP server whose tools ask the user (elicitation), over stdio, for the elicitation tests. On a
-2026-07-28 connection a tool asks by answering the call with an `InputRequiredResult` and reads the
-answer when the client calls again (multi round-trip)."""
+"""An MCP server whose tools ask the user (elicitation), for the elicitation tests: over stdio, or over
+streamable HTTP with `ask_server.py --http <fd>` (serving on the listening socket inherited as file
+descriptor <fd>). On a 2026-07-28 connection a tool asks by answering the call with an
+`InputRequiredResult` and reads the answer when the client calls again (multi round-trip)."""
 
 from __future__ import annotations
 
+import socket
+import sys
+
 import mcp_types as types
+import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
@@ -57,4 +62,9 @@ def sign_in(ctx: Context) -> str | types.InputRequiredResult:
 
 
 if __name__ == "__main__":
-    server.run()
+    if sys.argv[1:2] == ["--http"]:
+        listener = socket.socket(fileno=int(sys.argv[2]))
+        config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+        uvicorn.Server(config).run(sockets=[listener])
+    else:
+        server.run()

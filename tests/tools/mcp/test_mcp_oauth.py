@@ -19,6 +19,7 @@ import pytest
 import requests
 from asgiref.sync import sync_to_async
 from cryptography.fernet import Fernet
+from django.core.cache import cache
 
 from agents.models import Turn
 from aptix.tokens import api_token_create
@@ -197,3 +198,15 @@ async def test_the_state_is_bound_to_its_user_and_disconnect_deletes_the_tokens(
     await alices.post("/settings/connections/mine/remove/")
     assert await sync_to_async(tokens_get)(user_id=alice.pk, server="mine") is None
     assert await ConnectionEvent.objects.filter(action="disconnected", username="alice").aexists()
+
+
+async def test_the_callback_finds_the_flow_without_the_starting_process_cache(oauth_server, provider, alice):
+    """Another web process has its own local-memory cache: the state and verifier must not live there."""
+    client = await signed_in(alice)
+    answer = await client.get("/mcp/oauth/connect/mine/")
+    callback = await asyncio.to_thread(provider.authorize, answer["Location"], "alice")
+    await sync_to_async(cache.clear)()
+    parts = urlsplit(callback)
+    done = await client.get(f"{parts.path}?{parts.query}")
+    assert done.status_code == 302 and done["Location"].endswith("#connection-mine"), done.content
+    assert await sync_to_async(tokens_get)(user_id=alice.pk, server="mine") is not None
