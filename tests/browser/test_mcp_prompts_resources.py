@@ -1,8 +1,10 @@
 """MCP prompts and resources in a real browser, against tests/tools/mcp/guide_server.py run by the
 live server's MCP host, with the scripted model: "/" in the composer lists the servers' prompts, the
 keyboard alone chooses one, fills its arguments (the required one checked first) and puts its text
-into the message box, which the model then receives; a resource link in a tool result opens the
-resource's content as plain text. axe finds nothing on the open list and the open form.
+into the message box, which the model then receives; a resource attached from the Tools panel is a
+chip in the composer and its content reaches the model with the message; a resource link in a tool
+result opens the resource's content as plain text. axe finds nothing on the open list and the open
+form.
 Screenshots: var/test-artifacts/."""
 
 from __future__ import annotations
@@ -124,3 +126,32 @@ async def test_a_resource_link_opens_its_content(sign_in, alice, agent_session, 
     await tab.wait_for_load_state()
     assert "Greet people by name." in await tab.locator("body").inner_text()
     assert await tab.evaluate("document.contentType") == "text/plain"
+
+
+async def test_a_resource_attached_from_the_tools_panel_reaches_the_model(sign_in, alice, agent_session, model):
+    session = await agent_session()
+    model.reply("It says to greet people by name.")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await wait_for_guide(page, session.id)
+
+    await page.get_by_role("button", name="Tools").click()
+    await page.locator("#tools-panel .server:has(strong:text-is('guide')) .server-resources summary").click()
+    await page.get_by_role("button", name="Attach readme to your message").click()
+    await expect(page.locator("#tools-panel")).to_be_hidden()  # back to the message, the chip in the composer
+    chip = page.locator("#composer .resource-chip")
+    await expect(chip).to_contain_text("readme")
+    await expect(chip).to_contain_text("guide")
+    await expect(page.locator("#message")).to_be_focused()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / "mcp-resource-chip.png"), caret="initial")
+
+    await page.keyboard.type("What does the readme say?")
+    await page.keyboard.press("Enter")
+    turn = turns(page).last
+    await turn_ended(turn)
+    await expect(page.locator("#composer .resource-chip")).to_have_count(0)  # it went with the message
+    await expect(turn.get_by_role("list", name="Attached MCP resources")).to_contain_text("resource of guide")
+    sent = model.last_messages[-1]["content"]
+    assert sent.startswith("What does the readme say?\n\n[Attached MCP resources]\n--- readme (guide://readme")
+    assert "Greet people by name." in sent
