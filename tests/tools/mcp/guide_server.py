@@ -1,5 +1,5 @@
 """An MCP server with `instructions` (from GUIDE_INSTRUCTIONS, else a default), one tool, a few
-resources (a text, an image, a URI template) and two prompts (one with a required and an optional
+resources (a text, an HTML page, an image, a URI template) and two prompts (one with a required and an optional
 argument, one a short exchange), over stdio: the instructions, handshake, resource and prompt tests
 start it."""
 
@@ -32,6 +32,11 @@ def link() -> list[types.ContentBlock]:
 @server.resource("guide://readme", name="readme", description="How to use the guide.", mime_type="text/markdown")
 def readme() -> str:
     return "# Guide\nGreet people by name."
+
+
+@server.resource("guide://page.html", name="page", mime_type="text/html")
+def page() -> str:
+    return "<script>alert('never run')</script><p>A page.</p>"
 
 
 @server.resource("guide://pixel.png", name="pixel", mime_type="image/png")
