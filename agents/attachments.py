@@ -1,11 +1,17 @@
-"""Files attached to a turn's message.
+"""Files and MCP resources attached to a turn's message.
 
 A message carries the ids of files its sender uploaded (the composer's chips, the API's `files`). On
 the message's turn they are attached to its session (files/services.py `files_attach`: a file of
 another user, or already in another session, is refused as not found) and kept on the turn as
 `Turn.files`: one `AttachedFile` per file, what the page shows of it (name, size, kind, a table's first
 rows, a document's pages) as it was when sent, so the turn reads the same after the file is deleted
-(the export lists them too). The model is told of them with the message (`user_message`)."""
+(the export lists them too). The model is told of them with the message (`user_message`).
+
+A message may also carry MCP resources (the Tools panel's Attach, the API's `resources`): each a
+`{"server", "uri"}` that server lists (a URI of its, or one its URI template fits; anything else is
+refused, as for the model's `mcp_read_resource`), kept on the turn as `Turn.resources`. The run reads
+them when the turn starts and the model gets their content with the message (agents/run/attached.py);
+later turns name them only (`resources_note`)."""
 
 from __future__ import annotations
 
@@ -16,11 +22,15 @@ from django.core.exceptions import ValidationError
 from files.models import SessionFile
 from files.services import file_describe, files_attach
 
-from .llm.images import FILES_NOTE
+from .llm.images import FILES_NOTE, RESOURCES_NOTE
 from .models import AgentSession
 
 MAX_FILES_PER_MESSAGE = 20
 NOTE_COLUMNS = 12  # a table's columns named in the note on a message's files
+MAX_RESOURCES_PER_MESSAGE = 10
+ERROR_BAD_RESOURCES = "'resources' must be a list of {\"server\", \"uri\"}."
+ERROR_TOO_MANY_RESOURCES = f"A message carries at most {MAX_RESOURCES_PER_MESSAGE} resources."
+ERROR_NO_RESOURCE = 'No MCP server "{server}" here offers the resource {uri}.'
 ERROR_NO_FILE = "No file with this id: {file_id}."
 ERROR_BAD_FILES = "'files' must be a list of file ids."
 ERROR_TOO_MANY_FILES = f"A message carries at most {MAX_FILES_PER_MESSAGE} files."
@@ -137,3 +147,50 @@ def user_message(text: str, files: list[AttachedFile], *, vision: bool) -> dict[
     if images and vision:
         message["images"] = images
     return message
+
+
+class AttachedResource(TypedDict):
+    """One MCP resource of a turn's message (`Turn.resources`): what the server called it when sent."""
+
+    server: str
+    uri: str
+    name: str
+    mime: str
+
+
+def clean_resources(value: Any) -> list[AttachedResource]:
+    """The resources a message names, each once, checked against what the servers here list now; a
+    ValidationError naming `resources` otherwise (not a list of them, too many, or one no server offers)."""
+    from tools.mcp.host import mcp_host
+
+    if value is None or value == []:
+        return []
+    if not isinstance(value, list) or not all(
+        isinstance(v, dict) and isinstance(v.get("server"), str) and isinstance(v.get("uri"), str) and v["uri"]
+        for v in value
+    ):
+        raise ValidationError({"resources": ValidationError(ERROR_BAD_RESOURCES, code="invalid")})
+    refs = list(dict.fromkeys((v["server"], v["uri"]) for v in value))
+    if len(refs) > MAX_RESOURCES_PER_MESSAGE:
+        raise ValidationError({"resources": ValidationError(ERROR_TOO_MANY_RESOURCES, code="invalid")})
+    host = mcp_host()
+    listed = {s.name: s.resources for s in (host.status() if host is not None else []) if s.state == "ready"}
+    found: list[AttachedResource] = []
+    for server, uri in refs:
+        info = next((r for r in listed.get(server, ()) if r.matches(uri)), None)
+        if info is None:
+            message = ERROR_NO_RESOURCE.format(server=server, uri=uri)
+            raise ValidationError({"resources": ValidationError(message, code="invalid")})
+        name = info.name if not info.template else uri.rstrip("/").rsplit("/", 1)[-1] or uri
+        found.append({"server": server, "uri": uri, "name": name, "mime": "" if info.template else info.mime_type})
+    return found
+
+
+def resources_note(resources: list[AttachedResource]) -> str:
+    """What a later turn's history says of an earlier message's resources (their content is not sent
+    again: the model may read one anew with mcp_read_resource)."""
+    if not resources:
+        return ""
+    said = "sent with this message, not repeated here (mcp_read_resource reads it again)"
+    lines = [f"- {r['name']} ({r['uri']}, MCP server {r['server']}): {said}." for r in resources]
+    return RESOURCES_NOTE + "\n".join(lines)

@@ -54,6 +54,7 @@ def session_start(
     title: str = "",
     choice: dict[str, Any] | None = None,
     files: list[str] | None = None,
+    resources: list[dict[str, str]] | None = None,
 ) -> tuple[AgentSession, Turn]:
     """A new session (session_create) and its first turn (turn_start, queued), or neither: bad input
     (an empty message, an unknown mode…) raises ValidationError naming the field and writes nothing.
@@ -62,7 +63,7 @@ def session_start(
     user's uploads) are attached to the new session with the first message."""
     with transaction.atomic():
         session = session_create(team=team, user=user, mode=mode, execution=execution, title=title)
-        turn = turn_start(session=session, text=text, choice=choice, files=files)
+        turn = turn_start(session=session, text=text, choice=choice, files=files, resources=resources)
     return session, turn
 
 
@@ -87,7 +88,8 @@ def turn_resend(*, session: AgentSession, turn_id: str, kind: str, text: str = "
         turn = turn_start(session=locked, text=message, choice=choice)
         turn.origin = kind
         turn.files = target.files  # sent again with the files it carried (already in this session)
-        turn.save(update_fields=["origin", "files"])
+        turn.resources = target.resources  # and its MCP resources (read again when it runs)
+        turn.save(update_fields=["origin", "files", "resources"])
         replaced = locked.turns.filter(index__gte=target.index, index__lt=turn.index, replaced_by__isnull=True)
         replaced_ids = list(replaced.values_list("pk", flat=True))
         replaced.update(replaced_by=turn)

@@ -153,6 +153,9 @@ class Turn(models.Model):
     # The files the message carried (agents/attachments.py AttachedFile): each as it was when sent, so
     # the turn reads the same (page, export) after a file is deleted.
     files = models.JSONField(default=list, blank=True)
+    # The MCP resources attached to the message (agents/attachments.py AttachedResource: server, uri,
+    # name, type); the run reads them (agents/run/attached.py) and the model gets their content.
+    resources = models.JSONField(default=list, blank=True)
     replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces")
 
     class Meta:

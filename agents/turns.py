@@ -33,7 +33,7 @@ from modes.models import AgentMode, ModeHistory
 from usage.quotas import quota_refuse
 
 from .approvals import approvals_close
-from .attachments import clean_file_ids, files_for_turn
+from .attachments import clean_file_ids, clean_resources, files_for_turn
 from .events import events_append
 from .events.channel import session_moved
 from .events.payloads import final_payload
@@ -101,6 +101,7 @@ def turn_start(
     choice: dict[str, Any] | None = None,
     resume: bool = False,
     files: list[str] | None = None,
+    resources: list[dict[str, str]] | None = None,
 ) -> Turn:
     """Create the next turn of `session` (status queued) in the session's persisted mode. `choice` is
     the user's structured answer to a mode proposal ({"mode", "branch"}): consent to that mode change
@@ -108,7 +109,8 @@ def turn_start(
     declines what it waits for. `resume` ("Continue") carries on after a turn that stopped at a limit:
     a fresh step budget, the stopped turn's steps in its context (context.py); the message defaults to
     CONTINUE_MESSAGE. `files` are ids of the owner's uploads the message carries: attached to the
-    session with it (agents/attachments.py; anyone else's is a ValidationError naming `files`)."""
+    session with it (agents/attachments.py; anyone else's is a ValidationError naming `files`);
+    `resources` are MCP resources ({"server", "uri"}) the message carries (`clean_resources`)."""
     if resume:
         text = text or CONTINUE_MESSAGE
     text = (text or "").strip()
@@ -122,6 +124,7 @@ def turn_start(
     choice = clean_choice(choice)
     quota_refuse(team_id=session.team_id, user_id=session.user_id)  # past it: refused, nothing written
     file_ids = clean_file_ids(files)
+    attached = clean_resources(resources)
     with transaction.atomic():
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         if locked.deleted_at is not None:  # deleted since the caller looked it up
@@ -146,6 +149,7 @@ def turn_start(
             execution=execution,
             choice=choice,
             files=files_for_turn(session=locked, file_ids=file_ids),
+            resources=attached,
         )
         if not locked.title:
             locked.title = text[:80]
@@ -183,13 +187,9 @@ def leave_deactivated_mode(session: AgentSession) -> None:
     if AgentMode.objects.filter(key=session.mode, is_active=True).exists():
         return
     previous = session.mode
+    reason = DEACTIVATED_REASON.format(mode=previous)
     session_manager.set_session_mode_sync(
-        session.pk,
-        default_mode_key(),
-        DEACTIVATED_REASON.format(mode=previous),
-        None,
-        None,
-        source=ModeHistory.Source.SYSTEM,
+        session.pk, default_mode_key(), reason, None, None, source=ModeHistory.Source.SYSTEM
     )
     session.refresh_from_db(fields=["mode"])
 

@@ -16,6 +16,7 @@ IMAGES_NOTE = "The images of the tool results above, in order ({names}):"
 # Where a user message's text ends and the note on its attached files begins (agents/attachments.py
 # writes it; the offline model reads the user's words before it).
 FILES_NOTE = "\n\n[Attached files]\n"
+RESOURCES_NOTE = "\n\n[Attached MCP resources]\n"  # ... and of its MCP resources, after the files'
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # what OpenAI accepts per image; a bigger one stays a placeholder
 
 

@@ -24,7 +24,7 @@ import bpe_openai
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from ..attachments import files_note
+from ..attachments import files_note, resources_note
 from ..documents.outline import documents_block
 from ..documents.services import documents_current
 from ..llm.reply import ModelError
@@ -196,6 +196,7 @@ def past_turn_messages(turn: Turn, steps: list[TurnEvent], *, result_chars: int 
     and their results, cut to the result budget: `result_chars`, default APTIX_TOOL_RESULT_CHARS) and
     the answer."""
     note = files_note(turn.files, vision=False, earlier=True)  # its images are not sent again
+    note += resources_note(turn.resources)  # nor its resources' content
     messages: list[dict[str, Any]] = [{"role": "user", "content": turn.user_message + note}]
     results = {e.payload.get("id"): e.payload for e in steps if e.type == "tool.result"}
     for event in steps:

@@ -26,7 +26,6 @@ from tools.registry import ToolRegistry, mcp_registry
 
 from .. import turns
 from ..approvals import approvals_request
-from ..attachments import user_message
 from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
@@ -35,6 +34,7 @@ from ..models import Turn
 from ..state import PausedState
 from .answers import ask_answer, ask_followup
 from .asking import QuestionClosed
+from .attached import turn_message
 from .context import TokenCounter, context_budget, documents_context, fit_request, load_history
 from .limits import FINAL_REQUEST, NUDGE, limit_hit, plain_answer
 from .loading import LoadedRun, load_run
@@ -182,7 +182,7 @@ class Reasoner:
         # the session's documents as they are now (a user's edit included): the turn works on them
         system_prompt += await documents_context(turn.session_id, counter, context_budget(run.llm.context_tokens))
         system = {"role": "system", "content": system_prompt}
-        current = user_message(turn.user_message, turn.files, vision=run.llm.vision)  # and its files
+        current = await turn_message(turn, vision=run.llm.vision)  # and its files and MCP resources
         fixed = counter.tools(selection.schemas) + counter.messages([system, current])
         history = await load_history(turn, counter, max(context_budget(run.llm.context_tokens) - fixed, 0))
         messages = [system, *history.messages, current]

@@ -56,6 +56,7 @@ class ExecuteRequest:
     choice: Any = None
     resume: bool = False  # "continue": carry on after a turn that stopped at a limit
     files: list[str] = field(default_factory=list)  # ids of the user's uploads the message carries
+    resources: Any = None  # MCP resources the message carries ({"server", "uri"}; checked by turn_start)
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -71,6 +72,7 @@ EXECUTE_FIELDS = frozenset(
         "mode",
         "execution",
         "message",
+        "resources",
         "tools",
         "toolResults",
         "approvals",
@@ -79,6 +81,13 @@ EXECUTE_FIELDS = frozenset(
         "files",
     }
 )
+
+
+def _attachments_with_a_message(request: ExecuteRequest) -> None:
+    """Files and resources go with a message, never with approvals or tool results."""
+    for name, given in (("files", request.files), ("resources", request.resources)):
+        if given and (request.approvals or request.tool_results):
+            raise ApiError(400, f"'{name}' go with a 'message': send them without 'approvals' or 'toolResults'.", name)
 
 
 def parse_execute_request(raw: bytes) -> ExecuteRequest:
@@ -107,10 +116,10 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
     if not isinstance(resume, bool):
         raise ApiError(400, "'continue' must be true or false.", "continue")
     request.resume = resume
+    request.resources = body.get("resources")
     if resume and not request.conversation_id:
         raise ApiError(400, "'conversationId' is required with 'continue'.", "conversationId")
-    if request.files and (request.approvals or request.tool_results):
-        raise ApiError(400, "'files' go with a 'message': send them without 'approvals' or 'toolResults'.", "files")
+    _attachments_with_a_message(request)
     if request.approvals:
         if not request.conversation_id:
             raise ApiError(400, "'conversationId' is required with 'approvals'.", "conversationId")
@@ -222,6 +231,7 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
             execution=request.execution or execution,
             choice=request.choice,
             files=request.files,
+            resources=request.resources,
         )
         return turn
     except ValidationError as exc:
@@ -247,6 +257,7 @@ def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> T
             choice=request.choice,
             resume=request.resume,
             files=request.files,
+            resources=request.resources,
         )
 
 

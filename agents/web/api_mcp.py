@@ -1,6 +1,7 @@
 """`GET /api/v1/mcp/servers`: the MCP servers of this deployment as the caller sees them, each with
 its state, whether it acts as each user with OAuth (`auth`), whether the caller has connected it and
-where to connect it (`connectUrl`, for a per-user server)."""
+where to connect it (`connectUrl`, for a per-user server). `GET /api/v1/mcp/prompts` and `POST
+/api/v1/mcp/prompts/<server>/<name>`: the servers' prompts, and one got with its arguments."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.web.api_support import ApiError, authenticate
+from agents.web.api_support import ApiError, authenticate, json_body
 from agents.web.connections import connect_url, user_connections
+from aptix.teams import team_list_for_user
 from tools.mcp.config import McpConfigError, load_config
-from tools.mcp.host import mcp_status
+from tools.mcp.host import mcp_host, mcp_status
+from tools.mcp.prompts import PromptRefused, get_prompt, prompts_of
 
 
 def servers_for(user_id: int, base: str) -> list[dict[str, Any]]:
@@ -50,3 +53,64 @@ async def mcp_servers_api(request: HttpRequest) -> JsonResponse:
         return exc.response()
     base = request.build_absolute_uri("/").rstrip("/")
     return JsonResponse(await sync_to_async(servers_for)(user.pk, base), safe=False)
+
+
+# --- prompts (tools/mcp/prompts.py): the composer's `/` menu reads the same ------------------------
+
+
+def prompts_for(user_id: int) -> list[dict[str, Any]]:
+    """The prompts of the running servers the user may get them from: every shared server's, and a
+    per-user server's once the user has connected it (it is asked over their own connection)."""
+    from django.conf import settings
+
+    try:
+        config = load_config(settings.APTIX_MCP_CONFIG)
+    except McpConfigError:
+        return []
+    mine = {c.server for c in user_connections(user_id) if c.complete}
+    usable = {s.name for s in config.servers if not s.disabled and (not s.per_user or s.name in mine)}
+    return [prompt for prompt in prompts_of(mcp_host()) if prompt["server"] in usable]
+
+
+async def prompt_get_for(user: Any, server: str, name: str, arguments: Any) -> dict[str, Any]:
+    """The prompt rendered for `user` (raises PromptRefused): only one that `prompts_for` lists."""
+    listed = await sync_to_async(prompts_for)(user.pk)
+    if not any(p["server"] == server and p["name"] == name for p in listed):
+        raise PromptRefused(404, f'No MCP server here offers the prompt "{name}" of "{server}".', "name")
+    return (await get_prompt(mcp_host(), server, name, arguments, user_id=user.pk)).as_json()
+
+
+async def _team_member(user: Any) -> None:
+    if not await sync_to_async(lambda: team_list_for_user(user=user).exists())():
+        raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
+
+
+@csrf_exempt
+async def mcp_prompts_api(request: HttpRequest) -> JsonResponse:
+    """`GET /api/v1/mcp/prompts`: `{"prompts": [{"server", "name", "title", "description",
+    "arguments": [{"name", "title", "description", "required"}]}]}`."""
+    try:
+        user = await authenticate(request)
+        if request.method != "GET":
+            raise ApiError(405, "Use GET.")
+        await _team_member(user)
+    except ApiError as exc:
+        return exc.response()
+    return JsonResponse({"prompts": await sync_to_async(prompts_for)(user.pk)})
+
+
+@csrf_exempt
+async def mcp_prompt_api(request: HttpRequest, server: str, name: str) -> JsonResponse:
+    """`POST /api/v1/mcp/prompts/<server>/<name>` with `{"arguments": {…}}`: `{"server", "name",
+    "description", "messages", "text"}` (`text`: what the composer inserts)."""
+    try:
+        user = await authenticate(request)
+        if request.method != "POST":
+            raise ApiError(405, "Use POST.")
+        await _team_member(user)
+        body = json_body(request.body)
+        return JsonResponse(await prompt_get_for(user, server, name, body.get("arguments")))
+    except ApiError as exc:
+        return exc.response()
+    except PromptRefused as exc:
+        return ApiError(exc.status, exc.message, exc.field).response()

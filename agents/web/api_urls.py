@@ -15,6 +15,8 @@ urlpatterns = [
         name="api-document",
     ),
     path("mcp/servers", api_mcp.mcp_servers_api, name="api-mcp-servers"),
+    path("mcp/prompts", api_mcp.mcp_prompts_api, name="api-mcp-prompts"),
+    path("mcp/prompts/<str:server>/<path:name>", api_mcp.mcp_prompt_api, name="api-mcp-prompt"),
     path("turns/<str:turn_id>/resend", api_resend.turn_resend_api, name="api-turn-resend"),
     path("usage", api_usage.usage_api, name="api-usage"),
     path("files", api_files.files_api, name="api-files"),

@@ -6,7 +6,7 @@
 (function () {
   "use strict";
 
-  var chips = [];  // {key, name, size, loaded, fileId, error, xhr}
+  var chips = [];  // {key, name, size, loaded, fileId, error, xhr}, or an MCP resource's {key, name, resource: {server, uri}}
   var nextKey = 1;
 
   function form() {
@@ -29,7 +29,7 @@
     }
   }
   function uploading() {
-    return chips.some(function (chip) { return !chip.fileId && !chip.error; });
+    return chips.some(function (chip) { return !chip.resource && !chip.fileId && !chip.error; });
   }
   function say(text) {
     var error = document.getElementById("composer-error");
@@ -43,6 +43,10 @@
     if (!list) return;
     list.textContent = "";
     chips.forEach(function (chip) {
+      if (chip.resource) {
+        list.appendChild(resourceChip(chip));
+        return;
+      }
       var item = document.createElement("li");
       item.className = "file-chip" + (chip.error ? " failed" : chip.fileId ? " done" : " uploading");
       item.dataset.key = String(chip.key);
@@ -87,6 +91,43 @@
       list.appendChild(item);
     });
     list.hidden = chips.length === 0;
+  }
+  // An MCP resource attached from the Tools panel: its name and server; the message carries it as a
+  // hidden `resources` input ({"server", "uri"}), and the server reads it when the turn runs.
+  function resourceChip(chip) {
+    var item = document.createElement("li");
+    item.className = "file-chip resource-chip done";
+    item.dataset.key = String(chip.key);
+    var name = document.createElement("span");
+    name.className = "file-name";
+    name.textContent = chip.name;
+    name.title = chip.resource.uri;
+    var server = document.createElement("span");
+    server.className = "file-size muted";
+    server.textContent = chip.resource.server;
+    var input = document.createElement("input");
+    input.type = "hidden";
+    input.name = "resources";
+    input.value = JSON.stringify(chip.resource);
+    var remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "file-remove";
+    remove.dataset.removeFile = String(chip.key);
+    remove.setAttribute("aria-label", "Remove " + chip.name);
+    remove.title = "Remove";
+    remove.textContent = "×";
+    [name, server, input, remove].forEach(function (node) { item.appendChild(node); });
+    return item;
+  }
+  function attachResource(button) {
+    var resource = {server: button.dataset.server, uri: button.dataset.attachResource};
+    var known = chips.some(function (c) { return c.resource && c.resource.server === resource.server && c.resource.uri === resource.uri; });
+    if (!known) chips.push({key: nextKey++, name: button.dataset.name || resource.uri, resource: resource});
+    draw();
+    var panel = button.closest("[popover]");
+    if (panel && panel.hidePopover) panel.hidePopover();
+    var box = document.getElementById("message");
+    if (box) box.focus();
   }
   // Only the progress of one chip changes while it uploads: no redraw of the rest (nor of the focus).
   function showProgress(chip) {
@@ -160,6 +201,11 @@
       removeChip(Number(remove.dataset.removeFile));
       return;
     }
+    var resource = e.target.closest && e.target.closest("[data-attach-resource]");
+    if (resource) {
+      attachResource(resource);
+      return;
+    }
     if (e.target.closest && e.target.closest("#attach-button")) {
       var input = document.getElementById("attach-input");
       if (input) input.click();
@@ -218,7 +264,7 @@
   // answer is swapped in: it redraws the composer, and events of the old one no longer reach the page.)
   var sent = [];
   document.addEventListener("htmx:beforeRequest", function (e) {
-    if (e.detail.elt && e.detail.elt.id === "composer") sent = chips.filter(function (c) { return c.fileId; });
+    if (e.detail.elt && e.detail.elt.id === "composer") sent = chips.filter(function (c) { return c.fileId || c.resource; });
   });
   document.addEventListener("htmx:beforeSwap", function (e) {
     if (!e.detail.elt || e.detail.elt.id !== "composer") return;

@@ -106,16 +106,22 @@ def server_of(host: McpHost, uri: str, allowed: Iterable[str] | None = None) -> 
     return None
 
 
-async def read_resource(host: McpHost, uri: str, allowed: Iterable[str] | None = None) -> InvokeResult:
+async def read_resource(
+    host: McpHost, uri: str, allowed: Iterable[str] | None = None, *, user_id: int | None = None
+) -> InvokeResult:
     """`resources/read` of `uri` on the server that lists it, from any event loop; only URIs of
-    configured servers are read (any other is refused, so a model cannot make Aptix fetch URLs)."""
+    configured servers are read (any other is refused, so a model cannot make Aptix fetch URLs). A
+    server that acts as each user reads it over `user_id`'s own connection (default: the turn's
+    user, `CALLING_USER`)."""
+    from .userpool import CALLING_USER, UserPool
+
     server = server_of(host, uri, allowed)
     if server is None:
         return InvokeResult.from_error(f"No MCP server here offers the resource {uri}.")
     supervisor = host._supervisors.get(server)
     if supervisor is None:
         return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
-    read = getattr(supervisor, "read_resource", None)
-    if read is None:  # a server that acts as each user (userpool.py): its resources are not read yet
-        return InvokeResult.from_error(f'MCP server "{server}" acts as each user: its resources cannot be read yet')
-    return await host._bridge(read(uri))
+    if isinstance(supervisor, UserPool):
+        reader = user_id if user_id is not None else CALLING_USER.get()
+        return await host.bridge_alone(supervisor.read_resource(uri, user_id=reader))
+    return await host._bridge(supervisor.read_resource(uri))

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from .handshake import Handshake
+from .prompts import PromptInfo
 from .resources import ResourceInfo
 
 
@@ -32,6 +33,7 @@ class ServerStatus:
     renamed: tuple[tuple[str, str], ...] = ()
     handshake: Handshake | None = None
     resources: tuple[ResourceInfo, ...] = ()  # its resources and URI templates (resources.py)
+    prompts: tuple[PromptInfo, ...] = ()  # its prompts (prompts.py)
 
     @property
     def settled(self) -> bool:
@@ -61,4 +63,5 @@ class ServerStatus:
         data["renamed"] = dict(self.renamed)
         data["started_at"] = self.started_at.isoformat() if self.started_at else None
         data["resources"] = [{k: v for k, v in r.items() if v not in ("", False)} for r in data["resources"]]
+        data["prompts"] = [prompt.as_json(self.name) for prompt in self.prompts]
         return data

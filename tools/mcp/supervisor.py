@@ -28,6 +28,7 @@ from .elicitation import InputPause
 from .entry import Progress, format_result
 from .handshake import handshake_of
 from .logs import ServerLog
+from .prompts import PromptRefused, list_prompts
 from .resources import as_blocks, list_resources
 from .status import ServerStatus
 
@@ -184,12 +185,15 @@ class ServerSupervisor:
         except (MCPError, TimeoutError) as exc:
             raise StartupError(f"could not list its tools: {exc}") from exc
         resources: tuple = ()
+        prompts: tuple = ()
         with anyio.move_on_after(self.config.timeout):  # extra: a slow listing does not hold the tools up
             resources = await list_resources(connection.client)
+            prompts = await list_prompts(connection.client)
         self._connection = connection
         self._attempt_ended()
         self._update(
             resources=resources,
+            prompts=prompts,
             state="ready",
             pid=connection.pid,
             started_at=datetime.now(UTC),
@@ -318,6 +322,26 @@ class ServerSupervisor:
             return InvokeResult.from_error(f'MCP server "{self.name}" could not read {uri}: {exc.message}')
         blocks = as_blocks(result)
         return format_result(types.CallToolResult(content=list(blocks)), f"{self.name} resource {uri}")
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], *, user_id: int | None = None
+    ) -> types.GetPromptResult:
+        """`prompts/get` on the live session (`user_id` is for a per-user pool's signature: this
+        connection is everyone's). Raises PromptRefused with the server's reason."""
+        connection = self._connection
+        if connection is None or connection.client is None:
+            raise PromptRefused(502, self.unavailable_message(), "server")
+        try:
+            with anyio.fail_after(self.config.timeout):
+                return await connection.client.get_prompt(name, arguments)
+        except TimeoutError:
+            took = f"within {self.config.timeout:g} s"
+            raise PromptRefused(502, f'MCP server "{self.name}" did not answer {took}') from None
+        except MCPError as exc:  # -32602: the server refused the arguments
+            status, field = (400, "arguments") if exc.code == types.INVALID_PARAMS else (502, None)
+            raise PromptRefused(status, f'MCP server "{self.name}": {exc.message}', field) from None
+        except Exception as exc:  # noqa: BLE001 - e.g. an answer that breaks the protocol: said, not raised on
+            raise PromptRefused(502, f'MCP server "{self.name}" failed: {describe_error(exc)}') from None
 
     def unavailable_message(self) -> str:
         return f'MCP server "{self.name}" is unavailable: {self.status.describe()}'

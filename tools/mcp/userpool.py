@@ -23,6 +23,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import anyio
 from asgiref.sync import sync_to_async
@@ -32,6 +33,7 @@ from tools.base import InvokeResult
 from .config import ServerConfig
 from .entry import Progress
 from .logs import ServerLog
+from .prompts import PromptRefused
 from .status import ServerStatus
 from .supervisor import Publish, Published, ServerSupervisor
 from .userauth import MissingUserSecrets, fill_user_values
@@ -214,7 +216,7 @@ class UserPool:
             return held
         if held is not None:
             await self._close(user_id)
-        supervisor = ServerSupervisor(config, publish=self._publish_tools, on_change=lambda status: None, log=self.log)
+        supervisor = ServerSupervisor(config, publish=self._publish_tools, on_change=self._user_status, log=self.log)
         task = asyncio.create_task(supervisor.run(), name=f"mcp-{self.name}-user-{user_id}")
         held = _UserConnection(supervisor, task, fingerprint, time.monotonic())
         self._users[user_id] = held
@@ -226,6 +228,55 @@ class UserPool:
         while supervisor.status.state in ("starting", "restarting") and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         return supervisor.status.state == "ready"
+
+    def _user_status(self, status: ServerStatus) -> None:
+        """A user's connection came up: the server's resources and prompts, as it lists them, are
+        the pool's to show (like its tools, learnt from whoever connected; reading or getting one goes
+        over the asking user's own connection)."""
+        listed = (status.resources, status.prompts)
+        if status.state == "ready" and listed != (self.status.resources, self.status.prompts):
+            self.status = replace(self.status, resources=status.resources, prompts=status.prompts)
+            self._on_change(self.status)
+
+    async def read_resource(self, uri: str, *, user_id: int | None) -> InvokeResult:
+        """`resources/read` over the user's own connection (opened if need be)."""
+        if user_id is None:
+            return InvokeResult.from_error(f'MCP server "{self.name}" acts as each user: this read has no user.')
+        try:
+            held = await self._connection_of(user_id)
+        except MissingUserSecrets as exc:
+            return InvokeResult.from_error(f"{exc}.")
+        except NotConnected:
+            return InvokeResult.from_error(self.connect_again())
+        held.in_flight += 1
+        try:
+            if not await self._ready(held.supervisor):
+                return InvokeResult.from_error(held.supervisor.unavailable_message())
+            return await held.supervisor.read_resource(uri)
+        finally:
+            held.in_flight -= 1
+            held.last_used = time.monotonic()
+
+    async def get_prompt(self, name: str, arguments: dict[str, str], *, user_id: int | None) -> Any:
+        """`prompts/get` over the user's own connection; PromptRefused (409) when they have not
+        connected the server (or given its secrets)."""
+        connect_first = f'MCP server "{self.name}" acts as each user: connect it first.'
+        if user_id is None:
+            raise PromptRefused(409, connect_first, "server")
+        try:
+            held = await self._connection_of(user_id)
+        except MissingUserSecrets as exc:
+            raise PromptRefused(409, f"{exc}.", "server") from None
+        except NotConnected:
+            raise PromptRefused(409, connect_first, "server") from None
+        held.in_flight += 1
+        try:
+            if not await self._ready(held.supervisor):
+                raise PromptRefused(502, held.supervisor.unavailable_message(), "server")
+            return await held.supervisor.get_prompt(name, arguments)
+        finally:
+            held.in_flight -= 1
+            held.last_used = time.monotonic()
 
     def _publish_tools(self, server: str, tools: list) -> Published:
         published = self._publish(server, tools)

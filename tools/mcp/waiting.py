@@ -6,6 +6,7 @@ asyncio.Event replaced on every status change), `_bridge()` (run a coroutine on 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,13 @@ class StatusWaits:
 
     async def _bridge(self, coro: Coroutine) -> Any:
         raise NotImplementedError
+
+    async def bridge_alone(self, coro: Coroutine) -> Any:
+        """`_bridge` in an empty context, for a call a web request makes: the request's context
+        (asgiref's thread-sensitive executor, on the request's thread) must not follow it onto the
+        host loop, where a per-user server reads the user's credentials with sync_to_async and would
+        wait for that thread, which waits for the call. The user goes as an argument instead."""
+        return await asyncio.create_task(self._bridge(coro), context=contextvars.Context())
 
     async def wait_until(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
         """Wait (from any event loop) until `predicate(status())` holds; TimeoutError otherwise."""

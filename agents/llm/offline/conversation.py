@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..images import FILES_NOTE
+from ..images import FILES_NOTE, RESOURCES_NOTE
 from .text import content_text, parse_json
 
 
@@ -128,8 +128,8 @@ _REPEAT_NOTE = re.compile(r"\n\n\[Already called in this turn[^\]]*\]\s*$")
 
 
 def _words_of(message: dict) -> str:
-    """A user message's own words, without the note on its attached files (agents/attachments.py)."""
-    return content_text(message.get("content")).split(FILES_NOTE, 1)[0].strip()
+    """A user message's own words, without the notes on its attached files and resources (agents/attachments.py)."""
+    return content_text(message.get("content")).split(FILES_NOTE, 1)[0].split(RESOURCES_NOTE, 1)[0].strip()
 
 
 def _is_note(message: dict) -> bool:

@@ -5,6 +5,7 @@ first; other users' sessions are 404."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,18 @@ def _too_many(limited: Limited) -> HttpResponse:
     return response
 
 
+def _resources(post: QueryDict) -> list[Any] | None:
+    """The composer's `resources` inputs, each a JSON {"server", "uri"} (static/js/files.js); a value
+    that is not JSON is passed on as it is, for turn_start to refuse naming `resources`."""
+    found: list[Any] = []
+    for value in post.getlist("resources"):
+        try:
+            found.append(json.loads(value))
+        except ValueError:
+            found.append(value)
+    return found or None
+
+
 def _first_error(exc: ValidationError) -> str:
     if hasattr(exc, "message_dict"):
         return " ".join(m for messages in exc.message_dict.values() for m in messages)
@@ -93,6 +106,7 @@ async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
                 choice=_choice(request.POST),
                 resume=request.POST.get("continue") == "1",  # the Continue button of a turn stopped at a limit
                 files=request.POST.getlist("files"),  # the composer's uploaded files (static/js/files.js)
+                resources=_resources(request.POST),  # MCP resources attached from the Tools panel
             )
         )
     except ValidationError as exc:  # anyone else's file is a 404, as everywhere

@@ -117,6 +117,7 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
             "model": t.model_label,
             "message": t.user_message,
             "files": [_file(f, absolute) for f in t.files],
+            "resources": list(t.resources),  # MCP resources the message carried: server, uri, name, mime
             "toolCalls": _tool_calls(events_of[t.id], absolute),
             "modeChanges": [c for c in changes if c["turnId"] == t.id],
             "answer": _MEDIA_LINK.sub(lambda m: f"]({absolute(m.group(1))})", t.answer),
@@ -167,6 +168,12 @@ def _markdown_turn(turn: dict[str, Any]) -> list[str]:
     out += ["**You:**", "", turn["message"] or "_(no message)_", ""]
     if turn.get("files"):
         out += ["**Files:**", ""] + [f"- [{f['name']}]({f['url']}) ({_file_facts(f)})" for f in turn["files"]] + [""]
+    if turn.get("resources"):
+        out += (
+            ["**MCP resources:**", ""]
+            + [f"- {r['name']} `{r['uri']}` ({r['server']})" for r in turn["resources"]]
+            + [""]
+        )
     for call in turn["toolCalls"]:
         state = "ok" if call["ok"] else ("error" if call["ok"] is False else "not finished")
         out += [f"**Tool call** `{call['name']}` ({call['kind']}, {state})", "", _fenced(call["arguments"] or "{}")]

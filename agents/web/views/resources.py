@@ -22,7 +22,7 @@ async def session_resource(request: HttpRequest, session_id: str) -> HttpRespons
     uri, host = request.GET.get("uri", ""), mcp_host()
     if not uri or host is None:
         raise Http404("No such resource.")
-    result = await read_resource(host, uri)
+    result = await read_resource(host, uri, user_id=session.user_id)  # a per-user server: the owner's connection
     if not result.successful:
         return HttpResponse(result.error_message, status=404, content_type="text/plain; charset=utf-8")
     for attachment in getattr(result, "attachments", ()):

@@ -68,3 +68,14 @@ async def test_a_resource_link_opens_the_content_for_the_owner_only(
         refused.status_code == 404
         and refused.content == b"No MCP server here offers the resource https://example.com/."
     )
+
+
+async def test_a_resource_is_never_served_as_html(guide_host, make_session, alice, password):
+    session = await make_session(mode="general", execution="agent")
+    owner = await signed_in(alice, password)
+    page = await owner.get(f"/sessions/{session.id}/resource/?uri=guide%3A%2F%2Fpage.html")
+    assert page.status_code == 200 and page["Content-Type"] == "text/plain; charset=utf-8"
+    assert page["X-Content-Type-Options"] == "nosniff"
+    assert b"<script>alert('never run')</script>" in page.content  # as text, to read
+    image = await owner.get(f"/sessions/{session.id}/resource/?uri=guide%3A%2F%2Fpixel.png")
+    assert image["Content-Type"] == "image/png" and "Content-Disposition" not in image

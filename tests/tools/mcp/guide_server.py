@@ -1,6 +1,7 @@
-"""An MCP server with `instructions` (from GUIDE_INSTRUCTIONS, else a default), one tool and a few
-resources (a text, an image, a URI template), over stdio: the instructions, handshake and resource
-tests start it."""
+"""An MCP server with `instructions` (from GUIDE_INSTRUCTIONS, else a default), one tool, a few
+resources (a text, an HTML page, an image, a URI template) and two prompts (one with a required and an optional
+argument, one a short exchange), over stdio: the instructions, handshake, resource and prompt tests
+start it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def readme() -> str:
     return "# Guide\nGreet people by name."
 
 
+@server.resource("guide://page.html", name="page", mime_type="text/html")
+def page() -> str:
+    return "<script>alert('never run')</script><p>A page.</p>"
+
+
 @server.resource("guide://pixel.png", name="pixel", mime_type="image/png")
 def pixel() -> bytes:
     return PIXEL
@@ -41,6 +47,21 @@ def pixel() -> bytes:
 @server.resource("guide://people/{name}", name="person", description="One person's card.")
 def person(name: str) -> str:
     return f"{name} likes being greeted."
+
+
+@server.prompt(title="Greeting", description="Write a greeting for someone.")
+def greeting(name: str, tone: str = "warm") -> str:
+    """`name` is required, `tone` optional (the server's default is "warm")."""
+    return f"Write a {tone} greeting for {name}."
+
+
+@server.prompt(name="house-style", title="House style", description="Answer in the house style.")
+def house_style() -> list[dict]:
+    return [
+        {"role": "user", "content": "How do we greet people?"},
+        {"role": "assistant", "content": "By name, politely."},
+        {"role": "user", "content": {"type": "resource", "resource": {"uri": "guide://readme", "text": "# Guide"}}},
+    ]
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

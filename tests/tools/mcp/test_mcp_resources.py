@@ -79,5 +79,5 @@ def test_the_tools_panel_lists_each_servers_resources(guide_host, client, alice,
     session = session_create(team=team_a, user=alice)
     client.login(username="alice", password=password)
     html = client.get(f"/sessions/{session.id}/").content.decode()
-    assert "3 resources</summary>" in html
+    assert "4 resources</summary>" in html
     assert "<code class=\"why\">guide://people/{name}</code> <span class=\"why\">(template)</span>" in html
