@@ -47,7 +47,8 @@ def registry():
 @pytest.fixture(scope="module")
 def short_host(tmp_path_factory, registry):
     """timeout 1 s, maxTimeout 3 s: calls that report progress may outlive the first, not the second."""
-    host = start_host(tmp_path_factory.mktemp("mcp"), registry, timeout=1, maxTimeout=3)
+    # initTimeout: the 1 s is for calls; starting the server may take longer on a loaded machine
+    host = start_host(tmp_path_factory.mktemp("mcp"), registry, timeout=1, maxTimeout=3, initTimeout=60)
     yield host
     host.stop()
 
