@@ -95,7 +95,7 @@ def prepare(turns: int) -> tuple[list[str], str, bytes]:
 async def run(started, sessions: list[str], token: str, cookie: bytes, *, text: str, delay: float) -> dict:
     """Post one turn per session to web A at once, each watched on web B; what happened. A post
     or a socket the deployment refuses is counted, not raised."""
-    (web_a, web_b), model = started.webs, started.model
+    web_a, web_b, model = started.webs[0], started.webs[-1], started.model  # --single: one for both
     for _ in sessions:
         model.reply(text, chunk_delay=delay)
     watchers = [asyncio.create_task(watch(web_b, sid, cookie)) for sid in sessions]
@@ -160,6 +160,19 @@ async def model_time(text: str, delay: float) -> float:
     return statistics.median(times)
 
 
+def processes(started) -> dict[str, list[int]]:
+    """The processes whose CPU is counted, by kind."""
+    pid = {id(web): [web.process.pid] if web.process else [] for web in started.webs}
+    if len(started.webs) == 1:
+        kinds = {"web (the API calls and the sockets)": pid[id(started.webs[0])]}
+    else:
+        kinds = {"web A (the API calls)": pid[id(started.webs[0])], "web B (the sockets)": pid[id(started.webs[1])]}
+    if started.workers:
+        kinds["worker"] = [worker.process.pid for worker in started.workers]
+    kinds["bench (model + clients)"] = [os.getpid()]
+    return kinds
+
+
 def profile(py_spy: str, directory: Path, kinds: dict[str, list[int]]) -> list[subprocess.Popen]:
     """A py-spy sampler per process (non-blocking: the processes are not paused), until SIGINT."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -181,6 +194,9 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--profile", type=Path, help="sample the processes with py-spy into this directory")
     parser.add_argument("--py-spy", default="py-spy", help="the py-spy command (for --profile)")
+    parser.add_argument(
+        "--single", action="store_true", help="the same turns on one web process (no Redis, no workers): the baseline"
+    )
     args = parser.parse_args()
     sessions, token, cookie = await sync_to_async(prepare)(args.turns + 1)
     text, delay = "word " * args.tokens, 1.0 / args.rate
@@ -188,8 +204,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="aptix-scale-out-") as var:
         running = deployment(
             Path(var),
-            redis_url=REDIS,
+            redis_url="" if args.single else REDIS,
             secret_key=settings.SECRET_KEY,
+            webs=1 if args.single else 2,
+            workers=0 if args.single else 2,
             heartbeat=HEARTBEAT,
             APTIX_RATE_TURNS="off",
             APTIX_RATE_API="off",
@@ -202,14 +220,9 @@ async def main() -> None:
             started.model.requests.clear()
             cpu = await asyncio.to_thread(
                 ProcessCpu,
-                {
-                    "web A (the API calls)": [started.webs[0].process.pid] if started.webs[0].process else [],
-                    "web B (the sockets)": [started.webs[1].process.pid] if started.webs[1].process else [],
-                    "worker": [worker.process.pid for worker in started.workers],
-                    "bench (model + clients)": [os.getpid()],
-                },
+                processes(started),
                 postgres=True,
-                redis_url=REDIS,
+                redis_url="" if args.single else REDIS,
             )
             samplers = profile(args.py_spy, args.profile, cpu.kinds) if args.profile else []
             cpu.start()
@@ -220,8 +233,11 @@ async def main() -> None:
             for sampler in samplers:
                 await asyncio.to_thread(sampler.wait, 30)
             problems = [line for log in started.logs() for line in warnings_in(log, last=5)]
+    shape = (
+        "1 web process, no workers (PostgreSQL, no Redis)" if args.single else "2 web + 2 workers (PostgreSQL, Redis)"
+    )
     print(
-        f"2 web + 2 workers (PostgreSQL, Redis), {args.tokens} tokens a turn at {args.rate:g} tokens/s: "
+        f"{shape}, {args.tokens} tokens a turn at {args.rate:g} tokens/s: "
         f"the model streams it in {model_seconds:.2f} s; a lone turn (warm): {lone['p50']:.2f} s, "
         f"{(lone['p50'] - model_seconds) * 1000:.0f} ms beyond the model (target <= 300 ms)"
     )

@@ -80,6 +80,22 @@ def session_group(session_id: str) -> str:
     return f"session_{session_id}"
 
 
+def session_news_group(session_id: str) -> str:
+    """The session's events other than a reply's pieces (model.delta), without payloads: for what
+    waits for a turn to end or pause (the JSON API's request, runners.WorkerRunner.wait), which
+    received every piece of the reply before, in the web process the request came to."""
+    return f"session_news_{session_id}"
+
+
+def _news(message: TurnEventsMessage) -> TurnEventsMessage | None:
+    events: list[LiveEvent] = [
+        {**event, "payload": {}} for event in message["events"] if event["event"] != "model.delta"
+    ]
+    if not events:
+        return None
+    return {"type": "turn.events", "session_id": message["session_id"], "turn_id": message["turn_id"], "events": events}
+
+
 def user_group(user_id: Any) -> str:
     """The channel-layer group of every stream one user holds open (agents/web/streams.py)."""
     return f"aptix.user.{user_id}"
@@ -126,8 +142,11 @@ def broadcast_written(session_id: str, turn_id: str, events: list[TurnEvent]) ->
     layer = get_channel_layer()
     if layer is None:
         return
+    message = events_message(session_id, turn_id, events)
     try:
-        async_to_sync(layer.group_send)(session_group(session_id), events_message(session_id, turn_id, events))
+        async_to_sync(layer.group_send)(session_group(session_id), message)
+        if news := _news(message):
+            async_to_sync(layer.group_send)(session_news_group(session_id), news)
     except Exception:
         logger.exception("Broadcasting events of turn %s failed", turn_id)
 
@@ -139,7 +158,10 @@ async def send_events(
     the events are persisted, and a live-stream hiccup must not kill the run."""
     if layer is None:
         return
+    message = events_message(session_id, turn_id, events, row)
     try:
-        await layer.group_send(session_group(session_id), events_message(session_id, turn_id, events, row))
+        await layer.group_send(session_group(session_id), message)
+        if news := _news(message):
+            await layer.group_send(session_news_group(session_id), news)
     except Exception:
         logger.exception("Broadcasting events %s-%s of turn %s failed", events[0].seq, events[-1].seq, turn_id)

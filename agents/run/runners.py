@@ -32,7 +32,7 @@ from tools.registry import ToolRegistry, mcp_registry
 
 from ..branching import switch_continues, turn_continue_after_switch
 from ..elicitations import ERROR_LOST as ELICITATION_LOST
-from ..events import FINAL_EVENT_TYPES, message_events, session_group
+from ..events import FINAL_EVENT_TYPES, message_events, session_news_group
 from ..models import Turn, TurnEvent
 from ..runner import get_runner
 from ..submit import turn_submit
@@ -267,7 +267,7 @@ class WorkerRunner(Runner):
         turn = await Turn.objects.aget(pk=turn_id)
         dispatched_after = await started if started is not None else None
         channel = await layer.new_channel()
-        group = session_group(turn.session_id)
+        group = session_news_group(turn.session_id)  # not the reply's pieces: they change nothing here
         await layer.group_add(group, channel)
         try:
             while True:
@@ -305,9 +305,9 @@ def release_connection() -> None:
 
 
 async def _final_or_news(layer: Any, channel: str, turn_id: str) -> bool:
-    """Wait (at most 5 s) on the session's group for news of the turn: True once its final event came;
-    False when the turn's row should be looked at again (a timeout, or an event of the turn other than a
-    reply's piece — a pause comes with one). The many model.delta messages cost no query."""
+    """Wait (at most 5 s) on the session's news group for news of the turn: True once its final event
+    came; False when the turn's row should be looked at again (a timeout, or another event of the turn
+    — a pause comes with one). The reply's pieces (model.delta) are not sent to that group."""
     try:
         async with asyncio.timeout(5):
             while True:

@@ -11,7 +11,7 @@ from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connection
 
-from agents.events import session_group
+from agents.events import session_news_group
 from agents.models import AgentSession, Turn
 from agents.run.runners import LocalRunner, WorkerRunner
 from agents.turns import turn_start
@@ -67,5 +67,5 @@ async def test_the_worker_runner_waits_without_a_connection(make_session, settin
             "turn_id": turn.id,
             "events": [{"event": "turn.completed", "seq": 1, "payload": {}}],
         }
-        await get_channel_layer().group_send(session_group(session.id), message)
+        await get_channel_layer().group_send(session_news_group(session.id), message)
         assert (await asyncio.wait_for(waiting, 30)).id == turn.id
