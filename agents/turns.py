@@ -244,7 +244,7 @@ def counters(turn: Turn) -> TurnWrite:
     )
 
 
-def task_running(state: dict[str, Any] | None = None) -> TurnWrite:
+def task_state(state: dict[str, Any] | None) -> TurnWrite:
     """A running turn's state while an MCP server runs one of its calls as a task: a `PausedState`
     plus its `task` (agents/run/tool_calls.py), so a run resumed elsewhere goes on from there; None
     once the call has its result (nothing to resume any more)."""

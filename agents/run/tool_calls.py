@@ -236,7 +236,7 @@ class ToolCalls:
                 "resumes": int(((run.turn.state or {}).get("task") or {}).get("resumes", 0)),
                 "rest": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in rest],
             }
-            return turns.task_running({**run.paused_state.to_json(), "task": task})
+            return turns.task_state({**run.paused_state.to_json(), "task": task})
 
         return saved
 
@@ -284,7 +284,7 @@ class ToolCalls:
         elapsed = time.monotonic() - started
         metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
         # A task's saved state goes with its result: nothing is left for a resume to follow.
-        done = turns.task_running(None) if tasks.task_id else None
+        done = turns.task_state(None) if tasks.task_id else None
         await self._record(run, call, result, round(elapsed * 1000, 1), turn_write=done)
         if call.name == ModeChangeTool.TOOL_NAME and result.successful:
             await self._mode_changed(run, result)

@@ -3,6 +3,7 @@ look-ups, and a streamable-HTTP server process on an address the test owns."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -10,11 +11,14 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 SERVERS = Path(__file__).resolve().parents[1] / "tools" / "mcp"
 FIXTURE = SERVERS / "mcp_fixture_server.py"
 HTTP_SERVER = SERVERS / "http_fixture_server.py"
+GUIDE = SERVERS / "guide_server.py"  # prompts, resources and instructions
 START_TIMEOUT = 60
 
 
@@ -33,6 +37,30 @@ def fixture_entry(**extra) -> dict:
 
 def all_settled(statuses) -> bool:
     return all(status.settled for status in statuses)
+
+
+def guide_entry(**extra) -> dict:
+    return {"command": sys.executable, "args": [str(GUIDE)], **extra}
+
+
+@contextlib.contextmanager
+def ready_host(directory: Path, servers: dict, *, serving: bool = False, **options: Any) -> Iterator[Any]:
+    """An McpHost of `servers` (mcp.json entries) once every one is ready; stopped on exit. `serving`:
+    the process's host meanwhile (what the reasoner, views and API use); `options` go to McpHost."""
+    from tools.mcp import host as host_module
+
+    host = host_module.McpHost(write_config(directory / "mcp.json", servers), **options)
+    host.start()
+    previous = host_module._host
+    try:
+        statuses = host.wait_until_sync(all_settled, START_TIMEOUT)
+        assert [status.state for status in statuses] == ["ready"] * len(servers), statuses
+        if serving:
+            host_module._host = host
+        yield host
+    finally:
+        host_module._host = previous
+        host.stop()
 
 
 def gone(pid: int, timeout: float) -> bool:

@@ -5,8 +5,6 @@ server offers is 404."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -14,27 +12,15 @@ from asgiref.sync import sync_to_async
 
 from modes.models import AgentMode
 from tests.helpers import ServerLikeAsyncClient, async_db
-from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
-from tools.mcp import host as host_module
-from tools.mcp.host import McpHost
+from tests.helpers.mcp import guide_entry, ready_host
 
 pytestmark = [async_db, pytest.mark.slow]  # a real MCP server process
-
-GUIDE = Path(__file__).resolve().parents[2] / "tools" / "mcp" / "guide_server.py"
 
 
 @pytest.fixture(scope="module")
 def guide_host(tmp_path_factory):
-    config = write_config(
-        tmp_path_factory.mktemp("mcp") / "mcp.json", {"guide": {"command": sys.executable, "args": [str(GUIDE)]}}
-    )
-    host = McpHost(config)
-    host.start()
-    assert [s.state for s in host.wait_until_sync(all_settled, START_TIMEOUT)] == ["ready"]
-    previous, host_module._host = host_module._host, host
-    yield host
-    host_module._host = previous
-    host.stop()
+    with ready_host(tmp_path_factory.mktemp("mcp"), {"guide": guide_entry()}, serving=True) as host:
+        yield host  # the process's host: the one the reasoner, views and API use
 
 
 async def signed_in(user, password) -> ServerLikeAsyncClient:

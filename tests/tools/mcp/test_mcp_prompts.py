@@ -6,33 +6,23 @@ the server is asked, and the server's own refusal is passed on."""
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import mcp_types as types
 import pytest
 
-from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, fixture_entry, write_config
+from tests.helpers.mcp import by_name, fixture_entry, guide_entry, ready_host
 from tools.mcp.host import McpHost
 from tools.mcp.prompts import PromptArgument, PromptInfo, PromptRefused, get_prompt, prompts_of, render
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers)
 
-GUIDE = Path(__file__).with_name("guide_server.py")
-
 
 @pytest.fixture(scope="module")
 def guide_host(tmp_path_factory):
-    config = write_config(
-        tmp_path_factory.mktemp("mcp") / "mcp.json",
-        {"guide": {"command": sys.executable, "args": [str(GUIDE)]}, "plain": fixture_entry()},
-    )
-    host = McpHost(config, registry=ToolRegistry("mcp"))
-    host.start()
-    assert [s.state for s in host.wait_until_sync(all_settled, START_TIMEOUT)] == ["ready", "ready"]
-    yield host
-    host.stop()
+    servers = {"guide": guide_entry(), "plain": fixture_entry()}
+    with ready_host(tmp_path_factory.mktemp("mcp"), servers, registry=ToolRegistry("mcp")) as host:
+        yield host
 
 
 def got(host: McpHost, name: str, arguments=None, server: str = "guide"):
