@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils.module_loading import import_string
 
 from .models import Turn
@@ -44,6 +45,8 @@ class Runner(Protocol):
     def stop(self, turn_id: str) -> bool: ...
 
     def orphan_reason(self, turn: Turn, now: datetime) -> str | None: ...
+
+    def orphan_candidates(self, turns: QuerySet[Turn], now: datetime) -> QuerySet[Turn]: ...
 
     def unheld(self, turn: Turn, now: datetime) -> bool: ...
 

@@ -25,7 +25,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from modes.catalog import default_mode_key
@@ -131,16 +131,17 @@ def turn_start(
             raise ValidationError(ERROR_SESSION_DELETED, code=CODE_SESSION_DELETED)
         turn_end_orphans(locked)
         leave_deactivated_mode(locked)
-        for waiting in locked.turns.filter(status=Status.AWAITING_APPROVAL):
-            turn_end_waiting(waiting, decision=ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE)
-        if locked.turns.filter(status__in=[Status.QUEUED, Status.RUNNING]).exists():
+        open_turns = list(locked.turns.filter(status__in=[Status.AWAITING_APPROVAL, Status.QUEUED, Status.RUNNING]))
+        if any(t.status != Status.AWAITING_APPROVAL for t in open_turns):
             raise ValidationError(ERROR_TURN_RUNNING, code=CODE_TURN_RUNNING)
+        for waiting in open_turns:  # the new message declines what they wait for
+            turn_end_waiting(waiting, decision=ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE)
         last = locked.turns.order_by("-index").first()
         if resume and (last is None or last.status != Status.LIMIT_REACHED):
             raise ValidationError(
                 {"continue": ValidationError(ERROR_NOTHING_TO_CONTINUE, code=CODE_NOTHING_TO_CONTINUE)}
             )
-        index = (locked.turns.aggregate(m=Max("index"))["m"] or 0) + 1
+        index = (last.index if last is not None else 0) + 1  # the last turn has the highest index
         turn = Turn.objects.create(
             session=locked,
             index=index,
@@ -390,8 +391,7 @@ def turn_end_orphans(session: AgentSession | None = None, *, runner: Runner | No
     asking = Q(status=Status.AWAITING_APPROVAL, approvals__kind="elicitation", approvals__decision="")
     asking &= Q(approvals__request__resume__isnull=True)
     turns = Turn.objects.filter(Q(status__in=[Status.QUEUED, Status.RUNNING]) | asking).distinct()
-    if session is not None:
-        turns = turns.filter(session=session)
+    turns = runner.orphan_candidates(turns if session is None else turns.filter(session=session), now)
     stale: dict[str, tuple[Turn, str]] = {}
     for turn in turns.select_related("session"):
         if reason := runner.orphan_reason(turn, now):

@@ -92,12 +92,12 @@ def prepare(turns: int) -> tuple[list[str], str, bytes]:
     return sessions, token, f"{settings.SESSION_COOKIE_NAME}={login.session_key}".encode()
 
 
-async def run(started, sessions: list[str], token: str, cookie: bytes, *, text: str, delay: float) -> dict:
+async def run(started, sessions: list[str], token: str, cookie: bytes, *, tokens: list[str], delay: float) -> dict:
     """Post one turn per session to web A at once, each watched on web B; what happened. A post
     or a socket the deployment refuses is counted, not raised."""
     web_a, web_b, model = started.webs[0], started.webs[-1], started.model  # --single: one for both
     for _ in sessions:
-        model.reply(text, chunk_delay=delay)
+        model.reply(pieces=tokens, chunk_delay=delay)
     watchers = [asyncio.create_task(watch(web_b, sid, cookie)) for sid in sessions]
     limits = httpx2.Limits(max_connections=len(sessions) + 10)
     async with httpx2.AsyncClient(base_url=web_a.url, timeout=300, limits=limits) as client:
@@ -126,6 +126,10 @@ async def run(started, sessions: list[str], token: str, cookie: bytes, *, text: 
         duplicated += len(watched[0]) - len(set(watched[0]))
     for watcher in watchers:
         watcher.cancel()
+    turn_ids = [body["turnId"] for body, _ in results if body is not None]
+    per_type = Counter()
+    async for kind in TurnEvent.objects.filter(turn_id__in=turn_ids).values_list("type", flat=True):
+        per_type[kind] += 1
     messages = [f"bench {sid} {i}" for i, sid in enumerate(sessions)]
     times = sorted(t for body, t in results if body is not None) or [float("nan")]
     return {
@@ -136,19 +140,20 @@ async def run(started, sessions: list[str], token: str, cookie: bytes, *, text: 
         "lost": lost,
         "duplicated": duplicated,
         "clients_short": clients_short,
+        "events": {kind: round(n / max(len(turn_ids), 1), 1) for kind, n in per_type.most_common()},
         "wall": times[-1],
         "p50": statistics.median(times),
         "p95": times[max(0, round(len(times) * 0.95) - 1)],
     }
 
 
-async def model_time(text: str, delay: float) -> float:
+async def model_time(tokens: list[str], delay: float) -> float:
     """Seconds the scripted model takes to stream the reply, with no Aptix in between (median of 3)."""
     model = ScriptedModel()
     client = openai_client(model)
     times = []
     for _ in range(3):
-        model.reply(text, chunk_delay=delay)
+        model.reply(pieces=tokens, chunk_delay=delay)
         start = time.perf_counter()
         stream = await client.chat.completions.create(
             model="scripted-model", messages=[{"role": "user", "content": "time"}], stream=True
@@ -180,7 +185,9 @@ def profile(py_spy: str, directory: Path, kinds: dict[str, list[int]]) -> list[s
     for kind, pids in kinds.items():
         for i, pid in enumerate(pids):
             name = f"{kind.split(' (')[0].replace(' ', '-')}-{i}.txt"
-            command = [py_spy, "record", "--nonblocking", "-r", "50", "-f", "raw", "-o", str(directory / name)]
+            # --gil: only the thread holding the GIL is sampled, so the samples are CPU, not waits
+            command = [py_spy, "record", "--nonblocking", "--gil", "-r", "100", "-f", "raw"]
+            command += ["-o", str(directory / name)]
             samplers.append(
                 subprocess.Popen([*command, "--pid", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
@@ -199,8 +206,9 @@ async def main() -> None:
     )
     args = parser.parse_args()
     sessions, token, cookie = await sync_to_async(prepare)(args.turns + 1)
-    text, delay = "word " * args.tokens, 1.0 / args.rate
-    model_seconds = await model_time(text, delay)
+    # One token a chunk, as OpenAI, vLLM and llama.cpp stream: --tokens at --rate takes tokens/rate seconds.
+    tokens, delay = ["word "] * args.tokens, 1.0 / args.rate
+    model_seconds = await model_time(tokens, delay)
     with tempfile.TemporaryDirectory(prefix="aptix-scale-out-") as var:
         running = deployment(
             Path(var),
@@ -215,8 +223,8 @@ async def main() -> None:
             LOG_LEVEL="WARNING",
         )
         async with running as started:
-            await run(started, sessions[:1], token, cookie, text=text, delay=delay)  # warm-up
-            lone = await run(started, sessions[1:2], token, cookie, text=text, delay=delay)
+            await run(started, sessions[:1], token, cookie, tokens=tokens, delay=delay)  # warm-up
+            lone = await run(started, sessions[1:2], token, cookie, tokens=tokens, delay=delay)
             started.model.requests.clear()
             cpu = await asyncio.to_thread(
                 ProcessCpu,
@@ -226,7 +234,7 @@ async def main() -> None:
             )
             samplers = profile(args.py_spy, args.profile, cpu.kinds) if args.profile else []
             cpu.start()
-            many = await run(started, sessions[2:], token, cookie, text=text, delay=delay)
+            many = await run(started, sessions[2:], token, cookie, tokens=tokens, delay=delay)
             used = cpu.stop()
             for sampler in samplers:
                 sampler.send_signal(signal.SIGINT)  # py-spy writes its file and exits
@@ -249,6 +257,8 @@ async def main() -> None:
         f"({many['p50'] / lone['p50']:.2f}× a lone turn), p95 {many['p95']:.2f} s "
         f"({many['p95'] / lone['p50']:.2f}× a lone turn; target <= 2×)"
     )
+    events = many["events"]
+    print(f"events a turn: {sum(events.values()):.1f}: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))
     cores = os.cpu_count() or 1
     print(
         f"CPU while they ran ({used.wall:.1f} s, {cores} cores: {used.wall * cores:.1f} CPU s available): "

@@ -10,7 +10,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F
 
 from ..models import Document, DocumentVersion
 
@@ -114,6 +114,11 @@ def documents_current(*, session_id: str) -> list[DocumentVersion]:
         .select_related("document", "user")
         .order_by("-document__updated_at", "-document__created_at")
     )
+
+
+def documents_exist(session: Any) -> Exists:
+    """Whether the session (an OuterRef) has documents, as an expression to annotate another query with."""
+    return Exists(Document.objects.filter(session_id=session))
 
 
 def documents_purge(*, session_id: str) -> None:

@@ -5,7 +5,7 @@ and the channel-layer side (channel.py)."""
 from __future__ import annotations
 
 from .append import events_append
-from .channel import broadcast_written, message_events, session_group, session_news_group
+from .channel import broadcast_written, message_events, session_group, session_news_group, sidebar_moves
 from .recorder import EventRecorder
 from .registry import (
     EVENT_PAYLOADS,
@@ -35,4 +35,5 @@ __all__ = [
     "message_events",
     "session_group",
     "session_news_group",
+    "sidebar_moves",
 ]

@@ -125,8 +125,8 @@ class LLMClient:
         drop what the server refused and retry); other failures as a `ModelError`.
 
         The SDK sends the request (auth, retries, base URL, error statuses) and hands over the raw
-        streaming response; its Server-Sent Events are read here as lines and plain `json.loads`
-        (stream.py), without building the SDK's typed chunk objects.
+        streaming response; its Server-Sent Events are read here from the body's bytes with plain
+        `json.loads` (stream.py), without the SDK's line decoding and typed chunk objects.
 
         The messages and tools go in `extra_body` (sent as given, taking precedence over the typed
         arguments): the SDK otherwise walks every message and schema against its parameter types to
@@ -142,7 +142,7 @@ class LLMClient:
                 extra_body=request.body(),
             ) as response:
                 try:
-                    async for data in sse_events(response.iter_lines()):
+                    async for data in sse_events(response.http_response.aiter_bytes()):
                         await stream.absorb(json.loads(data))
                 except httpx2.TimeoutException as exc:  # as the SDK's own stream reports them
                     raise openai.APITimeoutError(request=response.http_request) from exc

@@ -163,24 +163,34 @@ class StreamError(Exception):
         super().__init__(str(message or "an error occurred during streaming"))
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    """The `data` of each Server-Sent Event in `lines` (the response body's lines, without their
-    line ends), up to `[DONE]`. Comments and `event:`/`id:`/`retry:` fields are skipped; several
-    `data:` lines of one event are joined with newlines (the SSE rules); an event not ended by a
-    blank line when the body ends is dropped, as a half-received chunk."""
-    data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                event = "\n".join(data)
-                data = []
-                if event == "[DONE]":
-                    return
-                yield event
-            continue
-        if line.startswith("data:"):
-            value = line[5:]
-            data.append(value[1:] if value.startswith(" ") else value)
+async def sse_events(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The `data` of each Server-Sent Event in the response `body` (its bytes as they arrive), up to
+    `[DONE]`. Lines end with LF, CRLF or CR (the SSE rules; a CRLF split between two reads is one line
+    end); comments and `event:`/`id:`/`retry:` fields are skipped; several `data:` lines of one event
+    are joined with newlines; an event not ended by a blank line when the body ends is dropped, as a
+    half-received chunk. Bytes, not text: json.loads reads UTF-8 itself, and the layers of line and
+    text decoding the SDK and httpx stack per chunk were a sixth of a worker's time at 100 streams."""
+    pending = b""
+    data: list[bytes] = []
+    async for piece in body:
+        pending += piece
+        if b"\r" in pending:
+            held = pending.endswith(b"\r")  # its LF may come with the next read
+            pending = pending.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if held:
+                pending = pending[:-1] + b"\r"
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if not line:
+                if data:
+                    event = b"\n".join(data)
+                    data = []
+                    if event == b"[DONE]":
+                        return
+                    yield event
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
 
 
 class StreamAssembler:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from django.db.models import Max
+from django.db.models import Max, OuterRef
 
-from files.services import session_has_files
+from files.services import session_files_exist
 from modes.models import AgentMode
 
+from ..documents.services import documents_exist
 from ..models import Turn
 
 
@@ -19,11 +20,18 @@ class LoadedRun:
     mode: AgentMode | None  # the turn's mode in the catalog (None if deleted since)
     last_seq: int  # the turn's last event so far (a continued turn carries on from it)
     has_files: bool = False  # whether the session has files (the files tools are offered only then)
+    has_documents: bool = False  # whether the session has documents (the system prompt carries them then)
 
 
 @sync_to_async
 def load_run(turn_id: str) -> LoadedRun:
-    turn = Turn.objects.select_related("session__team", "session__user").get(pk=turn_id)
+    # One query for the turn, its session, and whether the session has files and documents.
+    session = OuterRef("session_id")
+    turn = (
+        Turn.objects.select_related("session__team", "session__user")
+        .annotate(has_files=session_files_exist(session), has_documents=documents_exist(session))
+        .get(pk=turn_id)
+    )
     last_seq = 0
     if turn.status != Turn.Status.QUEUED:  # a queued turn has no events yet
         last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
@@ -31,5 +39,6 @@ def load_run(turn_id: str) -> LoadedRun:
         turn=turn,
         mode=AgentMode.objects.filter(key=turn.mode).first(),
         last_seq=last_seq,
-        has_files=session_has_files(turn.session_id),
+        has_files=turn.has_files,
+        has_documents=turn.has_documents,
     )

@@ -179,8 +179,8 @@ class Reasoner:
         system_prompt = build_system_prompt(
             mode=mode, execution=turn.execution, selection=selection, instructions=mcp_instructions(selection)
         )
-        # the session's documents as they are now (a user's edit included): the turn works on them
-        system_prompt += await documents_context(turn.session_id, counter, context_budget(run.llm.context_tokens))
+        if loaded.has_documents:  # the session's documents as they are now (a user's edit included)
+            system_prompt += await documents_context(turn.session_id, counter, context_budget(run.llm.context_tokens))
         system = {"role": "system", "content": system_prompt}
         current = await turn_message(turn, vision=run.llm.vision)  # and its files and MCP resources
         fixed = counter.tools(selection.schemas) + counter.messages([system, current])

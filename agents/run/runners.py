@@ -24,7 +24,8 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
+from django.db.models import Max, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from aptix import logcontext, tracing
@@ -32,13 +33,15 @@ from tools.registry import ToolRegistry, mcp_registry
 
 from ..branching import switch_continues, turn_continue_after_switch
 from ..elicitations import ERROR_LOST as ELICITATION_LOST
-from ..events import FINAL_EVENT_TYPES, message_events, session_news_group
+from ..events import FINAL_EVENT_TYPES, message_events, session_news_group, sidebar_moves
 from ..models import Turn, TurnEvent
 from ..runner import get_runner
 from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
 from . import queue
 from .claims import (
+    ORPHAN_QUEUED_AFTER,
+    lease,
     lease_expired,
     orphan_queued_too_long,
     run_dispatch,
@@ -86,6 +89,10 @@ class Runner:
     def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
         """Why nothing runs this open turn any more (it is then ended), or None."""
         raise NotImplementedError
+
+    def orphan_candidates(self, turns: QuerySet[Turn], now: datetime) -> QuerySet[Turn]:
+        """The open turns `orphan_reason` may pick, narrowed in SQL where the runner can say so."""
+        return turns
 
     def unheld(self, turn: Turn, now: datetime) -> bool:
         """Whether no process runs the open turn (a Stop then ends it at once)."""
@@ -293,6 +300,15 @@ class WorkerRunner(Runner):
             return ERROR_NO_WORKER
         return None
 
+    def orphan_candidates(self, turns: QuerySet[Turn], now: datetime) -> QuerySet[Turn]:
+        # What orphan_reason picks, in SQL: every process sweeps every heartbeat, and 100 running turns
+        # fetched (with their sessions) to be let go were most of a sweep, four processes over.
+        queued_long = Q(status=Turn.Status.QUEUED, created_at__lt=now - ORPHAN_QUEUED_AFTER)
+        lease_ended = Q(lease_until__lt=now) | Q(lease_until__isnull=True, last_sign__lt=now - lease())
+        return turns.alias(last_sign=Coalesce("heartbeat_at", "started_at", "created_at")).filter(
+            queued_long | (~Q(status=Turn.Status.QUEUED) & lease_ended)
+        )
+
 
 def release_connection() -> None:
     """Hand the calling thread's database connection back (to the pool, or closed) while it waits for a
@@ -304,10 +320,16 @@ def release_connection() -> None:
         connection.close()
 
 
+# A turn's events that never come with a pause (approval, an MCP server's question, client tools):
+# the waiting request does not read the turn's row again for them (a read each was a fifth of a
+# web process's queries per API turn).
+_NOT_A_PAUSE = frozenset({"model.delta", "turn.started", "step.started", "model.retry", "tool.progress", "tool.task"})
+
+
 async def _final_or_news(layer: Any, channel: str, turn_id: str) -> bool:
     """Wait (at most 5 s) on the session's news group for news of the turn: True once its final event
-    came; False when the turn's row should be looked at again (a timeout, or another event of the turn
-    — a pause comes with one). The reply's pieces (model.delta) are not sent to that group."""
+    came; False when the turn's row should be looked at again (a timeout, or an event of the turn a
+    pause may come with). The reply's pieces (model.delta) are not sent to that group."""
     try:
         async with asyncio.timeout(5):
             while True:
@@ -315,7 +337,7 @@ async def _final_or_news(layer: Any, channel: str, turn_id: str) -> bool:
                 events = [e for e in message_events(message) if e["turn_id"] == turn_id]
                 if any(e["event"] in FINAL_EVENT_TYPES for e in events):
                     return True
-                if any(e["event"] != "model.delta" for e in events):
+                if any(e["event"] not in _NOT_A_PAUSE for e in events):
                     return False
     except TimeoutError:
         return False
@@ -323,7 +345,9 @@ async def _final_or_news(layer: Any, channel: str, turn_id: str) -> bool:
 
 def start_runs() -> None:
     """Start-up hook of a serving process (Daphne, aptix_worker): sweep orphaned turns now and on a
-    timer. Must be called on the serving event loop."""
+    timer; gather the sidebar's notes on it (events/channel.py SidebarMoves). Must be called on the
+    serving event loop."""
+    sidebar_moves.bind(asyncio.get_running_loop())
     if settings.APTIX_RUN_SWEEP:
         get_runner().start_sweeping()
 

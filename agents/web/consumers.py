@@ -192,12 +192,13 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=html)
 
     async def session_moved(self, message: dict) -> None:
-        """From the user's group: a session of theirs got a new turn; the page's sidebar puts it first
-        (static/js/aptix.js), whichever session this stream is of."""
-        session_id = str(message.get("session_id", ""))
-        if session_id.isalnum():
+        """From the user's group: sessions of theirs got a new turn (in that order: the last is the
+        newest); the page's sidebar puts each first (static/js/aptix.js), whichever session this
+        stream is of."""
+        ids = [str(i) for i in message.get("session_ids", ())]
+        if ids and all(i.isalnum() for i in ids):
             await self.send(
-                text_data=f'<div id="session-moved" hidden hx-swap-oob="true" data-session="{session_id}"></div>'
+                text_data=f'<div id="session-moved" hidden hx-swap-oob="true" data-sessions="{" ".join(ids)}"></div>'
             )
 
     async def access_check(self, message: dict) -> None:

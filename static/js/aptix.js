@@ -339,14 +339,16 @@
   // the pinned ones, as the server orders it (the most recently updated first).
   document.addEventListener("htmx:oobAfterSwap", function (e) {
     var moved = e.target;  // the new element (detail.target is the one it replaced)
-    if (!moved || moved.id !== "session-moved" || !moved.dataset.session) return;
-    var link = document.querySelector('#session-list a[href="/sessions/' + moved.dataset.session + '/"]');
-    var item = link && link.closest("li");
-    if (!item || item.classList.contains("pinned")) return;
-    var list = item.parentElement;
-    var pinned = list.querySelectorAll(":scope > li.pinned");
-    var after = pinned.length ? pinned[pinned.length - 1].nextElementSibling : list.firstElementChild;
-    if (after !== item) list.insertBefore(item, after);
+    if (!moved || moved.id !== "session-moved" || !moved.dataset.sessions) return;
+    moved.dataset.sessions.split(" ").forEach(function (id) {  // in the order they moved: the newest last
+      var link = document.querySelector('#session-list a[href="/sessions/' + id + '/"]');
+      var item = link && link.closest("li");
+      if (!item || item.classList.contains("pinned")) return;
+      var list = item.parentElement;
+      var pinned = list.querySelectorAll(":scope > li.pinned");
+      var after = pinned.length ? pinned[pinned.length - 1].nextElementSibling : list.firstElementChild;
+      if (after !== item) list.insertBefore(item, after);
+    });
   });
 
   // A message above the workspace (a session renamed, deleted…) goes when clicked, or by itself after

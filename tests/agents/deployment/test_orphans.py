@@ -66,6 +66,28 @@ def test_with_workers_a_running_turn_lives_while_its_heartbeat_does(session, wor
     assert event.type == "turn.failed" and event.seq == 1 and event.payload["error"] == ERROR_INTERRUPTED
 
 
+def test_with_workers_a_claimed_turn_lives_while_its_lease_does_and_the_sweep_reads_only_candidates(session, workers):
+    """A worker's claim (lease_until) decides, whatever the heartbeat says; and the sweep every process
+    runs every heartbeat fetches only the turns it may end, not every open one."""
+    now = timezone.now()
+    old = now - timedelta(hours=1)
+    claimed = _turn(session, 1, Turn.Status.RUNNING, started_at=old, heartbeat_at=old, lease_until=now + lease())
+    assert end_orphans() == []
+    assert runner_candidates(workers, now) == []
+
+    Turn.objects.filter(pk=claimed.pk).update(lease_until=now - timedelta(seconds=1), heartbeat_at=now)
+    assert [t.pk for t in runner_candidates(workers, now)] == [claimed.pk]
+    assert end_orphans(session) == [claimed.pk]
+    claimed.refresh_from_db()
+    assert (claimed.status, claimed.error) == (Turn.Status.FAILED, ERROR_INTERRUPTED)
+
+
+def runner_candidates(runner, now):
+    return list(
+        runner.orphan_candidates(Turn.objects.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]), now)
+    )
+
+
 def test_with_workers_a_turn_queued_for_a_minute_says_no_worker_took_it(session, workers):
     fresh = _turn(session, 1, Turn.Status.QUEUED)
     assert end_orphans(session) == []  # just dispatched: a worker may be taking it right now

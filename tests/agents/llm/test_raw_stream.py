@@ -88,6 +88,17 @@ async def test_chunks_split_across_network_reads_are_joined():
     assert deltas == ["Hello"] and reply.finish_reason == "stop"
 
 
+async def test_a_crlf_split_between_reads_bare_crs_and_a_character_split_between_reads():
+    """The body is read as bytes (stream.py sse_events): a CRLF whose LF comes with the next read is one
+    line end, not an empty line; CR alone ends lines too; a UTF-8 character may be cut between reads."""
+    hello = ("data: " + json.dumps(chunk({"content": "Grüße €"}), ensure_ascii=False) + "\r\n\r\n").encode()
+    cut = hello.index("€".encode()) + 1  # inside the euro sign's three bytes
+    whole_crlf = hello[:cut], hello[cut:-1], hello[-1:]  # the last LF alone
+    stop = ("data: " + json.dumps(chunk({}, finish="stop")) + "\r\r").encode()
+    deltas, reply = await stream(RawServer(*whole_crlf, stop[:-1], stop[-1:], b"data: [DONE]\r\r"))
+    assert deltas == ["Grüße €"] and reply.finish_reason == "stop"
+
+
 async def test_an_error_chunk_mid_answer_fails_with_the_servers_message():
     server = RawServer(
         data(chunk({"content": "Partial"})),

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from agents.events.channel import MOVED_GATHER, session_moved, sidebar_moves
 from agents.models import Turn
 from agents.runner import get_runner
 from agents.turns import turn_start
@@ -206,4 +207,23 @@ async def test_a_turn_in_another_session_moves_it_up_in_this_pages_sidebar(make_
     await sync_to_async(turn_start)(session=elsewhere, text="Hi")
     note = await communicator.receive_from(timeout=5)
     await communicator.disconnect()
-    assert note == f'<div id="session-moved" hidden hx-swap-oob="true" data-session="{elsewhere.id}"></div>'
+    assert note == f'<div id="session-moved" hidden hx-swap-oob="true" data-sessions="{elsewhere.id}"></div>'
+
+
+async def test_a_burst_of_turns_in_the_users_sessions_is_one_sidebar_note_in_the_order_they_moved(make_session, alice):
+    """On a serving loop the notes are gathered (events/channel.py SidebarMoves): a program starting
+    turns in three sessions at once costs each of the user's sockets one note, not three, and it lists
+    the sessions oldest move first, so the page puts the last one on top."""
+    here, first, second = await make_session(), await make_session(), await make_session()
+    communicator, connected = await connect(here.id, alice)
+    assert connected
+    sidebar_moves.bind(asyncio.get_running_loop())
+    try:
+        for session in (first, second, first):  # from the request threads, as turn_start's on_commit
+            await asyncio.to_thread(session_moved, alice.id, session.id)
+        note = await communicator.receive_from(timeout=5)
+        assert await communicator.receive_nothing(timeout=MOVED_GATHER * 2)
+    finally:
+        sidebar_moves.bind(None)
+        await communicator.disconnect()
+    assert note == f'<div id="session-moved" hidden hx-swap-oob="true" data-sessions="{second.id} {first.id}"></div>'
