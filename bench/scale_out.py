@@ -5,8 +5,9 @@ subprocesses on one PostgreSQL database and one Redis (tests/helpers/deployment.
 the scale-out test), with a scripted OpenAI-compatible model on loopback streaming `--tokens`
 tokens at `--rate` tokens/s. The model's own time for such a reply is measured first (streamed
 straight from it); one turn warms the processes up (unmeasured: a worker's first run sets things up),
-one turn runs alone (the reference), then `--turns` turns are posted at once through the JSON API of
-the first web process while one websocket per session watches on the second. Printed:
+one turn runs alone (the reference), then one websocket per session opens on the second web process
+(a user's page is open before they send) and `--turns` turns are posted at once through the JSON API
+of the first. Printed:
 
 - double runs: turns whose message reached the model more than once (the model counts the
   requests per message; each turn is one step), and turns that never reached it;
@@ -66,8 +67,9 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import call_command
+from django.db.models import Min
 
-from agents.models import TurnEvent
+from agents.models import Turn, TurnEvent
 from agents.sessions import session_create
 from aptix.teams import team_ensure
 from aptix.tokens import api_token_create
@@ -92,15 +94,23 @@ def prepare(turns: int) -> tuple[list[str], str, bytes]:
     return sessions, token, f"{settings.SESSION_COOKIE_NAME}={login.session_key}".encode()
 
 
-async def run(started, sessions: list[str], token: str, cookie: bytes, *, tokens: list[str], delay: float) -> dict:
+async def run(
+    started, sessions: list[str], token: str, cookie: bytes, *, tokens: list[str], delay: float, cpu=None
+) -> dict:
     """Post one turn per session to web A at once, each watched on web B; what happened. A post
-    or a socket the deployment refuses is counted, not raised."""
+    or a socket the deployment refuses is counted, not raised. The sockets open first, as a user's
+    page is open before they send (bench/streams_concurrency.py, the one-process figure, connects its
+    sockets before its clock starts too); then the clock, and `cpu` (a ProcessCpu), start."""
     web_a, web_b, model = started.webs[0], started.webs[-1], started.model  # --single: one for both
     for _ in sessions:
         model.reply(pieces=tokens, chunk_delay=delay)
-    watchers = [asyncio.create_task(watch(web_b, sid, cookie)) for sid in sessions]
+    opened = [asyncio.Event() for _ in sessions]
+    watchers = [asyncio.create_task(watch(web_b, sid, cookie, o)) for sid, o in zip(sessions, opened, strict=True)]
+    await asyncio.wait([asyncio.create_task(o.wait()) for o in opened], timeout=60)
     limits = httpx2.Limits(max_connections=len(sessions) + 10)
     async with httpx2.AsyncClient(base_url=web_a.url, timeout=300, limits=limits) as client:
+        if cpu is not None:
+            cpu.start()
         start = time.perf_counter()
 
         async def post(i: int, sid: str) -> tuple[dict | None, float]:
@@ -113,6 +123,7 @@ async def run(started, sessions: list[str], token: str, cookie: bytes, *, tokens
 
         results = await asyncio.gather(*(post(i, sid) for i, sid in enumerate(sessions)))
     done, _ = await asyncio.wait(watchers, timeout=120)
+    used = cpu.stop() if cpu is not None else None  # before this process reads the events back
     seen = [w.result() if w in done and not w.exception() else None for w in watchers]
     asked = requests_per_message(model)
     lost = duplicated = clients_short = 0
@@ -127,6 +138,15 @@ async def run(started, sessions: list[str], token: str, cookie: bytes, *, tokens
     for watcher in watchers:
         watcher.cancel()
     turn_ids = [body["turnId"] for body, _ in results if body is not None]
+    phases: dict[str, list[float]] = {"recorded": [], "queued": [], "ran": []}  # seconds, per turn
+    first = await TurnEvent.objects.filter(turn_id__in=turn_ids).aaggregate(t=Min("created_at"))
+    async for created, began, ended in Turn.objects.filter(pk__in=turn_ids).values_list(
+        "created_at", "started_at", "finished_at"
+    ):
+        if began and ended and first["t"]:
+            phases["recorded"].append((created - first["t"]).total_seconds())
+            phases["queued"].append((began - created).total_seconds())
+            phases["ran"].append((ended - began).total_seconds())
     per_type = Counter()
     async for kind in TurnEvent.objects.filter(turn_id__in=turn_ids).values_list("type", flat=True):
         per_type[kind] += 1
@@ -141,6 +161,10 @@ async def run(started, sessions: list[str], token: str, cookie: bytes, *, tokens
         "duplicated": duplicated,
         "clients_short": clients_short,
         "events": {kind: round(n / max(len(turn_ids), 1), 1) for kind, n in per_type.most_common()},
+        "cpu": used,
+        "phases": {
+            k: (statistics.median(v), sorted(v)[max(0, round(len(v) * 0.95) - 1)]) for k, v in phases.items() if v
+        },
         "wall": times[-1],
         "p50": statistics.median(times),
         "p95": times[max(0, round(len(times) * 0.95) - 1)],
@@ -233,9 +257,8 @@ async def main() -> None:
                 redis_url="" if args.single else REDIS,
             )
             samplers = profile(args.py_spy, args.profile, cpu.kinds) if args.profile else []
-            cpu.start()
-            many = await run(started, sessions[2:], token, cookie, tokens=tokens, delay=delay)
-            used = cpu.stop()
+            many = await run(started, sessions[2:], token, cookie, tokens=tokens, delay=delay, cpu=cpu)
+            used = many["cpu"]
             for sampler in samplers:
                 sampler.send_signal(signal.SIGINT)  # py-spy writes its file and exits
             for sampler in samplers:
@@ -256,6 +279,11 @@ async def main() -> None:
         f"all done in {many['wall']:.2f} s, a turn p50 {many['p50']:.2f} s "
         f"({many['p50'] / lone['p50']:.2f}× a lone turn), p95 {many['p95']:.2f} s "
         f"({many['p95'] / lone['p50']:.2f}× a lone turn; target <= 2×)"
+    )
+    print(
+        "where a turn's time went (p50 / p95): "
+        + ", ".join(f"{k} {p50:.2f} / {p95:.2f} s" for k, (p50, p95) in many["phases"].items())
+        + " (recorded: from the first turn's first event to the turn's row; queued: to its start; ran: to its end)"
     )
     events = many["events"]
     print(f"events a turn: {sum(events.values()):.1f}: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))

@@ -81,6 +81,17 @@ def run_claim(turn_id: str, dispatch: str, worker: str, now: datetime | None = N
     return bool(claimed)
 
 
+def run_claims(dispatched: list[tuple[str, str]], worker: str) -> set[str]:
+    """Claim each (turn id, dispatch) for `worker` (run_claim); the turn ids whose claim is ours."""
+    now = timezone.now()
+    return {turn_id for turn_id, dispatch in dispatched if run_claim(turn_id, dispatch, worker, now)}
+
+
+# A worker claims on a thread of its own (worker.py): on asgiref's shared sync thread each claim waited
+# behind the database calls of every run already started, so 50 runs read at once started one by one
+# (queued p50 1.0 s, p95 2.0 s in the scale-out bench).
+claims_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-claim")
+
 # Renewals run on a thread of their own (leases.py): on asgiref's shared sync thread they queued behind
 # every run's database calls, and a burst of runs starting at once let leases lapse under live runs.
 renewals_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aptix-lease")

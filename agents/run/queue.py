@@ -16,7 +16,9 @@ entry once the claim is decided, and `reclaim`s entries another consumer read an
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,20 @@ def queue_client(url: str | None = None) -> redis.Redis:
     if not url:
         raise RuntimeError("The run queue needs REDIS_URL.")
     return redis.Redis.from_url(url, **REDIS_OPTIONS)
+
+
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.Redis] = weakref.WeakKeyDictionary()
+
+
+def shared_client() -> redis.Redis:
+    """The running loop's client for short commands (a dispatch, the sweep's liveness check): its pool
+    keeps connections open. A client made and closed per dispatch was a TCP connection set up and torn
+    down per API turn. (A worker's blocking reads keep a client of their own.) Never closed by callers."""
+    loop = asyncio.get_running_loop()
+    client = _shared.get(loop)
+    if client is None:
+        client = _shared[loop] = queue_client()
+    return client
 
 
 async def ensure_group(client: redis.Redis) -> None:
@@ -81,8 +97,9 @@ async def reclaim(client: redis.Redis, consumer: str, *, idle: float, count: int
     return [_run(entry_id, fields) for entry_id, fields in entries if fields]
 
 
-async def ack(client: redis.Redis, entry_id: str) -> None:
-    await client.xack(STREAM, GROUP, entry_id)
+async def ack(client: redis.Redis, *entry_ids: str) -> None:
+    if entry_ids:
+        await client.xack(STREAM, GROUP, *entry_ids)
 
 
 def _alive_key(worker: str) -> str:

@@ -236,11 +236,7 @@ class WorkerRunner(Runner):
             before = await TurnEvent.objects.filter(turn_id=turn_id).aaggregate(m=Max("seq"))
             token = await sync_to_async(run_dispatch)(turn_id)
             trace = await queued_fields(turn_id, tracing.current_traceparent())  # the turn hangs under this span
-            client = queue.queue_client()
-            try:
-                await queue.send(client, turn_id, token, arguments, trace)
-            finally:
-                await client.aclose()
+            await queue.send(queue.shared_client(), turn_id, token, arguments, trace)
         return before["m"] or 0
 
     def unheld(self, turn: Turn, now: datetime) -> bool:
@@ -257,11 +253,7 @@ class WorkerRunner(Runner):
         ran), then end the orphans."""
         stalled = await sync_to_async(stalled_queued)(timezone.now())
         if stalled:
-            client = queue.queue_client()
-            try:
-                living = await queue.alive(client, sorted(set(stalled.values())))
-            finally:
-                await client.aclose()
+            living = await queue.alive(queue.shared_client(), sorted(set(stalled.values())))
             for turn_id, worker in stalled.items():
                 if worker not in living:
                     logger.warning("Re-queued turn %s: its worker is gone", turn_id, extra={"event": "runs.requeued"})

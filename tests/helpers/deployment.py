@@ -128,12 +128,16 @@ def warnings_in(log: Path, last: int = 20) -> list[str]:
     return [line for line in lines if '"WARNING"' in line or '"ERROR"' in line][-last:]
 
 
-async def watch(web: LiveServer, session_id: str, cookie: bytes) -> tuple[list[int], str]:
+async def watch(
+    web: LiveServer, session_id: str, cookie: bytes, connected: asyncio.Event | None = None
+) -> tuple[list[int], str]:
     """A client of `web` from before the session's turn: the seqs it was sent for the turn (stream
-    cursors and appended text), and the turn's final status."""
+    cursors and appended text), and the turn's final status. `connected` is set once it is open."""
     uri = f"ws://127.0.0.1:{web.port}/ws/sessions/{session_id}/?turn=&seq=0"
     seqs: list[int] = []
     async with websockets.connect(uri, origin=web.url, additional_headers={"Cookie": cookie.decode()}) as socket:
+        if connected is not None:
+            connected.set()
         async for frame in socket:
             if cursor := CURSOR.search(str(frame)):
                 seqs.append(int(cursor.group(2)))
