@@ -81,10 +81,11 @@ def run_claim(turn_id: str, dispatch: str, worker: str, now: datetime | None = N
     return bool(claimed)
 
 
-def run_claims(dispatched: list[tuple[str, str]], worker: str) -> set[str]:
-    """Claim each (turn id, dispatch) for `worker` (run_claim); the turn ids whose claim is ours."""
+def run_claims(dispatched: list[tuple[str, str]], worker: str) -> list[bool]:
+    """Claim each (turn id, dispatch) for `worker` (run_claim), in order: whether each claim is ours
+    (one delivered twice in the same read is ours once)."""
     now = timezone.now()
-    return {turn_id for turn_id, dispatch in dispatched if run_claim(turn_id, dispatch, worker, now)}
+    return [run_claim(turn_id, dispatch, worker, now) for turn_id, dispatch in dispatched]
 
 
 # A worker claims on a thread of its own (worker.py): on asgiref's shared sync thread each claim waited

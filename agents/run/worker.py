@@ -67,16 +67,16 @@ class QueueWorker:
             await self._drain()
             await client.aclose()
 
-    async def take(self, client, runs: list[queue.QueuedRun]) -> set[str]:
+    async def take(self, client, runs: list[queue.QueuedRun]) -> list[bool]:
         """Claim the runs (on the claims' own thread, in one trip); run here those whose claim is ours.
-        Acked either way, all at once: the database decides. Returns the turn ids claimed."""
+        Acked either way, all at once: the database decides. Returns whether each was claimed."""
         read_at = time.time_ns()
         dispatched = [(run.turn_id, run.dispatch) for run in runs]
         loop = asyncio.get_running_loop()
         claimed = await loop.run_in_executor(claims_executor, run_claims, dispatched, self.name)
         await queue.ack(client, *(run.entry_id for run in runs))
-        for run in runs:
-            if run.turn_id in claimed:
+        for run, ours in zip(runs, claimed, strict=True):
+            if ours:
                 trace = claimed_trace(run.trace, read_at)
                 self.runner.run_here(run.turn_id, worker=self.name, trace=trace, **run.arguments)
             else:
