@@ -34,7 +34,7 @@ def redis_channel_layers(url: str) -> dict[str, Any]:
     """CHANNEL_LAYERS for a Redis server at `url`, with the connection options above."""
     return {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "aptix.channel_layer.RedisChannelLayer",  # channels_redis's, cheaper group sends
             "CONFIG": {"hosts": [{"address": url, **REDIS_OPTIONS}], "capacity": CHANNEL_CAPACITY},
         }
     }

@@ -67,7 +67,7 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import call_command
-from django.db.models import Min
+from django.utils import timezone
 
 from agents.models import Turn, TurnEvent
 from agents.sessions import session_create
@@ -95,27 +95,40 @@ def prepare(turns: int) -> tuple[list[str], str, bytes]:
 
 
 async def run(
-    started, sessions: list[str], token: str, cookie: bytes, *, tokens: list[str], delay: float, cpu=None
+    started,
+    sessions: list[str],
+    token: str,
+    cookie: bytes,
+    *,
+    tokens: list[str],
+    delay: float,
+    cpu=None,
+    one_api: bool = False,
 ) -> dict:
-    """Post one turn per session to web A at once, each watched on web B; what happened. A post
-    or a socket the deployment refuses is counted, not raised. The sockets open first, as a user's
-    page is open before they send (bench/streams_concurrency.py, the one-process figure, connects its
-    sockets before its clock starts too); then the clock, and `cpu` (a ProcessCpu), start."""
-    web_a, web_b, model = started.webs[0], started.webs[-1], started.model  # --single: one for both
+    """Post one turn per session at once, each watched on a socket of the other web process; what
+    happened. The posts are spread over the web processes as a proxy in front of them would (turn i
+    to web i mod 2, its socket on the other one); `one_api`: all to web A, all sockets on web B (the
+    layout of the first figures). A post or a socket the deployment refuses is counted, not raised.
+    The sockets open first, as a user's page is open before they send (bench/streams_concurrency.py,
+    the one-process figure, connects its sockets before its clock starts too); then the clock, and
+    `cpu` (a ProcessCpu), start."""
+    webs, model = started.webs, started.model
+    api = [webs[0] if one_api else webs[i % len(webs)] for i in range(len(sessions))]
+    view = [webs[-1] if one_api else webs[(i + 1) % len(webs)] for i in range(len(sessions))]  # --single: one
     for _ in sessions:
         model.reply(pieces=tokens, chunk_delay=delay)
     opened = [asyncio.Event() for _ in sessions]
-    watchers = [asyncio.create_task(watch(web_b, sid, cookie, o)) for sid, o in zip(sessions, opened, strict=True)]
+    watchers = [asyncio.create_task(watch(view[i], sid, cookie, opened[i])) for i, sid in enumerate(sessions)]
     await asyncio.wait([asyncio.create_task(o.wait()) for o in opened], timeout=60)
     limits = httpx2.Limits(max_connections=len(sessions) + 10)
-    async with httpx2.AsyncClient(base_url=web_a.url, timeout=300, limits=limits) as client:
+    async with httpx2.AsyncClient(timeout=300, limits=limits) as client:
         if cpu is not None:
             cpu.start()
-        start = time.perf_counter()
+        start, posted_at = time.perf_counter(), timezone.now()
 
         async def post(i: int, sid: str) -> tuple[dict | None, float]:
             response = await client.post(
-                "/api/v1/agent/execute",
+                f"{api[i].url}/api/v1/agent/execute",
                 json={"conversationId": sid, "message": f"bench {sid} {i}", "execution": "ask"},
                 headers={"Authorization": f"Bearer {token}"},
             )
@@ -139,12 +152,11 @@ async def run(
         watcher.cancel()
     turn_ids = [body["turnId"] for body, _ in results if body is not None]
     phases: dict[str, list[float]] = {"recorded": [], "queued": [], "ran": []}  # seconds, per turn
-    first = await TurnEvent.objects.filter(turn_id__in=turn_ids).aaggregate(t=Min("created_at"))
     async for created, began, ended in Turn.objects.filter(pk__in=turn_ids).values_list(
         "created_at", "started_at", "finished_at"
     ):
-        if began and ended and first["t"]:
-            phases["recorded"].append((created - first["t"]).total_seconds())
+        if began and ended:
+            phases["recorded"].append((created - posted_at).total_seconds())
             phases["queued"].append((began - created).total_seconds())
             phases["ran"].append((ended - began).total_seconds())
     per_type = Counter()
@@ -195,7 +207,7 @@ def processes(started) -> dict[str, list[int]]:
     if len(started.webs) == 1:
         kinds = {"web (the API calls and the sockets)": pid[id(started.webs[0])]}
     else:
-        kinds = {"web A (the API calls)": pid[id(started.webs[0])], "web B (the sockets)": pid[id(started.webs[1])]}
+        kinds = {"web A": pid[id(started.webs[0])], "web B": pid[id(started.webs[1])]}
     if started.workers:
         kinds["worker"] = [worker.process.pid for worker in started.workers]
     kinds["bench (model + clients)"] = [os.getpid()]
@@ -225,6 +237,11 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--profile", type=Path, help="sample the processes with py-spy into this directory")
     parser.add_argument("--py-spy", default="py-spy", help="the py-spy command (for --profile)")
+    parser.add_argument(
+        "--one-api",
+        action="store_true",
+        help="post every turn to web A and watch every turn on web B (the first figures' layout)",
+    )
     parser.add_argument(
         "--single", action="store_true", help="the same turns on one web process (no Redis, no workers): the baseline"
     )
@@ -257,7 +274,9 @@ async def main() -> None:
                 redis_url="" if args.single else REDIS,
             )
             samplers = profile(args.py_spy, args.profile, cpu.kinds) if args.profile else []
-            many = await run(started, sessions[2:], token, cookie, tokens=tokens, delay=delay, cpu=cpu)
+            many = await run(
+                started, sessions[2:], token, cookie, tokens=tokens, delay=delay, cpu=cpu, one_api=args.one_api
+            )
             used = many["cpu"]
             for sampler in samplers:
                 sampler.send_signal(signal.SIGINT)  # py-spy writes its file and exits
@@ -283,7 +302,7 @@ async def main() -> None:
     print(
         "where a turn's time went (p50 / p95): "
         + ", ".join(f"{k} {p50:.2f} / {p95:.2f} s" for k, (p50, p95) in many["phases"].items())
-        + " (recorded: from the first turn's first event to the turn's row; queued: to its start; ran: to its end)"
+        + " (recorded: from the posts to the turn's row; queued: to its start; ran: to its end)"
     )
     events = many["events"]
     print(f"events a turn: {sum(events.values()):.1f}: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))
@@ -297,7 +316,7 @@ async def main() -> None:
         + f"; all {used.total:.1f} s"
     )
     for line in problems:
-        print("  log:", line[:300])
+        print("  log:", line[: int(os.environ.get("BENCH_LOG_CHARS", "300"))])
 
 
 if __name__ == "__main__":

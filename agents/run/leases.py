@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 
 from ..models import Turn
@@ -108,11 +108,15 @@ def _renew_all(workers: dict[str, str]) -> set[str]:
         for worker in set(workers.values()):
             ids = [turn_id for turn_id, w in workers.items() if w == worker]
             mine = Turn.objects.filter(pk__in=ids, finished_at__isnull=True)
-            if not worker:
-                mine.update(heartbeat_at=now)
-                continue
-            mine = mine.filter(worker=worker)
-            if mine.update(heartbeat_at=now, lease_until=now + lease()) < len(ids):
+            if worker:
+                mine = mine.filter(worker=worker)
+            with transaction.atomic():  # the rows locked in turn id order first, as the event writer does
+                list(mine.order_by("pk").select_for_update().values_list("pk", flat=True))
+                if not worker:
+                    mine.update(heartbeat_at=now)
+                    continue
+                renewed = mine.update(heartbeat_at=now, lease_until=now + lease())
+            if renewed < len(ids):
                 lost |= set(ids) - set(mine.values_list("pk", flat=True))
     except Exception:
         connections.close_all()  # a broken connection must not fail every later renewal

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
+import pytest
 from asgiref.sync import sync_to_async
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.models import Turn
-from agents.run.leases import Leases
+from agents.run.leases import Leases, _renew_all
+from agents.sessions import session_create
 from agents.turns import turn_start
 from tests.helpers import async_db
 
@@ -77,3 +82,20 @@ async def test_one_heartbeat_renews_every_held_claim_and_one_look_finds_the_canc
     assert [run.cancelled() for run in runs] == [False, False, True]
     for run in runs[:2]:
         run.cancel()
+
+
+@pytest.mark.django_db
+def test_a_renewal_locks_its_turns_in_turn_id_order_before_updating_them(team_a, alice):
+    """As the event writer's groups do (events/writer.py): on PostgreSQL a multi-row UPDATE locks rows
+    in whatever order it scans them, and against a writer's transaction in another order the two
+    deadlocked (the scale-out bench: "Renewing the runs' leases failed … deadlock detected")."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL (make test runs it)")
+    turns = [turn_start(session=session_create(team=team_a, user=alice), text="Hi") for _ in range(3)]
+    Turn.objects.filter(pk__in=[t.id for t in turns]).update(worker=WORKER, status=Turn.Status.RUNNING)
+    with CaptureQueriesContext(connection) as queries:
+        assert _renew_all({t.id: WORKER for t in turns}) == set()
+    sql = [q["sql"].upper() for q in queries.captured_queries]
+    lock = next(i for i, s in enumerate(sql) if "FOR UPDATE" in s)
+    update = next(i for i, s in enumerate(sql) if s.startswith("UPDATE"))
+    assert lock < update and re.search(r'ORDER BY (1|"AGENTS_TURN"\."ID") ASC FOR UPDATE', sql[lock]), sql[lock]
