@@ -95,8 +95,8 @@ class Leases:
         asked = await asyncio.get_running_loop().run_in_executor(renewals_executor, _cancels_asked, ids)
         for turn_id in asked:
             run = self._held.pop(turn_id, None)
-            if run is not None and run.task is not None:
-                run.task.cancel()
+            if run is not None and run.task is not None and not run.ended():
+                run.task.cancel()  # (a run that wrote its turn's end is left to broadcast it, as in beat)
 
 
 def _renew_all(workers: dict[str, str]) -> set[str]:
@@ -126,7 +126,11 @@ def _renew_all(workers: dict[str, str]) -> set[str]:
 
 def _cancels_asked(ids: list[str]) -> list[str]:
     try:
-        return list(Turn.objects.filter(pk__in=ids, cancel_requested=True).values_list("pk", flat=True))
+        return list(
+            Turn.objects.filter(pk__in=ids, cancel_requested=True, finished_at__isnull=True).values_list(
+                "pk", flat=True
+            )
+        )
     except Exception:
         connections.close_all()
         raise

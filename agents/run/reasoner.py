@@ -132,7 +132,7 @@ class Reasoner:
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
-            await self._end(run, Stopped(answer=run.recorder.streamed))
+            await self._stopped(run)
         except QuestionClosed:  # the turn's end is written already (asking.py): nothing more is
             logger.info("Turn %s ended while an MCP server's question waited", turn.id)
         except ModelsConfigError:
@@ -143,6 +143,12 @@ class Reasoner:
             self.admin_logger.add_exception(exc, "Reasoner.Run", turn_id=turn.id, session_id=turn.session_id)
             await self._end(run, Failed(message=ERROR_INTERNAL, kind="internal"))
         return turn
+
+    async def _stopped(self, run: Run) -> None:
+        """The run was cancelled (a Stop): its end says so, unless it wrote its end already (a Stop
+        landing while it broadcast that end changes nothing)."""
+        if not self.ended_here:
+            await self._end(run, Stopped(answer=run.recorder.streamed))
 
     # --- set-up -----------------------------------------------------------------------------
 

@@ -56,6 +56,23 @@ async def test_a_run_that_wrote_its_own_end_is_not_stopped_by_the_failed_renewal
 
 
 @async_db
+async def test_a_stop_after_the_run_wrote_its_own_end_does_not_cancel_it(make_session):
+    """A Stop that lands while a worker's run broadcasts the end it wrote (the turn completed) must not
+    cancel that run: cancelled, it wrote a second end, turn.cancelled after turn.completed (the
+    decision/cancel race test on workers caught it under load)."""
+    turn_id = await _finished_turn_held_by_worker(make_session)
+    await Turn.objects.filter(pk=turn_id).aupdate(cancel_requested=True)
+    for ended in (True, False):  # whether the run knows it wrote the end, or only the row says so
+        busy = asyncio.create_task(asyncio.sleep(30))
+        leases = Leases(polls_cancel=True)
+        leases.hold(turn_id, busy, WORKER, lambda ended=ended: ended)
+        await leases.poll_cancels()
+        await asyncio.sleep(0)
+        assert not busy.done()
+        busy.cancel()
+
+
+@async_db
 async def test_a_run_whose_turn_ended_elsewhere_is_stopped(make_session, caplog):
     turn_id = await _finished_turn_held_by_worker(make_session)
     with caplog.at_level(logging.WARNING, logger="aptix.runs"):
