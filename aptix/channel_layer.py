@@ -1,4 +1,5 @@
-"""The Redis channel layer: channels_redis's, with a group send of two round trips instead of four.
+"""The Redis channel layer: channels_redis's, with a group send of two round trips instead of four,
+and a receive of one round trip instead of three when a message is waiting.
 
 A run sends each written batch of events to its session's group (agents/events/channel.py): about
 twenty group sends a turn. channels_redis 4.3's `group_send` makes four round trips for each (drop
@@ -7,8 +8,16 @@ EVAL carrying its whole script) and was a sixth of a worker's CPU at 100 turns a
 bench, py-spy --gil). Here the first two are one pipeline, and the expired messages are dropped by the
 script itself, run by its SHA. What it does is unchanged: the same keys, the same per-channel
 message (`_map_channel_keys_to_connection`, serialized once per process key), the same capacity
-rule, expiry and log line. It relies on channels_redis's internals, so the version is pinned in
-pyproject.toml and tests/aptix/test_redis_layer.py runs it against a real Redis.
+rule, expiry and log line.
+
+Receiving, channels_redis runs a script putting back what an interrupted receive left in the
+channel's backup set, then BZPOPMIN, then ZADDs the message to the backup set (removed once handed
+over): three round trips a message, for every event a web process's sockets get. Here one script
+does the three when a message is waiting (the usual case under load); only an empty channel takes
+the blocking path as before.
+
+It relies on channels_redis's internals, so the version is pinned in pyproject.toml and
+tests/aptix/test_redis_layer.py runs it against a real Redis.
 """
 
 from __future__ import annotations
@@ -43,10 +52,42 @@ for i = 1, n do
 end
 return over
 """
+# KEYS: none; ARGV: the channel's key, its backup set's key. What channels_redis's cleanup script
+# does, then a non-blocking pop whose message goes to the backup set as its BZPOPMIN's did.
+POP_WAITING = """
+local backed_up = redis.call('ZRANGE', ARGV[2], 0, -1, 'WITHSCORES')
+for i = #backed_up, 1, -2 do
+    redis.call('ZADD', ARGV[1], backed_up[i], backed_up[i - 1])
+end
+redis.call('DEL', ARGV[2])
+local popped = redis.call('ZPOPMIN', ARGV[1])
+if popped[1] then
+    redis.call('ZADD', ARGV[2], popped[2], popped[1])
+    return popped[1]
+end
+return false
+"""
+POP_WAITING_SHA = hashlib.sha1(POP_WAITING.encode()).hexdigest()
+
 GROUP_SEND_SHA = hashlib.sha1(GROUP_SEND.encode()).hexdigest()  # Redis names scripts by their SHA-1
 
 
+async def _script(connection: Any, sha: str, script: str, keys: list[Any], args: list[Any]) -> Any:
+    try:
+        return await connection.evalsha(sha, len(keys), *keys, *args)
+    except NoScriptError:  # a Redis restarted or flushed since: EVAL caches it again
+        return await connection.eval(script, len(keys), *keys, *args)
+
+
 class RedisChannelLayer(ChannelsRedisLayer):
+    async def _brpop_with_clean(self, index: int, channel: str, timeout: float) -> Any:
+        member = await _script(
+            self.connection(index), POP_WAITING_SHA, POP_WAITING, [], [channel, self._backup_channel_name(channel)]
+        )
+        if member is not None:
+            return member
+        return await super()._brpop_with_clean(index, channel, timeout)  # nothing waiting: block as before
+
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         assert self.require_valid_group_name(group), "Group name not valid"
         key = self._group_key(group)
@@ -59,10 +100,6 @@ class RedisChannelLayer(ChannelsRedisLayer):
         to_keys, to_message, to_capacity = self._map_channel_keys_to_connection(channel_names, message)
         for index, keys in to_keys.items():
             args = [to_message[k] for k in keys] + [to_capacity[k] for k in keys] + [time.time(), int(self.expiry)]
-            target = self.connection(index)
-            try:
-                over = await target.evalsha(GROUP_SEND_SHA, len(keys), *keys, *args)
-            except NoScriptError:  # a Redis restarted or flushed since: EVAL caches it again
-                over = await target.eval(GROUP_SEND, len(keys), *keys, *args)
+            over = await _script(self.connection(index), GROUP_SEND_SHA, GROUP_SEND, keys, args)
             if over > 0:
                 logger.info("%s of %s channels over capacity in group %s", over, len(channel_names), group)

@@ -116,7 +116,7 @@ async def run(
     api = [webs[0] if one_api else webs[i % len(webs)] for i in range(len(sessions))]
     view = [webs[-1] if one_api else webs[(i + 1) % len(webs)] for i in range(len(sessions))]  # --single: one
     for _ in sessions:
-        model.reply(pieces=tokens, chunk_delay=delay)
+        model.reply(pieces=tokens, chunk_delay=delay, paced=True)
     opened = [asyncio.Event() for _ in sessions]
     watchers = [asyncio.create_task(watch(view[i], sid, cookie, opened[i])) for i, sid in enumerate(sessions)]
     await asyncio.wait([asyncio.create_task(o.wait()) for o in opened], timeout=60)
@@ -139,6 +139,7 @@ async def run(
     used = cpu.stop() if cpu is not None else None  # before this process reads the events back
     seen = [w.result() if w in done and not w.exception() else None for w in watchers]
     asked = requests_per_message(model)
+    streamed = sorted(model.stream_seconds[-len(sessions) :]) or [float("nan")]
     lost = duplicated = clients_short = 0
     for (body, _), watched in zip(results, seen, strict=True):
         if body is None or watched is None:
@@ -174,6 +175,7 @@ async def run(
         "clients_short": clients_short,
         "events": {kind: round(n / max(len(turn_ids), 1), 1) for kind, n in per_type.most_common()},
         "cpu": used,
+        "model": (statistics.median(streamed), streamed[max(0, round(len(streamed) * 0.95) - 1)]),
         "phases": {
             k: (statistics.median(v), sorted(v)[max(0, round(len(v) * 0.95) - 1)]) for k, v in phases.items() if v
         },
@@ -189,7 +191,7 @@ async def model_time(tokens: list[str], delay: float) -> float:
     client = openai_client(model)
     times = []
     for _ in range(3):
-        model.reply(pieces=tokens, chunk_delay=delay)
+        model.reply(pieces=tokens, chunk_delay=delay, paced=True)
         start = time.perf_counter()
         stream = await client.chat.completions.create(
             model="scripted-model", messages=[{"role": "user", "content": "time"}], stream=True
@@ -304,6 +306,7 @@ async def main() -> None:
         + ", ".join(f"{k} {p50:.2f} / {p95:.2f} s" for k, (p50, p95) in many["phases"].items())
         + " (recorded: from the posts to the turn's row; queued: to its start; ran: to its end)"
     )
+    print("the model's own streams meanwhile (p50 / p95): {:.2f} / {:.2f} s".format(*many["model"]))
     events = many["events"]
     print(f"events a turn: {sum(events.values()):.1f}: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))
     cores = os.cpu_count() or 1

@@ -89,3 +89,26 @@ async def test_a_redis_that_forgot_the_script_gets_it_again(layer):
     await layer.connection(0).script_flush()
     await layer.group_send("session_flushed", {"type": "x", "n": 3})
     assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 3
+
+
+async def test_receiving_a_waiting_message_a_later_one_and_one_an_interrupted_receive_left(layer):
+    """The receive's one-trip path (a message waiting), its blocking path (none yet), and what a
+    receive cancelled between its pop and the hand-over left in the backup set: delivered first."""
+    channel = "plain.receiver"
+    await layer.send(channel, {"type": "x", "n": 1})
+    assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 1  # it was waiting
+
+    later = asyncio.create_task(layer.receive(channel))
+    await asyncio.sleep(0.2)  # the receive blocks: nothing waits yet
+    await layer.send(channel, {"type": "x", "n": 2})
+    assert (await asyncio.wait_for(later, 5))["n"] == 2
+
+    key = layer.prefix + channel
+    connection = layer.connection(0)
+    await layer.send(channel, {"type": "x", "n": 4})
+    await connection.zadd(layer._backup_channel_name(key), {layer.serialize({"type": "x", "n": 3}): time.time() - 1})
+    received = [(await asyncio.wait_for(layer.receive(channel), 5))["n"] for _ in range(2)]
+    assert received == [3, 4]
+    async with asyncio.timeout(5):  # handed over, so its cleaner empties the backup set: nothing to redo
+        while await connection.zcard(layer._backup_channel_name(key)):
+            await asyncio.sleep(0.01)

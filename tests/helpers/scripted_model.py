@@ -35,6 +35,7 @@ import base64
 import contextlib
 import json
 import socket
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class _Reply:
     quirks: WireQuirks = field(default_factory=WireQuirks)
     reject_tools: bool = False
     reject_stream_options: bool = False
+    paced: bool = False
 
     def refusal(self, request: dict) -> dict | None:
         """The HTTP 400 body for a request this reply's server refuses, or None."""
@@ -129,6 +131,7 @@ class ScriptedModel:
         self.stream_finished = asyncio.Event()
         self.stream_cancelled = asyncio.Event()
         self.cancellations = 0
+        self.stream_seconds: list[float] = []  # how long each completed stream took, first chunk to last
         self._queue: deque[_Reply | _Error | _Malformed] = deque()
         self.image_requests: list[dict] = []  # parsed JSON bodies of Images API requests
         self._images: deque[bytes | _Error] = deque()
@@ -143,6 +146,7 @@ class ScriptedModel:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         chunk_delay: float = 0.0,
+        paced: bool = False,
         reasoning: str = "",
         finish_reason: str | None = None,
         pieces: list[str] | None = None,
@@ -158,6 +162,9 @@ class ScriptedModel:
 
         - `reasoning`: sent first, as `reasoning_content` deltas (DeepSeek, llama.cpp, vLLM);
         - `finish_reason`: sent instead of "tool_calls" / "stop" (e.g. "length");
+        - `paced=True`: chunk i goes `i * chunk_delay` after the first, as a model server streams at
+          its own pace (without it each delay is counted from the chunk before, so a busy loop here
+          stretches the reply: 2.1 s became 2.6 s with 100 streams and their clients in one process);
         - `pieces`: the exact text deltas (the content is their concatenation), e.g. to split a
           `<think>` tag across chunks;
         - `reject_tools`: while the request offers tools, answer HTTP 400 "This model does not
@@ -190,7 +197,7 @@ class ScriptedModel:
             odd_split=odd_split,
             content_pieces=tuple(pieces) if pieces is not None else None,
         )
-        queued = _Reply(planned, chunk_delay, self._take_delay(), wire, reject_tools, reject_stream_options)
+        queued = _Reply(planned, chunk_delay, self._take_delay(), wire, reject_tools, reject_stream_options, paced)
         self._queue.append(queued)
         return planned
 
@@ -347,9 +354,13 @@ class ScriptedModel:
         chunks = sse_chunks(
             planned.reply, model=model, prompt_tokens=prompt_tokens, include_usage=include_usage, quirks=planned.quirks
         )
-        await self._stream(send, receive, chunks, planned.chunk_delay, complete=not planned.quirks.cut_off)
+        await self._stream(
+            send, receive, chunks, planned.chunk_delay, complete=not planned.quirks.cut_off, paced=planned.paced
+        )
 
-    async def _stream(self, send, receive, chunks, chunk_delay: float, complete: bool = True) -> None:
+    async def _stream(
+        self, send, receive, chunks, chunk_delay: float, complete: bool = True, paced: bool = False
+    ) -> None:
         """Send SSE chunks, watching for the client leaving (uvicorn does not cancel the app when
         a connection drops; it answers `receive()` with `http.disconnect`)."""
         await send(
@@ -360,14 +371,17 @@ class ScriptedModel:
             }
         )
         watcher = asyncio.ensure_future(receive())  # resolves on http.disconnect only
+        began = time.perf_counter()
         try:
             for index, chunk in enumerate(chunks):
                 if index and chunk_delay:
-                    await asyncio.wait({watcher}, timeout=chunk_delay)
+                    due = began + index * chunk_delay if paced else time.perf_counter() + chunk_delay
+                    await asyncio.wait({watcher}, timeout=max(0.0, due - time.perf_counter()))
                 if watcher.done():
                     raise _Disconnected
                 await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+            self.stream_seconds.append(time.perf_counter() - began)
             if complete:
                 self.stream_finished.set()
         except _Disconnected:  # the client left: stop quietly, as a real server would
