@@ -18,12 +18,21 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from .invites import invite_accept, invite_create, invite_get, invite_list, invite_send, invite_teams
+from .invites import (
+    ERROR_PASSWORDS_OFF,
+    invite_accept,
+    invite_create,
+    invite_get,
+    invite_list,
+    invite_send,
+    invite_teams,
+    invites_on,
+)
 from .models import Membership, Team
 from .ratelimits import INVITES, address_key, rate_limit
 
 # The status of a link that cannot be accepted: unknown, or gone (accepted, expired).
-LINK_STATUS = {"unknown": 404, "used": 410, "expired": 410}
+LINK_STATUS = {"unknown": 404, "used": 410, "expired": 410, "passwords_off": 403}
 NOT_AN_OWNER = "Only administrators and the owners of a team invite people."
 
 
@@ -40,6 +49,8 @@ class InviteForm(forms.Form):
 @login_required
 def invites_page(request: HttpRequest) -> HttpResponse:
     """The invite form and the invites not accepted yet; a POST makes one and shows its link."""
+    if not invites_on():
+        return render(request, "aptix/invites.html", {"refused": ERROR_PASSWORDS_OFF}, status=403)
     teams = list(invite_teams(user=request.user))
     if not teams:
         return render(request, "aptix/invites.html", {"refused": NOT_AN_OWNER}, status=403)

@@ -42,6 +42,22 @@ ERROR_EXPIRED = (
     f"This invitation has expired (links are valid for {INVITE_DAYS} days). Ask whoever invited you for a new one."
 )
 
+ERROR_PASSWORDS_OFF = (
+    "Sign-in with a password is off here, and an invitation makes a password account: people join by "
+    "signing in with the identity provider, whose groups give them their team."
+)
+
+
+def invites_on() -> bool:
+    """Whether invitations are made and accepted: not when sign-in with a password is off (a provider
+    and APTIX_LOCAL_LOGIN=false, as identity/views.py local_login_on says), where an invitee's password
+    account could never sign in again; the provider's group rules make accounts then."""
+    return bool(settings.APTIX_LOCAL_LOGIN or not getattr(settings, "APTIX_OIDC_ISSUER", None))
+
+
+def _passwords_off() -> ValidationError:
+    return ValidationError(ERROR_PASSWORDS_OFF, code="passwords_off")
+
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
@@ -57,8 +73,8 @@ def invite_teams(*, user: Any) -> QuerySet[Team]:
 
 
 def invite_allowed(*, user: Any) -> bool:
-    """Whether `user` may invite anyone (an administrator, or the owner of a team)."""
-    return invite_teams(user=user).exists()
+    """Whether `user` may invite anyone (an administrator, or the owner of a team), invites being on."""
+    return invites_on() and invite_teams(user=user).exists()
 
 
 def invite_list(*, user: Any) -> QuerySet[Invite]:
@@ -74,6 +90,8 @@ def _email_taken(email: str) -> bool:
 
 def invite_check(*, inviter: Any, team: Team, email: str) -> str:
     """The address normalised, if `inviter` may invite it into `team`; else invite_create's errors."""
+    if not invites_on():
+        raise _passwords_off()
     if not invite_teams(user=inviter).filter(pk=team.pk).exists():
         raise ValidationError({"team": ValidationError(ERROR_NOT_OWNER, code="forbidden")})
     email = get_user_model().objects.normalize_email(email.strip())
@@ -85,7 +103,7 @@ def invite_check(*, inviter: Any, team: Team, email: str) -> str:
 def invite_create(*, inviter: Any, team: Team, email: str, role: str = Membership.Role.MEMBER) -> tuple[Invite, str]:
     """A new invite and its link's secret (never stored: show it now). ValidationError when the
     inviter may not invite into `team` (`team`: ERROR_NOT_OWNER), the address already has an account
-    (`email`: ERROR_EMAIL_TAKEN) or a field is invalid."""
+    (`email`: ERROR_EMAIL_TAKEN), a field is invalid or invites are off (ERROR_PASSWORDS_OFF)."""
     email = invite_check(inviter=inviter, team=team, email=email)
     secret = secrets.token_urlsafe(32)
     invite = Invite(
@@ -126,6 +144,8 @@ def invite_send(*, invite: Invite, link: str) -> bool:
 
 def invite_get(*, secret: str) -> Invite:
     """The invite of a link, if it can still be accepted; else ValidationError with the reason."""
+    if not invites_on():  # made before sign-in with a password was turned off
+        raise _passwords_off()
     invite = Invite.objects.select_related("team").filter(token_hash=_digest(secret)).first()
     if invite is None:
         raise ValidationError(ERROR_UNKNOWN, code="unknown")

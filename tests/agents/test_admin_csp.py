@@ -3,9 +3,11 @@ style attributes, so a page that uses them shows unstyled and reports a violatio
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.urls import reverse
 
 from tests.helpers import async_db
@@ -42,3 +44,8 @@ async def test_the_turn_trace_has_no_inline_style(client, auditor, password, mak
     assert "Step 1: " in response.content.decode()  # the trace is on the page
     assert page.styled == []
     assert any(sheet.endswith("css/admin.css") for sheet in page.sheets)  # where its pre-wrap comes from
+    # The trace's long lines (a 12,000 px system prompt) wrap by the stylesheet's class.
+    assert '<div class="aptix-trace">' in response.content.decode()
+    assert '<pre class="aptix-wrap">' in response.content.decode()
+    sheet = (settings.BASE_DIR / "static" / "css" / "admin.css").read_text()
+    assert re.search(r"\.aptix-trace pre\.aptix-wrap \{[^}]*white-space: pre-wrap;", sheet)

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
@@ -21,6 +22,7 @@ from aptix.invites import (
     ERROR_EMAIL_TAKEN,
     ERROR_EXPIRED,
     ERROR_NOT_OWNER,
+    ERROR_PASSWORDS_OFF,
     ERROR_UNKNOWN,
     ERROR_USED,
     INVITE_DAYS,
@@ -152,6 +154,32 @@ def test_the_settings_page_links_to_invites_for_owners_only(client, alice, bob):
     assert 'href="/invites/"' in client.get(reverse("settings")).content.decode()
     client.force_login(bob)
     assert 'href="/invites/"' not in client.get(reverse("settings")).content.decode()
+
+
+def test_with_password_sign_in_off_invites_make_no_accounts(client, settings, alice, admin_user, team_a):
+    """With the identity provider and APTIX_LOCAL_LOGIN=false, an invite's password account could not
+    sign in again (the password form is the superusers'), yet its link signed the invitee in with a
+    password: the provider's group rules make accounts then, and invites say so."""
+    _, secret = invite_create(inviter=alice, team=team_a, email="ivy@example.com")  # made before the switch
+    settings.APTIX_OIDC_ISSUER, settings.APTIX_LOCAL_LOGIN = "https://idp.example.com", False
+    path = reverse("invite-accept", args=[secret])
+    for response in (client.get(path), accept(client, path)):
+        assert response.status_code == 403 and ERROR_PASSWORDS_OFF in response.content.decode()
+    assert not get_user_model().objects.filter(email="ivy@example.com").exists()
+
+    client.force_login(alice)
+    assert 'href="/invites/"' not in client.get(reverse("settings")).content.decode()
+    for response in (
+        client.get(reverse("invites")),
+        client.post(reverse("invites"), {"email": "jo@example.com", "team": team_a.pk, "role": "member"}),
+    ):
+        assert response.status_code == 403 and ERROR_PASSWORDS_OFF in response.content.decode()
+    with pytest.raises(ValidationError, match="Sign-in with a password is off"):
+        invite_create(inviter=admin_user, team=team_a, email="kit@example.com")  # the admin's form checks this too
+    assert not Invite.objects.filter(email__in=["jo@example.com", "kit@example.com"]).exists()
+
+    settings.APTIX_LOCAL_LOGIN = True  # passwords and the provider side by side: invites work
+    assert client.get(reverse("invites")).status_code == 200
 
 
 def test_the_email_url_chooses_the_backend():

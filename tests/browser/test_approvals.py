@@ -52,6 +52,19 @@ def card(page):
     return page.locator(".approval-card")
 
 
+async def notes_server_ready(page) -> None:
+    """Reload until the Tools panel says the notes server is ready: the MCP servers start in the
+    background with the server process, and a session's first turn may come before (then the offline
+    model is offered no notes tool and answers instead of asking)."""
+    notes_ready = page.locator("#tools-body .server:has(strong:text-is('notes')) .state-ready")
+    for _ in range(100):
+        await page.reload()
+        if await notes_ready.count():
+            break
+    await expect(notes_ready).to_have_count(1)
+    await stream_open(page)
+
+
 async def proposed(sign_in, alice, make_session):
     """A page whose session (general, Ask) has just been offered DDR Authoring."""
     session = await sync_to_async(make_session)(mode="general", execution="ask")
@@ -110,6 +123,7 @@ async def test_the_tool_card_allow_once_for_the_session_and_deny(sign_in, alice,
     session = await sync_to_async(make_session)(mode="general", execution="agent")
     page = await sign_in(alice)
     await open_session(page, session.id)
+    await notes_server_ready(page)  # first in a run of its own (-k): the server may still be starting
 
     await send(page, "note: call the supplier")
     first = turns(page).nth(0)
@@ -118,6 +132,9 @@ async def test_the_tool_card_allow_once_for_the_session_and_deny(sign_in, alice,
     await expect(asked.locator(".annotations")).to_contain_text("readOnlyHint: false")
     await expect(asked.locator(".approval-arguments")).to_contain_text('"text": "call the supplier"')
     assert not notes_file.exists()
+    choices = [asked.locator("button", has_text=name) for name in ("Allow once", "Allow for this session", "Deny")]
+    boxes = [await button.bounding_box() for button in choices]
+    assert len({round(b["height"]) for b in boxes}) == 1, boxes  # the primary one no shorter than the rest
     await asked.locator("button", has_text="Allow once").click()
     await turn_ended(first)
     await expect(asked).to_contain_text("Approved by alice")
@@ -155,6 +172,7 @@ async def test_a_waiting_card_survives_a_reload_and_a_server_restart(
     session = await sync_to_async(make_session)(mode="general", execution="agent")
     page = await sign_in(alice)
     await open_session(page, session.id)
+    await notes_server_ready(page)
     await send(page, "note: survive a restart")
     await expect(card(page).locator("button", has_text="Allow once")).to_be_visible()
 
@@ -164,13 +182,7 @@ async def test_a_waiting_card_survives_a_reload_and_a_server_restart(
     await asyncio.to_thread(daphne_server.restart)  # every process that could hold the turn is gone
     # The new process starts its MCP servers on its first request; the page's Tools panel tells when
     # the notes server is back (an approved call to a server still starting fails as unavailable).
-    notes_ready = page.locator("#tools-body .server:has(strong:text-is('notes')) .state-ready")
-    for _ in range(100):
-        await page.reload()
-        if await notes_ready.count():
-            break
-    await expect(notes_ready).to_have_count(1)
-    await stream_open(page)
+    await notes_server_ready(page)
     await card(page).locator("button", has_text="Allow once").click()
     await turn_ended(turns(page).nth(0))
     assert "survive a restart" in notes_file.read_text()

@@ -1,6 +1,7 @@
 """The document panel in Chromium, against a scripted model: it appears and follows the agent's write
-live, Edit saves a version of the user's, a timeline card opens the panel at its version, a hostile
-document stays inert, the panel is a drawer on a phone, and axe finds nothing on it.
+live, Copy puts its Markdown on the clipboard, Edit saves a version of the user's, a timeline card
+opens the panel at its version, a hostile document stays inert, the panel is a drawer on a phone, and
+axe finds nothing on it.
 Screenshots: var/test-artifacts/documents-*.png."""
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ async def _shot(page, name: str) -> None:
 
 
 async def test_the_panel_follows_a_live_write_and_an_edit_becomes_the_users_version(
-    sign_in, alice, make_session, model
+    sign_in, alice, make_session, model, daphne_server
 ):
     model.reply("", tool_calls=[("document_write", {"title": "TUL-008 API versioning", "content": DRAFT})])
     model.reply("I drafted TUL-008 beside the chat.", chunk_delay=0.01)
@@ -59,6 +60,12 @@ async def test_the_panel_follows_a_live_write_and_an_edit_becomes_the_users_vers
     await expect(page.locator("#docs-toggle")).to_be_visible()
     await expect(page.locator("#docs-toggle")).to_have_attribute("aria-expanded", "true")
     await _shot(page, "documents-live.png")
+
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=daphne_server.url)
+    copy = panel.get_by_role("button", name="Copy version 1 as Markdown")
+    await copy.click()
+    await expect(copy).to_have_text("Copied")
+    assert await page.evaluate("() => navigator.clipboard.readText()") == DRAFT
 
     await panel.get_by_role("button", name="Edit").click()
     editor = panel.locator("#doc-content-input")

@@ -103,7 +103,13 @@ async def test_a_second_tab_shows_why_its_message_was_refused_and_keeps_the_draf
     await turn_ended(turns(other).last, "cancelled")
     await expect(other.locator("#message")).to_be_enabled()
     await expect(other.locator("#message")).to_have_value(draft)  # the draft survived the redraw
+    await expect(other.locator("#composer-error")).to_have_text(ERROR_TURN_RUNNING)  # and so did its reason
     assert await Turn.objects.filter(session_id=session.id).acount() == 1
+
+    model.reply("Sent now.")
+    await other.locator("#message").press("Enter")  # the next send: the reason goes
+    await expect(other.locator("#composer-error")).to_have_text("")
+    await turn_ended(turns(other).last)
 
 
 async def _wait_for_mcp_server(page, session_id: str, server: str) -> None:
@@ -136,6 +142,8 @@ async def test_a_stopped_turn_ends_its_running_tool_card_and_counts_its_tokens(
     turn = turns(page).last
     card = turn.locator(".tool-card")
     await expect(card).to_contain_text("running…")
+    elapsed = turn.locator(".turn-status .elapsed")  # what the turn waits for: the tool, not the model
+    await expect(elapsed).to_have_text(re.compile(r"running fixture__sleep · \d+ s"))
     await turn.locator(".turn-status .stop").click()
     await turn_ended(turn, "cancelled")
     for _ in range(2):  # live, then after a reload

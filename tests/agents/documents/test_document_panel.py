@@ -76,6 +76,7 @@ def test_the_page_shows_the_latest_document_with_its_versions_and_who_made_each(
 
     earlier = panel(logged_in, session, doc=v1.document_id, version=1)
     assert "<p>Draft</p>" in earlier and "Version 1 of 2 · written by the agent" in earlier
+    assert earlier.count('<time datetime="') == 3  # when: on the shown version's line and each version's entry
     assert "document-edit" not in earlier and ">Edit<" not in earlier  # only the current version is edited
 
 

@@ -95,3 +95,12 @@ async def test_a_name_the_user_gave_meanwhile_is_kept(make_session, model, llm, 
     turn = await Turn.objects.select_related("session").aget(pk=turn.id)
     assert await title_session(turn) is None
     assert await title_of(session, wait=0) == "Q1 numbers"
+
+
+async def test_the_offline_model_names_nothing(make_session):
+    """The built-in offline model cannot summarise: asked for a title it would answer with its help text."""
+    session, turn = await first_turn(make_session, "What modes are there?")
+    assert turn.status == "completed" and turn.model_label == "offline"
+    turn = await Turn.objects.select_related("session").aget(pk=turn.id)
+    assert await title_session(turn) is None
+    assert await title_of(session, wait=0) == "What modes are there?"
