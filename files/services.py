@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, Sum
+from django.db.models import Exists, QuerySet, Sum
 from django.utils import timezone
 
 from aptix.ids import HEX_ID, new_hex_id
@@ -153,12 +153,16 @@ def session_files(session_id: str) -> list[SessionFile]:
 
 
 def session_has_files(session_id: str | None) -> bool:
-    return bool(session_id) and SessionFile.objects.filter(session_id=session_id, deleted_at__isnull=True).exists()
+    return bool(session_id) and _live_files(session_id).exists()
 
 
 def session_files_exist(session: Any) -> Exists:
     """`session_has_files` as an expression (`session`: an OuterRef), to annotate another query with."""
-    return Exists(SessionFile.objects.filter(session_id=session, deleted_at__isnull=True))
+    return Exists(_live_files(session))
+
+
+def _live_files(session: Any) -> QuerySet[SessionFile]:
+    return SessionFile.objects.filter(session_id=session, deleted_at__isnull=True)
 
 
 def session_files_purge(session_id: str, *, actor: Any = None) -> int:

@@ -151,18 +151,8 @@ def session_moved(user_id: Any, session_id: str) -> None:
     sidebar_moves.moved(user_id, session_id)
 
 
-def _moved_message(session_ids: list[str]) -> dict[str, Any]:
-    return {"type": "session.moved", "session_ids": session_ids}
-
-
 def _send_moved(user_id: Any, session_ids: list[str]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(user_group(user_id), _moved_message(session_ids))
-    except Exception:  # the turn itself must not fail because a broadcast did
-        logger.exception("Could not tell the streams of user %s that sessions %s moved", user_id, session_ids)
+    async_to_sync(_send_moved_async)(user_id, session_ids)
 
 
 async def _send_moved_async(user_id: Any, session_ids: list[str]) -> None:
@@ -170,8 +160,8 @@ async def _send_moved_async(user_id: Any, session_ids: list[str]) -> None:
     if layer is None:
         return
     try:
-        await layer.group_send(user_group(user_id), _moved_message(session_ids))
-    except Exception:  # nothing waits for it: a lost note costs only the sidebar's order
+        await layer.group_send(user_group(user_id), {"type": "session.moved", "session_ids": session_ids})
+    except Exception:  # the turn must not fail because a broadcast did: a lost note costs only the order
         logger.exception("Could not tell the streams of user %s that sessions %s moved", user_id, session_ids)
 
 

@@ -80,17 +80,21 @@
         input.value = chip.fileId;
         item.appendChild(input);
       }
-      var remove = document.createElement("button");
-      remove.type = "button";
-      remove.className = "file-remove";
-      remove.dataset.removeFile = String(chip.key);
-      remove.setAttribute("aria-label", "Remove " + chip.name);
-      remove.title = "Remove";
-      remove.textContent = "×";
-      item.appendChild(remove);
+      item.appendChild(removeButton(chip));
       list.appendChild(item);
     });
     list.hidden = chips.length === 0;
+  }
+  // The × that takes a chip off the message (a click handler finds it by data-remove-file).
+  function removeButton(chip) {
+    var remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "file-remove";
+    remove.dataset.removeFile = String(chip.key);
+    remove.setAttribute("aria-label", "Remove " + chip.name);
+    remove.title = "Remove";
+    remove.textContent = "×";
+    return remove;
   }
   // An MCP resource attached from the Tools panel: its name and server; the message carries it as a
   // hidden `resources` input ({"server", "uri"}), and the server reads it when the turn runs.
@@ -109,14 +113,7 @@
     input.type = "hidden";
     input.name = "resources";
     input.value = JSON.stringify(chip.resource);
-    var remove = document.createElement("button");
-    remove.type = "button";
-    remove.className = "file-remove";
-    remove.dataset.removeFile = String(chip.key);
-    remove.setAttribute("aria-label", "Remove " + chip.name);
-    remove.title = "Remove";
-    remove.textContent = "×";
-    [name, server, input, remove].forEach(function (node) { item.appendChild(node); });
+    [name, server, input, removeButton(chip)].forEach(function (node) { item.appendChild(node); });
     return item;
   }
   function attachResource(button) {

@@ -182,6 +182,13 @@ class UserPool:
     async def _call_once(
         self, tool: str, name: str, arguments: dict, on_progress: Progress | None, user_id: int
     ) -> InvokeResult:
+        return await self._over_connection(
+            user_id, lambda supervisor: supervisor.call_tool(tool, name, arguments, on_progress)
+        )
+
+    async def _over_connection(self, user_id: int, act: Callable[[Any], Awaitable[InvokeResult]]) -> InvokeResult:
+        """`act` on the user's own supervisor (opened if need be, counted in flight meanwhile), or the
+        error that says why it cannot be."""
         try:
             held = await self._connection_of(user_id)
         except MissingUserSecrets as exc:
@@ -192,7 +199,7 @@ class UserPool:
         try:
             if not await self._ready(held.supervisor):
                 return InvokeResult.from_error(held.supervisor.unavailable_message())
-            return await held.supervisor.call_tool(tool, name, arguments, on_progress)
+            return await act(held.supervisor)
         finally:
             held.in_flight -= 1
             held.last_used = time.monotonic()
@@ -242,20 +249,7 @@ class UserPool:
         """`resources/read` over the user's own connection (opened if need be)."""
         if user_id is None:
             return InvokeResult.from_error(f'MCP server "{self.name}" acts as each user: this read has no user.')
-        try:
-            held = await self._connection_of(user_id)
-        except MissingUserSecrets as exc:
-            return InvokeResult.from_error(f"{exc}.")
-        except NotConnected:
-            return InvokeResult.from_error(self.connect_again())
-        held.in_flight += 1
-        try:
-            if not await self._ready(held.supervisor):
-                return InvokeResult.from_error(held.supervisor.unavailable_message())
-            return await held.supervisor.read_resource(uri)
-        finally:
-            held.in_flight -= 1
-            held.last_used = time.monotonic()
+        return await self._over_connection(user_id, lambda supervisor: supervisor.read_resource(uri))
 
     async def get_prompt(self, name: str, arguments: dict[str, str], *, user_id: int | None) -> Any:
         """`prompts/get` over the user's own connection; PromptRefused (409) when they have not
