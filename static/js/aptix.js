@@ -291,6 +291,9 @@
   function copyFetched(url) {
     if (navigator.clipboard && window.isSecureContext && window.ClipboardItem && navigator.clipboard.write) {
       var blob = fetchText(url).then(function (text) { return new Blob([text], {type: "text/plain"}); });
+      // The clipboard may reject the write before it reads this promise (the page lost focus, say):
+      // then a refused fetch would be an unhandled rejection. The write's own rejection reports it.
+      blob.catch(function () {});
       return navigator.clipboard.write([new ClipboardItem({"text/plain": blob})]);
     }
     return fetchText(url).then(copyText);

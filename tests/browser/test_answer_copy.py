@@ -43,3 +43,25 @@ async def test_a_copy_the_server_refuses_says_so(sign_in, alice, answered_sessio
     copy = turns(page).first.get_by_role("button", name="Copy the answer as Markdown")
     await copy.click()
     await expect(copy).to_have_text("Copy failed")
+
+
+async def test_a_write_the_clipboard_refuses_before_the_text_arrives_leaves_no_uncaught_error(
+    sign_in, alice, answered_session, daphne_server
+):
+    """The clipboard may refuse a write without reading the text's promise (the page lost focus,
+    say). A refused fetch of the text must then not surface as an unhandled rejection (the
+    `open_page` fixture fails the test on any); the button says the copy failed."""
+    session = await answered_session("Copy", ANSWER, "Totals?")
+    page = await sign_in(alice)
+    await page.add_init_script(
+        "navigator.clipboard.write = () => Promise.reject(new DOMException('Document is not focused.', 'NotAllowedError'))"
+    )
+    await open_session(page, session.id)
+    await sync_to_async(Turn.objects.filter(session=session).delete)()
+    copy = turns(page).first.get_by_role("button", name="Copy the answer as Markdown")
+    async with page.expect_response(lambda r: r.url.endswith("/answer.md")) as answer:
+        await copy.click()
+    assert (await answer.value).status == 404
+    await expect(copy).to_have_text("Copy failed")
+    # The page's rejection handlers have run once the 404 has reached script and been reported.
+    await page.evaluate("() => new Promise(resolve => setTimeout(resolve, 0))")
