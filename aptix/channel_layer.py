@@ -11,10 +11,14 @@ message (`_map_channel_keys_to_connection`, serialized once per process key), th
 rule, expiry and log line.
 
 Receiving, channels_redis runs a script putting back what an interrupted receive left in the
-channel's backup set, then BZPOPMIN, then ZADDs the message to the backup set (removed once handed
-over): three round trips a message, for every event a web process's sockets get. Here one script
-does the three when a message is waiting (the usual case under load); only an empty channel takes
-the blocking path as before.
+channel's backup set, then BZPOPMIN, then ZADDs the message to the backup set, and once the message
+is handed over a task ZPOPMINs it from the backup set: four round trips a message, for every event a
+web process's sockets get (the last one, with redis-py's connection checkout, was a fifth of a web
+process's CPU at 100 turns at once). Here one script does the first three when a message is waiting
+(the usual case under load). On a process's own channel ("specific.…!", which no other process
+reads) the handed-over message is dropped from the backup set by the next receive's script instead
+of a round trip of its own; an interrupted receive's message is still put back and delivered. An
+empty channel blocks in BZPOPMIN as before.
 
 It relies on channels_redis's internals, so the version is pinned in pyproject.toml and
 tests/aptix/test_redis_layer.py runs it against a real Redis.
@@ -52,12 +56,15 @@ for i = 1, n do
 end
 return over
 """
-# KEYS: none; ARGV: the channel's key, its backup set's key. What channels_redis's cleanup script
-# does, then a non-blocking pop whose message goes to the backup set as its BZPOPMIN's did.
+# KEYS: none; ARGV: the channel's key, its backup set's key, and "1" when what the backup set holds
+# was handed over (else it is put back first: what channels_redis's cleanup script does). Then a
+# non-blocking pop whose message goes to the backup set, as its BZPOPMIN's did.
 POP_WAITING = """
-local backed_up = redis.call('ZRANGE', ARGV[2], 0, -1, 'WITHSCORES')
-for i = #backed_up, 1, -2 do
-    redis.call('ZADD', ARGV[1], backed_up[i], backed_up[i - 1])
+if ARGV[3] ~= '1' then
+    local backed_up = redis.call('ZRANGE', ARGV[2], 0, -1, 'WITHSCORES')
+    for i = #backed_up, 1, -2 do
+        redis.call('ZADD', ARGV[1], backed_up[i], backed_up[i - 1])
+    end
 end
 redis.call('DEL', ARGV[2])
 local popped = redis.call('ZPOPMIN', ARGV[1])
@@ -80,13 +87,36 @@ async def _script(connection: Any, sha: str, script: str, keys: list[Any], args:
 
 
 class RedisChannelLayer(ChannelsRedisLayer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # This process's own channels whose backup set holds only a message already handed over.
+        self._handed_over: set[str] = set()
+
     async def _brpop_with_clean(self, index: int, channel: str, timeout: float) -> Any:
-        member = await _script(
-            self.connection(index), POP_WAITING_SHA, POP_WAITING, [], [channel, self._backup_channel_name(channel)]
-        )
+        connection = self.connection(index)
+        backup = self._backup_channel_name(channel)
+        # Taken before the script runs: a receive cancelled meanwhile may have the message again
+        # (as channels_redis's cancelled cleaner may), never lose it.
+        handed_over = channel in self._handed_over
+        self._handed_over.discard(channel)
+        member = await _script(connection, POP_WAITING_SHA, POP_WAITING, [], [channel, backup, int(handed_over)])
         if member is not None:
             return member
-        return await super()._brpop_with_clean(index, channel, timeout)  # nothing waiting: block as before
+        # Nothing waiting, and the script emptied the backup set: block, backed up as channels_redis does.
+        popped = await connection.bzpopmin(channel, timeout=timeout)
+        if popped is None:
+            return None
+        _, member, score = popped
+        await connection.zadd(backup, {member: float(score)})
+        return member
+
+    async def _clean_receive_backup(self, index: int, channel: str) -> None:
+        """The message was handed over. On this process's own channel the next receive's script drops
+        it from the backup set; elsewhere (a channel other processes read) it goes now, as before."""
+        if channel.endswith("!"):
+            self._handed_over.add(channel)
+        else:
+            await super()._clean_receive_backup(index, channel)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         assert self.require_valid_group_name(group), "Group name not valid"

@@ -112,3 +112,36 @@ async def test_receiving_a_waiting_message_a_later_one_and_one_an_interrupted_re
     async with asyncio.timeout(5):  # handed over, so its cleaner empties the backup set: nothing to redo
         while await connection.zcard(layer._backup_channel_name(key)):
             await asyncio.sleep(0.01)
+
+
+async def test_a_process_channel_receives_a_waiting_message_in_one_round_trip_and_never_again(layer):
+    """On this process's own channel a waiting message costs one Redis command (the script), not a
+    script and then a ZPOPMIN from the backup set; the message handed over is dropped from the backup
+    set by the next receive, so it is not delivered twice."""
+    channel = await layer.new_channel()
+    connection = layer.connection(layer.consistent_hash(channel))
+    for n in (1, 2, 3):
+        await layer.send(channel, {"type": "x", "n": n})
+    before = await _command_counts(connection)
+    received = [(await asyncio.wait_for(layer.receive(channel), 5))["n"] for _ in range(3)]
+    after = await _command_counts(connection)
+    assert received == [1, 2, 3]
+    assert after["evalsha"] - before["evalsha"] == 3
+    assert after["zpopmin"] - before["zpopmin"] == 3  # Redis counts the scripts' own: no ZPOPMIN of its own
+    assert after.get("eval", 0) - before.get("eval", 0) == 0
+
+    await layer.send(channel, {"type": "x", "n": 4})
+    assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 4  # not 3 again
+    later = asyncio.create_task(layer.receive(channel))  # nothing waits: it blocks, and gets the next
+    await asyncio.sleep(0.2)
+    await layer.send(channel, {"type": "x", "n": 5})
+    assert (await asyncio.wait_for(later, 5))["n"] == 5
+    backup = layer._backup_channel_name(layer.prefix + layer.non_local_name(channel))
+    assert await connection.zcard(backup) == 1  # only the message handed over last, until the next receive
+
+
+async def _command_counts(connection) -> dict[str, int]:
+    stats = await connection.info("commandstats")
+    return {name.removeprefix("cmdstat_"): value["calls"] for name, value in stats.items()} | {
+        name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "zpopmin", "eval")
+    }

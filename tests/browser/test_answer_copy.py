@@ -54,7 +54,8 @@ async def test_a_write_the_clipboard_refuses_before_the_text_arrives_leaves_no_u
     session = await answered_session("Copy", ANSWER, "Totals?")
     page = await sign_in(alice)
     await page.add_init_script(
-        "navigator.clipboard.write = () => Promise.reject(new DOMException('Document is not focused.', 'NotAllowedError'))"
+        "navigator.clipboard.write = () => "
+        "Promise.reject(new DOMException('Document is not focused.', 'NotAllowedError'))"
     )
     await open_session(page, session.id)
     await sync_to_async(Turn.objects.filter(session=session).delete)()
