@@ -86,8 +86,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "aptix.inputs.RejectUnstorableInput",
+    # django-csp's is a MiddlewareMixin: below the last sync-only middleware (this one) it runs in the
+    # async part of the chain, where each of its two hooks is a hop to the request's thread.
     "csp.middleware.CSPMiddleware",
+    "aptix.inputs.RejectUnstorableInput",
 ]
 
 # Content-Security-Policy (django-csp): scripts, styles, images and connections (the websocket

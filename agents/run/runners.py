@@ -82,8 +82,9 @@ class Runner:
     ) -> asyncio.Task:
         raise NotImplementedError
 
-    async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
-        """Wait until the turn ends (or needs client tool results) and return it fresh."""
+    async def wait(self, turn_id: str, started: asyncio.Task | None = None, *, session_id: str = "") -> Turn:
+        """Wait until the turn ends (or needs client tool results) and return it fresh (with its
+        session). `session_id`: the turn's, when the caller has it (saves a read)."""
         raise NotImplementedError
 
     def orphan_reason(self, turn: Turn, now: datetime) -> str | None:
@@ -184,7 +185,7 @@ class LocalRunner(Runner):
     ) -> asyncio.Task:
         return self.run_here(turn_id, trace=local_trace(), client_tools=client_tools, tool_results=tool_results)
 
-    async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
+    async def wait(self, turn_id: str, started: asyncio.Task | None = None, *, session_id: str = "") -> Turn:
         task = started if started is not None else self._tasks.get(turn_id)
         if task is not None:
             await sync_to_async(release_connection)()
@@ -233,11 +234,10 @@ class WorkerRunner(Runner):
         paused turn being resumed is still paused until a worker takes it). `traceparent`: the
         dispatching request's span (with tracing on), which the entry carries on (spans.py)."""
         with dispatch_span(traceparent):
-            before = await TurnEvent.objects.filter(turn_id=turn_id).aaggregate(m=Max("seq"))
-            token = await sync_to_async(run_dispatch)(turn_id)
+            before, token = await sync_to_async(_dispatch_row)(turn_id)
             trace = await queued_fields(turn_id, tracing.current_traceparent())  # the turn hangs under this span
             await queue.send(queue.shared_client(), turn_id, token, arguments, trace)
-        return before["m"] or 0
+        return before
 
     def unheld(self, turn: Turn, now: datetime) -> bool:
         return unheld(turn, now)
@@ -260,20 +260,20 @@ class WorkerRunner(Runner):
                     await self._dispatch(turn_id, {})
         await super().sweep()
 
-    async def wait(self, turn_id: str, started: asyncio.Task | None = None) -> Turn:
-        """Follow the session's events until the turn's final one (looking at the row now and then)."""
+    async def wait(self, turn_id: str, started: asyncio.Task | None = None, *, session_id: str = "") -> Turn:
+        """Follow the session's events until the turn's final one (looking at the row now and then).
+        Each look at the row hands the thread's connection back in the same hop to the thread."""
         layer = get_channel_layer()
-        turn = await Turn.objects.aget(pk=turn_id)
+        session_id = session_id or (await Turn.objects.values_list("session_id", flat=True).aget(pk=turn_id))
         dispatched_after = await started if started is not None else None
         channel = await layer.new_channel()
-        group = session_news_group(turn.session_id)  # not the reply's pieces: they change nothing here
+        group = session_news_group(session_id)  # not the reply's pieces: they change nothing here
         await layer.group_add(group, channel)
         try:
             while True:
-                turn = await Turn.objects.aget(pk=turn_id)
+                turn = await sync_to_async(_turn_then_release)(turn_id)
                 if turn.is_finished or (turn.is_paused and await _moved_past(turn_id, dispatched_after)):
-                    break
-                await sync_to_async(release_connection)()
+                    return turn
                 if await _final_or_news(layer, channel, turn_id):
                     break
         finally:
@@ -300,6 +300,19 @@ class WorkerRunner(Runner):
         return turns.alias(last_sign=Coalesce("heartbeat_at", "started_at", "created_at")).filter(
             queued_long | (~Q(status=Turn.Status.QUEUED) & lease_ended)
         )
+
+
+def _dispatch_row(turn_id: str) -> tuple[int, str]:
+    """The turn's last event's seq before this dispatch (0: none), and the dispatch's token."""
+    before = TurnEvent.objects.filter(turn_id=turn_id).aggregate(m=Max("seq"))["m"] or 0
+    return before, run_dispatch(turn_id)
+
+
+def _turn_then_release(turn_id: str) -> Turn:
+    """The turn (with its session), read before the thread's connection is released."""
+    turn = Turn.objects.select_related("session").get(pk=turn_id)
+    release_connection()
+    return turn
 
 
 def release_connection() -> None:

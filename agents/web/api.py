@@ -353,7 +353,7 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
             client_tools=parsed.tools,
             tool_results=parsed.tool_results or None,
         )
-        turn = await get_runner().wait(submitted.turn.id, submitted.started)
+        turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
         follow_up = await _follow_up(turn) if switch_continues(turn) else None
     except ApiError as exc:
         return exc.response()
@@ -371,7 +371,9 @@ async def _follow_up(turn: Turn) -> Turn | None:
     follow_up = submitted.turn if submitted else await turn_continued_aget(turn=turn)
     if follow_up is None:
         return None
-    return await get_runner().wait(follow_up.id, submitted.started if submitted else None)
+    return await get_runner().wait(
+        follow_up.id, submitted.started if submitted else None, session_id=follow_up.session_id
+    )
 
 
 @csrf_exempt

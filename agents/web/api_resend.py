@@ -69,7 +69,7 @@ async def turn_resend_api(request: HttpRequest, turn_id: str) -> JsonResponse:
         if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
             raise ApiError.too_many(limited)
         submitted = await turn_submit(partial(_resend, user=user, turn_id=turn_id, kind=kind, message=message))
-        turn = await get_runner().wait(submitted.turn.id, submitted.started)
+        turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
     except ApiError as exc:
         return exc.response()
     return JsonResponse(execute_response(turn))
