@@ -145,3 +145,68 @@ async def _command_counts(connection) -> dict[str, int]:
     return {name.removeprefix("cmdstat_"): value["calls"] for name, value in stats.items()} | {
         name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "zpopmin", "eval")
     }
+
+
+def _count_round_trips(layer) -> list[str]:
+    """The commands and pipelines the layer's connection sends from now on, one entry a round trip
+    (the redis client's own methods, counted on this instance)."""
+    trips: list[str] = []
+    connection = layer.connection(0)
+    execute, pipeline = connection.execute_command, connection.pipeline
+
+    async def counted_execute(*args, **kwargs):
+        trips.append(str(args[0]))
+        return await execute(*args, **kwargs)
+
+    def counted_pipeline(*args, **kwargs):
+        trips.append("pipeline")
+        return pipeline(*args, **kwargs)
+
+    connection.execute_command, connection.pipeline = counted_execute, counted_pipeline
+    return trips
+
+
+async def test_a_group_send_is_one_round_trip_while_the_members_stay_and_sees_who_joined_or_left(layer):
+    other = RedisChannelLayer(**redis_channel_layers(REDIS_URL)["default"]["CONFIG"])  # another process
+    try:
+        mine, theirs = await layer.new_channel(), await other.new_channel()
+        await layer.group_add("session_steady", mine)
+        await layer.group_send("session_steady", {"type": "x", "n": 1})  # the first: members read, then sent
+        trips = _count_round_trips(layer)
+        await layer.group_send("session_steady", {"type": "x", "n": 2})
+        assert trips == ["EVALSHA"]
+
+        await other.group_add("session_steady", theirs)  # joins in another process
+        trips.clear()
+        await layer.group_send("session_steady", {"type": "x", "n": 3})
+        assert trips == ["EVALSHA", "EVALSHA"]  # refused for the old members, then sent to the new
+        assert [(await asyncio.wait_for(layer.receive(mine), 5))["n"] for _ in range(3)] == [1, 2, 3]
+        assert (await asyncio.wait_for(other.receive(theirs), 5))["n"] == 3  # from its join on
+
+        await layer.group_discard("session_steady", mine)  # leaves
+        await layer.group_send("session_steady", {"type": "x", "n": 4})
+        assert (await asyncio.wait_for(other.receive(theirs), 5))["n"] == 4
+        await layer.send(mine, {"type": "x", "n": 0})
+        assert (await asyncio.wait_for(layer.receive(mine), 5))["n"] == 0  # not 4: it had left
+
+        trips.clear()
+        await layer.group_send("session_nobody", {"type": "x", "n": 5})  # no members: nothing is sent
+        await layer.group_send("session_nobody", {"type": "x", "n": 5})
+        assert trips == ["pipeline", "EVALSHA", "EVALSHA"]
+    finally:
+        await other.flush()
+        await other.close_pools()
+
+
+async def test_an_expired_membership_gets_nothing(layer):
+    channel = await layer.new_channel()
+    await layer.group_add("session_expiring", channel)
+    await layer.group_send("session_expiring", {"type": "x", "n": 1})  # members now remembered
+    group = layer._group_key("session_expiring")
+    connection = layer.connection(0)
+    await connection.zadd(group, {channel: time.time() - layer.group_expiry - 5})  # joined long ago
+    await layer.group_send("session_expiring", {"type": "x", "n": 2})
+    assert await connection.zcard(group) == 0
+    assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 1
+    await layer.send(channel, {"type": "x", "n": 3})
+    assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 3  # 2 never came
