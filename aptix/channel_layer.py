@@ -80,7 +80,8 @@ for i = 1, k do
 end
 return {over}
 """
-# Groups whose members a process remembers (the least recently sent to are forgotten first).
+# Groups whose members a process remembers: past this many it forgets them all, and reads each again at
+# its next send (a clear, not an eviction order: sync code sends too, from asgiref's threads).
 REMEMBERED_GROUPS = 10_000
 # KEYS: none; ARGV: the channel's key, its backup set's key, and "1" when what the backup set holds
 # was handed over (else it is put back first: what channels_redis's cleanup script does). Then a
@@ -117,7 +118,7 @@ class RedisChannelLayer(ChannelsRedisLayer):
         super().__init__(*args, **kwargs)
         # This process's own channels whose backup set holds only a message already handed over.
         self._handed_over: set[str] = set()
-        # Each group's members as this process last read them, least recently sent to first.
+        # Each group's members as this process last read them.
         self._members: dict[str, list[bytes]] = {}
 
     async def _brpop_with_clean(self, index: int, channel: str, timeout: float) -> Any:
@@ -150,7 +151,7 @@ class RedisChannelLayer(ChannelsRedisLayer):
         assert self.require_valid_group_name(group), "Group name not valid"
         key = self._group_key(group)
         connection = self.connection(self.consistent_hash(group))
-        members = self._members.pop(group, None)
+        members = self._members.get(group)
         if members is None or self.ring_size > 1:  # unknown, or the channels' keys may be on other hosts
             members = await self._read_members(connection, key)
         for _ in range(3):
@@ -161,9 +162,9 @@ class RedisChannelLayer(ChannelsRedisLayer):
         else:  # changing under every send: read and send as channels_redis does, whatever changes
             members = await self._read_members(connection, key)
             reply = await self._send(group, key, members, message, check=False)
+        if len(self._members) >= REMEMBERED_GROUPS:
+            self._members.clear()
         self._members[group] = members
-        while len(self._members) > REMEMBERED_GROUPS:
-            del self._members[next(iter(self._members))]
         if reply[0] > 0:
             logger.info("%s of %s channels over capacity in group %s", reply[0], len(members), group)
 

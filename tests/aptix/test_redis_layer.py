@@ -210,3 +210,17 @@ async def test_an_expired_membership_gets_nothing(layer):
     assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 1
     await layer.send(channel, {"type": "x", "n": 3})
     assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 3  # 2 never came
+
+
+async def test_past_the_groups_it_remembers_a_process_forgets_them_and_reads_again(layer, monkeypatch):
+    monkeypatch.setattr("aptix.channel_layer.REMEMBERED_GROUPS", 2)
+    channel = await layer.new_channel()
+    for name in ("session_a", "session_b", "session_c"):
+        await layer.group_add(name, channel)
+        await layer.group_send(name, {"type": "x", "n": name})
+    assert set(layer._members) == {"session_c"}  # a and b forgotten when c came
+    trips = _count_round_trips(layer)
+    await layer.group_send("session_a", {"type": "x", "n": "again"})
+    assert trips == ["pipeline", "EVALSHA"]  # read again, then sent
+    received = [(await asyncio.wait_for(layer.receive(channel), 5))["n"] for _ in range(4)]
+    assert received == ["session_a", "session_b", "session_c", "again"]
