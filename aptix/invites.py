@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from .lockout import password_sign_in_on
 from .models import Invite, Membership, Team
 
 logger = logging.getLogger("aptix.invites")
@@ -49,10 +50,9 @@ ERROR_PASSWORDS_OFF = (
 
 
 def invites_on() -> bool:
-    """Whether invitations are made and accepted: not when sign-in with a password is off (a provider
-    and APTIX_LOCAL_LOGIN=false, as identity/views.py local_login_on says), where an invitee's password
-    account could never sign in again; the provider's group rules make accounts then."""
-    return bool(settings.APTIX_LOCAL_LOGIN or not getattr(settings, "APTIX_OIDC_ISSUER", None))
+    """Whether invitations are made and accepted: not when sign-in with a password is off, where an
+    invitee's password account could never sign in again; the provider's group rules make accounts then."""
+    return password_sign_in_on()
 
 
 def _passwords_off() -> ValidationError:

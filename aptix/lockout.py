@@ -16,6 +16,13 @@ from . import metrics
 from .ratelimits import client_ip
 
 
+def password_sign_in_on() -> bool:
+    """Whether people sign in with a password: always without an identity provider, else unless
+    APTIX_LOCAL_LOGIN=false (the login page's form, identity/views.py; invitations, which make password
+    accounts, invites.py). Superusers' break-glass login is apart (identity/views.py)."""
+    return bool(settings.APTIX_LOCAL_LOGIN or not getattr(settings, "APTIX_OIDC_ISSUER", None))
+
+
 class LockoutBackend(AxesStandaloneBackend):
     """django-axes' lockout check before the ModelBackend, except for authenticate() calls made
     without a request: those come from code, not from a login form (the test client's login(), a

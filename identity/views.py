@@ -20,6 +20,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from aptix.lockout import password_sign_in_on
 from aptix.teams import team_list_for_user
 
 from .backend import FAILED, UNREACHABLE
@@ -30,8 +31,8 @@ SUPERUSERS_ONLY = "Only superusers sign in with a password here; everybody else 
 
 
 def local_login_on() -> bool:
-    """The password form is on the login page: always without a provider, else unless APTIX_LOCAL_LOGIN=false."""
-    return settings.APTIX_LOCAL_LOGIN or not configured()
+    """The password form is on the login page (aptix/lockout.py `password_sign_in_on`)."""
+    return password_sign_in_on()
 
 
 def _login_context(**extra: Any) -> dict[str, Any]:
