@@ -139,7 +139,7 @@ async def run(
     used = cpu.stop() if cpu is not None else None  # before this process reads the events back
     seen = [w.result() if w in done and not w.exception() else None for w in watchers]
     asked = requests_per_message(model)
-    streamed = sorted(model.stream_seconds[-len(sessions) :]) or [float("nan")]
+    streamed = model.stream_seconds[-len(sessions) :] or [float("nan")]
     lost = duplicated = clients_short = 0
     for (body, _), watched in zip(results, seen, strict=True):
         if body is None or watched is None:
@@ -165,6 +165,7 @@ async def run(
         per_type[kind] += 1
     messages = [f"bench {sid} {i}" for i, sid in enumerate(sessions)]
     times = sorted(t for body, t in results if body is not None) or [float("nan")]
+    p50, p95 = p50_p95(times)
     return {
         "statuses": Counter(body["status"] if body else "refused" for body, _ in results),
         "sockets_failed": sum(1 for watched in seen if watched is None),
@@ -175,14 +176,17 @@ async def run(
         "clients_short": clients_short,
         "events": {kind: round(n / max(len(turn_ids), 1), 1) for kind, n in per_type.most_common()},
         "cpu": used,
-        "model": (statistics.median(streamed), streamed[max(0, round(len(streamed) * 0.95) - 1)]),
-        "phases": {
-            k: (statistics.median(v), sorted(v)[max(0, round(len(v) * 0.95) - 1)]) for k, v in phases.items() if v
-        },
+        "model": p50_p95(streamed),
+        "phases": {k: p50_p95(v) for k, v in phases.items() if v},
         "wall": times[-1],
-        "p50": statistics.median(times),
-        "p95": times[max(0, round(len(times) * 0.95) - 1)],
+        "p50": p50,
+        "p95": p95,
     }
+
+
+def p50_p95(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[max(0, round(len(ordered) * 0.95) - 1)]
 
 
 async def model_time(tokens: list[str], delay: float) -> float:
