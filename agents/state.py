@@ -87,6 +87,53 @@ class PausedState:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+@dataclass(frozen=True)
+class OpenTask:
+    """A running turn's tool call that an MCP server runs as a task, kept in the turn's state beside
+    its `PausedState` (key "task") from the task's first status until the call has its result: what
+    a run resumed in another process needs to follow the task by its id instead of calling again."""
+
+    call: PendingCall
+    kind: str | None  # the call's kind in the turn ("mcp")
+    task_id: str
+    server: str
+    resumable: bool  # False for a stdio server: its task ends with the process that started it
+    resumes: int = 0  # how many times a process took the task over (claims.py MAX_TASK_RESUMES)
+    rest: list[PendingCall] = field(default_factory=list)  # the reply's calls after this one
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call": dict(self.call),
+            "kind": self.kind,
+            "taskId": self.task_id,
+            "server": self.server,
+            "resumable": self.resumable,
+            "resumes": self.resumes,
+            "rest": [dict(c) for c in self.rest],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OpenTask:
+        call = data.get("call") or {}
+        return cls(
+            call=PendingCall(
+                id=str(call.get("id", "")), name=str(call.get("name", "")), arguments=str(call.get("arguments", ""))
+            ),
+            kind=data.get("kind"),
+            task_id=str(data.get("taskId", "")),
+            server=str(data.get("server", "")),
+            resumable=bool(data.get("resumable")),
+            resumes=int(data.get("resumes", 0)),
+            rest=[PendingCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data.get("rest") or []],
+        )
+
+    @classmethod
+    def of(cls, turn: Turn) -> OpenTask | None:
+        """The task a running turn's call waits for, if any."""
+        task = (turn.state or {}).get("task") if turn.status == Turn.Status.RUNNING else None
+        return cls.from_json(task) if isinstance(task, dict) else None
+
+
 @dataclass
 class EndedState:
     mode_changes: list[ModeChange] = field(default_factory=list)

@@ -129,7 +129,8 @@ def turn_start(
         locked = AgentSession.objects.select_for_update().get(pk=session.pk)
         if locked.deleted_at is not None:  # deleted since the caller looked it up
             raise ValidationError(ERROR_SESSION_DELETED, code=CODE_SESSION_DELETED)
-        open_turns = list(unended := locked.turns.filter(status__in=OPEN - {Status.REQUIRES_ACTION}))
+        unended = locked.turns.filter(status__in=[Status.AWAITING_APPROVAL, Status.QUEUED, Status.RUNNING])
+        open_turns = list(unended)
         if open_turns and turn_end_orphans(locked):  # ended what nothing runs any more: look again
             open_turns = list(unended.all())
         leave_deactivated_mode(locked)

@@ -86,7 +86,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "csp.middleware.CSPMiddleware",  # above the last sync-only one: in the async part, each hook was a hop
+    # django-csp's is a MiddlewareMixin: below the last sync-only middleware (this one) it runs in the
+    # async part of the chain, where each of its two hooks is a hop to the request's thread.
+    "csp.middleware.CSPMiddleware",
     "aptix.inputs.RejectUnstorableInput",
 ]
 

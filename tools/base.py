@@ -63,7 +63,11 @@ class AgentTool(Protocol):
 
     How a successful result is shown beyond text is part of a tool's contract too, declared by the
     tool itself with the methods of `ShowsImage` and `SummarisesResult` below: the page and the run
-    ask the registry (tools/registry.py `result_image`, `result_markdown`), never a tool's name."""
+    ask the registry (tools/registry.py `result_image`, `result_markdown`), never a tool's name.
+    So is what a tool needs of the run: `ChangesMode`, `WritesDocument`, `FindsTools` and
+    `BuiltPerTurn` below, and `ALWAYS_OFFERED = True` for a tool no mode policy, toggle or tool budget
+    removes (TUL-007 §3.1: the mode change; tools/registry.py `always_offered`). The run (agents/run)
+    never names a tool."""
 
     TOOL_NAME: ClassVar[str]  # matches ^[a-zA-Z0-9_-]{1,64}$
     TOOL_USAGE_METADATA: ClassVar[str]  # non-empty guidance for the LLM
@@ -100,6 +104,98 @@ class SummarisesResult(Protocol):
     @staticmethod
     def result_markdown(result: str) -> str | None:
         """`result` (the tool's result text) as Markdown, or None to show it raw."""
+        ...
+
+
+class ModeChanged(TypedDict):
+    """What a successful result of a tool that changes the session's mode says changed."""
+
+    previousMode: str | None
+    newMode: str
+    reason: str
+    branch: bool
+
+
+@runtime_checkable
+class ChangesMode(Protocol):
+    """A tool whose successful result means the session's mode changed (the tool persisted it): the
+    run's mode follows for the rest of the turn and a `mode.changed` event says so."""
+
+    @staticmethod
+    def mode_changed(result: str) -> ModeChanged | None:
+        """The change `result` reports, or None if it reports none."""
+        ...
+
+
+class DocumentWritten(TypedDict, total=False):
+    """What a successful result of a tool that writes a session's document says it wrote."""
+
+    documentId: str
+    title: str
+    version: int
+    summary: str  # what the call said changed (absent when it said nothing)
+
+
+@runtime_checkable
+class WritesDocument(Protocol):
+    """A tool whose successful result is a new version of a session's document: the run shows it on
+    the timeline and the open panels follow it (a `document.updated` event)."""
+
+    @staticmethod
+    def document_written(arguments: str, result: str) -> DocumentWritten | None:
+        """The version a call with `arguments` wrote, from its `result`; None if it wrote none."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolSummary:
+    """A tool as a search lists it: its request name, its MCP server ("" for an internal tool) and the
+    first line of its description."""
+
+    name: str
+    server: str
+    description: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"name": self.name, "server": self.server, "description": self.description}
+
+
+@dataclass(frozen=True)
+class TurnTools:
+    """What a tool built for each turn learns of its turn (BuiltPerTurn): the allowed tools the request
+    does not carry yet (`on_demand`), the turn's MCP servers that list resources, and how many tools
+    one search returns."""
+
+    on_demand: tuple[ToolSummary, ...] = ()
+    resource_servers: tuple[str, ...] = ()
+    search_results: int = 8
+
+
+@runtime_checkable
+class BuiltPerTurn(Protocol):
+    """A tool whose instance is its turn's, built by the run from the turn's TurnTools rather than once
+    per process (tools/registry.py PER_TURN_TOOLS), and offered only when `offered` says the turn
+    needs it."""
+
+    @staticmethod
+    def offered(turn: TurnTools) -> bool:
+        """Whether a turn with these tools offers this one."""
+        ...
+
+    @classmethod
+    def for_turn(cls, turn: TurnTools) -> Any:
+        """This turn's instance."""
+        ...
+
+
+@runtime_checkable
+class FindsTools(Protocol):
+    """A tool whose successful result names tools to offer from the run's next step on (and, for the
+    session's later turns, tools worth offering first)."""
+
+    @staticmethod
+    def found_names(result: str) -> list[str]:
+        """The tool names `result` found (none for an error or an empty search)."""
         ...
 
 

@@ -11,7 +11,7 @@ import re
 from importlib import import_module
 from typing import Any
 
-from .base import ResultImage, ShowsImage, SummarisesResult
+from .base import BuiltPerTurn, ResultImage, ShowsImage, SummarisesResult
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -25,6 +25,13 @@ INTERNAL_TOOLS: dict[str, str] = {
     "files_read": "tools.builtin.files_read.FilesReadTool",
     "document_write": "tools.builtin.documents.DocumentWriteTool",
     "document_read": "tools.builtin.documents.DocumentReadTool",
+}
+
+# Internal tools whose instance is a turn's (tools/base.py BuiltPerTurn): the run builds them from the
+# turn's tools when the turn offers them, so they are in neither registry's per-process instances.
+PER_TURN_TOOLS: dict[str, str] = {
+    "tool_search": "tools.builtin.tool_search.ToolSearchTool",
+    "mcp_read_resource": "tools.builtin.read_resource.ReadResourceTool",
 }
 
 
@@ -156,7 +163,18 @@ def build_internal_registry(logger: Any = None) -> ToolRegistry:
     return registry
 
 
+def build_per_turn_registry(logger: Any = None) -> ToolRegistry:
+    registry = ToolRegistry("internal", logger=logger)
+    for dotted in PER_TURN_TOOLS.values():
+        module_path, _, attr = dotted.rpartition(".")
+        tool = registry.register(getattr(import_module(module_path), attr))
+        if not isinstance(tool, BuiltPerTurn):
+            raise ToolRegistrationError(f"Tool {tool.TOOL_NAME} is built per turn but has no offered() and for_turn().")
+    return registry
+
+
 _internal_registry: ToolRegistry | None = None
+_per_turn_registry: ToolRegistry | None = None
 
 
 def internal_registry() -> ToolRegistry:
@@ -167,12 +185,41 @@ def internal_registry() -> ToolRegistry:
     return _internal_registry
 
 
+def per_turn_registry() -> ToolRegistry:
+    """The internal tools built for each turn (PER_TURN_TOOLS), checked on first use."""
+    global _per_turn_registry  # noqa: PLW0603 - one per process, built on first use
+    if _per_turn_registry is None:
+        _per_turn_registry = build_per_turn_registry()
+    return _per_turn_registry
+
+
+def internal_names() -> list[str]:
+    """Every internal tool's name: those built once per process, then those built per turn."""
+    return [*internal_registry().names(), *per_turn_registry().names()]
+
+
+def always_offered() -> frozenset[str]:
+    """The internal tools that no mode policy, toggle or tool budget removes (`ALWAYS_OFFERED`)."""
+    return frozenset(name for name, tool in internal_registry() if getattr(tool, "ALWAYS_OFFERED", False))
+
+
+def internal_tool(name: str) -> Any | None:
+    """The internal tool class `name`, built once per process or per turn (None if unknown)."""
+    return internal_registry().get(name) or per_turn_registry().get(name)
+
+
+def tools_with(capability: type) -> list[tuple[str, Any]]:
+    """(name, class) of the internal tools that declare `capability` (a Protocol of tools/base.py),
+    per-process ones first: how the run finds, say, the tool that searches tools without naming it."""
+    return [(name, tool) for name, tool in [*internal_registry(), *per_turn_registry()] if isinstance(tool, capability)]
+
+
 # MCP tools are registered by the MCP host as servers come up (named `<server>__<tool>`).
 mcp_registry = ToolRegistry("mcp")
 
 
 def _tool_named(name: str) -> Any | None:
-    return internal_registry().get(name) or mcp_registry.get(name)
+    return internal_tool(name) or mcp_registry.get(name)
 
 
 def result_image(name: str, result: str) -> ResultImage | None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -27,6 +27,7 @@ from django.utils import timezone
 from aptix.ids import new_hex_id
 
 from ..models import Turn
+from ..state import OpenTask
 
 Status = Turn.Status
 CLAIMABLE = (Status.QUEUED, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL)
@@ -118,24 +119,18 @@ def unheld(turn: Turn, now: datetime) -> bool:
 # --- MCP tasks of runs whose process died --------------------------------------------------------
 
 
-def open_task(turn: Turn) -> dict[str, Any] | None:
-    """The MCP task a running turn's call waits for (its state, agents/run/tool_calls.py), if any."""
-    task = (turn.state or {}).get("task") if turn.status == Status.RUNNING else None
-    return task if isinstance(task, dict) else None
-
-
 def task_lost(turn: Turn) -> str | None:
     """Why a running turn whose process died cannot follow its task elsewhere (None: it has none)."""
-    task = open_task(turn)
+    task = OpenTask.of(turn)
     if task is None:
         return None
-    if not task.get("resumable"):
+    if not task.resumable:
         why = "a stdio server stops with the process that started it, so the task is gone"
-    elif task.get("resumes", 0) >= MAX_TASK_RESUMES:
-        why = f"it was lost again after {task.get('resumes', 0)} restarts"
+    elif task.resumes >= MAX_TASK_RESUMES:
+        why = f"it was lost again after {task.resumes} restarts"
     else:
         why = "no process took the task over"
-    return TASK_LOST.format(server=task.get("server", ""), tool=task.get("call", {}).get("name", "a tool"), why=why)
+    return TASK_LOST.format(server=task.server, tool=task.call["name"] or "a tool", why=why)
 
 
 def run_resume_tasks(held: Callable[[Turn], bool], now: datetime | None = None) -> list[str]:
@@ -150,10 +145,10 @@ def run_resume_tasks(held: Callable[[Turn], bool], now: datetime | None = None) 
             continue
         with transaction.atomic():
             locked = Turn.objects.select_for_update().filter(RESUMABLE, pk=turn.pk).first()
-            task = open_task(locked) if locked is not None and not held(locked) else None
-            if locked is None or task is None or task.get("resumes", 0) >= MAX_TASK_RESUMES:
+            task = OpenTask.of(locked) if locked is not None and not held(locked) else None
+            if locked is None or task is None or task.resumes >= MAX_TASK_RESUMES:
                 continue
-            locked.state = {**locked.state, "task": {**task, "resumes": task.get("resumes", 0) + 1}}
+            locked.state = {**locked.state, "task": replace(task, resumes=task.resumes + 1).to_json()}
             locked.heartbeat_at, locked.lease_until, locked.worker = now, None, ""
             locked.save(update_fields=["state", "heartbeat_at", "lease_until", "worker"])
         resumed.append(turn.pk)

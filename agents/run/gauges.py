@@ -18,11 +18,10 @@ from prometheus_client.core import GaugeMetricFamily
 from aptix import metrics
 from modes.catalog import active_modes
 from tools.mcp.host import mcp_status
-from tools.registry import INTERNAL_TOOLS, mcp_registry
+from tools.registry import internal_names, mcp_registry
 
 from ..llm.catalog import models_config
 from ..models import ToolApproval, Turn
-from .pipeline import TOOL_SEARCH
 
 EXECUTIONS = ("ask", "agent")
 
@@ -61,7 +60,7 @@ def label_values() -> None:
         executions=EXECUTIONS,
         modes=modes,
         models=list(models_config().models),
-        tools=[*INTERNAL_TOOLS, TOOL_SEARCH, *mcp_registry.names()],
+        tools=[*internal_names(), *mcp_registry.names()],
     )
 
 

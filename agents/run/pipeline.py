@@ -1,6 +1,6 @@
 """AGN-011 request construction: per-turn mode normalisation (§3.3) and the tool list, selected
 once before the loop starts (§4). Spec 004 §4: internal tools in Ask and Agent, MCP tools only in
-Agent; the mode's tool policy and the session's toggles filter; agent_change_mode always stays."""
+Agent; the mode's tool policy and the session's toggles filter; the mode change tool always stays (ALWAYS_OFFERED)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,21 @@ from typing import Any
 
 from django.conf import settings
 
-from tools.builtin.mode_change import ModeChangeTool
-from tools.builtin.read_resource import ReadResourceTool
-from tools.builtin.tool_search import ToolSearchTool
+from tools.base import FindsTools, ToolSummary, TurnTools
 from tools.mcp.config import TOOL_SEPARATOR
 from tools.mcp.handshake import instructions_prompt
-from tools.registry import ToolRegistry, internal_registry, mcp_registry, needs_session_files
+from tools.registry import (
+    ToolRegistry,
+    always_offered,
+    internal_registry,
+    mcp_registry,
+    needs_session_files,
+    per_turn_registry,
+    tools_with,
+)
 
 logger = logging.getLogger("aptix.pipeline")
 
-ALWAYS_ON = ModeChangeTool.TOOL_NAME  # TUL-007 §3.1: no mode, policy or toggle removes it
-TOOL_SEARCH = ToolSearchTool.TOOL_NAME  # offered only when the allowed tools do not fit (plan_offer)
 SCHEMA_CHARS_PER_TOKEN = 3.5  # the schema share is estimated, so the Tools panel and the turn agree
 MCP_SEPARATOR = TOOL_SEPARATOR  # an MCP tool is named <server>__<tool>
 CURRENT_MODE_RE = re.compile(r"^Current mode: .*$", re.MULTILINE)
@@ -32,7 +36,7 @@ BASE_PROMPT = (
     "You are Aptix, a team's assistant. Follow the mode below and answer in Markdown. Use tools only when "
     "they help; never invent their results."
 )
-# Said only when agent_change_mode is not offered (a model without tools); otherwise its usage says it.
+# Said only when the mode change tool is not offered (a model without tools); otherwise its usage says it.
 SWITCH_PROPOSAL = (
     "If another mode clearly fits better, propose it and ask: (1) stay in the current mode, (2) switch this "
     "session, (3) switch and start a new session."
@@ -60,8 +64,8 @@ def normalize_turn_mode(*, session, requested_mode: str | None) -> str:
 
 def policy_allows(policy: list[str], name: str) -> bool:
     """Does a mode's tool policy offer this tool? `name` is an internal tool name or an MCP tool
-    name `<server>__<tool>`; policy entries are '*', 'image_gen', 'sql.*' or 'time.get_current_time'."""
-    if name == ALWAYS_ON:
+    name `<server>__<tool>`; policy entries are '*', an internal tool's name, 'sql.*' or 'time.get_current_time'."""
+    if name in always_offered():  # TUL-007 §3.1: the mode change
         return True
     entries = set(policy or [])
     if "*" in entries:
@@ -74,7 +78,7 @@ def policy_allows(policy: list[str], name: str) -> bool:
 
 def toggle_allows(toggles: dict[str, Any], name: str) -> bool:
     """Session toggles: a tool or a whole MCP server (`sql`) switched off is omitted."""
-    if name == ALWAYS_ON:
+    if name in always_offered():
         return True
     toggles = toggles or {}
     if toggles.get(name) is False:
@@ -86,7 +90,7 @@ def toggle_allows(toggles: dict[str, Any], name: str) -> bool:
 class ToolSelection:
     """The tools of one turn. `kinds` maps each offered name to "internal", "mcp" or "client";
     `allowed` counts what the policy and toggles allowed; `on_demand` names the allowed tools the
-    request does not carry but `tool_search` finds; `left_out` what not even that reaches (pinned
+    request does not carry but the tool search finds; `left_out` what not even that reaches (pinned
     tools beyond APTIX_MAX_TOOLS)."""
 
     schemas: list[dict] = field(default_factory=list)
@@ -122,7 +126,7 @@ def select_tools(
     session_has_files: bool = False,
 ) -> ToolSelection:
     """The turn's tools: allowed by the policy and the toggles; when they do not fit (plan_offer), the
-    pinned ones, `tool_search` and the `remembered` tools earlier searches found while they fit. Client
+    pinned ones, the tool search and the `remembered` tools earlier searches found while they fit. Client
     tools (AGN-011 §4.3) are appended, never removed, and count. The files tools come only when the
     session has files (`session_has_files`)."""
     registry = mcp if mcp is not None else mcp_registry
@@ -154,10 +158,10 @@ def select_tools(
     for name in kept:
         tool, kind, schema = by_name[name]
         selection.add(schema, kind, getattr(tool, "TOOL_USAGE_METADATA", ""))
-    if on_demand:
-        selection.add(ToolSearchTool.get_schema(), "internal", ToolSearchTool.TOOL_USAGE_METADATA)
-    if resource_servers(name for name, _tool, kind in candidates if kind == "mcp"):
-        selection.add(ReadResourceTool.get_schema(), "internal", ReadResourceTool.TOOL_USAGE_METADATA)
+    turn = turn_tools(on_demand, [name for name, _tool, kind in candidates if kind == "mcp"], registry)
+    for _name, per_turn in per_turn_registry():  # tool search when some are on demand, resources' reader
+        if per_turn.offered(turn):  # each is BuiltPerTurn (checked when registered)
+            selection.add(per_turn.get_schema(), "internal", per_turn.TOOL_USAGE_METADATA)
     for schema in client_tools or []:
         selection.add(schema, "client")
     return selection
@@ -169,7 +173,7 @@ def schema_tokens(schemas: list[dict]) -> int:
 
 
 def is_pinned(name: str, policy: list[str]) -> bool:
-    """Offered even when the tools do not fit: agent_change_mode, the internal tools, and the MCP tools
+    """Offered even when the tools do not fit: the mode change tool, the internal tools, and the MCP tools
     the policy names one by one (`sql.query`)."""
     if MCP_SEPARATOR not in name:
         return True
@@ -191,19 +195,20 @@ def plan_offer(
     """(offered, on demand, left out) of the allowed tools (`tokens`: name → its schema's tokens, in
     request order). Everything is offered when the schemas take at most APTIX_TOOL_SCHEMA_SHARE of the
     context and the count is within `max_tools`. Otherwise the pinned tools are (cut to the budget in
-    `budget_order`, one place kept for tool_search), then the `remembered` ones, newest first, then
+    `budget_order`, one place kept for the tool search), then the `remembered` ones, newest first, then
     whole MCP servers in the config's order, each only if all its tools fit what the count and the
     share leave; the others are on demand. Only internal tools beyond the budget are left out:
-    tool_search finds MCP tools alone."""
+    the tool search finds MCP tools alone."""
     share = settings.APTIX_TOOL_SCHEMA_SHARE * (context_tokens or settings.APTIX_CONTEXT_TOKENS)
     names = list(tokens)
     if len(names) + client_count <= max_tools and sum(tokens.values()) + client_tokens <= share:
         return names, [], []
     pinned = [n for n in names if is_pinned(n, policy)]
-    budget = max_tools - client_count - 1  # tool_search takes one place
+    searchers = [tool.get_schema() for _name, tool in tools_with(FindsTools)]
+    budget = max_tools - client_count - len(searchers)  # the tool search takes one place
     kept, cut = budget_order(pinned, policy, server_order, budget)
     chosen = set(kept)
-    used = sum(tokens[n] for n in kept) + client_tokens + schema_tokens([ToolSearchTool.get_schema()])
+    used = sum(tokens[n] for n in kept) + client_tokens + schema_tokens(searchers)
     for name in remembered or []:
         if name in tokens and name not in chosen and not is_pinned(name, policy):
             if len(chosen) >= budget or used + tokens[name] > share:
@@ -234,15 +239,16 @@ def budget_order(
     names: list[str], policy: list[str], server_order: list[str], budget: int
 ) -> tuple[list[str], list[str]]:
     """(kept, left out) of the allowed tool `names` under a budget of `budget` schemas. Kept first:
-    agent_change_mode, the internal tools, the MCP tools the policy names one by one, then the other
+    the mode change tool, the internal tools, the MCP tools the policy names one by one, then the other
     MCP tools; MCP tools go server by server in the config's order, each server's (named, or other)
     tools whole or not at all: a server is never cut partway. Deterministic, so the panel and the turn
     agree; the list stays fixed for the turn (AGN-011 §4.4)."""
     named = set(policy or [])
     rank = {server: i for i, server in enumerate(server_order)}
+    always = always_offered()
 
     def key(name: str) -> tuple:
-        if name == ALWAYS_ON:
+        if name in always:
             return (0,)
         if MCP_SEPARATOR not in name:
             return (1, name)
@@ -258,7 +264,7 @@ def budget_order(
             units[-1].append(name)
         else:
             units.append([name])
-    room = max(budget, 1)  # agent_change_mode always goes
+    room = max(budget, 1)  # the mode change tool always goes
     kept: set[str] = set()
     cut: list[str] = []
     for unit in units:
@@ -277,11 +283,29 @@ def mcp_server_order() -> list[str]:
 
 
 def resource_servers(mcp_names: Iterable[str]) -> list[str]:
-    """The servers of these MCP tools that list resources here (mcp_read_resource may read them)."""
+    """The servers of these MCP tools that list resources here (the resources' reader may read them)."""
     from tools.mcp.host import mcp_status
 
     servers = {name.partition(TOOL_SEPARATOR)[0] for name in mcp_names}
     return [status.name for status in mcp_status() if status.name in servers and status.resources]
+
+
+def turn_tools(on_demand: Iterable[str], mcp_names: Iterable[str], mcp: ToolRegistry) -> TurnTools:
+    """What the tools built per turn learn of it: the MCP tools of `on_demand` (allowed, not in the
+    request) as a search lists them, and the servers of `mcp_names` that list resources."""
+    summaries = []
+    for name in on_demand:
+        tool = mcp.get(name)
+        if tool is None:
+            continue
+        description = (tool.get_schema()["function"].get("description") or "").strip()
+        server = name.partition(MCP_SEPARATOR)[0] if MCP_SEPARATOR in name else ""
+        summaries.append(ToolSummary(name=name, server=server, description=next(iter(description.splitlines()), "")))
+    return TurnTools(
+        on_demand=tuple(summaries),
+        resource_servers=tuple(resource_servers(mcp_names)),
+        search_results=settings.APTIX_TOOL_SEARCH_RESULTS,
+    )
 
 
 def mcp_instructions(selection: ToolSelection) -> str:
@@ -300,7 +324,7 @@ def mcp_instructions(selection: ToolSelection) -> str:
 
 def build_system_prompt(*, mode, execution: str, selection: ToolSelection, instructions: str = "") -> str:
     """The base prompt, the mode's prompt and the tools' usage guidance, each rule said once: the mode
-    switch rule lives in agent_change_mode's usage, and a usage text that only repeats the tool's
+    switch rule lives in the mode change tool's usage, and a usage text that only repeats the tool's
     schema description (an MCP tool's: its description and a parenthesised note of its annotations,
     which the approval flow acts on) is left out, since the schema already goes with the request.
     `instructions` (the MCP servers' own, `mcp_instructions`) come last."""
@@ -309,7 +333,7 @@ def build_system_prompt(*, mode, execution: str, selection: ToolSelection, instr
         f"Current mode: {mode.key}\nExecution: {execution}",
         f"# Mode: {mode.display_name}\n{mode.system_prompt or mode.description}",
     ]
-    if ALWAYS_ON not in selection.kinds:
+    if not always_offered() & set(selection.kinds):  # the mode change's usage says the rule otherwise
         parts.append(SWITCH_PROPOSAL)
     described = {
         schema["function"]["name"]: (schema["function"].get("description") or "").strip()

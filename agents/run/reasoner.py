@@ -52,7 +52,8 @@ from .outcomes import (
     Stopped,
 )
 from .pipeline import ToolSelection, build_system_prompt, mcp_instructions, select_tools
-from .tool_calls import Call, Run, ToolCalls
+from .run import AfterClientTools, AfterDecisions, Call, FollowTask, Run, start_of
+from .tool_calls import ToolCalls
 from .toolbox import build_internal_tools
 from .toolsearch import remembered_tools
 from .trace import prefix_size, turn_trace_fields
@@ -102,17 +103,19 @@ class Reasoner:
         logcontext.bind(turn_id=turn.id, session_id=turn.session_id, user_id=turn.session.user_id)
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
-        run = Run(turn=turn, recorder=EventRecorder(turn, start_seq=loaded.last_seq))
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
-        run.llm, run.spec = self.llm_override or get_llm_client(spec), spec
-        run.model_key = spec.key
+        run = Run(
+            turn=turn,
+            recorder=EventRecorder(turn, start_seq=loaded.last_seq),
+            llm=self.llm_override or get_llm_client(spec),
+            spec=spec,
+            start=start_of(turn),
+        )
         run.recorder.first_token = metrics.first_token_timer(spec.key)
         await meter_start(run)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
-        resumed = turn.status  # running: a run resumed after its process died in an MCP task (resume_task)
-        resumed = resumed if resumed != Turn.Status.RUNNING or (turn.state or {}).get("task") else Turn.Status.QUEUED
-        if resumed in Turn.PAUSED_STATUSES and not await turns.turn_resume(turn):
+        if isinstance(run.start, AfterDecisions | AfterClientTools) and not await turns.turn_resume(turn):
             # Ended while this run was on its way (a cancel, a new message): it owns nothing any more,
             # so nothing runs and nothing is written; the turn's end event was the last.
             logger.info("Turn %s ended before its run resumed it", turn.id, extra={"event": "runs.resume_lost"})
@@ -120,14 +123,14 @@ class Reasoner:
         try:
             if (models := models_config_problem()) is not None and not models[1]:
                 raise ModelsConfigError(models[0])  # no good configuration to run on: fail, saying so
-            if resumed == Turn.Status.REQUIRES_ACTION:
+            if isinstance(run.start, AfterClientTools):
                 run.state = self._continue_state(turn, tool_results or [])
-            elif resumed in (Turn.Status.AWAITING_APPROVAL, Turn.Status.RUNNING):
+            elif isinstance(run.start, AfterDecisions | FollowTask):
                 run.state = PausedState.from_json(turn.state)
             else:
                 metrics.turn_started(execution=turn.execution, mode=turn.mode, model=spec.key)
                 run.state = await self._start(run, loaded, client_tools)
-            await self._end(run, await self._loop(run, resumed))
+            await self._end(run, await self._loop(run))
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
@@ -241,14 +244,17 @@ class Reasoner:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    async def _loop(self, run: Run, resumed: str) -> RunOutcome:
-        if resumed in (*Turn.PAUSED_STATUSES, Turn.Status.RUNNING):  # resumed in run(), before anything was written
-            if resumed in (Turn.Status.AWAITING_APPROVAL, Turn.Status.RUNNING):
-                await (self.calls.resume_task if resumed == Turn.Status.RUNNING else self.calls.resume_approved)(run)
-                if after := self._after_tools(run):
-                    return after
-            elif not run.agent and not run.ask_followup:
-                return FinalAnswer(answer=ask_answer(self._state(run)))
+    async def _loop(self, run: Run) -> RunOutcome:
+        start = run.start  # resumed in run(), before anything was written
+        if isinstance(start, AfterDecisions | FollowTask):
+            if isinstance(start, FollowTask):
+                await self.calls.resume_task(run, start.task)
+            else:
+                await self.calls.resume_approved(run)
+            if after := self._after_tools(run):
+                return after
+        elif isinstance(start, AfterClientTools) and not run.agent and not run.ask_followup:
+            return FinalAnswer(answer=ask_answer(self._state(run)))
         while True:
             outcome = await self._step_once(run)
             if not isinstance(outcome, RunAgain):

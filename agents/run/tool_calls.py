@@ -8,24 +8,18 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from aptix import metrics
-from tools.base import InvokeResult, ToolContext
-from tools.builtin.documents import DocumentWriteTool
-from tools.builtin.mode_change import ModeChangeTool
-from tools.builtin.read_resource import TOOL_NAME as READ_RESOURCE
-from tools.builtin.read_resource import ReadResourceTool
-from tools.builtin.tool_search import found_names
+from tools.base import ChangesMode, DocumentWritten, InvokeResult, ModeChanged, ToolContext, WritesDocument
 from tools.mcp.elicitation import InputPause, asking, resuming
 from tools.mcp.tasks import TaskWatch, watching
 from tools.mcp.userpool import CALLING_USER, missing_credentials, per_user_config
 from tools.mcp.waiting import server_type, starting_host
-from tools.registry import ToolRegistry
+from tools.registry import ToolRegistry, internal_tool
 
 from .. import turns
 from ..approvals import (
@@ -36,67 +30,22 @@ from ..approvals import (
     approval_kind,
     with_branch,
 )
-from ..events import EventRecorder
 from ..events.payloads import DocumentUpdated, ToolResult, ToolTask
 from ..events.writer import TurnWrite
 from ..models import ToolApproval, Turn
-from ..state import ModeChange, PausedState, PendingApproval
+from ..state import ModeChange, OpenTask, PausedState, PendingApproval, PendingCall
 from .asking import QuestionClosed, asking_for, question_paused, resume_of
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
-from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, resource_servers, with_current_mode
+from .pipeline import MCP_SEPARATOR, with_current_mode
 from .progress import ProgressRelay, TaskRelay
+from .run import Call, Run, call_key
 from .spans import tool_outcome, tool_span
-from .toolsearch import offer_tools, search_tool
+from .toolsearch import found_by, offer_tools, per_turn_tool
 
 Progress = Callable[[float, float | None, str | None], None]
 
 TOOL_STOPPED = "The turn was stopped while this tool ran; it may or may not have finished."
 REPEAT_NOTE = "\n\n[Already called in this turn with the same arguments: this is that result. Use it.]"
-
-
-def call_key(name: str, arguments: str) -> str:
-    """A tool call's identity within a turn: the tool and its arguments as canonical JSON."""
-    try:
-        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except ValueError:
-        canonical = arguments
-    return f"{name}\n{canonical}"
-
-
-@dataclass
-class Run:
-    """One run of one turn: what the loop's steps share."""
-
-    turn: Turn
-    recorder: EventRecorder
-    state: PausedState | None = None
-    last_content: str = ""  # the last step's text (the answer if a limit stops the run)
-    approval_policy: list[str] = field(default_factory=list)  # the mode's (agents/approvals.py)
-    counter: Any = None  # the model's TokenCounter (context.py)
-    llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
-    ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
-    model_key: str = ""  # the turn's model in the catalog (the metrics' label)
-    spec: Any = None  # the turn's ModelSpec: its models.json key and price (metering.py)
-    quota: Any = None  # the month's QuotaState as of the last model call (metering.py); None: unlimited
-    ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
-    rest: list[Call] = field(default_factory=list)  # the reply's calls after the one running (a task's resume)
-
-    @property
-    def agent(self) -> bool:
-        return self.turn.execution == "agent"
-
-    @property
-    def paused_state(self) -> PausedState:
-        if self.state is None:
-            raise RuntimeError("The run has no state before it started.")
-        return self.state
-
-
-@dataclass(frozen=True)
-class Call:
-    id: str
-    name: str
-    arguments: str
 
 
 class ToolCalls:
@@ -212,14 +161,12 @@ class ToolCalls:
             "reason": _reason(call.arguments) if approval == Kind.MODE_CHANGE else "",
         }
 
-    async def resume_task(self, run: Run) -> None:
+    async def resume_task(self, run: Run, task: OpenTask) -> None:
         """A run resumed after the process that ran it died while an MCP server ran one of its calls
         as a task (an HTTP server keeps it): follow that task by its id rather than call the tool
         again, then run the rest of that reply's calls."""
-        task = (run.turn.state or {}).get("task") or {}
-        call = Call(**task["call"])
-        await self._call(run, call, task.get("kind"), resume=str(task["taskId"]))
-        if rest := [Call(**c) for c in task.get("rest") or []]:
+        await self._call(run, Call(**task.call), task.kind, resume=task.task_id)
+        if rest := [Call(**c) for c in task.rest]:
             await self.run_reply(run, rest)
 
     def _task_saved(self, run: Run, call: Call, kind: str | None, rest: list[Call]) -> Any:
@@ -227,16 +174,16 @@ class ToolCalls:
         sweep can hand the turn to another process if this one dies (agents/run/runners.py)."""
 
         async def saved(payload: ToolTask) -> TurnWrite:
-            task = {
-                "call": {"id": call.id, "name": call.name, "arguments": call.arguments},
-                "kind": kind,
-                "taskId": payload["taskId"],
-                "server": payload["server"],
-                "resumable": payload["resumable"],
-                "resumes": int(((run.turn.state or {}).get("task") or {}).get("resumes", 0)),
-                "rest": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in rest],
-            }
-            return turns.task_state({**run.paused_state.to_json(), "task": task})
+            task = OpenTask(
+                call=_pending(call),
+                kind=kind,
+                task_id=payload["taskId"],
+                server=payload["server"],
+                resumable=payload["resumable"],
+                resumes=run.resumes,
+                rest=[_pending(c) for c in rest],
+            )
+            return turns.task_state({**run.paused_state.to_json(), "task": task.to_json()})
 
         return saved
 
@@ -286,12 +233,8 @@ class ToolCalls:
         # A task's saved state goes with its result: nothing is left for a resume to follow.
         done = turns.task_state(None) if tasks.task_id else None
         await self._record(run, call, result, round(elapsed * 1000, 1), turn_write=done)
-        if call.name == ModeChangeTool.TOOL_NAME and result.successful:
-            await self._mode_changed(run, result)
-        if call.name == DocumentWriteTool.TOOL_NAME and result.successful:
-            await self._document_updated(run, call, result)
-        if call.name == TOOL_SEARCH and result.successful:
-            offer_tools(run.paused_state, found_names(result.result or ""), self.mcp)  # from the next step on
+        if result.successful:  # what the tool declares it does to the run (tools/base.py), never its name
+            await self._declared_effects(run, call, kind, result.result or "")
 
     async def _record(
         self,
@@ -362,12 +305,8 @@ class ToolCalls:
             except ValueError as exc:
                 return InvokeResult.from_error(f"The arguments for tool '{name}' are not valid JSON ({exc}).")
         tool = self.tools.get(name) if kind == "internal" else self.mcp.get(name)
-        if name == TOOL_SEARCH and kind == "internal":  # built per turn: its catalog is the turn's
-            tool = search_tool(state, self.mcp)
-        if name == READ_RESOURCE and kind == "internal":  # built per turn: the servers it may read from
-            tool = ReadResourceTool(
-                resource_servers([*state.on_demand, *(n for n, k in state.kinds.items() if k == "mcp")])
-            )
+        if tool is None and kind == "internal":  # built per turn (a search's catalog, the servers to read)
+            tool = per_turn_tool(name, state, self.mcp)
         if tool is None and kind != "internal":  # its server may still be starting (resumed after a restart)
             tool = await self._when_started(name, on_progress)
         if tool is None:
@@ -386,16 +325,26 @@ class ToolCalls:
             return InvokeResult.from_error(f"Tool '{name}' returned no result.")
         return result
 
-    async def _mode_changed(self, run: Run, result: InvokeResult) -> None:
+    async def _declared_effects(self, run: Run, call: Call, kind: str | None, result: str) -> None:
+        """A successful call's effects on the run, as its tool declares them: the mode it changed, the
+        document version it wrote, the tools it found (offered from the next step on)."""
+        tool = internal_tool(call.name) if kind == "internal" else None
+        if isinstance(tool, ChangesMode) and (change := tool.mode_changed(result)) is not None:
+            await self._mode_changed(run, change)
+        if isinstance(tool, WritesDocument) and (written := tool.document_written(call.arguments, result)) is not None:
+            await self._document_updated(run, written)
+        if kind == "internal" and (found := found_by(call.name, result)):
+            offer_tools(run.paused_state, found, self.mcp)
+
+    async def _mode_changed(self, run: Run, changed: ModeChanged) -> None:
         """AGN-011 §5: the tool already persisted the change (one ModeHistory row); here the in-flight
         mode follows it and the change is surfaced. The tool list stays as it is until next turn."""
         state = run.paused_state
-        data = json.loads(result.result or "{}")
         change: ModeChange = {
-            "previousMode": data.get("previousMode"),
-            "newMode": data.get("newMode") or data.get("mode"),
-            "reason": data.get("reason", ""),
-            "branch": bool(data.get("branch")),
+            "previousMode": changed["previousMode"],
+            "newMode": changed["newMode"],
+            "reason": changed["reason"],
+            "branch": changed["branch"],
         }
         state.mode_changes.append(change)
         state.mode = change["newMode"]
@@ -404,18 +353,21 @@ class ToolCalls:
             system["content"] = with_current_mode(system["content"], state.mode)
         await run.recorder.emit("mode.changed", change, defer=True)
 
-    async def _document_updated(self, run: Run, call: Call, result: InvokeResult) -> None:
+    async def _document_updated(self, run: Run, written: DocumentWritten) -> None:
         """The timeline's "Document … updated" card, and the open panels follow the new version."""
-        data = json.loads(result.result or "{}")
         payload: DocumentUpdated = {
-            "documentId": str(data.get("documentId", "")),
-            "title": str(data.get("title", "")),
-            "version": int(data.get("version", 0)),
+            "documentId": written.get("documentId", ""),
+            "title": written.get("title", ""),
+            "version": written.get("version", 0),
             "author": "agent",
         }
-        if summary := _argument(call.arguments, "summary"):
-            payload["summary"] = summary[:500]
+        if summary := written.get("summary"):
+            payload["summary"] = summary
         await run.recorder.emit("document.updated", payload, defer=True)
+
+
+def _pending(call: Call) -> PendingCall:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
 
 
 @sync_to_async

@@ -66,7 +66,7 @@ class StepRequest:
 class TurnTrace:
     system_prompt: str
     tools: list[dict[str, Any]]
-    on_demand: list[str] = field(default_factory=list)  # allowed tools found through tool_search
+    on_demand: list[str] = field(default_factory=list)  # allowed tools found through the tool search
     history_turns: list[str] = field(default_factory=list)
     # True: the earlier turns rebuilt from their rows match what was sent; False: they do not (the rows
     # or the code that turns them into messages changed since); None: nothing to check (no history,
@@ -113,14 +113,11 @@ def turn_trace(turn: Turn) -> TurnTrace:
 
 
 def _found_schema(name: str) -> dict[str, Any] | None:
-    """A tool offered after tool_search found it (on demand): its schema is not in Turn.trace, which
+    """A tool offered after the tool search found it (on demand): its schema is not in Turn.trace, which
     holds the first request's; it is the registry's (as long as its server still serves it)."""
-    from tools.builtin.tool_search import ToolSearchTool
-    from tools.registry import mcp_registry
+    from tools.registry import internal_tool, mcp_registry
 
-    if name == ToolSearchTool.TOOL_NAME:
-        return ToolSearchTool.get_schema()
-    tool = mcp_registry.get(name)
+    tool = internal_tool(name) or mcp_registry.get(name)
     return tool.get_schema() if tool is not None else None
 
 

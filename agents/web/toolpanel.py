@@ -12,14 +12,14 @@ from django.conf import settings
 
 from agents.llm.catalog import model_for
 from agents.models import Execution
-from agents.run.pipeline import ALWAYS_ON, MCP_SEPARATOR, plan_offer, policy_allows, schema_tokens
+from agents.run.pipeline import MCP_SEPARATOR, plan_offer, policy_allows, schema_tokens
 from agents.selectors import mode_get
 from agents.web.connections import Connection, connect_url, user_connections
 from files.services import session_has_files
 from tools.mcp.entry import McpToolEntry
 from tools.mcp.host import mcp_config_error, mcp_status
 from tools.mcp.supervisor import ServerStatus
-from tools.registry import internal_registry, mcp_registry, needs_session_files
+from tools.registry import always_offered, internal_registry, mcp_registry, needs_session_files
 
 if TYPE_CHECKING:
     from agents.models import AgentSession
@@ -71,7 +71,7 @@ def tool_panel(session: AgentSession) -> dict:
     internal = []
     has_files: bool | None = None
     for name, tool in internal_registry():
-        always = name == ALWAYS_ON
+        always = name in always_offered()
         blocked = "" if always else policy_reason(name)
         if not blocked and needs_session_files(tool):
             has_files = session_has_files(session.pk) if has_files is None else has_files

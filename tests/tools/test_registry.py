@@ -93,3 +93,15 @@ def test_internal_registry_holds_the_builtin_tools_and_is_separate_from_mcp():
     assert registry.get("agent_list_modes") is AgentListModesTool
     assert mcp_registry.kind == "mcp"
     assert "agent_change_mode" not in mcp_registry
+
+
+NotBuiltPerTurn = make_tool()  # meets the tool contract, but has no offered() and for_turn()
+
+
+def test_a_tool_listed_as_built_per_turn_must_say_how(monkeypatch):
+    from tools import registry as registries
+
+    assert [name for name, _tool in registries.build_per_turn_registry()] == ["tool_search", "mcp_read_resource"]
+    monkeypatch.setattr(registries, "PER_TURN_TOOLS", {"hello_world": "tests.tools.test_registry.NotBuiltPerTurn"})
+    with pytest.raises(ToolRegistrationError, match="hello_world is built per turn but has no offered"):
+        registries.build_per_turn_registry()

@@ -9,7 +9,15 @@ import json
 from typing import Any, ClassVar
 
 from ..arguments import ToolArgumentError, json_object_arguments
-from ..base import AgentTool, InvokeResult, ToolContext, ToolDependencies, function_schema, json_result
+from ..base import (
+    AgentTool,
+    DocumentWritten,
+    InvokeResult,
+    ToolContext,
+    ToolDependencies,
+    function_schema,
+    json_result,
+)
 
 ERROR_INVALID_JSON = "{tool} requires the arguments to be a JSON object."
 ERROR_NO_SESSION = "{tool} works only inside a session."
@@ -86,6 +94,22 @@ class DocumentWriteTool(_DocumentTool):
         if data is None or "documentId" not in data:
             return None
         return f"Document **{data.get('title')}** v{data.get('version')} saved: it is in the panel beside the chat."
+
+    @staticmethod
+    def document_written(arguments: str, result: str) -> DocumentWritten | None:
+        """The version a successful call wrote (tools/base.py WritesDocument), with the summary it gave."""
+        data = json_result(result)
+        if data is None:
+            return None
+        written: DocumentWritten = {
+            "documentId": str(data.get("documentId", "")),
+            "title": str(data.get("title", "")),
+            "version": int(data.get("version", 0)),
+        }
+        call = json_result(arguments or "{}") or {}
+        if isinstance(summary := call.get("summary"), str) and summary.strip():
+            written["summary"] = summary.strip()[:500]
+        return written
 
     @staticmethod
     def get_schema() -> dict:

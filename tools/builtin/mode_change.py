@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from modes.catalog import ModeValidationError
 
 from ..arguments import ToolArgumentError, json_object_arguments
-from ..base import AgentTool, InvokeResult, ToolContext, ToolDependencies, function_schema, json_result
+from ..base import AgentTool, InvokeResult, ModeChanged, ToolContext, ToolDependencies, function_schema, json_result
 
 ERROR_EMPTY_ARGUMENTS = "ModeChangeTool requires a non-empty arguments object."
 ERROR_NO_CONTEXT = "ModeChangeTool requires a valid execution context."
@@ -49,6 +49,20 @@ class ModeChangeTool(AgentTool):
     )
     is_tool_fully_executed_on_server = True
     RESULT_IS_ANSWER: ClassVar[bool] = True  # an Ask answer may be this result alone (tools/base.py)
+    ALWAYS_OFFERED: ClassVar[bool] = True  # TUL-007 §3.1: no mode, policy or toggle removes it
+
+    @staticmethod
+    def mode_changed(result: str) -> ModeChanged | None:
+        """The change a successful call made (tools/base.py ChangesMode): the run's mode follows it."""
+        data = json_result(result)
+        if data is None:
+            return None
+        return {
+            "previousMode": data.get("previousMode"),
+            "newMode": str(data.get("newMode") or data.get("mode") or ""),
+            "reason": str(data.get("reason", "")),
+            "branch": bool(data.get("branch")),
+        }
 
     @staticmethod
     def result_markdown(result: str) -> str | None:

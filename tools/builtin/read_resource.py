@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from ..base import InvokeResult, ToolContext, function_schema
+from ..base import InvokeResult, ToolContext, TurnTools, function_schema
 
 TOOL_NAME = "mcp_read_resource"
 
@@ -22,9 +22,20 @@ class ReadResourceTool:
         "Read a resource of an MCP server by its URI (one the servers list, or a resource link a tool "
         "returned); text comes back as text, images as images."
     )
+    is_tool_fully_executed_on_server = True
 
     def __init__(self, servers: Iterable[str] = ()) -> None:
         self.servers = tuple(servers)
+
+    @staticmethod
+    def offered(turn: TurnTools) -> bool:
+        """Offered when a server of the turn's MCP tools lists resources (tools/base.py BuiltPerTurn)."""
+        return bool(turn.resource_servers)
+
+    @classmethod
+    def for_turn(cls, turn: TurnTools) -> ReadResourceTool:
+        """The turn's instance: it reads from the turn's servers only."""
+        return cls(turn.resource_servers)
 
     @staticmethod
     def get_schema() -> dict[str, Any]:

@@ -3,7 +3,7 @@ allowed tools' schemas would not fit the model's context (agents/run/pipeline.py
 
 The catalog it searches is the turn's: the tools the mode's policy and the session's toggles allow
 but the request does not carry. So an instance is built per turn (agents/run/toolsearch.py) rather
-than once per process in `tools.registry.INTERNAL_TOOLS`; the class still meets the tool contract.
+than once per process: it is in `tools.registry.PER_TURN_TOOLS` (BuiltPerTurn), and meets the tool contract.
 
 Ranking is BM25 (the `bm25s` library) over each tool's name, server and description. Names are split
 into words (`sql__list_tables` → sql, list, tables) and words lightly stemmed (orders → order), since
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..base import InvokeResult, ToolContext, function_schema
+from ..base import InvokeResult, ToolContext, ToolSummary, TurnTools, function_schema
 
 TOOL_NAME = "tool_search"
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -29,17 +28,7 @@ _STOPWORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Found:
-    """One tool of the catalog: its request name, its MCP server ("" for an internal tool) and the
-    first line of its description."""
-
-    name: str
-    server: str
-    description: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"name": self.name, "server": self.server, "description": self.description}
+Found = ToolSummary  # one tool of the catalog (its name, MCP server and description's first line)
 
 
 def words(text: str) -> list[str]:
@@ -81,6 +70,21 @@ class ToolSearchTool:
     def __init__(self, catalog: list[Found] | None = None, *, limit: int = 8) -> None:
         self.catalog = list(catalog or [])
         self.limit = limit
+
+    @staticmethod
+    def offered(turn: TurnTools) -> bool:
+        """Offered when some allowed tools are not in the request (tools/base.py BuiltPerTurn)."""
+        return bool(turn.on_demand)
+
+    @classmethod
+    def for_turn(cls, turn: TurnTools) -> ToolSearchTool:
+        """The turn's instance: its catalog is the turn's tools on demand."""
+        return cls(list(turn.on_demand), limit=turn.search_results)
+
+    @staticmethod
+    def found_names(result: str) -> list[str]:
+        """The tools a result found, offered from the next step on (tools/base.py FindsTools)."""
+        return found_names(result)
 
     @staticmethod
     def get_schema() -> dict[str, Any]:
