@@ -95,9 +95,11 @@ def _identity_for(issuer: str, subject: str, claims: Mapping[str, Any], provider
         return identity
     User = get_user_model()
     email = str(claims.get("email") or "").strip()
-    verified = claims.get("email_verified") is not False
+    # An e-mail match links only where the deployment allows it and the provider vouches for the
+    # address explicitly: a missing `email_verified` (Entra ID sends none) would let anyone who can set
+    # their e-mail at the provider take over an admin's pending link (the "nOAuth" pattern).
     if email:
-        if verified:
+        if settings.APTIX_OIDC_LINK_BY_EMAIL and claims.get("email_verified") is True:
             pending = ExternalIdentity.objects.select_related("user").filter(
                 issuer=issuer, subject="", user__email__iexact=email
             )
@@ -116,12 +118,30 @@ def _identity_for(issuer: str, subject: str, claims: Mapping[str, Any], provider
 
 def _follow_profile(user: Any, claims: Mapping[str, Any]) -> None:
     first, last = _names(claims)
-    wanted = {"first_name": first, "last_name": last, "email": str(claims.get("email") or "")}
+    wanted = {"first_name": first, "last_name": last, "email": _email_to_follow(user, claims)}
     changed = [field for field, value in wanted.items() if value and getattr(user, field) != value]
     for field in changed:
         setattr(user, field, wanted[field])
     if changed:
         user.save(update_fields=changed)
+
+
+def _email_to_follow(user: Any, claims: Mapping[str, Any]) -> str:
+    """The provider's e-mail for `user`, unless the provider says it is unverified or another account
+    has it ("" then: the account keeps its own). Two accounts never share an address, so none can be
+    mistaken for another's by it."""
+    email = str(claims.get("email") or "").strip()
+    if not email or email.lower() == (user.email or "").lower():
+        return email  # no new address (its case may follow)
+    if claims.get("email_verified") is False:
+        return ""
+    if get_user_model().objects.filter(email__iexact=email).exclude(pk=user.pk).exists():
+        logger.warning(
+            "The provider's new e-mail of a user is another account's: kept the old one",
+            extra={"event": "identity.email_taken", "user_id": user.pk},
+        )
+        return ""
+    return email
 
 
 def grants_apply(*, identity: ExternalIdentity, grants: Grants) -> None:

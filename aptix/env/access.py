@@ -120,6 +120,13 @@ APTIX_OIDC_GROUPS_CLAIM = Text("APTIX_OIDC_GROUPS_CLAIM", "groups", SIGN_IN, "th
 APTIX_OIDC_API_AUDIENCE = OptionalText(
     "APTIX_OIDC_API_AUDIENCE", None, SIGN_IN, "`/api/v1/` also takes the provider's JWT access tokens for it"
 )
+APTIX_OIDC_LINK_BY_EMAIL = Flag(
+    "APTIX_OIDC_LINK_BY_EMAIL",
+    False,
+    SIGN_IN,
+    "an admin's link with an empty subject is claimed by the first sign-in whose e-mail matches and whose "
+    "`email_verified` claim is true; `false`: accounts are linked by the provider's subject only",
+)
 APTIX_LOCAL_LOGIN = Flag(
     "APTIX_LOCAL_LOGIN", True, SIGN_IN, "password sign-in; `false`: superusers only, at `/login/local/`"
 )

@@ -52,13 +52,50 @@ def test_an_email_collision_with_a_local_account_is_refused_whatever_the_case(dj
     assert not ExternalIdentity.objects.exists()
 
 
-def test_an_admins_link_is_claimed_only_with_a_verified_email(django_user_model):
+def test_an_admins_link_is_claimed_only_with_an_explicitly_verified_email(settings, django_user_model):
+    settings.APTIX_OIDC_LINK_BY_EMAIL = True
     local = django_user_model.objects.create_user("pia", email="pia@example.com")
     ExternalIdentity.objects.create(user=local, issuer=ISSUER, subject="")
     with pytest.raises(SignInRefused):
         sign_in(sub="p1", email="pia@example.com", email_verified=False)
-    assert sign_in(sub="p1", email="pia@example.com") == local
+    with pytest.raises(SignInRefused):  # no email_verified at all (Entra ID sends none): not vouched for
+        sign_in(sub="p1", email="pia@example.com")
+    assert ExternalIdentity.objects.get(user=local).subject == ""
+    assert sign_in(sub="p1", email="pia@example.com", email_verified=True) == local
     assert ExternalIdentity.objects.get(user=local).subject == "p1"
+
+
+def test_a_new_provider_user_with_an_admins_email_does_not_take_over_the_admins_link(django_user_model):
+    """The "nOAuth" pattern: a new user at the provider presents an admin's e-mail (unverified, or with no
+    email_verified claim). Links are by subject only unless APTIX_OIDC_LINK_BY_EMAIL allows e-mail."""
+    admin = django_user_model.objects.create_superuser("root", email="root@example.com")
+    ExternalIdentity.objects.create(user=admin, issuer=ISSUER, subject="")
+    for verified in ({}, {"email_verified": False}, {"email_verified": True}):  # off by default: never by e-mail
+        with pytest.raises(SignInRefused, match="already exists"):
+            sign_in(sub="attacker", email="ROOT@example.com", **verified)
+    assert ExternalIdentity.objects.get(user=admin).subject == ""
+    assert not django_user_model.objects.filter(is_superuser=True).exclude(pk=admin.pk).exists()
+
+
+def test_an_admins_link_with_the_subject_is_signed_in_by_that_subject_alone(django_user_model):
+    local = django_user_model.objects.create_user("quinn", email="quinn@example.com")
+    ExternalIdentity.objects.create(user=local, issuer=ISSUER, subject="q-sub")
+    assert sign_in(sub="q-sub", email="anything@example.com") == local
+
+
+def test_a_changed_email_that_is_another_accounts_is_not_copied(django_user_model):
+    admin = django_user_model.objects.create_superuser("root", email="root@example.com")
+    user = sign_in(sub="m1", email="mallory@example.com")
+    sign_in(sub="m1", email="Root@Example.com")  # the provider let them change it to the admin's
+    user.refresh_from_db()
+    assert user.email == "mallory@example.com"
+    assert django_user_model.objects.filter(email__iexact="root@example.com").get() == admin
+    sign_in(sub="m1", email="mallory.new@example.com", email_verified=False)  # unverified: not copied
+    user.refresh_from_db()
+    assert user.email == "mallory@example.com"
+    sign_in(sub="m1", email="mallory.new@example.com")  # a free address follows the provider
+    user.refresh_from_db()
+    assert user.email == "mallory.new@example.com"
 
 
 def test_a_deactivated_account_is_refused(django_user_model):

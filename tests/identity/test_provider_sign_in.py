@@ -98,8 +98,9 @@ def test_a_user_whose_groups_give_no_team_sees_a_page_saying_so(client, signing_
 
 
 def test_an_email_collision_with_a_local_account_is_refused_until_an_admin_links_them(
-    client, signing_in, django_user_model, team_a
+    client, signing_in, django_user_model, team_a, settings
 ):
+    settings.APTIX_OIDC_LINK_BY_EMAIL = True  # the provider sends email_verified: true (tests/oidc_provider)
     local = django_user_model.objects.create_user("ivy-local", email="ivy@example.com", password="x")
     GroupRule.objects.create(claim_value="data-team", team=team_a)
     sub = signing_in.user("ivy", groups=["data-team"], email="ivy@example.com")
