@@ -38,12 +38,23 @@ def _plain(text: str) -> str:
     return INLINE_MARKS.sub("", text)
 
 
+# What XML 1.0 cannot hold (a DOCX is XML): the C0 controls but tab, newline and carriage return, and
+# the two non-characters; python-docx refuses them with a ValueError.
+NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """`text` without the characters a DOCX cannot hold (each becomes nothing: they show as nothing)."""
+    return NOT_IN_XML.sub("", text)
+
+
 def docx_bytes(title: str, content: str) -> bytes:
     """The document as a .docx file: Markdown headings become Word headings, lists list items, fenced
     code a monospaced paragraph, the rest paragraphs."""
     from docx import Document as WordDocument  # python-docx, imported when a download asks for it
     from docx.shared import Pt
 
+    title, content = xml_safe(title), xml_safe(content)
     word = WordDocument()
     word.core_properties.title = title
     code: list[str] | None = None
