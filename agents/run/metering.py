@@ -14,6 +14,7 @@ from usage.quotas import QuotaState, quota_state
 from usage.services import Charge, usage_charge
 
 from ..llm import ModelReply
+from ..llm.catalog import ModelSpec
 from .run import Run
 
 
@@ -56,3 +57,26 @@ def quota_message(run: Run) -> str | None:
     """Why the run must stop now, when the month's quota is used up (as of the last model call)."""
     quota = run.quota
     return quota.message if quota is not None and quota.exceeded else None
+
+
+def session_call_allowed(*, team_id: int, user_id: int) -> bool:
+    """Whether the member's quota still allows a model call outside a turn's steps (a session's title)."""
+    quota = quota_state(team_id=team_id, user_id=user_id)
+    return quota is None or not quota.exceeded
+
+
+def charge_session_call(*, team_id: int, user_id: int, mode: str, spec: ModelSpec, reply: ModelReply) -> None:
+    """Charge a model call made for a session outside a turn's steps (its title) to the usage counters,
+    at the model's price: every call is metered, not only a turn's. It counts no turn."""
+    price = spec.price
+    usage_charge(
+        Charge(
+            team_id=team_id,
+            user_id=user_id,
+            model=spec.key,
+            mode=mode,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cost=price.cost(reply.prompt_tokens, reply.completion_tokens) if price is not None else None,
+        )
+    )

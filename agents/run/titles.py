@@ -1,8 +1,9 @@
 """Short titles for new sessions (APTIX_AUTO_TITLES): after a session's first answer, one small model
 call without tools names it ("Monthly revenue chart" rather than "Chart revenue by month fo…"), unless
 the user named it meanwhile. It never holds up or fails a turn: it runs as a task of its own once the
-turn's end is written (agents/run/runners.py), and a model error leaves the title as it was. The
-offline model does not name sessions (it cannot summarise): the first message stays the title."""
+turn's end is written (agents/run/runners.py), and a model error leaves the title as it was. Its tokens
+are charged to the member's usage like a turn's, and no title is asked for once the month's quota is
+used up. The offline model does not name sessions (it cannot summarise): the first message stays the title."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..llm import ModelError, get_llm_client
 from ..llm.catalog import model_for
 from ..models import Turn
 from ..sessions import session_title_generated
+from .metering import charge_session_call, session_call_allowed
 
 logger = logging.getLogger("aptix.titles")
 
@@ -44,8 +46,12 @@ async def title_session(turn: Turn) -> str | None:
     if turn.session.title != was:  # named already (by the user, or a branch's title)
         return None
     mode_model = await AgentMode.objects.filter(key=turn.mode).values_list("model", flat=True).afirst()
-    llm = get_llm_client(model_for(session_model=turn.session.model, mode_model=mode_model or ""))
+    spec = model_for(session_model=turn.session.model, mode_model=mode_model or "")
+    llm = get_llm_client(spec)
     if llm.is_offline:
+        return None
+    member = {"team_id": turn.session.team_id, "user_id": turn.session.user_id}
+    if not await sync_to_async(session_call_allowed)(**member):  # the month's quota is used up
         return None
     exchange = f"User: {turn.user_message[:EXCERPT_CHARS]}\n\nAssistant: {turn.answer[:EXCERPT_CHARS]}"
     messages = [{"role": "system", "content": TITLE_PROMPT}, {"role": "user", "content": exchange}]
@@ -54,6 +60,7 @@ async def title_session(turn: Turn) -> str | None:
     except ModelError as exc:
         logger.warning("No title for session %s: %s", turn.session_id, exc, extra={"event": "titles.failed"})
         return None
+    await sync_to_async(charge_session_call)(**member, mode=turn.mode, spec=spec, reply=reply)
     title = reply.content.strip().strip("\"'“”‘’").rstrip(".").strip()
     if "\n" in title:
         title = title.splitlines()[0].strip()

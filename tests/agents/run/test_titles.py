@@ -18,6 +18,7 @@ from agents.sessions import session_rename
 from agents.submit import turn_submit
 from agents.turns import turn_start
 from tests.helpers import async_db
+from usage.models import UsageMonth
 
 pytestmark = async_db
 
@@ -104,3 +105,23 @@ async def test_the_offline_model_names_nothing(make_session):
     turn = await Turn.objects.select_related("session").aget(pk=turn.id)
     assert await title_session(turn) is None
     assert await title_of(session, wait=0) == "What modes are there?"
+
+
+async def test_a_title_call_is_charged_to_the_members_usage(make_session, model, llm, team_a, alice):
+    model.reply("March was best.", prompt_tokens=100, completion_tokens=10)
+    model.reply("Monthly revenue chart", prompt_tokens=40, completion_tokens=5)
+    session, _ = await first_turn(make_session)
+    assert await title_of(session, changed_from=REQUEST[:80]) == "Monthly revenue chart"
+    month = await UsageMonth.objects.aget(team=team_a, user=alice)
+    assert (month.prompt_tokens, month.completion_tokens, month.turns) == (140, 15, 1)  # one turn, two calls
+
+
+async def test_no_title_is_asked_for_once_the_quota_is_used_up(make_session, model, llm, team_a):
+    team_a.monthly_token_quota = 100
+    await team_a.asave(update_fields=["monthly_token_quota"])
+    model.reply("March was best.", prompt_tokens=100, completion_tokens=10)  # the turn uses the month's quota
+    model.reply("Monthly revenue chart")
+    session, turn = await first_turn(make_session)
+    assert turn.status == "completed"
+    await asyncio.sleep(0.3)  # the title task ran (and asked nothing)
+    assert model.calls == 1 and await title_of(session, wait=0) == REQUEST[:80]
