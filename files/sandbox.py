@@ -21,7 +21,6 @@ from . import storage
 from .ingest.tables import first_line
 
 COUNT_LIMIT = 1_000_000  # rows counted past the ones shown; a larger result says "more than"
-FETCH_BATCH = 10_000
 
 
 class QueryRefused(Exception):
@@ -70,16 +69,16 @@ def run_query(
     timer.daemon = True
     timer.start()
     try:
-        cursor = connection.execute(statement)
+        # As a subquery, so that DuckDB computes the rows shown and counts the others itself (a Top N
+        # keeps the statement's order): a result fetched from the statement itself is materialised
+        # whole in this process first, however few rows are read.
+        query = bare_query(statement)
+        cursor = connection.execute(f"SELECT * FROM (\n{query}\n) AS result LIMIT {max(max_rows, 0)}")
         columns = [d[0] for d in cursor.description or []]
-        rows: list[tuple] = []
-        total = 0
-        while batch := cursor.fetchmany(FETCH_BATCH):
-            if len(rows) < max_rows:
-                rows.extend(batch[: max_rows - len(rows)])
-            total += len(batch)
-            if total > COUNT_LIMIT:
-                return QueryResult(columns, rows, COUNT_LIMIT, more=True)
+        rows = cursor.fetchall()
+        total = rows_counted(connection, query) if len(rows) == max_rows else len(rows)
+        if total > COUNT_LIMIT:
+            return QueryResult(columns, rows, COUNT_LIMIT, more=True)
         return QueryResult(columns, rows, total)
     except duckdb.InterruptException:
         raise QueryRefused(
@@ -100,6 +99,23 @@ def run_query(
     finally:
         timer.cancel()
         connection.close()
+
+
+def bare_query(statement: str) -> str:
+    """The one statement without its closing semicolon and the comments after it, to be a subquery."""
+    tokens = duckdb.tokenize(statement)
+    code = [start for start, kind in tokens if kind != duckdb.token_type.comment]
+    if code and statement[code[-1] :].startswith(";"):
+        return statement[: code[-1]]
+    return statement
+
+
+def rows_counted(connection: duckdb.DuckDBPyConnection, query: str) -> int:
+    """The rows `query` yields, up to COUNT_LIMIT + 1, counted inside DuckDB: none comes out into this
+    process (the projection is dropped, so a wide column is not even computed)."""
+    counting = f"SELECT count(*) FROM (SELECT 1 FROM (\n{query}\n) AS result LIMIT {COUNT_LIMIT + 1}) AS counted"
+    found = connection.execute(counting).fetchone()
+    return int(found[0]) if found else 0
 
 
 def _sandbox(tables: list[tuple[str, str, str]]) -> duckdb.DuckDBPyConnection:
