@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, QuerySet, Sum
 from django.utils import timezone
@@ -72,6 +73,11 @@ def file_upload(*, owner: Any, uploaded: Any, session: Any = None) -> SessionFil
             data_name = storage.save(f"{base}/{ingested.data_suffix}", ingested.data_path)
             stored.append(data_name)
         with transaction.atomic():
+            # Checked again holding the owner's row (SQLite's IMMEDIATE transactions hold the write
+            # lock): uploads at once, from any process, are counted one after the other, not each
+            # against the total before the others (the check above only spares a hopeless ingest).
+            get_user_model().objects.select_for_update().only("pk").get(pk=owner.pk)
+            _check_quota(owner, size)
             upload = SessionFile(
                 id=file_id,
                 owner=owner,
