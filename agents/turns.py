@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from aptix.models import Team
 from modes.catalog import default_mode_key
 from modes.models import AgentMode, ModeHistory
 from usage.quotas import quota_refuse
@@ -122,7 +126,8 @@ def turn_start(
     if execution not in Execution.values:
         raise ValidationError({"execution": ValidationError(ERROR_BAD_EXECUTION, code=CODE_INVALID)})
     choice = clean_choice(choice)
-    quota_refuse(team_id=session.team_id, user_id=session.user_id)  # past it: refused, nothing written
+    # past it: refused, nothing written (checked again below, with what open turns hold of it)
+    limited = quota_refuse(team_id=session.team_id, user_id=session.user_id)
     file_ids = clean_file_ids(files)
     attached = clean_resources(resources)
     with transaction.atomic():
@@ -138,6 +143,9 @@ def turn_start(
             raise ValidationError(ERROR_TURN_RUNNING, code=CODE_TURN_RUNNING)
         for waiting in open_turns:  # the new message declines what they wait for
             turn_end_waiting(waiting, decision=ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE)
+        if limited:  # one turn start at a time in the team, each counting what the open turns hold
+            Team.objects.select_for_update().only("pk").get(pk=locked.team_id)
+            quota_refuse(team_id=locked.team_id, user_id=locked.user_id, held=partial(quota_held, locked))
         last = locked.turns.order_by("-index").first()
         if resume and (last is None or last.status != Status.LIMIT_REACHED):
             raise ValidationError(
@@ -160,6 +168,18 @@ def turn_start(
         # The user's other tabs put the session first in their sidebars (it is the newest now).
         transaction.on_commit(lambda: session_moved(locked.user_id, locked.pk))
     return turn
+
+
+def quota_held(session: AgentSession, own: bool) -> int:
+    """The tokens the open turns of `session`'s team (of its user, for their own quota) hold of the
+    month's quota: each APTIX_QUOTA_TURN_RESERVE, less what it used so far (counted in the usage
+    already), until it ends."""
+    reserve = settings.APTIX_QUOTA_TURN_RESERVE
+    open_turns = Turn.objects.filter(session__team_id=session.team_id, status__in=OPEN)
+    if own:
+        open_turns = open_turns.filter(session__user_id=session.user_id)
+    left = Greatest(Value(reserve) - F("prompt_tokens") - F("completion_tokens"), Value(0))
+    return int(open_turns.aggregate(held=Sum(left))["held"] or 0)
 
 
 ERROR_BAD_CHOICE = "A choice is {\"mode\": a mode key, \"branch\": true or false}."

@@ -282,6 +282,7 @@ APTIX_MAX_STEPS = read(env.APTIX_MAX_STEPS)
 # answers from what it has (agents/run/limits.py).
 APTIX_MAX_REPEATS = read(env.APTIX_MAX_REPEATS)
 APTIX_TOKEN_BUDGET = read(env.APTIX_TOKEN_BUDGET)
+APTIX_QUOTA_TURN_RESERVE = read(env.APTIX_QUOTA_TURN_RESERVE)
 # Tool schemas per model request (OpenAI refuses more than 128); the rest are left out, and said so.
 APTIX_MAX_TOOLS = read(env.APTIX_MAX_TOOLS)
 # Beyond this share of the context (or APTIX_MAX_TOOLS) tools are found on demand (tool_search).

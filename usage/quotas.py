@@ -11,6 +11,7 @@ as at the token budget; a new turn is refused."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -80,24 +81,27 @@ def quota_state(*, team_id: int, user_id: int, today: date | None = None) -> Quo
     """The member's quota this month (the most used of its token and cost limits), or None when
     unlimited. One query (the team's and the member's limits, the month's sums of the team and of
     the member, from UsageMonth's unique index): it runs at every turn start and after every model call."""
+    states = quota_states(team_id=team_id, user_id=user_id, today=today)
+    return max(states, key=lambda s: s.share) if states else None
+
+
+def quota_states(*, team_id: int, user_id: int, today: date | None = None) -> list[QuotaState]:
+    """Each limit of the member's quota this month (tokens, cost: those set), with its use (one query)."""
     today = today or timezone.localdate()
     with connection.cursor() as cursor:
         cursor.execute(_quota_sql(), [user_id, user_id, user_id, month_of(today), team_id])
         row = cursor.fetchone()
     if row is None:
-        return None
+        return []
     name, team_tokens, team_cost, my_tokens, my_cost, used_tokens, used_cost, my_used_tokens, my_used_cost = row
     own = (my_tokens, my_cost) != (None, None)
     token_quota, cost_quota = (my_tokens, my_cost) if own else (team_tokens, team_cost)
-    if token_quota is None and cost_quota is None:
-        return None
     used = {"tokens": my_used_tokens, "cost": my_used_cost} if own else {"tokens": used_tokens, "cost": used_cost}
-    states = [
+    return [
         QuotaState(name, own, unit, Decimal(str(used[unit] or 0)), Decimal(limit), next_month(today))
         for unit, limit in (("tokens", token_quota), ("cost", cost_quota))
         if limit is not None
     ]
-    return max(states, key=lambda s: s.share)
 
 
 _SQL: list[str] = []
@@ -126,12 +130,33 @@ def _quota_sql() -> str:
 CODE_QUOTA = "quota"  # the ValidationError code of a refusal: the API answers 429
 
 
-def quota_refuse(*, team_id: int, user_id: int) -> None:
+ERROR_HELD = (
+    "{whose} of {limit} is taken by turns open now ({used} used, {held} held until they end): send again "
+    "when one of them has ended."
+)
+
+
+def quota_refuse(*, team_id: int, user_id: int, held: Callable[[bool], int] | None = None) -> list[QuotaState]:
     """Refuse to start a turn past the month's quota (a ValidationError on the field "quota", saying
-    whose quota it is and when it resets); raised before anything is written."""
-    state = quota_state(team_id=team_id, user_id=user_id)
-    if state is not None and state.exceeded:
-        raise ValidationError({"quota": ValidationError(state.message, code=CODE_QUOTA)})
+    whose quota it is and when it resets); raised before anything is written. `held(own)`: the tokens
+    the open turns hold of the quota (the member's own turns when it is their own quota, else the
+    team's), called with the team's row locked: a token quota they take up refuses the turn too, so
+    turns sent at once cannot all start on the room left for one. The quota's limits, when it has any."""
+    states = quota_states(team_id=team_id, user_id=user_id)
+    for state in states:
+        if state.exceeded:
+            raise ValidationError({"quota": ValidationError(state.message, code=CODE_QUOTA)})
+    if held is None:
+        return states
+    for state in states:
+        taken = Decimal(held(state.own)) if state.unit == "tokens" else Decimal(0)
+        if taken and state.used + taken >= state.limit:
+            whose = "Your monthly quota" if state.own else f"{state.team_name}'s monthly quota"
+            message = ERROR_HELD.format(
+                whose=whose, limit=state.amount(state.limit), used=state.amount(state.used), held=state.amount(taken)
+            )
+            raise ValidationError({"quota": ValidationError(message, code=CODE_QUOTA)})
+    return states
 
 
 def quota_states_for(*, user_id: int, team_ids: list[int]) -> list[QuotaState]:

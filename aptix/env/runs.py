@@ -52,6 +52,14 @@ APTIX_MAX_REPEATS = Integer(
     minimum=1,
 )
 APTIX_TOKEN_BUDGET = Integer("APTIX_TOKEN_BUDGET", 200_000, AGENT, "tokens per Agent run", minimum=1)
+APTIX_QUOTA_TURN_RESERVE = Integer(
+    "APTIX_QUOTA_TURN_RESERVE",
+    2_000,
+    AGENT,
+    "tokens of a monthly token quota each open turn holds until it ends (less what it used): turns sent at "
+    "once start only while the quota has room for them",
+    minimum=0,
+)
 APTIX_MAX_TOOLS = Integer(
     "APTIX_MAX_TOOLS",
     128,
