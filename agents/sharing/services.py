@@ -9,12 +9,13 @@ sockets are asked to check their access when it commits (agents/web/streams.py, 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from ..attachments import AttachedFile
 from ..models import AgentSession, ShareEvent, Turn, TurnEvent
 from ..sessions import TITLE_MAX, session_create
 
@@ -69,6 +70,7 @@ def session_copy(*, session: AgentSession, user: Any) -> AgentSession:
             for field in Turn._meta.concrete_fields:
                 if field.name not in {"id", "session", "index", "replaced_by", "created_at", *RUN_COLUMNS}:
                     setattr(clone, field.attname, getattr(turn, field.attname))
+            clone.files = [copied_file(f) for f in turn.files or []]
             clones.append(clone)
         Turn.objects.bulk_create(clones)
         new_id = {turn.pk: clone.pk for turn, clone in zip(turns, clones, strict=True)}
@@ -90,6 +92,13 @@ def session_copy(*, session: AgentSession, user: Any) -> AgentSession:
         extra={"event": "session.copy", "session_id": session.pk, "copy_id": copy.pk, "user_id": user.pk},
     )
     return copy
+
+
+def copied_file(attached: AttachedFile) -> AttachedFile:
+    """What a copy keeps of a file the original's message carried: its description, not where the
+    author's bytes are stored. The file stays its author's: a copy's model never reads it (a
+    Regenerate in the copy after the author stopped sharing would send their image again)."""
+    return cast(AttachedFile, {key: value for key, value in attached.items() if key != "image"})
 
 
 def _new_session(original: AgentSession, *, user: Any, title: str) -> AgentSession:

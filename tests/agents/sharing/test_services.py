@@ -4,12 +4,17 @@ copy" gives the reader's first turn the shared turns as context, and the audit o
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
+from agents.conversations import turn_resend
+from agents.llm import LLMClient
 from agents.models import AgentSession, ShareEvent, Turn, TurnEvent
+from agents.run.reasoner import Reasoner
 from agents.sessions import (
     SessionNotFoundError,
     SessionReadOnlyError,
@@ -19,8 +24,15 @@ from agents.sessions import (
     session_readable,
 )
 from agents.sharing.services import session_copy, session_share
+from agents.turns import turn_start
 from aptix.models import Membership
 from tests.helpers import async_db
+from tests.helpers.file_uploads import upload_as
+from tests.helpers.files import (
+    media,  # noqa: F401 - uploads go to a temporary media directory
+    png_bytes,
+)
+from tests.helpers.scripted_model import openai_client
 from tests.helpers.turns import add_events, ended_turn
 
 
@@ -146,3 +158,33 @@ async def test_the_copys_first_turn_has_the_shared_turns_as_context(make_session
         ("assistant", "Six times seven is 42."),
         ("user", "And plus one?"),
     ]
+
+
+@async_db
+async def test_a_regenerate_in_a_copy_never_sends_the_authors_image(model, make_session, alice, bob):
+    """A reader's copy kept the storage path of the author's image in its turns' files: after the author
+    stopped sharing, Regenerate in the copy sent the author's image bytes to the model."""
+    original = await make_session(user=alice, title="A picture")
+    picture = await sync_to_async(upload_as)(alice, "dot.png", png_bytes())
+    vision = LLMClient(openai_client(model, max_retries=0, timeout=5), model="scripted-model", label="v", vision=True)
+    try:
+        model.reply("A red dot.")
+        turn = await sync_to_async(turn_start)(session=original, text="What is in it?", files=[picture.id])
+        await Reasoner(llm=vision).run(turn.id)
+        assert isinstance(model.last_messages[-1]["content"], list)  # the author's model saw the image
+        await sync_to_async(session_share)(session=original, user=alice, shared=True)
+        readable = await sync_to_async(session_get)(user=bob, session_id=original.id, read=True)
+        copy = await sync_to_async(session_copy)(session=readable, user=bob)
+        await sync_to_async(session_share)(session=original, user=alice, shared=False)
+
+        copied = await Turn.objects.aget(session_id=copy.id, index=1)
+        assert [f["name"] for f in copied.files] == ["dot.png"] and "image" not in copied.files[0]
+        model.reply("I cannot tell.")
+        copy_session = await AgentSession.objects.select_related("team", "user").aget(pk=copy.id)
+        again = await sync_to_async(turn_resend)(session=copy_session, turn_id=copied.id, kind="regenerate")
+        await Reasoner(llm=vision).run(again.id)
+    finally:
+        await vision.client.close()
+    sent = model.last_messages[-1]
+    assert sent["role"] == "user" and isinstance(sent["content"], str)  # text only: no image part
+    assert "dot.png" in sent["content"] and "base64" not in json.dumps(model.last_request)
