@@ -33,7 +33,9 @@ def _loopback(address: str | None) -> bool:
 
 def scrape_allowed(remote_address: str | None, headers: Mapping[str, str], token: str | None) -> bool:
     """Whether a scrape from `remote_address` with `headers` (names lower-case) may read the metrics."""
-    if _loopback(remote_address) and not any(headers.get(name) for name in FORWARDING_HEADERS):
+    # A forwarding header present at all, even empty, says a proxy passed the request on (a proxy that
+    # found no client address may still add it empty): only its absence is loopback's own.
+    if _loopback(remote_address) and not any(name in headers for name in FORWARDING_HEADERS):
         return True
     if not token:
         return False

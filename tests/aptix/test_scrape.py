@@ -60,3 +60,11 @@ def test_the_rule_the_workers_probe_shares():
     assert not scrape_allowed("192.168.0.7", {}, None)
     assert not scrape_allowed("not-an-address", {}, "t")
     assert scrape_allowed("192.168.0.7", {"authorization": "bearer t"}, "t")
+
+
+def test_an_empty_forwarding_header_is_not_loopback_either(settings):
+    settings.APTIX_METRICS_TOKEN = "s3cret-metrics-token"
+    for header in ("x_forwarded_for", "forwarded", "x_real_ip"):
+        assert scrape("127.0.0.1", **{header: ""}).status_code == 403, header
+    assert not scrape_allowed("127.0.0.1", {"x-forwarded-for": ""}, None)
+    assert scrape_allowed("127.0.0.1", {"x-forwarded-for": ""}, "t") is False
