@@ -47,6 +47,11 @@ def check_statement(sql: str) -> str:
         raise QueryRefused(f"The SQL does not parse: {first_line(exc)}") from None
     if len(statements) != 1:
         raise QueryRefused(f"Give exactly one statement; this SQL has {len(statements)}.")
+    if system := system_names(text):
+        raise QueryRefused(
+            f"{system[0]} is DuckDB's own catalog or settings, not a table of the session's files: query the "
+            "tables files_list lists."
+        )
     kind = statements[0].type
     if kind != duckdb.StatementType.SELECT:
         name = getattr(kind, "name", str(kind))
@@ -57,13 +62,33 @@ def check_statement(sql: str) -> str:
     return text
 
 
+# DuckDB's table functions and settings about itself (duckdb_databases(), pragma_database_list,
+# duckdb_settings(), current_setting(...)) name the files the sandbox attached: paths of the server's.
+SYSTEM_PREFIXES = ("duckdb_", "pragma_")
+SYSTEM_NAMES = frozenset({"current_setting", "getenv", "getvariable"})
+
+
+def system_names(sql: str) -> list[str]:
+    """The names in `sql` (as DuckDB's tokenizer finds them) of DuckDB's own catalog and settings."""
+    tokens = duckdb.tokenize(sql)
+    found = []
+    for index, (start, kind) in enumerate(tokens):
+        if kind not in (duckdb.token_type.identifier, duckdb.token_type.keyword):
+            continue
+        end = tokens[index + 1][0] if index + 1 < len(tokens) else len(sql)
+        name = sql[start:end].strip().strip('"').lower()
+        if name.startswith(SYSTEM_PREFIXES) or name in SYSTEM_NAMES:
+            found.append(sql[start:end].strip())
+    return found
+
+
 def run_query(
     tables: list[tuple[str, str, str]], sql: str, *, max_rows: int, timeout: float | None = None
 ) -> QueryResult:
     """Run `sql` over `tables` ((view name, the table's name inside its DuckDB file, that file's
     storage name)) in the sandbox; at most `max_rows` rows come back, all are counted."""
     statement = check_statement(sql)
-    connection = _sandbox(tables)
+    connection = sandbox_connection(tables)
     seconds = settings.APTIX_FILES_QUERY_TIMEOUT if timeout is None else timeout
     timer = threading.Timer(seconds, connection.interrupt)
     timer.daemon = True
@@ -118,7 +143,7 @@ def rows_counted(connection: duckdb.DuckDBPyConnection, query: str) -> int:
     return int(found[0]) if found else 0
 
 
-def _sandbox(tables: list[tuple[str, str, str]]) -> duckdb.DuckDBPyConnection:
+def sandbox_connection(tables: list[tuple[str, str, str]]) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect(
         ":memory:",
         config={

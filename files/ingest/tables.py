@@ -232,5 +232,12 @@ def sql_name(text: str) -> str:
     return f"t_{name}" if name[0].isdigit() else name
 
 
+# A path on this server in a reader's error (DuckDB names the file it failed on): the user learns which
+# of theirs failed from the message around it, and nothing of where the server keeps it.
+SERVER_PATH = re.compile(r"""(?<![\w.:/])/(?:[^\s'"/]+/)+[^\s'"]*""")
+
+
 def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    """An error's first line, for the user: any path on this server in it becomes "the file"."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return SERVER_PATH.sub("the file", line)

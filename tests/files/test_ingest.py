@@ -153,3 +153,23 @@ def test_unreadable_content_is_refused_with_422(alice):
     with pytest.raises(FileRefused) as refused:
         file_upload(owner=alice, uploaded=uploaded("broken.pdf", b"%PDF-1.4\nnot really a pdf"))
     assert refused.value.status == 422
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("broken.parquet", b"PAR1garbagePAR1"), ("broken.jsonl", b'{"a":1}\n{bad\n')],
+)
+def test_an_unreadable_files_error_names_no_path_on_the_server(alice, name, data):
+    """DuckDB names the file it failed on: the upload's temporary file, a path of the server's."""
+    with pytest.raises(FileRefused) as refused:
+        file_upload(owner=alice, uploaded=uploaded(name, data))
+    assert refused.value.status == 422 and refused.value.message.startswith("The table could not be read")
+    assert "/tmp" not in refused.value.message and "aptix-upload" not in refused.value.message
+    assert "the file" in refused.value.message
+
+
+def test_a_path_in_an_error_becomes_the_file_and_a_url_stays():
+    from files.ingest.tables import first_line
+
+    assert first_line(ValueError("Footer error in '/var/tmp/x/upload'\nmore")) == "Footer error in 'the file'"
+    assert first_line(ValueError("see https://duckdb.org/docs/a/b, 1/2")) == "see https://duckdb.org/docs/a/b, 1/2"

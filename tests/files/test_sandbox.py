@@ -8,7 +8,7 @@ import time
 import pytest
 from asgiref.sync import async_to_sync
 
-from files.sandbox import QueryRefused, run_query, session_tables
+from files.sandbox import QueryRefused, run_query, sandbox_connection, session_tables
 from files.services import file_upload, session_files
 from tests.helpers.files import csv_plain, uploaded, xlsx_two_sheets
 
@@ -69,10 +69,14 @@ def test_escapes_are_refused_with_a_clear_error(tables, sql, says):
 
 
 def test_settings_stay_locked_inside_a_select(tables):
-    result = run_query(
-        tables, "SELECT current_setting('enable_external_access'), current_setting('threads')", max_rows=1
-    )
-    assert result.rows == [(False, 2)]
+    connection = sandbox_connection(tables)
+    try:
+        locked = "SELECT current_setting('enable_external_access'), current_setting('threads')"
+        assert connection.execute(locked).fetchall() == [(False, 2)]
+    finally:
+        connection.close()
+    with pytest.raises(QueryRefused, match="DuckDB's own catalog or settings"):  # and the model reads none
+        run_query(tables, "SELECT current_setting('threads')", max_rows=1)
 
 
 def test_a_runaway_query_is_interrupted_at_the_timeout(tables, settings):

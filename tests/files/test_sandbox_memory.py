@@ -48,3 +48,21 @@ def test_a_statement_runs_as_a_subquery_whatever_follows_it(settings):
         assert result.columns == ["n"] and result.total == 1 and len(result.rows) == 1, sql
     ordered = run_query([], "SELECT x FROM range(100000) t(x) ORDER BY x DESC;", max_rows=3)
     assert (ordered.rows, ordered.total) == ([(99_999,), (99_998,), (99_997,)], 100_000)
+
+
+def test_duckdbs_own_catalog_and_settings_are_out_of_reach():
+    """They named the attached files' paths on the server (pragma_database_list, duckdb_settings())."""
+    import pytest
+
+    from files.sandbox import QueryRefused, run_query
+
+    for sql in (
+        "SELECT * FROM pragma_database_list",
+        'SELECT path FROM "duckdb_databases"()',
+        "SELECT * FROM duckdb_settings()",
+        "SELECT value FROM main.Duckdb_Settings() WHERE name = 'temp_directory'",
+        "SELECT current_setting('temp_directory')",
+    ):
+        with pytest.raises(QueryRefused, match="DuckDB's own catalog or settings"):
+            run_query([], sql, max_rows=5)
+    assert run_query([], "SELECT 'duckdb_settings' AS words", max_rows=1).rows == [("duckdb_settings",)]
