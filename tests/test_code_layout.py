@@ -1,5 +1,5 @@
 """The limits the code's layout keeps (docs/architecture.md "Where a change goes"): `agents/` holds at
-most 15 modules at its top level (a new area is a subpackage), no module passes 450 lines, and the
+most 15 modules at its top level (a new area is a subpackage), no module passes 600 lines, and the
 code says why it is as it is instead of citing the issue that asked for it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("aptix", "modes", "files", "tools", "agents", "identity", "connections")
 MAX_TOP_LEVEL_MODULES = 15
-MAX_LINES = 450
+MAX_LINES = 600
 ISSUE_CITATION = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
 
 

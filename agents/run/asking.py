@@ -30,7 +30,7 @@ from ..elicitations import (
 from ..models import ToolApproval
 
 if TYPE_CHECKING:
-    from .tool_calls import Call, Run
+    from .run import Call, Run
 
 POLL = 0.5  # seconds between looks at the answer while the user thinks (nothing on any hot path)
 

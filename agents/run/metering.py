@@ -14,7 +14,7 @@ from usage.quotas import QuotaState, quota_state
 from usage.services import Charge, usage_charge
 
 from ..llm import ModelReply
-from .tool_calls import Run
+from .run import Run
 
 
 def _charge_and_check(charge: Charge) -> QuotaState | None:

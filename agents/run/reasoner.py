@@ -52,7 +52,8 @@ from .outcomes import (
     Stopped,
 )
 from .pipeline import ToolSelection, build_system_prompt, mcp_instructions, select_tools
-from .tool_calls import Call, Run, ToolCalls
+from .run import Call, Run
+from .tool_calls import ToolCalls
 from .toolbox import build_internal_tools
 from .toolsearch import remembered_tools
 from .trace import prefix_size, turn_trace_fields

@@ -8,7 +8,6 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -36,7 +35,6 @@ from ..approvals import (
     approval_kind,
     with_branch,
 )
-from ..events import EventRecorder
 from ..events.payloads import DocumentUpdated, ToolResult, ToolTask
 from ..events.writer import TurnWrite
 from ..models import ToolApproval, Turn
@@ -45,6 +43,7 @@ from .asking import QuestionClosed, asking_for, question_paused, resume_of
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, TOOL_SEARCH, resource_servers, with_current_mode
 from .progress import ProgressRelay, TaskRelay
+from .run import Call, Run, call_key
 from .spans import tool_outcome, tool_span
 from .toolsearch import offer_tools, search_tool
 
@@ -52,51 +51,6 @@ Progress = Callable[[float, float | None, str | None], None]
 
 TOOL_STOPPED = "The turn was stopped while this tool ran; it may or may not have finished."
 REPEAT_NOTE = "\n\n[Already called in this turn with the same arguments: this is that result. Use it.]"
-
-
-def call_key(name: str, arguments: str) -> str:
-    """A tool call's identity within a turn: the tool and its arguments as canonical JSON."""
-    try:
-        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except ValueError:
-        canonical = arguments
-    return f"{name}\n{canonical}"
-
-
-@dataclass
-class Run:
-    """One run of one turn: what the loop's steps share."""
-
-    turn: Turn
-    recorder: EventRecorder
-    state: PausedState | None = None
-    last_content: str = ""  # the last step's text (the answer if a limit stops the run)
-    approval_policy: list[str] = field(default_factory=list)  # the mode's (agents/approvals.py)
-    counter: Any = None  # the model's TokenCounter (context.py)
-    llm: Any = None  # the turn's model client (agents/llm/catalog.py decides which)
-    ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
-    model_key: str = ""  # the turn's model in the catalog (the metrics' label)
-    spec: Any = None  # the turn's ModelSpec: its models.json key and price (metering.py)
-    quota: Any = None  # the month's QuotaState as of the last model call (metering.py); None: unlimited
-    ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
-    rest: list[Call] = field(default_factory=list)  # the reply's calls after the one running (a task's resume)
-
-    @property
-    def agent(self) -> bool:
-        return self.turn.execution == "agent"
-
-    @property
-    def paused_state(self) -> PausedState:
-        if self.state is None:
-            raise RuntimeError("The run has no state before it started.")
-        return self.state
-
-
-@dataclass(frozen=True)
-class Call:
-    id: str
-    name: str
-    arguments: str
 
 
 class ToolCalls:

@@ -11,12 +11,12 @@ from django.views.decorators.http import require_GET
 from tools.mcp.host import mcp_host
 from tools.mcp.resources import read_resource
 
-from .actions import _session
+from .actions import signed_in_session
 
 
 @require_GET
 async def session_resource(request: HttpRequest, session_id: str) -> HttpResponse:
-    session = await _session(request, session_id)
+    session = await signed_in_session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
     uri, host = request.GET.get("uri", ""), mcp_host()
