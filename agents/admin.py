@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from aptix.tracing import trace_id_of
 from modes.admin import AgentModeAdmin, csv_download
 from modes.models import AgentMode
-from tools.mcp.config import McpConfigError, load_config
+from tools.mcp import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
 from .llm.catalog import model_for, models_config

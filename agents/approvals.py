@@ -29,7 +29,7 @@ from django.utils import timezone
 from modes.catalog import normalize_mode_key
 from modes.validators import parse_approval_entry
 from tools.builtin.mode_change import ModeChangeTool
-from tools.mcp.config import TOOL_SEPARATOR as MCP_SEPARATOR
+from tools.mcp import TOOL_SEPARATOR as MCP_SEPARATOR
 
 from .events import events_append
 from .models import AgentSession, ToolApproval, Turn

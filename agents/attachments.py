@@ -161,7 +161,7 @@ class AttachedResource(TypedDict):
 def clean_resources(value: Any) -> list[AttachedResource]:
     """The resources a message names, each once, checked against what the servers here list now; a
     ValidationError naming `resources` otherwise (not a list of them, too many, or one no server offers)."""
-    from tools.mcp.host import mcp_host
+    from tools.mcp import mcp_host
 
     if value is None or value == []:
         return []

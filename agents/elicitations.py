@@ -27,8 +27,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from tools.mcp.config import TOOL_SEPARATOR
-from tools.mcp.elicitation import ACTIONS, Action, Answer, Request, validate_content
+from tools.mcp import ACTIONS, TOOL_SEPARATOR, Action, Answer, Request, validate_content
 
 from .approvals import CODE_INVALID, CODE_STALE, ERROR_NOT_WAITING, ERROR_UNKNOWN_CALL
 from .events import events_append

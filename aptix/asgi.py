@@ -27,7 +27,7 @@ from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.origins import SameOriginValidator  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
 from aptix.tracing import TracingMiddleware, configure  # noqa: E402
-from tools.mcp.host import start_mcp_host  # noqa: E402
+from tools.mcp import start_mcp_host  # noqa: E402
 
 router = ProtocolTypeRouter(
     {

@@ -15,8 +15,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods
 
-from .mcp.host import mcp_config_error, mcp_host, mcp_status
-from .mcp.reload import RELOAD_POLL
+from .mcp import RELOAD_POLL, mcp_config_error, mcp_host, mcp_status
 
 NO_HOST = "No MCP host runs in this process (APTIX_MCP_AUTOSTART is off): nothing to reload or restart."
 CANNOT_RESTART = 'MCP server "{}" cannot be restarted here: it is not configured, disabled, or its entry is broken.'

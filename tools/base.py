@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict, runtime_checkable
+
+if TYPE_CHECKING:
+    from tools.mcp.elicitation import Asker, Resume
+    from tools.mcp.tasks import TaskWatch
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,39 @@ class ToolContext:
 
 
 @dataclass(frozen=True)
+class CallContext(ToolContext):
+    """One tool call's context, as its caller (a turn's run, a test) hands it to the tool's `execute`:
+    ToolContext's who and where, and what an MCP tool's call needs beyond them. The MCP entry passes
+    it whole down to its server's connection (tools/mcp/: host → user pool → supervisor →
+    connection); nothing reaches a callee any other way.
+
+    asker   who answers a question the server asks during the call (elicitation.py Asker), or None:
+            nobody, the question is answered "cancel"
+    watch   who hears of the call's task, when the server runs it as one (tasks.py TaskWatch), or None
+    resume  the answer a call paused on a question is sent again with (elicitation.py Resume), or None
+    """
+
+    asker: Asker | None = None
+    watch: TaskWatch | None = None
+    resume: Resume | None = None
+
+    @property
+    def user_id(self) -> int | None:
+        """The user the call acts for: a server that acts as each user serves it over their connection."""
+        return getattr(self.user, "id", None)
+
+    @classmethod
+    def of(cls, context: ToolContext | None, **mcp: Any) -> CallContext:
+        """`context` (None: nobody's) with the MCP parts given as keywords (asker, watch, resume)."""
+        if context is None:
+            return cls(session_id=None, org=None, user=None, **mcp)
+        fields = {name: getattr(context, name) for name in ("session_id", "org", "user", "turn_id", "tool_call_id")}
+        if isinstance(context, CallContext):
+            fields.update(asker=context.asker, watch=context.watch, resume=context.resume)
+        return cls(**{**fields, **mcp})
+
+
+@dataclass(frozen=True)
 class ToolDependencies:
     """What the composition root (agents/run/toolbox.py) hands an internal tool when it builds the
     tools of a turn. A tool that needs any of it defines `from_dependencies(deps)`; one that needs
@@ -76,7 +113,9 @@ class AgentTool(Protocol):
     @staticmethod
     def get_schema() -> dict: ...
 
-    async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult: ...
+    async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult:
+        """Run the tool. A turn's run passes a CallContext (a ToolContext with the call's MCP parts)."""
+        ...
 
 
 class ResultImage(TypedDict):

@@ -118,6 +118,10 @@ class ToolRegistry:
         self.kind = kind
         self._logger = logger
         self._tools: dict[str, Any] = {}
+        # MCP: the servers the tools come from, by name (tools/mcp/entry.py ServerPort), added by the
+        # host that runs them, so that a call of a server still starting (its tools not listed yet)
+        # can wait for it. The internal registry has none.
+        self._servers: dict[str, Any] = {}
 
     def register(self, tool_cls: Any) -> Any:
         try:
@@ -137,6 +141,18 @@ class ToolRegistry:
 
     def get(self, name: str) -> Any | None:
         return self._tools.get(name)
+
+    def add_server(self, name: str, server: Any) -> None:
+        self._servers[name] = server
+
+    def remove_server(self, name: str, server: Any) -> None:
+        """Forget server `name`, unless another host has added its own since (a restart's new host)."""
+        if self._servers.get(name) == server:
+            del self._servers[name]
+
+    def server(self, name: str) -> Any | None:
+        """The MCP server `name` as the host publishing into this registry runs it (None: none does)."""
+        return self._servers.get(name)
 
     def names(self) -> list[str]:
         return list(self._tools)

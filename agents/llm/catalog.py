@@ -39,8 +39,7 @@ import openai
 from django.conf import settings
 from django.core import checks
 
-from tools.mcp.config import ENV_REF_RE, EnvExpander
-from tools.mcp.reload import Signature, signature
+from tools.mcp import ENV_REF_RE, EnvExpander, Signature, signature
 
 logger = logging.getLogger("aptix.models")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 
-from tools.mcp.elicitation import Answer, Ask, InputPause, Request, Resume
+from tools.mcp import Answer, Ask, InputPause, Request, Resume
 
 from .. import turns
 from ..elicitations import (

@@ -12,9 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from tools.mcp.host import mcp_host
-from tools.mcp.resources import read_resource
-from tools.mcp.rich import RichResult, store_attachments
+from tools.mcp import RichResult, mcp_host, store_attachments
 
 from ..attachments import RESOURCES_NOTE, AttachedResource, user_message
 from ..models import Turn
@@ -45,7 +43,7 @@ async def _read(resource: AttachedResource, session_id: str, user_id: int) -> tu
     host = mcp_host()
     if host is None:
         return "[It could not be read: no MCP servers run here.]", []
-    result = await read_resource(host, resource["uri"], [resource["server"]], user_id=user_id)
+    result = await host.read_resource(resource["uri"], [resource["server"]], user_id=user_id)
     if not result.successful:
         return f"[It could not be read: {result.error_message}]", []
     if isinstance(result, RichResult):

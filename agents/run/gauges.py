@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from aptix import metrics
 from modes.catalog import active_modes
-from tools.mcp.host import mcp_status
+from tools.mcp import mcp_status
 from tools.registry import internal_names, mcp_registry
 
 from ..llm.catalog import models_config

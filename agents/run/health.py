@@ -36,7 +36,7 @@ from django.db import connections
 
 from aptix.metrics import CONTENT_TYPE, exposition
 from aptix.scrape import REFUSED, scrape_allowed
-from tools.mcp.host import mcp_config_error, mcp_kept_errors, mcp_status
+from tools.mcp import mcp_config_error, mcp_kept_errors, mcp_status
 
 from ..llm.catalog import models_config_problem
 from . import queue

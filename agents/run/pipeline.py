@@ -14,8 +14,7 @@ from typing import Any
 from django.conf import settings
 
 from tools.base import FindsTools, ToolSummary, TurnTools
-from tools.mcp.config import TOOL_SEPARATOR
-from tools.mcp.handshake import instructions_prompt
+from tools.mcp import TOOL_SEPARATOR, instructions_prompt
 from tools.registry import (
     ToolRegistry,
     always_offered,
@@ -277,14 +276,14 @@ def budget_order(
 
 def mcp_server_order() -> list[str]:
     """This process's MCP servers in the config's order (empty when none run here)."""
-    from tools.mcp.host import mcp_status
+    from tools.mcp import mcp_status
 
     return [status.name for status in mcp_status()]
 
 
 def resource_servers(mcp_names: Iterable[str]) -> list[str]:
     """The servers of these MCP tools that list resources here (the resources' reader may read them)."""
-    from tools.mcp.host import mcp_status
+    from tools.mcp import mcp_status
 
     servers = {name.partition(TOOL_SEPARATOR)[0] for name in mcp_names}
     return [status.name for status in mcp_status() if status.name in servers and status.resources]
@@ -311,7 +310,7 @@ def turn_tools(on_demand: Iterable[str], mcp_names: Iterable[str], mcp: ToolRegi
 def mcp_instructions(selection: ToolSelection) -> str:
     """The instructions of the MCP servers with a tool offered in this turn, in mcp.json order, each
     within APTIX_MCP_INSTRUCTIONS_CHARS (tools/mcp/handshake.py)."""
-    from tools.mcp.host import mcp_status
+    from tools.mcp import mcp_status
 
     offered = {name for name, kind in selection.kinds.items() if kind == "mcp"}
     servers = [

@@ -14,11 +14,8 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from aptix import metrics
-from tools.base import ChangesMode, DocumentWritten, InvokeResult, ModeChanged, ToolContext, WritesDocument
-from tools.mcp.elicitation import InputPause, asking, resuming
-from tools.mcp.tasks import TaskWatch, watching
-from tools.mcp.userpool import CALLING_USER, missing_credentials, per_user_config
-from tools.mcp.waiting import server_type, starting_host
+from tools.base import CallContext, ChangesMode, DocumentWritten, InvokeResult, ModeChanged, WritesDocument
+from tools.mcp import Asker, InputPause, Resume, ServerPort, TaskWatch
 from tools.registry import ToolRegistry, internal_tool
 
 from .. import turns
@@ -103,8 +100,8 @@ class ToolCalls:
             row = decisions.get(waiting["id"])
             call = Call(waiting["id"], waiting["name"], waiting["arguments"])
             if waiting["kind"] == Kind.ELICITATION and row is not None:  # a paused call: sent again, answered
-                with resuming(resume_of(row)):
-                    await self._call(run, Call(row.request["resume"]["call"], call.name, call.arguments), "mcp")
+                again = Call(row.request["resume"]["call"], call.name, call.arguments)
+                await self._call(run, again, "mcp", answered=resume_of(row))
             elif row is not None and row.decision == ToolApproval.Decision.APPROVED:
                 if waiting["kind"] == Kind.MODE_CHANGE:
                     call = Call(call.id, call.name, with_branch(call.arguments, row.branch))
@@ -119,11 +116,10 @@ class ToolCalls:
     async def _connect_needed(self, run: Run, call: Call, kind: str | None) -> PendingApproval | None:
         """A call of a server that acts as each user, whose user has not given it their credentials
         yet: it waits (durably, as an approval does) until they connect or decline."""
-        server = call.name.partition(MCP_SEPARATOR)[0] if kind == "mcp" else ""
-        config = per_user_config(self.mcp, server) if server else None
-        if config is None:
+        port = self._server(call.name) if kind == "mcp" else None
+        if port is None or not port.per_user:
             return None
-        missing = await sync_to_async(missing_credentials)(config, run.turn.session.user_id)
+        missing = await sync_to_async(port.missing_credentials)(run.turn.session.user_id)
         if not missing:
             return None
         return {
@@ -131,7 +127,7 @@ class ToolCalls:
             "name": call.name,
             "arguments": call.arguments,
             "kind": Kind.CONNECT,
-            "server": server,
+            "server": port.name,
             "annotations": {},
             "reason": f"needs your {', '.join(missing)}",
         }
@@ -187,47 +183,52 @@ class ToolCalls:
 
         return saved
 
-    async def _call(self, run: Run, call: Call, kind: str | None, *, resume: str = "") -> None:
+    async def _call(
+        self, run: Run, call: Call, kind: str | None, *, resume: str = "", answered: Resume | None = None
+    ) -> None:
+        """Run the call (`resume`: follow that task of its server instead; `answered`: a call paused on
+        its server's question, sent again with the answer)."""
         session = run.turn.session
-        context = ToolContext(
-            session_id=session.id, org=session.team, user=session.user, turn_id=run.turn.id, tool_call_id=call.id
-        )
         started = time.monotonic()
-        # A server that acts as each user serves this call over the turn's user's connection (userpool.py).
-        calling = CALLING_USER.set(session.user_id)
-        try:
-            with tool_span(call.name, call.id, kind, call.arguments) as span:
-                try:
-                    server = call.name.partition(MCP_SEPARATOR)[0] if kind == "mcp" else ""
-                    tasks = TaskRelay(
-                        run.recorder,
-                        call.id,
-                        call.name,
-                        server=server,
-                        resumable=bool(server) and server_type(self.mcp, server) not in (None, "stdio"),
-                        on_created=self._task_saved(run, call, kind, run.rest),
+        with tool_span(call.name, call.id, kind, call.arguments) as span:
+            try:
+                port = self._server(call.name) if kind == "mcp" else None
+                tasks = TaskRelay(
+                    run.recorder,
+                    call.id,
+                    call.name,
+                    server=call.name.partition(MCP_SEPARATOR)[0] if kind == "mcp" else "",
+                    resumable=port is not None and port.transport not in (None, "stdio"),
+                    on_created=self._task_saved(run, call, kind, run.rest),
+                )
+                async with ProgressRelay(run.recorder, call.id, call.name) as progress, tasks:
+                    # Its MCP server may ask the user (asking.py), or run the call as a task (tasks.py); a
+                    # server that acts as each user serves it over the turn's user's connection (userpool.py).
+                    context = CallContext(
+                        session_id=session.id,
+                        org=session.team,
+                        user=session.user,
+                        turn_id=run.turn.id,
+                        tool_call_id=call.id,
+                        asker=Asker.here(asking_for(run, call), durable=True),
+                        watch=TaskWatch(tasks.report, resume=resume),
+                        resume=answered,
                     )
-                    async with ProgressRelay(run.recorder, call.id, call.name) as progress, tasks:
-                        # its MCP server may ask the user (asking.py), or run the call as a task (tasks.py)
-                        durable = asking(asking_for(run, call), durable=True)
-                        with durable, watching(TaskWatch(tasks.report, resume=resume)):
-                            result = await self._execute(call, kind, context, run.paused_state, progress.report)
-                    if run.ended_while_asking:
-                        raise QuestionClosed
-                except InputPause as pause:  # the turn waits for the answer like an approval; no result yet
-                    await question_paused(run, call, pause)
-                    return
-                except asyncio.CancelledError:
-                    # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
-                    # (the turn's end, written next, takes it along).
-                    tool_outcome(span, None)
-                    elapsed = round((time.monotonic() - started) * 1000, 1)
-                    metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
-                    await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
-                    raise
-                tool_outcome(span, result)
-        finally:
-            CALLING_USER.reset(calling)
+                    result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                if run.ended_while_asking:
+                    raise QuestionClosed
+            except InputPause as pause:  # the turn waits for the answer like an approval; no result yet
+                await question_paused(run, call, pause)
+                return
+            except asyncio.CancelledError:
+                # Stopped while the tool ran: it may have had its effect, so the audit keeps its result
+                # (the turn's end, written next, takes it along).
+                tool_outcome(span, None)
+                elapsed = round((time.monotonic() - started) * 1000, 1)
+                metrics.tool_call(call.name, kind, "stopped", elapsed / 1000)
+                await self._record(run, call, InvokeResult.from_error(TOOL_STOPPED), elapsed, stopped=True)
+                raise
+            tool_outcome(span, result)
         elapsed = time.monotonic() - started
         metrics.tool_call(call.name, kind, "ok" if result.successful else "error", elapsed)
         # A task's saved state goes with its result: nothing is left for a resume to follow.
@@ -282,18 +283,24 @@ class ToolCalls:
             "tool.result", payload, defer=True, turn_write=turn_write
         )  # the next event writes it too
 
+    def _server(self, name: str) -> ServerPort | None:
+        """The MCP server of tool `name` as this process runs it (transport, per-user, waiting for it
+        to start): its entry's, or, for a server still starting whose tools are not listed yet, the
+        registry's."""
+        entry = self.mcp.get(name)
+        return getattr(entry, "server_port", None) or self.mcp.server(name.partition(MCP_SEPARATOR)[0])
+
     async def _when_started(self, name: str, on_progress: Progress) -> Any:
         """MCP tool `name` once its server is up, if the server is starting now (the tool card says
         so meanwhile); else None."""
-        server = name.partition(MCP_SEPARATOR)[0]
-        host = starting_host(self.mcp, server)
-        if host is None:
+        port = self._server(name)
+        if port is None or not port.starting():
             return None
-        on_progress(0, None, f'Waiting for the MCP server "{server}" to start')
-        return self.mcp.get(name) if await host.wait_started(server) else None
+        on_progress(0, None, f'Waiting for the MCP server "{port.name}" to start')
+        return self.mcp.get(name) if await port.wait_ready() else None
 
     async def _execute(
-        self, call: Call, kind: str | None, context: ToolContext, state: PausedState, on_progress: Progress
+        self, call: Call, kind: str | None, context: CallContext, state: PausedState, on_progress: Progress
     ) -> InvokeResult:
         name, arguments = call.name, call.arguments
         if kind is None:

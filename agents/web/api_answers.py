@@ -15,7 +15,7 @@ from agents.elicitations import elicitation_answer_to_resume, events_last_seq, t
 from agents.selectors import turn_last
 from agents.submit import turn_submit
 from agents.turns import Status
-from tools.mcp.elicitation import ACTIONS
+from tools.mcp import ACTIONS
 
 from .api_support import ApiError, conversation_get, json_body
 

@@ -14,9 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from agents.web.api_support import ApiError, authenticate, json_body
 from agents.web.connections import connect_url, user_connections
 from aptix.teams import team_list_for_user
-from tools.mcp.config import McpConfigError, load_config
-from tools.mcp.host import mcp_host, mcp_status
-from tools.mcp.prompts import PromptRefused, get_prompt, prompts_of
+from tools.mcp import McpConfigError, PromptRefused, load_config, mcp_host, mcp_status, not_offered
 
 
 def servers_for(user_id: int, base: str) -> list[dict[str, Any]]:
@@ -55,7 +53,7 @@ async def mcp_servers_api(request: HttpRequest) -> JsonResponse:
     return JsonResponse(await sync_to_async(servers_for)(user.pk, base), safe=False)
 
 
-# --- prompts (tools/mcp/prompts.py): the composer's `/` menu reads the same ------------------------
+# --- prompts (McpHost.prompts, get_prompt): the composer's `/` menu reads the same --------------------------------
 
 
 def prompts_for(user_id: int) -> list[dict[str, Any]]:
@@ -69,15 +67,19 @@ def prompts_for(user_id: int) -> list[dict[str, Any]]:
         return []
     mine = {c.server for c in user_connections(user_id) if c.complete}
     usable = {s.name for s in config.servers if not s.disabled and (not s.per_user or s.name in mine)}
-    return [prompt for prompt in prompts_of(mcp_host()) if prompt["server"] in usable]
+    host = mcp_host()
+    return [prompt for prompt in host.prompts() if prompt["server"] in usable] if host is not None else []
 
 
 async def prompt_get_for(user: Any, server: str, name: str, arguments: Any) -> dict[str, Any]:
     """The prompt rendered for `user` (raises PromptRefused): only one that `prompts_for` lists."""
     listed = await sync_to_async(prompts_for)(user.pk)
     if not any(p["server"] == server and p["name"] == name for p in listed):
-        raise PromptRefused(404, f'No MCP server here offers the prompt "{name}" of "{server}".', "name")
-    return (await get_prompt(mcp_host(), server, name, arguments, user_id=user.pk)).as_json()
+        raise not_offered(server, name)
+    host = mcp_host()
+    if host is None:
+        raise not_offered(server, name)
+    return (await host.get_prompt(server, name, arguments, user_id=user.pk)).as_json()
 
 
 async def _team_member(user: Any) -> None:

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from connections.sealing import SealBroken
 from connections.store import connections_of
-from tools.mcp.config import McpConfigError, ServerConfig, load_config
+from tools.mcp import McpConfigError, ServerConfig, load_config
 
 
 def connect_url(server: str) -> str:

@@ -23,8 +23,6 @@ from agents.events import EVENTS
 if TYPE_CHECKING:
     from agents.models import Turn
 
-    from .live import LiveRenderer
-
 
 @dataclass
 class Item:
@@ -96,7 +94,8 @@ class TurnItems:
 
 
 ItemsView = Callable[[TurnItems, Any], None]
-LiveView = Callable[["LiveRenderer", "Turn", Any, int], str]
+# (the socket's renderer: live.py LiveRenderer, which imports this module; the turn; the payload; its seq)
+LiveView = Callable[[Any, "Turn", Any, int], str]
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tools.mcp.elicitation import FormField, form_fields
+from tools.mcp import FormField, form_fields
 
 from .connections import connect_url
 

@@ -16,9 +16,7 @@ from agents.run.pipeline import MCP_SEPARATOR, plan_offer, policy_allows, schema
 from agents.selectors import mode_get
 from agents.web.connections import Connection, connect_url, user_connections
 from files.services import session_has_files
-from tools.mcp.entry import McpToolEntry
-from tools.mcp.host import mcp_config_error, mcp_status
-from tools.mcp.supervisor import ServerStatus
+from tools.mcp import McpToolEntry, ServerStatus, mcp_config_error, mcp_status
 from tools.registry import always_offered, internal_registry, mcp_registry, needs_session_files
 
 if TYPE_CHECKING:

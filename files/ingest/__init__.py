@@ -3,22 +3,12 @@ calls `ingest`). Runs in the process that took the upload; what it writes is nev
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sniff import Sniffed
+from .ingested import Ingested
 
-
-@dataclass
-class Ingested:
-    """What ingestion made: `data_path` (a local file to store as the file's data: DuckDB tables,
-    pages JSON or a thumbnail), the tables and pages metadata, and the preview."""
-
-    data_path: Path | None = None
-    data_suffix: str = ""
-    tables: list[dict] = field(default_factory=list)
-    pages: int | None = None
-    preview: dict = field(default_factory=dict)
+__all__ = ["Ingested", "ingest"]
 
 
 def ingest(path: str, sniffed: Sniffed, name: str, workdir: Path) -> Ingested:

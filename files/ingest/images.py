@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import unreadable
-from . import Ingested
+from .ingested import Ingested
 from .tables import first_line
 
 MAX_PIXELS = 50_000_000  # about 7000 × 7000

@@ -17,7 +17,7 @@ from django.conf import settings
 
 from ..errors import FileRefused, size_text, unreadable
 from ..sniff import Sniffed
-from . import Ingested
+from .ingested import Ingested
 
 PREVIEW_ROWS = 5
 PREVIEW_COLUMNS = 8

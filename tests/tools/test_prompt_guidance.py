@@ -15,15 +15,11 @@ from tools.mcp.entry import McpToolEntry
 MODE = AgentMode(key="data-analysis", display_name="Data Analysis", system_prompt="Analyse the data.")
 
 
-async def never_called(*args):
-    raise AssertionError("not called")
-
-
 def mcp_tool(name: str, description: str, **annotations) -> McpToolEntry:
     return McpToolEntry(
         server="sql",
         name=f"sql__{name}",
-        invoke=never_called,
+        port=None,  # never called
         tool=types.Tool(
             name=name,
             description=description,

@@ -1,8 +1,9 @@
-"""`mcp_read_resource` {"uri"}: reads a resource of an MCP server the turn may use (tools/mcp/resources.py).
+"""`mcp_read_resource` {"uri"}: reads a resource of an MCP server the turn may use (McpHost.read_resource).
 
 Offered in Agent turns whenever an allowed MCP server lists resources (agents/run/pipeline.py), and
 built per turn with those servers (agents/run/tool_calls.py), as `tool_search` is: only URIs such a
-server lists, or a template of it fits, are read; any other is refused (no arbitrary fetches)."""
+server lists, or a template of it fits, are read; any other is refused (no arbitrary fetches). A
+server that acts as each user reads it over the connection of the context's user."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from ..base import InvokeResult, ToolContext, TurnTools, function_schema
+from ..base import CallContext, InvokeResult, ToolContext, TurnTools, function_schema
 
 TOOL_NAME = "mcp_read_resource"
 
@@ -47,9 +48,7 @@ class ReadResourceTool:
         )
 
     async def execute(self, arguments_json: str | None, context: ToolContext | None) -> InvokeResult:
-        from tools.mcp.host import mcp_host
-        from tools.mcp.resources import read_resource
-        from tools.mcp.rich import RichResult, store_attachments
+        from tools.mcp import RichResult, mcp_host, store_attachments
 
         try:
             arguments = json.loads(arguments_json or "{}")
@@ -61,7 +60,8 @@ class ReadResourceTool:
         host = mcp_host()
         if host is None:
             return InvokeResult.from_error("No MCP servers run here.")
-        result = await read_resource(host, uri.strip(), self.servers)
+        call = CallContext.of(context)
+        result = await host.read_resource(uri.strip(), self.servers, user_id=call.user_id)
         if isinstance(result, RichResult):
-            result = await asyncio.to_thread(store_attachments, result, getattr(context, "session_id", None))
+            result = await asyncio.to_thread(store_attachments, result, call.session_id)
         return result

@@ -1,15 +1,151 @@
 """The MCP client side: the host that runs the servers of mcp.json for this process and serves their
 tools through the MCP registry (tools/registry.py).
 
-config.py      mcp.json: parse and validate the `mcpServers` (or VS Code `servers`) entries
-envfile.py     JSON that refuses duplicated keys, and the dotenv files of `envFile`
-host.py        McpHost (one background thread and loop), start_mcp_host(), mcp_status(), reload/restart
-reload.py      what a reload changes, and the file poll that lets `manage.py mcp_reload` reach a host
-publisher.py   a server's tools kept in step with the MCP registry
-logs.py        a server's MCP log messages and stderr: to the log, and the last lines kept
-supervisor.py  one server's life: connect, list and publish its tools, restart with backoff
-connection.py  an initialised client session over stdio or streamable HTTP
-transport.py   the stdio transport for a server child process
-entry.py       an MCP tool as an entry of the MCP registry (`<server>__<tool>`)
-sql_server.py  only the entry point `python -m tools.mcp.sql_server <url>`; the server is tools/sql_mcp/
+This package is its one public face: the rest of Aptix (agents/, aptix/, tools/builtin/) imports
+what it needs from `tools.mcp`, never from a module inside (`lint-imports` checks it). The names
+below are looked up lazily, each from the module that defines it, so that importing one (mcp.json's
+config from the model catalog, `python -m tools.mcp.sql_server`) does not load the whole client.
+
+The modules, in layers (`[tool.importlinter]`: a module imports only from the layers below it):
+
+  checks | usercheck | sql_server    system checks of mcp.json and the secrets key; the SQL server's command
+  host          McpHost: the servers of one config on one background thread and loop; their
+                requests (tool calls, resources/read, prompts/get) and statuses, waiting on them;
+                live reloads and restarts; HostedServer (a server by name, as entries see it);
+                start_mcp_host() and this process's host (mcp_host, mcp_status, …)
+  publisher     a server's tools kept in step with the MCP registry
+  entry         McpToolEntry: the agent tool contract over one server's tool; ServerPort
+  userpool      a server that acts as each user: a connection per (server, user)
+  supervisor    one server's life: connect, list and publish its tools, restart with backoff
+  oauth         the MCP authorization flow, each user connecting their own account
+  connection    one live session: the SDK's Client over a transport, calls with their CallContext
+  http | transport | listing    streamable HTTP and its errors; the stdio child; tools/list checked tool by tool
+  status        ServerStatus: what the admin page, the Tools panel and /readyz show of a server
+  protocol      prompts | resources | tasks | elicitation | handshake | rich | logs: what MCP's
+                messages mean (listing and parsing prompts and resources, tasks and their polls,
+                a server's questions and their forms, results as tool results), no connection of their own
+  userauth | ssrf | reload      ${user:NAME} and "auth"; fetching URLs from a server's answers;
+                what a reload changes and the request files
+  config | envfile              mcp.json: parse and validate; JSON without duplicate keys, dotenv files
+
+A tool call carries one CallContext (tools/base.py: the ToolContext's session, team and user, and
+the call's `asker`, task `watch` and `resume`), which the entry passes whole down host → user pool
+→ supervisor → connection; a web request (a resource read, a prompt got) gives the host its user.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import ENV_REF_RE, TOOL_SEPARATOR, EnvExpander, McpConfigError, ServerConfig, load_config
+    from .elicitation import (
+        ACTIONS,
+        Action,
+        Answer,
+        Ask,
+        Asker,
+        FormField,
+        InputPause,
+        Request,
+        Resume,
+        form_fields,
+        validate_content,
+    )
+    from .entry import McpToolEntry, ServerPort
+    from .handshake import instructions_prompt
+    from .host import McpHost, mcp_config_error, mcp_host, mcp_kept_errors, mcp_status, start_mcp_host
+    from .oauth import OAuthError, authorization_complete, authorization_start, client_metadata, pending_server
+    from .prompts import PromptRefused, not_offered
+    from .reload import RELOAD_POLL, Signature, signature
+    from .rich import RichResult, store_attachments
+    from .status import ServerStatus
+    from .tasks import TaskState, TaskWatch
+
+# name → the module (inside this package) that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("ENV_REF_RE", "TOOL_SEPARATOR", "EnvExpander", "McpConfigError", "ServerConfig", "load_config"), "config"
+    ),
+    **dict.fromkeys(
+        (
+            "ACTIONS",
+            "Action",
+            "Answer",
+            "Ask",
+            "Asker",
+            "FormField",
+            "InputPause",
+            "Request",
+            "Resume",
+            "form_fields",
+            "validate_content",
+        ),
+        "elicitation",
+    ),
+    **dict.fromkeys(("McpToolEntry", "ServerPort"), "entry"),
+    "instructions_prompt": "handshake",
+    **dict.fromkeys(
+        ("McpHost", "mcp_config_error", "mcp_host", "mcp_kept_errors", "mcp_status", "start_mcp_host"), "host"
+    ),
+    **dict.fromkeys(
+        ("OAuthError", "authorization_complete", "authorization_start", "client_metadata", "pending_server"), "oauth"
+    ),
+    **dict.fromkeys(("PromptRefused", "not_offered"), "prompts"),
+    **dict.fromkeys(("RELOAD_POLL", "Signature", "signature"), "reload"),
+    **dict.fromkeys(("RichResult", "store_attachments"), "rich"),
+    "ServerStatus": "status",
+    **dict.fromkeys(("TaskState", "TaskWatch"), "tasks"),
+}
+
+__all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks they agree)
+    "ACTIONS",
+    "ENV_REF_RE",
+    "RELOAD_POLL",
+    "TOOL_SEPARATOR",
+    "Action",
+    "Answer",
+    "Ask",
+    "Asker",
+    "EnvExpander",
+    "FormField",
+    "InputPause",
+    "McpConfigError",
+    "McpHost",
+    "McpToolEntry",
+    "OAuthError",
+    "PromptRefused",
+    "Request",
+    "Resume",
+    "RichResult",
+    "ServerConfig",
+    "ServerPort",
+    "ServerStatus",
+    "Signature",
+    "TaskState",
+    "TaskWatch",
+    "authorization_complete",
+    "authorization_start",
+    "client_metadata",
+    "form_fields",
+    "instructions_prompt",
+    "load_config",
+    "mcp_config_error",
+    "mcp_host",
+    "mcp_kept_errors",
+    "mcp_status",
+    "not_offered",
+    "pending_server",
+    "signature",
+    "start_mcp_host",
+    "store_attachments",
+    "validate_content",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

@@ -1,7 +1,14 @@
 """One live MCP session with one server: the transport (a child process, a streamable-HTTP endpoint or
 a legacy HTTP+SSE one) and
 the SDK's `Client` over it, plus the signals the supervisor needs (lost and why, tools changed),
-tools/list answers checked tool by tool (listing.py) and pings while the session is idle."""
+tools/list answers checked tool by tool (listing.py) and pings while the session is idle.
+
+A tool call carries its CallContext (tools/base.py) down to here: who answers the server's
+questions, who hears of its task, the answer a paused call is sent again with. The SDK hands its
+callbacks (the elicitation callback, the tasks extension's claim) the request alone, so the call in
+flight is kept for them: in `_CALL` for the call's own task (a multi round-trip's question, a task
+answered to the call run inside it), and in the connection's list of open calls for a request the
+server sends from outside the call (a handshake-era `elicitation/create`: the latest call asks)."""
 
 from __future__ import annotations
 
@@ -9,8 +16,10 @@ import asyncio
 import logging
 import math
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -23,15 +32,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp_types import CONNECTION_CLOSED
 
+from tools.base import CallContext
+
 from .config import ServerConfig
-from .elicitation import RESUME, ROUND, InputPause, Round, callback_for
-from .entry import Progress
+from .elicitation import InputPause, Resume, Round, answer
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
 from .tasks import (
-    FOLLOW,
-    WATCH,
+    Follow,
     TaskFollower,
     TasksExtension,
     TaskState,
@@ -46,6 +55,25 @@ from .transport import ChildProcess, stdio_transport
 logger = logging.getLogger("aptix.mcp")
 
 PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
+NOBODY = CallContext.of(None)  # a call nobody made in particular: no questions asked, no task watched
+
+# (progress, total, message): what a `notifications/progress` of a call says
+Progress = Callable[[float, float | None, str | None], None]
+
+
+@dataclass
+class OpenCall:
+    """One tool call in flight on a connection: its context, its multi round-trip and how a task it
+    is answered with is followed."""
+
+    context: CallContext
+    round: Round
+    follow: Follow
+
+
+# The call the current task is making: set by Connection.call_tool around the call, read by the SDK's
+# callbacks that run inside it (`Connection._elicit`, `_record_rounds`, the tasks claim).
+_CALL: ContextVar[OpenCall | None] = ContextVar("aptix_mcp_call", default=None)
 
 
 def _client_info() -> types.Implementation:
@@ -100,6 +128,7 @@ class Connection:
         self.client: Client | None = None
         self.listing = ToolListing(self._protocol_version, self.runs_tasks)
         self._task_tools: set[str] = set()  # tools that run only as tasks (called task-augmented)
+        self._open: list[OpenCall] = []  # the calls in flight, oldest first
         self._in_flight = 0
         self._idle_since = anyio.current_time()
 
@@ -152,16 +181,25 @@ class Connection:
             client = Client(
                 filtered(transport, self.listing, *([self.http] if self.http else [])),
                 message_handler=self._on_message,
-                elicitation_callback=callback_for(self.config.name),  # declares elicitation (elicitation.py)
+                elicitation_callback=self._elicit,  # declares elicitation (elicitation.py)
                 logging_callback=self.log.message,
                 log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in
                 cache=None,
                 client_info=_client_info(),
-                extensions=[TasksExtension()],  # 2026-07-28: the tasks extension (tasks.py)
+                extensions=[TasksExtension(_follow_of_call)],  # 2026-07-28: the tasks extension (tasks.py)
             )
             entered = await stack.enter_async_context(client)
             _record_rounds(entered)
             yield entered
+
+    async def _elicit(self, context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+        """The server asks the user (elicitation.py): in the call's own task, that call's asker with
+        its round; from outside any call, the asker of the latest call still running that has one."""
+        call = _CALL.get()
+        if call is not None:
+            return await answer(self.config.name, call.context.asker, call.round, context.request_id, params)
+        askers = [open_call.context.asker for open_call in self._open if open_call.context.asker is not None]
+        return await answer(self.config.name, askers[-1] if askers else None, None, context.request_id, params)
 
     async def startup_failure(self, exc: Exception) -> str:
         leaf = _leaf(exc)
@@ -217,13 +255,15 @@ class Connection:
                 extra={"server": self.config.name},
             )
 
-    async def call_tool(self, tool: str, arguments: dict, on_progress: Progress | None = None) -> types.CallToolResult:
-        """Raises CallTimedOut once the server was silent for its `timeout` (each progress
-        notification, also passed to `on_progress`, starts that wait again, up to `max_timeout` in
-        all; the server is told to cancel), ConnectionLost when the connection ends under the call
-        (SessionGone when an HTTP server no longer knows the session: the call did not run and may
-        be sent again on a new one), and MCPError for an error answer (its message names a 401/403
-        and what to check)."""
+    async def call_tool(
+        self, tool: str, arguments: dict, context: CallContext = NOBODY, on_progress: Progress | None = None
+    ) -> types.CallToolResult:
+        """The call, with its `context`'s asker, task watch and resume. Raises CallTimedOut once
+        the server was silent for its `timeout` (each progress notification, also passed to
+        `on_progress`, starts that wait again, up to `max_timeout` in all; the server is told to
+        cancel), ConnectionLost when the connection ends under the call (SessionGone when an HTTP
+        server no longer knows the session: the call did not run and may be sent again on a new
+        one), and MCPError for an error answer (its message names a 401/403 and what to check)."""
         client = self._client()
         timeout, longest = self.config.timeout, self.config.max_timeout
         started = anyio.current_time()
@@ -243,12 +283,18 @@ class Connection:
                     # A task runs as long as the server works on it: each poll is bounded, not the task.
                     scope.deadline = math.inf
                     follower = TaskFollower(
-                        client.session, version=client.protocol_version, timeout=timeout, watch=WATCH.get()
+                        client.session, version=client.protocol_version, timeout=timeout, watch=context.watch
                     )
                     return await follower.follow(state)
 
-                ROUND.set(Round(http=self.child is None))  # this call's task and what it starts
-                return await self._send_call(client, tool, arguments, reported, follow)
+                call = OpenCall(context, Round(http=self.child is None), follow)
+                current = _CALL.set(call)  # this call's task and what it starts
+                self._open.append(call)
+                try:
+                    return await self._send_call(client, tool, arguments, reported, call)
+                finally:
+                    self._open.remove(call)
+                    _CALL.reset(current)
             # Only the deadline ends the scope without a result.
             if progressed and scope.deadline >= started + longest:
                 raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')
@@ -273,24 +319,23 @@ class Connection:
             self._in_flight -= 1
             self._idle_since = anyio.current_time()
 
-    async def _send_call(self, client: Client, tool: str, arguments: dict, reported, follow) -> types.CallToolResult:
+    async def _send_call(
+        self, client: Client, tool: str, arguments: dict, reported, call: OpenCall
+    ) -> types.CallToolResult:
         """The call as its server runs it: a task resumed after a restart is followed (the tool is not
         called again); a task-only tool of a 2025-11-25 server is called as a task; any other call
         goes as it is, and a 2026-07-28 server may answer it with a task or a question (tasks.py,
         elicitation.py)."""
-        watch = WATCH.get()
+        watch = call.context.watch
         if watch is not None and watch.resume:
-            return await follow(TaskState(watch.resume, "working"))
+            return await call.follow(TaskState(watch.resume, "working"))
         if tool in self._task_tools and not modern(client.protocol_version) and self.runs_tasks():
             raw = await call_legacy(client.session, tool, arguments, self.config.timeout, reported)
             if isinstance(raw.get("task"), dict):
-                return await follow(state_of(raw["task"]))
+                return await call.follow(state_of(raw["task"]))
             return types.CallToolResult.model_validate(raw)
-        following = FOLLOW.set(follow)  # a 2026-07-28 server may answer with a task (tasks.py)
-        try:
-            return await client.call_tool(tool, arguments, progress_callback=reported, **_seeds())
-        finally:
-            FOLLOW.reset(following)
+        # A 2026-07-28 server may answer with a task (tasks.py: followed with `call.follow`).
+        return await client.call_tool(tool, arguments, progress_callback=reported, **_seeds(call.context.resume))
 
     async def _ping(self) -> None:
         # 2026-07-28 removed `ping` (the SDK warns); such a server answers "method not found", which
@@ -336,9 +381,14 @@ class SessionGone(ConnectionLost):
     """The HTTP server answered 404 for the session: the call never ran."""
 
 
-def _seeds() -> dict[str, Any]:
+def _follow_of_call() -> Follow | None:
+    """How the call being made in this task follows a task (the tasks claim's; None outside a call)."""
+    call = _CALL.get()
+    return call.follow if call is not None else None
+
+
+def _seeds(resume: Resume | None) -> dict[str, Any]:
     """What a call resumed after its question carries: the answer and the server's state."""
-    resume = RESUME.get()
     if resume is None:
         return {}
     return {"input_responses": resume.input_responses(), "request_state": resume.request_state}
@@ -354,8 +404,8 @@ def _record_rounds(client: Client) -> None:
 
     async def recorded(*args: Any, **kwargs: Any) -> Any:
         result = await send(*args, **kwargs)
-        if isinstance(result, types.InputRequiredResult) and (round_ := ROUND.get()) is not None:
-            round_.input_required, round_.request_state = True, result.request_state
+        if isinstance(result, types.InputRequiredResult) and (call := _CALL.get()) is not None:
+            call.round.input_required, call.round.request_state = True, result.request_state
         return result
 
     session.call_tool = recorded  # type: ignore[method-assign]

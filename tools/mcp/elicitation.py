@@ -1,26 +1,25 @@
 """Elicitation: an MCP server asks the user for input while one of its tools runs.
 
-Aptix declares `elicitation` (form and URL modes) because each connection's client gets
-`callback_for(server)`. A server asks in one of two ways, and both reach that callback (the SDK
-routes them through one callback table):
+Aptix declares `elicitation` (form and URL modes) because each connection's client gets an
+elicitation callback (connection.py, which hands each request to `answer` here). A server asks in
+one of two ways, and both reach that callback (the SDK routes them through one callback table):
 - 2026-07-28 servers answer the call with an `InputRequiredResult`; the SDK's `call_tool` calls the
   callback inside the call's own task and retries the call with the answer (multi round-trip);
 - handshake-era servers send an `elicitation/create` request while the call runs; the SDK calls
   the callback from its receive task.
 
-Who is asked: the caller of a tool sets an `Ask` with `asking(ask)` (a turn's run: the user of the
-session); it travels with the call to the host loop in the context `run_coroutine_threadsafe`
-copies, so the first way finds it in `ASK`. The second way runs outside that context: the entry
-registers the caller's `Ask` under its server for the duration of the call (`in_call`), and the
-latest call still running on that server is asked. A request with nobody to ask (a call from
-`manage.py`, a test) is answered "cancel": no user made a choice.
+Who is asked: the caller of a tool passes an `Asker` in the call's CallContext (tools/base.py: a
+turn's run asks the user of the session), which goes down with the call to its connection. The
+connection finds it for either way (connection.py): the first way runs in the call's own task, the
+second is given the latest call still running on that connection. A request with nobody to ask (a
+call from `manage.py`, a test) is answered "cancel": no user made a choice.
 
-Durable questions: a run asks with `asking(ask, durable=True)`. A question that reaches the callback
+Durable questions: a run's Asker is `durable`. A question that reaches the callback
 through a 2026-07-28 multi round-trip on an HTTP connection (`Round.http`) needs no open call: the
 callback raises `InputPause` (the request, the key it was asked under and the call's `request_state`,
 which `Connection` records in the call's `Round`), the call ends there, and the caller pauses the
-turn like an approval. Any process then sends the call again with the answer (`resuming(Resume)`:
-`input_responses` and `request_state`), after a restart too. A server-initiated request, or a stdio
+turn like an approval. Any process then sends the call again with the answer (the CallContext's
+`resume`, a Resume: `input_responses` and `request_state`), after a restart too. A server-initiated request, or a stdio
 server (its process dies with Aptix's), is asked in the open call, as above.
 
 `form_fields` checks a form's requested schema (a flat object of strings, numbers, integers,
@@ -32,15 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types as types
-from mcp.client.session import ElicitationFnT
 
 Action = Literal["accept", "decline", "cancel"]
 ACTIONS: tuple[str, ...] = ("accept", "decline", "cancel")
@@ -70,9 +65,16 @@ Ask = Callable[[Request], Coroutine[Any, Any, Answer]]
 
 @dataclass(frozen=True)
 class Asker:
+    """Who answers a server's questions during a call: `ask`, awaited on `loop` (the caller's)."""
+
     ask: Ask
     loop: asyncio.AbstractEventLoop
     durable: bool = False  # a multi round-trip's question over HTTP pauses (InputPause) instead
+
+    @classmethod
+    def here(cls, ask: Ask, *, durable: bool = False) -> Asker:
+        """`ask`, awaited on the running loop (the caller's)."""
+        return cls(ask, asyncio.get_running_loop(), durable)
 
 
 @dataclass
@@ -107,62 +109,6 @@ class InputPause(Exception):
         self.request, self.key, self.request_state = request, key, request_state
 
 
-ASK: ContextVar[Asker | None] = ContextVar("aptix_mcp_ask", default=None)
-ROUND: ContextVar[Round | None] = ContextVar("aptix_mcp_round", default=None)
-RESUME: ContextVar[Resume | None] = ContextVar("aptix_mcp_resume", default=None)
-_lock = threading.Lock()
-_calls: dict[str, list[Asker]] = {}  # server → the askers of its calls running now, oldest first
-
-
-@contextmanager
-def asking(ask: Ask, *, durable: bool = False) -> Iterator[None]:
-    """Tool calls made inside (on this loop) ask the user through `ask`, awaited on this loop
-    (`durable`: a question that can be resumed raises InputPause instead)."""
-    token = ASK.set(Asker(ask, asyncio.get_running_loop(), durable))
-    try:
-        yield
-    finally:
-        ASK.reset(token)
-
-
-@contextmanager
-def resuming(resume: Resume | None) -> Iterator[None]:
-    """The tool call made inside is sent with the answer to the question it paused on."""
-    token = RESUME.set(resume)
-    try:
-        yield
-    finally:
-        RESUME.reset(token)
-
-
-@contextmanager
-def in_call(server: str) -> Iterator[None]:
-    """Around one call of `server`'s tool: a server-initiated request during it finds the caller."""
-    asker = ASK.get()
-    if asker is None:
-        yield
-        return
-    with _lock:
-        _calls.setdefault(server, []).append(asker)
-    try:
-        yield
-    finally:
-        with _lock:
-            running = _calls.get(server, [])
-            if asker in running:
-                running.remove(asker)
-            if not running:
-                _calls.pop(server, None)
-
-
-def _caller(server: str) -> Asker | None:
-    if (asker := ASK.get()) is not None:
-        return asker
-    with _lock:
-        running = _calls.get(server)
-        return running[-1] if running else None
-
-
 def request_of(server: str, params: Any) -> Request:
     """The SDK's request parameters as a Request; ValueError for a form this client cannot show."""
     if isinstance(params, types.ElicitRequestURLParams):
@@ -176,30 +122,28 @@ def request_of(server: str, params: Any) -> Request:
     return Request(server, params.message, "form", schema=schema)
 
 
-def callback_for(server: str) -> ElicitationFnT:
-    """The connection's elicitation callback (runs on the MCP host's loop)."""
-
-    async def answer(context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
-        asker = _caller(server)
-        if asker is None:
-            return types.ElicitResult(action="cancel")
-        try:
-            request = request_of(server, params)
-        except ValueError as exc:
-            return types.ErrorData(code=types.INVALID_PARAMS, message=f"Aptix cannot show this request: {exc}")
-        round_ = ROUND.get()  # set in the call's own task: only a multi round-trip's request sees it
-        if asker.durable and round_ is not None and round_.http and round_.input_required:
-            raise InputPause(request, str(context.request_id), round_.request_state)
-        future = asyncio.run_coroutine_threadsafe(asker.ask(request), asker.loop)
-        try:
-            got = await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            future.cancel()  # the server gave up (or the call was stopped): the card goes away
-            raise
-        content = got.content if got.action == "accept" and request.mode == "form" else None
-        return types.ElicitResult(action=got.action, content=content)
-
-    return answer
+async def answer(
+    server: str, asker: Asker | None, round_: Round | None, request_id: Any, params: Any
+) -> types.ElicitResult | types.ErrorData:
+    """The connection's answer to `server`'s elicitation request (on the MCP host's loop): asked of
+    `asker` (None: "cancel"); `round_` is the call's multi round-trip when the request came as one
+    (in the call's own task), else None."""
+    if asker is None:
+        return types.ElicitResult(action="cancel")
+    try:
+        request = request_of(server, params)
+    except ValueError as exc:
+        return types.ErrorData(code=types.INVALID_PARAMS, message=f"Aptix cannot show this request: {exc}")
+    if asker.durable and round_ is not None and round_.http and round_.input_required:
+        raise InputPause(request, str(request_id), round_.request_state)
+    future = asyncio.run_coroutine_threadsafe(asker.ask(request), asker.loop)
+    try:
+        got = await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.cancel()  # the server gave up (or the call was stopped): the card goes away
+        raise
+    content = got.content if got.action == "accept" and request.mode == "form" else None
+    return types.ElicitResult(action=got.action, content=content)
 
 
 # --- forms ---------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """MCP tools as entries of the MCP registry: the agent tool contract (tools/base.py) over a server's
-tool, named `<server>__<tool>`, with the server's description, input schema and annotations."""
+tool, named `<server>__<tool>`, with the server's description, input schema and annotations, and
+the server as this process runs it (`server_port`, a ServerPort: its transport, whether it acts as
+each user, waiting for it to start), which the host hands each entry (host.py HostedServer)."""
 
 from __future__ import annotations
 
@@ -7,26 +9,54 @@ import asyncio
 import copy
 import json
 import re
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import mcp_types as types
 
-from tools.base import InvokeResult, ToolContext
+from tools.base import CallContext, InvokeResult, ToolContext
 from tools.registry import TOOL_NAME_RE
 
 from .config import TOOL_SEPARATOR
-from .elicitation import in_call
-from .rich import RichResult, describe_blocks, rich_result, store_attachments
-from .rich import describe_block as describe_content
-
-# Calls the named MCP tool of the entry's server with these arguments, from any event loop; the
-# server's progress notifications go to `on_progress` (called on the host's loop).
-Invoke = Callable[..., Awaitable[InvokeResult]]
-# (progress, total, message): what a `notifications/progress` of a call says
-Progress = Callable[[float, float | None, str | None], None]
+from .connection import Progress
+from .rich import RichResult, store_attachments
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_TOOL_NAME = 64  # what model APIs accept (tools.registry.TOOL_NAME_RE)
+
+
+class ServerPort(Protocol):
+    """An MCP server as the host of this process runs it, by name: what its tools' entries (and a
+    caller waiting for a server still starting: tools.registry `server()`) need of it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def transport(self) -> str | None:
+        """ "stdio", "http" or "sse" as it runs now; None once it is not configured any more."""
+        ...
+
+    @property
+    def per_user(self) -> bool:
+        """Whether it acts as each user (a connection per user, with their credentials)."""
+        ...
+
+    def starting(self) -> bool: ...
+
+    async def wait_ready(self) -> bool:
+        """Wait (from any loop) while it is starting; whether it is ready then."""
+        ...
+
+    def missing_credentials(self, user_id: int) -> tuple[str, ...]:
+        """What `user_id` has not given a server that acts as each user (off the event loop)."""
+        ...
+
+    async def call_tool(
+        self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None
+    ) -> InvokeResult:
+        """Call its tool `tool` (`name`: the registry's) from any loop; progress goes to `on_progress`
+        on the host's loop."""
+        ...
 
 
 def registry_name(server: str, tool: str) -> str | None:
@@ -41,7 +71,7 @@ class McpToolEntry:
 
     is_tool_fully_executed_on_server = True
 
-    def __init__(self, *, server: str, tool: types.Tool, name: str, invoke: Invoke) -> None:
+    def __init__(self, *, server: str, tool: types.Tool, name: str, port: ServerPort) -> None:
         self.TOOL_NAME = name
         self.server = server
         self.label = name.removeprefix(f"{server}{TOOL_SEPARATOR}")  # the sanitised tool name
@@ -53,7 +83,7 @@ class McpToolEntry:
             "type": "function",
             "function": {"name": name, "description": describe(tool), "parameters": parameters(tool)},
         }
-        self._invoke = invoke
+        self.server_port = port
 
     def get_schema(self) -> dict:
         return copy.deepcopy(self._schema)
@@ -68,7 +98,9 @@ class McpToolEntry:
         self, arguments_json: str | None, context: ToolContext | None, on_progress: Progress | None
     ) -> InvokeResult:
         """`execute`, with the server's progress notifications for this call passed to `on_progress`
-        on the caller's loop. Images and files of the result are stored for the context's session."""
+        on the caller's loop. The context goes whole to the server's connection (a ToolContext
+        without the MCP parts, or None, asks nobody and watches no task); images and files of the
+        result are stored for its session."""
         try:
             arguments = json.loads(arguments_json) if arguments_json and arguments_json.strip() else {}
         except ValueError as exc:
@@ -82,11 +114,10 @@ class McpToolEntry:
             def relay(progress: float, total: float | None, message: str | None) -> None:
                 loop.call_soon_threadsafe(on_progress, progress, total, message)
 
-        with in_call(self.server):  # a server asking the user during the call finds the caller
-            result = await self._invoke(self.tool.name, self.TOOL_NAME, arguments, on_progress=relay)
+        call = CallContext.of(context)
+        result = await self.server_port.call_tool(self.tool.name, self.TOOL_NAME, arguments, call, relay)
         if isinstance(result, RichResult):
-            session = getattr(context, "session_id", None)
-            result = await asyncio.to_thread(store_attachments, result, session)
+            result = await asyncio.to_thread(store_attachments, result, call.session_id)
         return result
 
 
@@ -114,16 +145,3 @@ def parameters(tool: types.Tool) -> dict:
     if not isinstance(schema.get("properties"), dict):
         schema["properties"] = {}
     return schema
-
-
-def format_result(result: types.CallToolResult, name: str) -> InvokeResult:
-    """Text content joined, other content described briefly (a RichResult keeps it for the card and
-    the model: rich.py); structured content when there is no content at all. A tool-side error
-    (is_error) becomes a tool error with the server's text."""
-    if not result.content and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False)
-        return InvokeResult.from_error(text) if result.is_error else InvokeResult.create(text)
-    if result.is_error:
-        text = "\n".join(describe_content(block) for block in result.content)
-        return InvokeResult.from_error(text or f'MCP tool "{name}" failed without a message.')
-    return rich_result(*describe_blocks(result.content))

@@ -14,10 +14,14 @@ Design
 - Servers start in parallel, one supervisor task each (supervisor.py): connect, list the tools,
   publish them as `<server>__<tool>` in the MCP registry, refresh them on tools/list_changed,
   restart the server with backoff when it dies. Tools of a server that is down stay registered;
-  calling them returns an error saying why. A call for a server still starting (a turn resumed by
-  an approval right after a restart) waits for it with `wait_started()`.
+  calling them returns an error saying why. Each server is known to the registry by name as a
+  `HostedServer` (entry.py ServerPort: its transport, whether it acts as each user), which its
+  tools' entries call through; a call for a server still starting (a turn resumed by an approval
+  right after a restart) waits for it with `wait_started()`.
+- Requests. `call_tool` (an entry's, with the call's CallContext), `read_resource`, `get_prompt`
+  and `prompts` go to the server's runner on the host loop; a web request's carry its user.
 - Status. `status()` returns one immutable `ServerStatus` per configured server, readable from
-  any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`; waiting.py).
+  any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`).
   `logs(name)` holds the last lines of a server's MCP log messages and stderr (logs.py).
 - Live changes. `reload()` re-reads the config and starts, stops or restarts only the servers whose
   parsed entry changed; `restart(name)` restarts one server. Both run on the host loop; a
@@ -35,9 +39,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +51,13 @@ import mcp_types as types
 from django.conf import settings
 
 from aptix.logging import admin_logger
-from tools.base import InvokeResult
+from tools.base import CallContext, InvokeResult
 from tools.registry import ToolRegistry, mcp_registry
 
 from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
-from .entry import Invoke, Progress
+from .connection import Progress
 from .logs import ServerLog
+from .prompts import PromptInfo, PromptRefused, RenderedPrompt, clean_arguments, not_offered, rendered
 from .publisher import ToolPublisher
 from .reload import (
     RELOAD_POLL,
@@ -66,16 +73,17 @@ from .reload import (
     runnable,
     same,
 )
-from .supervisor import Published, ServerStatus, ServerSupervisor
-from .userpool import CALLING_USER, UserPool, make_runner
-from .waiting import RUNNING, StatusWaits
+from .status import ServerStatus
+from .supervisor import Published, ServerSupervisor
+from .userpool import UserPool, make_runner, missing_credentials
 
 logger = logging.getLogger("aptix.mcp")
 
 STOP_TIMEOUT = 15.0  # seconds for all sessions to close at shutdown (each child gets ~2 s + 2 s)
+Predicate = Callable[[list[ServerStatus]], bool]
 
 
-class McpHost(StatusWaits):
+class McpHost:
     """The servers of one config file, on one background thread, publishing into one registry."""
 
     def __init__(
@@ -99,7 +107,7 @@ class McpHost(StatusWaits):
         self._statuses: dict[str, ServerStatus] = {}
         self._supervisors: dict[str, ServerSupervisor | UserPool] = {}
         self._logs: dict[str, ServerLog] = {}
-        self._tools = ToolPublisher(registry, self._invoke_for)
+        self._tools = ToolPublisher(registry, lambda server: HostedServer(self, server))
         self._tasks: dict[str, asyncio.Task] = {}
         self._retired: set[asyncio.Task] = set()  # replaced supervisors, still stopping
         self._watch: asyncio.Task | None = None
@@ -122,8 +130,9 @@ class McpHost(StatusWaits):
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, name="aptix-mcp", daemon=True)
             self._thread.start()
+            for config in configs:  # known at once: a call for one of its tools waits while it starts
+                self.registry.add_server(config.name, HostedServer(self, config.name))
             asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch, restarts), self._loop)
-            RUNNING.add(self)
 
     def _started_loop(self) -> asyncio.AbstractEventLoop:
         """The host loop; only called once `start()` has created it."""
@@ -145,7 +154,8 @@ class McpHost(StatusWaits):
                 loop.call_soon_threadsafe(loop.stop)
                 self._thread.join(timeout=5)
                 self._tools.withdraw_all()
-                RUNNING.discard(self)
+                for name in list(self._config):
+                    self.registry.remove_server(name, HostedServer(self, name))
 
     def _load_config(self) -> list[ServerConfig]:
         try:
@@ -203,6 +213,7 @@ class McpHost(StatusWaits):
         # A per-user entry gets a UserPool: a connection per (server, user) (userpool.py).
         supervisor = make_runner(config, publish=publish, on_change=on_change, log=log)
         self._supervisors[config.name] = supervisor
+        self.registry.add_server(config.name, HostedServer(self, config.name))
 
         async def run() -> None:
             if after is not None:
@@ -288,15 +299,7 @@ class McpHost(StatusWaits):
             self._apply(name, new[name])
         self._statuses = {name: self._statuses[name] for name in new}  # the file's order
         self._notify()
-        gone = [name for name in old if name not in new]
-        result = ReloadResult(
-            started=tuple(n for n in changed if runnable(new[n]) and not runnable(old.get(n))),
-            restarted=tuple(n for n in changed if runnable(new[n]) and runnable(old.get(n))),
-            stopped=tuple(n for n in [*changed, *gone] if runnable(old.get(n)) and not runnable(new.get(n))),
-            unchanged=tuple(name for name in new if name not in changed),
-            updated=tuple(n for n in [*changed, *gone] if not runnable(old.get(n)) and not runnable(new.get(n))),
-            kept=tuple(self.kept_errors.values()),
-        )
+        result = ReloadResult.of(old, new, changed, kept=tuple(self.kept_errors.values()))
         logger.info("MCP config reloaded: %s", result.describe(), extra={"config": str(self.config_path)})
         return result
 
@@ -333,6 +336,7 @@ class McpHost(StatusWaits):
             self._retired.add(task)
             task.add_done_callback(self._retired.discard)
         self._tools.withdraw(name)
+        self.registry.remove_server(name, HostedServer(self, name))
 
     async def _watch_files(self, watch: FileWatch, restarts: RestartRequests | None) -> None:
         while True:
@@ -370,22 +374,121 @@ class McpHost(StatusWaits):
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    # --- tools --------------------------------------------------------------------------------
+    async def wait_until(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
+        """Wait (from any event loop) until `predicate(status())` holds; TimeoutError otherwise."""
+        return await self._bridge(self._wait_until(predicate, timeout))
 
-    def _invoke_for(self, server: str) -> Invoke:
-        async def invoke(
-            tool: str, name: str, arguments: dict[str, Any], *, on_progress: Progress | None = None
-        ) -> InvokeResult:
-            try:
-                supervisor = self._supervisors.get(server)
-                if supervisor is None:  # removed from the config (its tools are being withdrawn)
-                    return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
-                user = {"user_id": CALLING_USER.get()} if isinstance(supervisor, UserPool) else {}  # the turn's
-                return await self._bridge(supervisor.call_tool(tool, name, arguments, on_progress, **user))
-            except HostStopped:
-                return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
+    def wait_until_sync(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
+        loop = self._started_loop()  # called after start()
+        return asyncio.run_coroutine_threadsafe(self._wait_until(predicate, timeout), loop).result()
 
-        return invoke
+    async def _wait_until(self, predicate: Predicate, timeout: float) -> list[ServerStatus]:
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    changed = self._changed
+                    statuses = self.status()
+                    if predicate(statuses):
+                        return statuses
+                    await changed.wait()
+        except TimeoutError:
+            summary = "; ".join(f"{s.name}: {s.describe()}" for s in self.status())
+            raise TimeoutError(
+                f"MCP servers did not reach the expected state within {timeout:g} s ({summary})"
+            ) from None
+
+    def starting(self, server: str) -> bool:
+        return any(s.name == server and s.state == "starting" for s in self.status())
+
+    async def wait_started(self, server: str) -> bool:
+        """Wait (from any loop) while `server` is starting, within its start-up and listing timeouts;
+        whether it is ready then (False at once for a server this host does not run)."""
+        supervisor = self._supervisors.get(server)
+        if supervisor is None:
+            return False
+        try:
+            statuses = await self.wait_until(
+                lambda statuses: all(s.state != "starting" for s in statuses if s.name == server),
+                supervisor.config.init_timeout + supervisor.config.timeout,
+            )
+        except TimeoutError:
+            return False
+        return any(s.name == server and s.state == "ready" for s in statuses)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def server_config(self, server: str) -> ServerConfig | None:
+        """The entry `server` runs with here (None: it does not run here)."""
+        runner = self._supervisors.get(server)
+        return runner.config if runner is not None else None
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        name: str,
+        arguments: dict[str, Any],
+        context: CallContext,
+        *,
+        on_progress: Progress | None = None,
+    ) -> InvokeResult:
+        """Call `server`'s tool `tool` (`name`: the registry's) from any loop, with the call's
+        `context` (a server that acts as each user serves it over `context.user_id`'s connection)."""
+        try:
+            runner = self._supervisors.get(server)
+            if runner is None:  # removed from the config (its tools are being withdrawn)
+                return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
+            return await self._bridge(runner.call_tool(tool, name, arguments, context, on_progress))
+        except HostStopped:
+            return InvokeResult.from_error(f'MCP server "{server}" is unavailable: stopped')
+
+    def server_of(self, uri: str, allowed: Iterable[str] | None = None) -> str | None:
+        """The configured server (among `allowed`, if given) that lists `uri` or a template it fits."""
+        names = set(allowed) if allowed is not None else None
+        for status in self.status():
+            if names is not None and status.name not in names:
+                continue
+            if any(resource.matches(uri) for resource in status.resources):
+                return status.name
+        return None
+
+    async def read_resource(
+        self, uri: str, allowed: Iterable[str] | None = None, *, user_id: int | None
+    ) -> InvokeResult:
+        """`resources/read` of `uri` on the server that lists it, from any event loop; only URIs of
+        configured servers are read (any other is refused, so a model cannot make Aptix fetch URLs).
+        A server that acts as each user reads it over `user_id`'s own connection."""
+        server = self.server_of(uri, allowed)
+        if server is None:
+            return InvokeResult.from_error(f"No MCP server here offers the resource {uri}.")
+        runner = self._supervisors.get(server)
+        if runner is None:
+            return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
+        if isinstance(runner, UserPool):
+            return await self._bridge_alone(runner.read_resource(uri, user_id=user_id))
+        return await self._bridge(runner.read_resource(uri))
+
+    def prompts(self) -> list[dict[str, Any]]:
+        """Every running server's prompts, in `mcp.json` order, as `PromptInfo.as_json`."""
+        return [p.as_json(s.name) for s in self.status() if s.state == "ready" for p in s.prompts]
+
+    def _prompt(self, server: str, name: str) -> PromptInfo:
+        for status in self.status():
+            if status.name == server and status.state == "ready":
+                for prompt in status.prompts:
+                    if prompt.name == name:
+                        return prompt
+        raise not_offered(server, name)
+
+    async def get_prompt(self, server: str, name: str, arguments: Any, *, user_id: int | None) -> RenderedPrompt:
+        """`prompts/get` of a prompt the server lists, from any event loop, for `user_id` (whose own
+        connection a per-user server uses). Raises PromptRefused."""
+        prompt = self._prompt(server, name)
+        cleaned = clean_arguments(prompt, arguments)
+        runner = self._supervisors.get(server)
+        if runner is None:
+            raise PromptRefused(404, f'MCP server "{server}" is not configured any more.', "server")
+        return rendered(server, prompt, await self._bridge_alone(runner.get_prompt(name, cleaned, user_id=user_id)))
 
     async def _bridge(self, coro: Coroutine) -> Any:
         """Run `coro` on the host loop and await it from the caller's loop."""
@@ -394,10 +497,51 @@ class McpHost(StatusWaits):
             raise HostStopped()
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
 
+    async def _bridge_alone(self, coro: Coroutine) -> Any:
+        """`_bridge` in an empty context, for a call a web request makes: the request's context
+        (asgiref's thread-sensitive executor, on the request's thread) must not follow it onto the
+        host loop, where a per-user server reads the user's credentials with sync_to_async and would
+        wait for that thread, which waits for the call. The user goes as an argument instead."""
+        return await asyncio.create_task(self._bridge(coro), context=contextvars.Context())
+
     def logs(self, server: str) -> ServerLog | None:
         """The last lines of the server's MCP log messages and stderr (None for a server that has
         not run here)."""
         return self._logs.get(server)
+
+
+@dataclass(frozen=True)
+class HostedServer:
+    """A server as `host` runs it, by name (entry.py ServerPort): what its tools' entries, and a
+    call waiting for it to start, ask of it. Read at each use, so a reload's change shows at once."""
+
+    host: McpHost
+    name: str
+
+    @property
+    def transport(self) -> str | None:
+        config = self.host.server_config(self.name)
+        return config.type if config is not None else None
+
+    @property
+    def per_user(self) -> bool:
+        config = self.host.server_config(self.name)
+        return config is not None and config.per_user
+
+    def starting(self) -> bool:
+        return self.host.starting(self.name)
+
+    async def wait_ready(self) -> bool:
+        return await self.host.wait_started(self.name)
+
+    def missing_credentials(self, user_id: int) -> tuple[str, ...]:
+        config = self.host.server_config(self.name)
+        return missing_credentials(config, user_id) if config is not None and config.per_user else ()
+
+    async def call_tool(
+        self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None
+    ) -> InvokeResult:
+        return await self.host.call_tool(self.name, tool, name, arguments, context, on_progress=on_progress)
 
 
 class HostStopped(RuntimeError):

@@ -1,6 +1,6 @@
 """A server's prompts (MCP `prompts/list`), listed once its session is up and kept in its status (the
 composer's `/` menu and the API list them), and `prompts/get` of one with its arguments
-(`get_prompt`), rendered as the text the composer inserts for the user to edit and send.
+(McpHost.get_prompt), rendered as the text the composer inserts for the user to edit and send.
 
 A prompt is the server's text, asked for by the user: getting one runs nothing on the user's behalf
 but that request (any elicitation it triggers has nobody to ask and is cancelled, elicitation.py).
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
-
-if TYPE_CHECKING:
-    from .host import McpHost
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -66,6 +63,11 @@ class PromptRefused(Exception):
         self.status, self.message, self.field = status, message, field
 
 
+def not_offered(server: str, name: str) -> PromptRefused:
+    """A prompt nobody here offers (to this user): 404."""
+    return PromptRefused(404, f'No MCP server here offers the prompt "{name}" of "{server}".', "name")
+
+
 @dataclass(frozen=True)
 class RenderedPrompt:
     """A prompt as got: its messages as the server sent them (JSON) and as one text."""
@@ -112,22 +114,6 @@ def _info(prompt: types.Prompt) -> PromptInfo:
     return PromptInfo(prompt.name, prompt.title or "", (prompt.description or "").strip(), arguments)
 
 
-def prompts_of(host: McpHost | None) -> list[dict[str, Any]]:
-    """Every running server's prompts, in `mcp.json` order, as `PromptInfo.as_json`."""
-    if host is None:
-        return []
-    return [p.as_json(s.name) for s in host.status() if s.state == "ready" for p in s.prompts]
-
-
-def find_prompt(host: McpHost | None, server: str, name: str) -> PromptInfo:
-    for status in host.status() if host is not None else ():
-        if status.name == server and status.state == "ready":
-            for prompt in status.prompts:
-                if prompt.name == name:
-                    return prompt
-    raise PromptRefused(404, f'No MCP server here offers the prompt "{name}" of "{server}".', "name")
-
-
 def clean_arguments(prompt: PromptInfo, given: Any) -> dict[str, str]:
     """The arguments to send: an object of strings, each one the prompt takes, the required ones not
     empty. An empty optional one is left out (the server's default applies)."""
@@ -150,21 +136,11 @@ def clean_arguments(prompt: PromptInfo, given: Any) -> dict[str, str]:
     return {name: value for name, value in given.items() if value != ""}
 
 
-async def get_prompt(
-    host: McpHost | None, server: str, name: str, arguments: Any, *, user_id: int | None
-) -> RenderedPrompt:
-    """`prompts/get` of a prompt the server lists, from any event loop, for `user_id` (whose own
-    connection a per-user server uses). Raises PromptRefused."""
-    prompt = find_prompt(host, server, name)
-    cleaned = clean_arguments(prompt, arguments)
-    assert host is not None  # find_prompt found the server on it
-    supervisor = host._supervisors.get(server)
-    if supervisor is None:
-        raise PromptRefused(404, f'MCP server "{server}" is not configured any more.', "server")
-    result = await host.bridge_alone(supervisor.get_prompt(name, cleaned, user_id=user_id))
+def rendered(server: str, prompt: PromptInfo, result: types.GetPromptResult) -> RenderedPrompt:
+    """The server's answer to `prompts/get` of `prompt`, as the composer and the API show it."""
     return RenderedPrompt(
         server=server,
-        name=name,
+        name=prompt.name,
         description=(result.description or prompt.description or "").strip(),
         messages=[m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in result.messages],
         text=render(result.messages),

@@ -10,14 +10,14 @@ import mcp_types as types
 
 from tools.registry import ToolRegistrationError, ToolRegistry
 
-from .entry import MAX_TOOL_NAME, Invoke, McpToolEntry, registry_name
+from .entry import MAX_TOOL_NAME, McpToolEntry, ServerPort, registry_name
 from .supervisor import Published
 
 
 class ToolPublisher:
-    def __init__(self, registry: ToolRegistry, invoke_for: Callable[[str], Invoke]) -> None:
+    def __init__(self, registry: ToolRegistry, port_for: Callable[[str], ServerPort]) -> None:
         self.registry = registry
-        self._invoke_for = invoke_for
+        self._port_for = port_for
         self._entries: dict[str, dict[str, McpToolEntry]] = {}
 
     def publish(self, server: str, tools: list[types.Tool]) -> Published:
@@ -37,7 +37,7 @@ class ToolPublisher:
                 continue
             entry = current.get(name)
             if entry is None or not entry.same_definition(tool):
-                entry = McpToolEntry(server=server, tool=tool, name=name, invoke=self._invoke_for(server))
+                entry = McpToolEntry(server=server, tool=tool, name=name, port=self._port_for(server))
             wanted[name] = entry
         for name, entry in current.items():
             if wanted.get(name) is not entry and self.registry.get(name) is entry:

@@ -86,6 +86,21 @@ class ReloadResult:
     kept: tuple[str, ...] = ()  # errors of changed entries not applied: those servers run as they were
     error: str | None = None
 
+    @classmethod
+    def of(
+        cls, old: dict[str, Entry], new: dict[str, Entry], changed: list[str], *, kept: tuple[str, ...]
+    ) -> ReloadResult:
+        """What replacing the entries `old` with `new` (`changed`: the names whose entry changed) did."""
+        gone = [name for name in old if name not in new]
+        return cls(
+            started=tuple(n for n in changed if runnable(new[n]) and not runnable(old.get(n))),
+            restarted=tuple(n for n in changed if runnable(new[n]) and runnable(old.get(n))),
+            stopped=tuple(n for n in [*changed, *gone] if runnable(old.get(n)) and not runnable(new.get(n))),
+            unchanged=tuple(name for name in new if name not in changed),
+            updated=tuple(n for n in [*changed, *gone] if not runnable(old.get(n)) and not runnable(new.get(n))),
+            kept=kept,
+        )
+
     def describe(self) -> str:
         if self.error:
             return f"{self.error} The servers already running were kept."

@@ -7,16 +7,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
-
-from tools.base import InvokeResult
-
-if TYPE_CHECKING:
-    from .host import McpHost
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -93,35 +87,3 @@ def as_blocks(result: types.ReadResourceResult) -> list[types.ImageContent | typ
         else:
             blocks.append(types.EmbeddedResource(type="resource", resource=content))
     return blocks
-
-
-def server_of(host: McpHost, uri: str, allowed: Iterable[str] | None = None) -> str | None:
-    """The configured server (among `allowed`, if given) that lists `uri` or a template it fits."""
-    names = set(allowed) if allowed is not None else None
-    for status in host.status():
-        if names is not None and status.name not in names:
-            continue
-        if any(resource.matches(uri) for resource in status.resources):
-            return status.name
-    return None
-
-
-async def read_resource(
-    host: McpHost, uri: str, allowed: Iterable[str] | None = None, *, user_id: int | None = None
-) -> InvokeResult:
-    """`resources/read` of `uri` on the server that lists it, from any event loop; only URIs of
-    configured servers are read (any other is refused, so a model cannot make Aptix fetch URLs). A
-    server that acts as each user reads it over `user_id`'s own connection (default: the turn's
-    user, `CALLING_USER`)."""
-    from .userpool import CALLING_USER, UserPool
-
-    server = server_of(host, uri, allowed)
-    if server is None:
-        return InvokeResult.from_error(f"No MCP server here offers the resource {uri}.")
-    supervisor = host._supervisors.get(server)
-    if supervisor is None:
-        return InvokeResult.from_error(f'MCP server "{server}" is unavailable: not configured any more')
-    if isinstance(supervisor, UserPool):
-        reader = user_id if user_id is not None else CALLING_USER.get()
-        return await host.bridge_alone(supervisor.read_resource(uri, user_id=reader))
-    return await host._bridge(supervisor.read_resource(uri))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import json
 import mimetypes
 import re
 import uuid
@@ -127,6 +128,19 @@ def rich_result(parts: list[str | Attachment], described: list[str]) -> InvokeRe
         return InvokeResult.create(text)
     only_text = "\n".join(part for part in parts if isinstance(part, str))
     return RichResult(successful=True, result=text, parts=tuple(parts), text=only_text)
+
+
+def format_result(result: types.CallToolResult, name: str) -> InvokeResult:
+    """A tool call's answer as a tool result: text content joined, other content described briefly
+    (a RichResult keeps it for the card and the model); structured content when there is no content
+    at all. A tool-side error (is_error) becomes a tool error with the server's text."""
+    if not result.content and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+        return InvokeResult.from_error(text) if result.is_error else InvokeResult.create(text)
+    if result.is_error:
+        text = "\n".join(describe_block(block) for block in result.content)
+        return InvokeResult.from_error(text or f'MCP tool "{name}" failed without a message.')
+    return rich_result(*describe_blocks(result.content))
 
 
 def store_attachments(result: RichResult, session_id: str | None, storage: Any = None) -> RichResult:

@@ -20,16 +20,25 @@ import mcp_types as types
 from mcp import MCPError
 
 from aptix.logging import admin_logger
-from tools.base import InvokeResult
+from tools.base import CallContext, InvokeResult
 
 from .config import ServerConfig
-from .connection import CallTimedOut, Connection, ConnectionLost, SessionGone, StartupError, connect, describe_error
+from .connection import (
+    CallTimedOut,
+    Connection,
+    ConnectionLost,
+    Progress,
+    SessionGone,
+    StartupError,
+    connect,
+    describe_error,
+)
 from .elicitation import InputPause
-from .entry import Progress, format_result
 from .handshake import handshake_of
 from .logs import ServerLog
 from .prompts import PromptRefused, list_prompts
 from .resources import as_blocks, list_resources
+from .rich import format_result
 from .status import ServerStatus
 
 __all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
@@ -253,31 +262,39 @@ class ServerSupervisor:
         return "stopped unexpectedly" + (f" (exit code {code})" if code is not None else "")
 
     async def call_tool(
-        self, tool: str, name: str, arguments: dict, on_progress: Progress | None = None
+        self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None = None
     ) -> InvokeResult:
-        """Call `tool` (the server's name for it; `name` is the registry's) on the live session. A
-        call refused because the HTTP session ended never ran: it is sent again on the new session."""
+        """Call `tool` (the server's name for it; `name` is the registry's) on the live session, with
+        the call's `context` (its connection asks its asker, tells its watch). A call refused because
+        the HTTP session ended never ran: it is sent again on the new session."""
         connection = self._connection
         if connection is None and self._renewing:
             connection = await self._next_connection(None)
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
         try:
-            result = await connection.call_tool(tool, arguments, on_progress)
+            result = await connection.call_tool(tool, arguments, context, on_progress)
         except SessionGone:
             connection = await self._next_connection(connection)
             if connection is None:
                 return InvokeResult.from_error(self.unavailable_message())
-            return await self._call(connection, tool, name, arguments, on_progress)
+            return await self._call(connection, tool, name, arguments, context, on_progress=on_progress)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
             return await self._failed(connection, exc, name)
         return format_result(result, name)
 
     async def _call(
-        self, connection: Connection, tool: str, name: str, arguments: dict, on_progress: Progress | None
+        self,
+        connection: Connection,
+        tool: str,
+        name: str,
+        arguments: dict,
+        context: CallContext,
+        *,
+        on_progress: Progress | None,
     ) -> InvokeResult:
         try:
-            return format_result(await connection.call_tool(tool, arguments, on_progress), name)
+            return format_result(await connection.call_tool(tool, arguments, context, on_progress), name)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
             return await self._failed(connection, exc, name)
 
@@ -307,8 +324,9 @@ class ServerSupervisor:
             current = self._connection
         return current if current is not None and current is not old else None
 
-    async def read_resource(self, uri: str) -> InvokeResult:
-        """`resources/read` of `uri` on the live session, as a tool result (text, images, files)."""
+    async def read_resource(self, uri: str, *, user_id: int | None = None) -> InvokeResult:
+        """`resources/read` of `uri` on the live session, as a tool result (text, images, files)
+        (`user_id` is for a per-user pool's signature: this connection is everyone's)."""
         connection = self._connection
         if connection is None or connection.client is None:
             return InvokeResult.from_error(self.unavailable_message())

@@ -20,19 +20,16 @@ Two generations of the protocol, as the SDK carries them:
 Aptix does not declare the core `tasks` client capability: that one says the client *runs* tasks a
 server asks of it (sampling, elicitation as tasks), which it does not.
 
-Who is told: the caller sets a `TaskWatch` with `watching(...)` (a turn's run: the tool card's
-status, the task id stored for a resume); like elicitation's `Ask`, it travels to the host loop in the
-context `run_coroutine_threadsafe` copies. A watch with `resume` set follows that task instead of
-calling the tool again.
+Who is told: the caller passes a `TaskWatch` in the call's CallContext (tools/base.py; a turn's run:
+the tool card's status, the task id stored for a resume), which goes down with the call to its
+connection. A watch with `resume` set follows that task instead of calling the tool again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -74,21 +71,8 @@ class TaskWatch:
     resume: str = ""
 
 
-WATCH: ContextVar[TaskWatch | None] = ContextVar("aptix_mcp_task_watch", default=None)
-# Set by Connection.call_tool around a call: follows a task the 2026-07-28 claim hands over.
-FOLLOW: ContextVar[Callable[[TaskState], Awaitable[types.CallToolResult]] | None] = ContextVar(
-    "aptix_mcp_task_follow", default=None
-)
-
-
-@contextmanager
-def watching(watch: TaskWatch) -> Iterator[None]:
-    """Tool calls made inside report their task's states to `watch` (and resume `watch.resume`)."""
-    token = WATCH.set(watch)
-    try:
-        yield
-    finally:
-        WATCH.reset(token)
+# Follows a task to its result (the connection's, for the call being made).
+Follow = Callable[[TaskState], Awaitable[types.CallToolResult]]
 
 
 def modern(version: str | None) -> bool:
@@ -140,22 +124,27 @@ class ModernTask(types.Result):
     poll_interval_ms: int | None = None
 
 
-async def _resolve(result: ModernTask, ctx: ClaimContext) -> types.CallToolResult:
-    follow = FOLLOW.get()
-    if follow is None:  # a call made outside Connection.call_tool: nothing to follow it with
-        raise RuntimeError(f'The MCP server answered "{ctx.tool_name}" with a task outside a tool call')
-    data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return await follow(state_of(data))
-
-
 class TasksExtension(ClientExtension):
     """Declares the tasks extension (2026-07-28 sessions only: the SDK drops a claim-bearing
-    extension from a handshake-era capability ad) and follows the tasks a server answers with."""
+    extension from a handshake-era capability ad) and follows the tasks a server answers with, with
+    `follow_of_call()`: the connection's way of following a task of the call being made (None
+    outside a call)."""
 
     identifier = TASKS_EXTENSION
 
+    def __init__(self, follow_of_call: Callable[[], Follow | None]) -> None:
+        super().__init__()
+        self._follow_of_call = follow_of_call
+
     def claims(self) -> list[ResultClaim[Any]]:
-        return [ResultClaim(result_type="task", model=ModernTask, resolve=_resolve)]
+        return [ResultClaim(result_type="task", model=ModernTask, resolve=self._resolve)]
+
+    async def _resolve(self, result: ModernTask, ctx: ClaimContext) -> types.CallToolResult:
+        follow = self._follow_of_call()
+        if follow is None:  # a call made outside Connection.call_tool: nothing to follow it with
+            raise RuntimeError(f'The MCP server answered "{ctx.tool_name}" with a task outside a tool call')
+        data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return await follow(state_of(data))
 
 
 # --- requests --------------------------------------------------------------------------------------

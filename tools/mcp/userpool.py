@@ -3,8 +3,8 @@ one connection per (server, user), never shared, so no user's token, session or 
 another. Runs on the MCP host's loop in place of a ServerSupervisor (host.py picks it for such an
 entry).
 
-- A call carries its user: the turn's runner sets `CALLING_USER` (a context variable, so it follows
-  the call into the host's `invoke` on the caller's loop, on a web process or a worker alike).
+- A call carries its user: its CallContext's `user_id` (tools/base.py; a turn's run: the session's
+  user, on a web process or a worker alike); a read or a prompt from a web request, the user given.
 - The user's connection is a ServerSupervisor of its own over the entry with that user's values
   filled in (userauth.py); it is opened by the user's first call, reopened when their credentials
   change, and closed once idle for `idle_seconds`.
@@ -17,7 +17,6 @@ entry).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import json
 import time
@@ -28,17 +27,16 @@ from typing import Any
 import anyio
 from asgiref.sync import sync_to_async
 
-from tools.base import InvokeResult
+from tools.base import CallContext, InvokeResult
 
 from .config import ServerConfig
-from .entry import Progress
+from .connection import Progress
 from .logs import ServerLog
 from .prompts import PromptRefused
 from .status import ServerStatus
 from .supervisor import Publish, Published, ServerSupervisor
 from .userauth import MissingUserSecrets, fill_user_values
 
-CALLING_USER: contextvars.ContextVar[int | None] = contextvars.ContextVar("aptix_mcp_calling_user", default=None)
 IDLE_SECONDS = 300.0  # a user's connection unused this long is closed
 SWEEP_EVERY = 15.0
 Credentials = Callable[[str, int], Awaitable[dict[str, str]]]  # (server, user id) -> named secrets
@@ -162,28 +160,31 @@ class UserPool:
             await asyncio.gather(held.task, return_exceptions=True)
 
     async def call_tool(
-        self, tool: str, name: str, arguments: dict, on_progress: Progress | None = None, *, user_id: int | None
+        self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None = None
     ) -> InvokeResult:
+        """The call over its user's (`context.user_id`) own connection."""
+        user_id = context.user_id
         if user_id is None:
             return InvokeResult.from_error(f'MCP server "{self.name}" acts as each user: this call has no user.')
-        result = await self._call_once(tool, name, arguments, on_progress, user_id)
+        result = await self._call_once(tool, name, arguments, context, on_progress)
         if self.config.auth is not None and _refused(result):
             # The server refused the token (revoked, expired early): refresh it and try once more; a
             # refused refresh has deleted the tokens, so the next call asks the user to connect again.
             token = await asyncio.to_thread(stored_access_token, self.config, user_id, True)
             if token is None:
                 return InvokeResult.from_error(self.connect_again())
-            result = await self._call_once(tool, name, arguments, on_progress, user_id)
+            result = await self._call_once(tool, name, arguments, context, on_progress)
         return result
 
     def connect_again(self) -> str:
         return f'MCP server "{self.name}" no longer accepts your connection: connect it again.'
 
     async def _call_once(
-        self, tool: str, name: str, arguments: dict, on_progress: Progress | None, user_id: int
+        self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None
     ) -> InvokeResult:
+        assert context.user_id is not None  # call_tool checked it
         return await self._over_connection(
-            user_id, lambda supervisor: supervisor.call_tool(tool, name, arguments, on_progress)
+            context.user_id, lambda supervisor: supervisor.call_tool(tool, name, arguments, context, on_progress)
         )
 
     async def _over_connection(self, user_id: int, act: Callable[[Any], Awaitable[InvokeResult]]) -> InvokeResult:
@@ -290,17 +291,6 @@ def make_runner(
 def _refused(result: InvokeResult) -> bool:
     """Whether the server refused the call's credentials (HTTP 401, http.py's message)."""
     return not result.successful and "HTTP 401" in (result.error_message or "")
-
-
-def per_user_config(registry: object, server: str) -> ServerConfig | None:
-    """The entry of `server` when a running host publishing into `registry` runs it per user."""
-    from .waiting import RUNNING
-
-    for host in list(RUNNING):
-        runner = host._supervisors.get(server) if host.registry is registry else None
-        if isinstance(runner, UserPool):
-            return runner.config
-    return None
 
 
 def missing_credentials(config: ServerConfig, user_id: int) -> tuple[str, ...]:

@@ -64,13 +64,13 @@ def _resources(post: QueryDict) -> list[Any] | None:
     return found or None
 
 
-def _first_error(exc: ValidationError) -> str:
+def first_error(exc: ValidationError) -> str:
     if hasattr(exc, "message_dict"):
         return " ".join(m for messages in exc.message_dict.values() for m in messages)
     return " ".join(exc.messages)
 
 
-async def _session(request: HttpRequest, session_id: str) -> AgentSession | None:
+async def signed_in_session(request: HttpRequest, session_id: str) -> AgentSession | None:
     """The signed-in user's session (404 for anyone else's), or None when nobody is signed in.
     Async views cannot use login_required, so they call this first."""
     user = await request.auser()
@@ -81,9 +81,9 @@ async def _session(request: HttpRequest, session_id: str) -> AgentSession | None
 
 
 async def _session_for_a_turn(request: HttpRequest, session_id: str) -> AgentSession | HttpResponse:
-    """`_session` for a view that starts a turn, within the user's turn rate: the session, or the
+    """`signed_in_session` for a view that starts a turn, within the user's turn rate: the session, or the
     answer instead of one (401 signed out, 429 past the rate)."""
-    session = await _session(request, session_id)
+    session = await signed_in_session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
     if limited := await sync_to_async(rate_limit)(TURNS, user_key(request.user), request):
@@ -110,7 +110,7 @@ async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
             )
         )
     except ValidationError as exc:  # anyone else's file is a 404, as everywhere
-        return _error(_first_error(exc), status=404 if error_code(exc) == CODE_NO_FILE else 422)
+        return _error(first_error(exc), status=404 if error_code(exc) == CODE_NO_FILE else 422)
     html = await sync_to_async(_turn_started_fragments)(session, submitted.turn)
     return HttpResponse(html)
 
@@ -134,7 +134,7 @@ async def turn_resend(request: HttpRequest, session_id: str, turn_id: str) -> Ht
             )
         )
     except ValidationError as exc:
-        return _error(_first_error(exc))
+        return _error(first_error(exc))
     return HttpResponse(await sync_to_async(_resent_fragments)(session, submitted.turn))
 
 
@@ -166,7 +166,7 @@ def _turn_started_fragments(session: AgentSession, turn: Turn) -> str:
 
 @require_POST
 async def turn_stop(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = await _session(request, session_id)
+    session = await signed_in_session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
     turn = await turn_aget(session=session, turn_id=turn_id)
@@ -202,7 +202,7 @@ def session_execution(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         session_set_execution(session=session, execution=request.POST.get("execution", ""))
     except ValidationError as exc:
-        return HttpResponseBadRequest(_first_error(exc))
+        return HttpResponseBadRequest(first_error(exc))
     return HttpResponse(session_fragments(session, tools=True, meta=True))
 
 
@@ -241,7 +241,7 @@ async def session_branch(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         await turn_submit(record)
     except ValidationError as exc:
-        return _error(_first_error(exc))
+        return _error(first_error(exc))
     response = HttpResponseClientRedirect(reverse("session-detail", args=[branched[0].id]))
     response.status_code = 204  # nothing to swap: htmx follows HX-Redirect on any 2xx
     return response
@@ -262,7 +262,7 @@ DECISIONS = {
 async def approval_decide(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """A button of an approval card: record the decision; once the turn waits for nothing more, its
     run continues (the stream shows the rest)."""
-    session = await _session(request, session_id)
+    session = await signed_in_session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
     turn = await turn_aget(session=session, turn_id=turn_id)
@@ -281,7 +281,7 @@ async def approval_decide(request: HttpRequest, session_id: str, turn_id: str) -
     try:
         await turn_submit(record)
     except ValidationError as exc:
-        return _error(_first_error(exc), status=409 if error_code(exc) == CODE_STALE else 422)
+        return _error(first_error(exc), status=409 if error_code(exc) == CODE_STALE else 422)
     return HttpResponse(status=204)
 
 
@@ -305,5 +305,5 @@ def session_model(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
         session_set_model(session=session, model=request.POST.get("model", ""))
     except ValidationError as exc:
-        return HttpResponseBadRequest(_first_error(exc))
+        return HttpResponseBadRequest(first_error(exc))
     return HttpResponse(session_fragments(session, model=True))

@@ -22,7 +22,7 @@ from agents.submit import turn_submit
 from agents.web.connections import server_of
 from aptix.bearer import RateLimited, bearer_user
 from connections.store import disconnect, secrets_save
-from tools.mcp.oauth import OAuthError, authorization_complete, authorization_start, client_metadata, pending_server
+from tools.mcp import OAuthError, authorization_complete, authorization_start, client_metadata, pending_server
 
 if TYPE_CHECKING:
     from agents.models import Turn

@@ -12,7 +12,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from aptix.teams import team_list_for_user
-from tools.mcp.prompts import PromptRefused
+from tools.mcp import PromptRefused
 
 from ..api_mcp import prompt_get_for, prompts_for
 

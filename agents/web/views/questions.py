@@ -16,7 +16,7 @@ from agents.selectors import turn_aget
 from agents.submit import turn_submit
 from agents.turns import error_code
 
-from .actions import _first_error, _session
+from .actions import first_error, signed_in_session
 
 if TYPE_CHECKING:
     from agents.models import Turn
@@ -26,7 +26,7 @@ FIELD = "field-"
 
 @require_POST
 async def question_answer(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = await _session(request, session_id)
+    session = await signed_in_session(request, session_id)
     if session is None:
         return HttpResponse(status=401)
     turn = await turn_aget(session=session, turn_id=turn_id)
@@ -51,5 +51,5 @@ async def question_answer(request: HttpRequest, session_id: str, turn_id: str) -
         await turn_submit(record)
     except ValidationError as exc:
         status = 409 if error_code(exc) == CODE_STALE else 403 if error_code(exc) == "owner" else 422
-        return HttpResponse(escape(_first_error(exc)), status=status)
+        return HttpResponse(escape(first_error(exc)), status=status)
     return HttpResponse(status=204)

@@ -15,7 +15,8 @@ import pytest
 
 from tests.helpers.everything import everything_server
 from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, write_config
-from tools.mcp.elicitation import Answer, Request, asking, form_fields, validate_content
+from tools.base import CallContext
+from tools.mcp.elicitation import Answer, Asker, Request, form_fields, validate_content
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
@@ -51,8 +52,7 @@ def call_asking(registry: ToolRegistry, tool: str, answer: Answer | None) -> tup
         if answer is None:
             result = await registry.get(tool).execute("{}", None)
         else:
-            with asking(ask):
-                result = await registry.get(tool).execute("{}", None)
+            result = await registry.get(tool).execute("{}", CallContext.of(None, asker=Asker.here(ask)))
         return result.result if result.successful else f"error: {result.error_message}"
 
     return asyncio.run(run()), asked

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from tools.mcp.entry import McpToolEntry, format_result, registry_name
+from tools.mcp.entry import McpToolEntry, registry_name
+from tools.mcp.rich import format_result
 from tools.registry import validate_tool_contract
 
 
 def tool(**fields) -> types.Tool:
     return types.Tool(**{"name": "query", "input_schema": {"type": "object"}, **fields})
-
-
-async def never_called(*args):
-    raise AssertionError("not called")
 
 
 def test_names_are_server__tool_with_characters_the_model_api_refuses_replaced():
@@ -32,7 +29,7 @@ def test_an_entry_keeps_the_input_schema_and_annotations():
     entry = McpToolEntry(
         server="sql",
         name="sql__query",
-        invoke=never_called,
+        port=None,  # never called
         tool=tool(
             description="Run a read-only query.\nReturns a table.",
             input_schema=schema,
@@ -57,7 +54,7 @@ def test_a_schema_without_properties_and_a_tool_without_description_still_regist
     entry = McpToolEntry(
         server="ops",
         name="ops__restart",
-        invoke=never_called,
+        port=None,  # never called
         tool=tool(name="restart", input_schema={}, annotations=types.ToolAnnotations(destructive_hint=True)),
     )
 

@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.everything import EverythingHttp, everything_server
 from tests.helpers.mcp import START_TIMEOUT, all_settled, write_config
 from tools.mcp.host import McpHost
-from tools.mcp.prompts import PromptRefused, get_prompt
+from tools.mcp.prompts import PromptRefused
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real subprocesses (node servers)
@@ -90,7 +90,7 @@ def test_its_prompts_are_listed_and_got_with_their_arguments(entry, host_for):
     assert [(a.name, a.required) for a in prompts["args-prompt"].arguments] == [("city", True), ("state", False)]
 
     def got(name: str, arguments: dict):
-        return asyncio.run(get_prompt(host, "everything", name, arguments, user_id=None))
+        return asyncio.run(host.get_prompt("everything", name, arguments, user_id=None))
 
     assert got("args-prompt", {"city": "Lyon"}).text == "What's weather in Lyon?"
     assert got("args-prompt", {"city": "Austin", "state": "Texas"}).text == "What's weather in Austin, Texas?"

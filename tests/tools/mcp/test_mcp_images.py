@@ -13,8 +13,7 @@ import zlib
 import mcp_types as types
 from PIL import Image
 
-from tools.mcp.entry import format_result
-from tools.mcp.rich import without_broken_chunks
+from tools.mcp.rich import format_result, without_broken_chunks
 
 
 def chunk(kind: bytes, data: bytes, *, crc: int | None = None) -> bytes:

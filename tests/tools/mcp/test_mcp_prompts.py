@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers.mcp import by_name, fixture_entry, guide_entry, ready_host
 from tools.mcp.host import McpHost
-from tools.mcp.prompts import PromptArgument, PromptInfo, PromptRefused, get_prompt, prompts_of, render
+from tools.mcp.prompts import PromptArgument, PromptInfo, PromptRefused, render
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers)
@@ -26,7 +26,7 @@ def guide_host(tmp_path_factory):
 
 
 def got(host: McpHost, name: str, arguments=None, server: str = "guide"):
-    return asyncio.run(get_prompt(host, server, name, arguments, user_id=None))
+    return asyncio.run(host.get_prompt(server, name, arguments, user_id=None))
 
 
 def refusal(host: McpHost, name: str, arguments=None, server: str = "guide") -> PromptRefused:
@@ -57,7 +57,7 @@ def test_prompts_are_listed_with_their_arguments(guide_host):
             {"name": "tone", "title": "tone", "description": "", "required": False},
         ],
     }
-    assert [(p["server"], p["name"]) for p in prompts_of(guide_host)] == [
+    assert [(p["server"], p["name"]) for p in guide_host.prompts()] == [
         ("guide", "greeting"),
         ("guide", "house-style"),
     ]

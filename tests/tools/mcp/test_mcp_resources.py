@@ -12,7 +12,7 @@ import pytest
 from agents.sessions import session_create
 from tests.helpers.mcp import by_name, fixture_entry, guide_entry, ready_host
 from tools.mcp import host as host_module
-from tools.mcp.resources import ResourceInfo, read_resource, server_of
+from tools.mcp.resources import ResourceInfo
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers)
@@ -39,27 +39,27 @@ def test_resources_and_templates_are_listed_in_the_status(guide_host):
 
 
 def test_a_resource_is_read_on_the_server_that_lists_it(guide_host):
-    result = asyncio.run(read_resource(guide_host, "guide://readme"))
+    result = asyncio.run(guide_host.read_resource("guide://readme", user_id=None))
     assert result.successful and "Greet people by name." in result.content_for_model()
-    person = asyncio.run(read_resource(guide_host, "guide://people/ada"))
+    person = asyncio.run(guide_host.read_resource("guide://people/ada", user_id=None))
     assert "ada likes being greeted." in person.content_for_model()
-    assert server_of(guide_host, "guide://people/ada") == "guide"
+    assert guide_host.server_of("guide://people/ada") == "guide"
 
 
 def test_an_image_resource_comes_back_as_an_image(guide_host):
-    result = asyncio.run(read_resource(guide_host, "guide://pixel.png"))
+    result = asyncio.run(guide_host.read_resource("guide://pixel.png", user_id=None))
     assert result.successful
     assert [a.kind for a in getattr(result, "attachments", ())] == ["image"]
 
 
 @pytest.mark.parametrize("uri", ["https://example.com/", "file:///etc/passwd", "guide://other"])
 def test_a_uri_no_configured_server_offers_is_refused(guide_host, uri):
-    result = asyncio.run(read_resource(guide_host, uri))
+    result = asyncio.run(guide_host.read_resource(uri, user_id=None))
     assert not result.successful and result.error_message == f"No MCP server here offers the resource {uri}."
 
 
 def test_only_allowed_servers_are_asked(guide_host):
-    result = asyncio.run(read_resource(guide_host, "guide://readme", allowed=["plain"]))
+    result = asyncio.run(guide_host.read_resource("guide://readme", allowed=["plain"], user_id=None))
     assert not result.successful
 
 

@@ -22,9 +22,8 @@ from agents.web.timeline import render_turn
 from modes.models import AgentMode
 from tests.helpers import async_db
 from tests.helpers.scripted_model import openai_client
-from tools.mcp.entry import format_result
 from tools.mcp.host import McpHost
-from tools.mcp.rich import MAX_ATTACHMENTS, store_attachments
+from tools.mcp.rich import MAX_ATTACHMENTS, format_result, store_attachments
 from tools.registry import mcp_registry
 
 from .rich_server import AUDIO, SVG, png

@@ -15,9 +15,10 @@ import pytest
 
 from tests.helpers.everything import EverythingHttp, everything_server
 from tests.helpers.mcp import START_TIMEOUT, HttpServer, all_settled, by_name, write_config
-from tools.mcp.elicitation import Answer, Request, asking
+from tools.base import CallContext
+from tools.mcp.elicitation import Answer, Asker, Request
 from tools.mcp.host import McpHost
-from tools.mcp.tasks import TASKS_EXTENSION, TaskState, TaskWatch, watching
+from tools.mcp.tasks import TASKS_EXTENSION, TaskState, TaskWatch
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers)
@@ -56,8 +57,8 @@ def call_watched(registry: ToolRegistry, tool: str, arguments: dict, *, resume: 
     states: list[TaskState] = []
 
     async def run() -> str:
-        with watching(TaskWatch(states.append, resume=resume)):
-            result = await registry.get(tool).execute(json.dumps(arguments), None)
+        watch = TaskWatch(states.append, resume=resume)
+        result = await registry.get(tool).execute(json.dumps(arguments), CallContext.of(None, watch=watch))
         return result.result if result.successful else f"error: {result.error_message}"
 
     return asyncio.run(run()), states
@@ -86,13 +87,13 @@ def test_a_stopped_call_cancels_its_task(stdio_tasks):
 
     async def run() -> None:
         arguments = json.dumps({"topic": "slow", "stages": 50, "stage_seconds": 1})
-        with watching(TaskWatch(states.append)):
-            call = asyncio.ensure_future(registry.get("t__research").execute(arguments, None))
-            while not states:
-                await asyncio.sleep(0.05)
-            call.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await call
+        context = CallContext.of(None, watch=TaskWatch(states.append))
+        call = asyncio.ensure_future(registry.get("t__research").execute(arguments, context))
+        while not states:
+            await asyncio.sleep(0.05)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
 
     asyncio.run(run())
     task_id = states[0].task_id
@@ -113,8 +114,8 @@ def test_a_task_waiting_for_input_asks_the_caller_and_goes_on_with_the_answer(st
         return Answer("accept", {"colour": "teal"})
 
     async def run() -> str:
-        with asking(ask):
-            result = await registry.get("t__ask_then_finish").execute('{"topic": "walls"}', None)
+        context = CallContext.of(None, asker=Asker.here(ask))
+        result = await registry.get("t__ask_then_finish").execute('{"topic": "walls"}', context)
         return result.result
 
     assert asyncio.run(run()) == "walls in teal (accept)"
@@ -167,9 +168,9 @@ def test_the_everything_servers_task_asks_the_caller_while_it_waits_for_input(tm
         return Answer("accept", {"interpretation": "snake"})
 
     async def run() -> str:
-        with asking(ask):
-            arguments = json.dumps({"topic": "python", "ambiguous": True})
-            result = await registry.get("everything__simulate-research-query").execute(arguments, None)
+        arguments = json.dumps({"topic": "python", "ambiguous": True})
+        context = CallContext.of(None, asker=Asker.here(ask))
+        result = await registry.get("everything__simulate-research-query").execute(arguments, context)
         return result.result if result.successful else f"error: {result.error_message}"
 
     try:
