@@ -45,17 +45,22 @@ def authorization_server(*, state: str) -> str | None:
     return row.server if row else None
 
 
-def authorization_take(*, state: str) -> tuple[int, str, dict[str, Any]] | None:
-    """(user id, server, values) of the pending authorization, which is deleted: one use. None when
-    it is unknown, already used or expired."""
+def authorization_take(*, state: str, user_id: int, server: str) -> dict[str, Any] | None:
+    """The values of `user_id`'s pending authorization of `server` with this state, which is deleted:
+    one use. None when it is unknown, already used, expired, or someone else's or another server's
+    (then it is left for its owner: a callback carrying another user's state must not spend it)."""
     with transaction.atomic():
-        row = PendingAuthorization.objects.select_for_update().filter(state_hash=_hashed(state)).first()
+        row = (
+            PendingAuthorization.objects.select_for_update()
+            .filter(state_hash=_hashed(state), user_id=user_id, server=server)
+            .first()
+        )
         if row is None:
             return None
         row.delete()
     if row.expires_at < timezone.now():
         return None
-    return row.user_id, row.server, unseal(row.sealed)
+    return unseal(row.sealed)
 
 
 def client_key(*parts: str) -> str:

@@ -435,7 +435,8 @@ def render_turn(
     versions: VersionNav | Literal["look up"] | None = LOOK_UP,
     reader: bool = False,
 ) -> str:
-    """`versions`: the version switcher (versions.py), or LOOK_UP; `reader`: for a shared session's reader."""
+    """`versions` is the message's version switcher (versions.py), or LOOK_UP to read it; `reader`: drawn
+    for a teammate reading a shared session, without the forms and buttons only its author may use."""
     nav = nav_looked_up(turn) if isinstance(versions, str) else versions
     context = {
         **turn_context(turn, events, latest=latest, summary=summary),

@@ -49,9 +49,9 @@ def test_a_pending_authorization_outlives_the_cache_and_is_taken_once(alice):
     save(alice)
     cache.clear()  # another process's cache: empty of this flow
     assert authorization_server(state=STATE) == "mine"
-    user_id, server, values = authorization_take(state=STATE)
-    assert (user_id, server, values["verifier"]) == (alice.pk, "mine", VERIFIER)
-    assert authorization_take(state=STATE) is None  # one use
+    values = authorization_take(state=STATE, user_id=alice.pk, server="mine")
+    assert values is not None and values["verifier"] == VERIFIER
+    assert authorization_take(state=STATE, user_id=alice.pk, server="mine") is None  # one use
     assert authorization_server(state=STATE) is None
 
 
@@ -59,12 +59,23 @@ def test_an_expired_one_is_worthless_and_swept(alice):
     save(alice, seconds=600)
     PendingAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     assert authorization_server(state=STATE) is None
-    assert authorization_take(state=STATE) is None
+    assert authorization_take(state=STATE, user_id=alice.pk, server="mine") is None
     save(alice)
     other = "another-state-0123456789"
     PendingAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     authorization_save(state=other, user_id=alice.pk, server="mine", values={}, seconds=600)
     assert PendingAuthorization.objects.count() == 1  # the expired one went when the next was kept
+
+
+def test_another_users_callback_does_not_spend_the_state(alice):
+    """A callback carrying alice's state, brought by someone else (or for another server), is refused
+    and leaves it: alice's own callback still completes her connect."""
+    bob = get_user_model().objects.create_user("bob", password="pw-bob-123")
+    save(alice)
+    assert authorization_take(state=STATE, user_id=bob.pk, server="mine") is None
+    assert authorization_take(state=STATE, user_id=alice.pk, server="other") is None
+    values = authorization_take(state=STATE, user_id=alice.pk, server="mine")
+    assert values is not None and values["verifier"] == VERIFIER
 
 
 def test_the_table_holds_neither_the_state_nor_the_verifier(alice):

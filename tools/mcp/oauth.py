@@ -201,10 +201,9 @@ def authorization_complete(config: ServerConfig, *, user: Any, state: str, code:
     this user's for this server (or has expired, or was used) or the server refuses the code."""
     from connections.authorizations import authorization_take
 
-    taken = authorization_take(state=state)  # one use, whoever brings it
-    if taken is None or taken[0] != user.pk or taken[1] != config.name:
+    pending = authorization_take(state=state, user_id=user.pk, server=config.name)  # one use, its owner's
+    if pending is None:
         raise OAuthError("This connection attempt is unknown, expired or not yours: connect again.")
-    pending = taken[2]
     found = discover(config)
     client_id = pending["client_id"]  # the client the flow started with, whichever process that was
     client_secret = _secret_of(config, found, pending["redirect_uri"], client_id)
