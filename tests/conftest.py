@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,19 @@ from django.test import override_settings
 from agents.events import close_writer_connection
 from agents.web.renders import close_render_connection
 from aptix.models import Membership, Team
+
+
+def _own_redis_database() -> None:
+    """Under pytest-xdist each worker has a Redis database of its own (1, 2, … of the server
+    bin/with-redis started): the run queue, the channel layer's keys and the rate counts of one
+    worker's tests never meet another's. Here, before any test module reads APTIX_TEST_REDIS_URL."""
+    url, worker = os.environ.get("APTIX_TEST_REDIS_URL", ""), os.environ.get("PYTEST_XDIST_WORKER", "")
+    if url and worker.startswith("gw"):
+        base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+        os.environ["APTIX_TEST_REDIS_URL"] = f"{base}/{int(worker[2:]) + 1}"
+
+
+_own_redis_database()
 
 
 @pytest.fixture(autouse=True, scope="session")
