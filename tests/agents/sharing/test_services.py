@@ -20,7 +20,7 @@ from agents.sessions import (
 )
 from agents.sharing.services import session_copy, session_share
 from aptix.models import Membership
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.turns import add_events, ended_turn
 
 
@@ -127,7 +127,7 @@ def test_a_copy_is_the_readers_own_linked_to_the_original_in_its_mode(shared, al
     assert session_get(user=alice, session_id=copy.id).read_only is False  # hers to write
 
 
-@async_db
+@inline_db
 async def test_the_copys_first_turn_has_the_shared_turns_as_context(make_session, run_turn, model, alice, bob):
     original = await make_session(user=alice, title="Multiplication")
     model.reply("Six times seven is 42.")
