@@ -25,6 +25,7 @@ from tests.tools.sql_mcp.helpers import ADMIN_URL, NEEDS_POSTGRES, SqlServer, pg
 from tools.demo_data import load_demo_postgres
 
 pytestmark = [
+    pytest.mark.serial,  # one demo database and cluster-wide roles: not shared with a parallel worker
     *NEEDS_POSTGRES,
     pytest.mark.asyncio(loop_scope="module"),
 ]
