@@ -36,15 +36,15 @@ run: $(VENV)/.installed
 ## test: lint and types, then the whole suite, on a throwaway PostgreSQL cluster and Redis server (installed when missing)
 test: $(VENV)/.installed-test lint
 	bin/install-test-deps
-	DEBUG=false SECRET_KEY=test-only-secret-key bin/with-postgres bin/with-redis $(VENV)/bin/pytest $(PYTEST_ARGS)
+	DEBUG=false SECRET_KEY=test-only-secret-key PYTEST=$(VENV)/bin/pytest bin/with-postgres bin/with-redis bin/pytest-tiers $(PYTEST_ARGS)
 
 ## test-sqlite: the same suite on SQLite
 test-sqlite: $(VENV)/.installed-test
-	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest $(PYTEST_ARGS)
+	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= PYTEST=$(VENV)/bin/pytest bin/pytest-tiers $(PYTEST_ARGS)
 
-## test-fast: the suite on SQLite without the slow tier (browsers, subprocess deployments, real MCP servers)
+## test-fast: the suite on SQLite without the slow tier (browsers, subprocess deployments, real MCP servers), on every core
 test-fast: $(VENV)/.installed-test
-	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest -m "not slow" $(PYTEST_ARGS)
+	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest -n auto -m "not slow" $(PYTEST_ARGS)
 
 ## test-real-model: the opt-in tier against a real model server (not in CI), e.g.
 ##   ../shared/local-llm/start.sh 8081 && make test-real-model APTIX_REAL_MODEL_URL=http://127.0.0.1:8081/v1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,12 +13,26 @@ from asgiref.sync import SyncToAsync
 from django.contrib.auth.models import Group
 from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.test import override_settings
 
 from agents.events import close_writer_connection
+from agents.events.writer import db_threads_inline
 from agents.web.renders import close_render_connection
 from aptix.models import Membership, Team
+
+
+def _own_redis_database() -> None:
+    """Under pytest-xdist each worker has a Redis database of its own (1, 2, … of the server
+    bin/with-redis started): the run queue, the channel layer's keys and the rate counts of one
+    worker's tests never meet another's. Here, before any test module reads APTIX_TEST_REDIS_URL."""
+    url, worker = os.environ.get("APTIX_TEST_REDIS_URL", ""), os.environ.get("PYTEST_XDIST_WORKER", "")
+    if url and worker.startswith("gw"):
+        base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+        os.environ["APTIX_TEST_REDIS_URL"] = f"{base}/{int(worker[2:]) + 1}"
+
+
+_own_redis_database()
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -40,6 +55,97 @@ def _close_async_thread_connections():
             executor.submit(connections.close_all).result(timeout=10)
     close_writer_connection()  # the event writer's thread, likewise
     close_render_connection()  # the live renders' thread (agents/web/renders.py), likewise
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """`inline_db` (tests/helpers) is a plain `django_db` test: one transaction, rolled back."""
+    for item in items:
+        if item.get_closest_marker("inline_db") and not item.get_closest_marker("django_db"):
+            item.add_marker(pytest.mark.django_db)
+
+
+@pytest.fixture(autouse=True)
+def _inline_db(request, monkeypatch):
+    """For `inline_db` tests: asgiref's sync thread (where the async ORM, Channels' consumers and,
+    with agents.events.writer.db_threads_inline, the turn's event writes and live renders run) is
+    handed this thread's connection, which holds the test's transaction. The two threads take turns:
+    this one runs the event loop while the test runs. Within it:
+    - Channels' `close_old_connections` around each consumer call is off (it would close the
+      connection, which is not in autocommit inside the test's transaction, and lose it);
+    - `transaction.on_commit` callbacks run when the outermost block of the code under test ends, as
+      they would at its commit (a plain `django_db` test would drop them: broadcasts after a write)."""
+    if request.node.get_closest_marker("inline_db") is None:
+        yield
+        return
+    request.getfixturevalue("_django_db_helper")  # the test's transaction is open
+    connection = connections[DEFAULT_DB_ALIAS]
+    depth = len(connection.atomic_blocks)
+    executor = SyncToAsync.single_thread_executor
+    own = executor.submit(lambda: getattr(connections._connections, DEFAULT_DB_ALIAS, None)).result()
+    connection.inc_thread_sharing()
+    executor.submit(connections.__setitem__, DEFAULT_DB_ALIAS, connection).result()
+
+    import channels.db
+
+    monkeypatch.setattr(channels.db, "close_old_connections", lambda: None)
+    _commit_callbacks_at_depth(monkeypatch, connection, depth)
+    pending, connection.run_on_commit = connection.run_on_commit, []
+    for _, func, _robust in pending:  # the fixtures' writes before this one: as if committed
+        func()
+    try:
+        with db_threads_inline():
+            yield
+    finally:
+        executor.submit(_restore_thread_connection, own).result()
+        connection.dec_thread_sharing()
+
+
+def _restore_thread_connection(own) -> None:
+    if own is None:
+        with contextlib.suppress(AttributeError):
+            delattr(connections._connections, DEFAULT_DB_ALIAS)
+    else:
+        connections[DEFAULT_DB_ALIAS] = own
+
+
+def _commit_callbacks_at_depth(monkeypatch, connection, depth: int) -> None:
+    """on_commit callbacks run as if the test's transaction were autocommit: at once outside any
+    block of the code under test, else when its outermost block ends without error (a savepoint
+    rolled back drops its callbacks, as Django does)."""
+
+    def run(callbacks) -> None:
+        for _, func, robust in callbacks:
+            if robust:
+                with contextlib.suppress(Exception):
+                    func()
+            else:
+                func()
+
+    original_on_commit = connection.on_commit
+
+    def on_commit(func, robust=False):
+        if len(connection.atomic_blocks) <= depth:
+            run([(set(), func, robust)])
+        else:
+            original_on_commit(func, robust)
+
+    monkeypatch.setattr(connection, "on_commit", on_commit)
+    original_exit = transaction.Atomic.__exit__
+
+    def exit_(self, exc_type, exc_value, traceback):
+        result = original_exit(self, exc_type, exc_value, traceback)
+        if (
+            transaction.get_connection(self.using) is connection
+            and len(connection.atomic_blocks) == depth
+            and connection.run_on_commit
+        ):
+            callbacks, connection.run_on_commit = connection.run_on_commit, []
+            if exc_type is None:
+                run(callbacks)
+        return result
+
+    monkeypatch.setattr(transaction.Atomic, "__exit__", exit_)
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
 """Writing a batch of a turn's events, and the turn row's columns given with them, in one
-transaction (one statement on PostgreSQL), on a thread of its own."""
+transaction (one statement on PostgreSQL), on a thread of its own — or, with `db_threads_inline()`
+(tests), on asgiref's sync thread, the caller's database connection."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from asgiref.sync import sync_to_async
 from django.db import connections, transaction
 from django.db.models import Field, Q
 from django.db.models.sql import UpdateQuery
@@ -76,12 +79,33 @@ class _Pending:
 
 
 _pending = _Pending()
+_inline = False
+
+
+@contextmanager
+def db_threads_inline() -> Iterator[None]:
+    """Write events (here) and render live fragments (agents/web/renders.py) on asgiref's sync thread
+    (`sync_to_async`, thread-sensitive) instead of their own threads and connections: the switch the
+    tests turn on (tests/conftest.py, `inline_db`), whose test transaction is that thread's
+    connection's, so their turns need no committed rows. Off, the default, is production's path."""
+    global _inline  # noqa: PLW0603 - one switch per process, like agents.runner.use_runner
+    previous, _inline = _inline, True
+    try:
+        yield
+    finally:
+        _inline = previous
+
+
+def db_threads_are_inline() -> bool:
+    return _inline
 
 
 def submit_events(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> asyncio.Future:
     """Hand a batch to the events thread; the future is done once it is written (or failed). The
     thread writes batches in the order they were handed over, so a turn may hand over its next batch
     while one is in flight (its reply's first delta does: agents/events/recorder.py)."""
+    if _inline:  # tasks start in the order they are made, and the sync thread runs them in that order
+        return asyncio.ensure_future(sync_to_async(_write_inline)(turn_id, events, write))
     loop = asyncio.get_running_loop()
     job = _Job(turn_id, events, write, loop, loop.create_future())
     with _pending.lock:
@@ -144,6 +168,13 @@ def _write_sync(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) 
         # next batch connects afresh.
         connections.close_all()
         raise
+
+
+def _write_inline(turn_id: str, events: list[TurnEvent], write: TurnWrite | None) -> None:
+    # The connection is the caller's (its transaction may be a test's): a failed batch rolls back to
+    # its savepoint, and the connection is neither closed nor left in an aborted transaction.
+    with transaction.atomic(using=TurnEvent.objects.db):
+        _write_batch(turn_id, events, write)
 
 
 _INSERT_COLUMNS = ("turn_id", "seq", "type", "payload", "created_at")

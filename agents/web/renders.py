@@ -32,9 +32,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 
 from agents.events.channel import turn_from_row
+from agents.events.writer import db_threads_are_inline
 from agents.models import AgentSession, Turn
 from agents.selectors import turn_in_session_get
 
@@ -59,6 +61,8 @@ def _guarded(func: Callable[[], T]) -> T:
 
 
 async def on_render_thread(func: Callable[..., T], *args: object) -> T:
+    if db_threads_are_inline():  # tests: the caller's connection, on asgiref's sync thread
+        return await sync_to_async(functools.partial(func, *args))()
     return await asyncio.get_running_loop().run_in_executor(_executor, _guarded, functools.partial(func, *args))
 
 

@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.urls import reverse
 
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 class _Styles(HTMLParser):

@@ -16,12 +16,12 @@ from agents.models import AgentSession, ToolApproval, Turn
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_cancel, turn_start
 from modes.models import AgentMode, ModeHistory
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import event_types, events_of
 from tools.base import InvokeResult, function_schema
 from tools.registry import mcp_registry
 
-pytestmark = async_db
+pytestmark = inline_db
 
 SWITCH = {"mode": "data-analysis", "branch": False, "reason": "The user wants revenue charts."}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from agents.models import ToolApproval
 from modes.models import ModeHistory
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
-pytestmark = async_db
+pytestmark = inline_db
 
 SWITCH = {"mode": "data-analysis", "branch": False, "reason": "The user wants revenue charts."}
 

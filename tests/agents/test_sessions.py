@@ -14,7 +14,7 @@ from agents.models import AgentSession, Turn
 from agents.sessions import SessionManager, SessionNotFoundError, session_create, session_list
 from modes.catalog import ModeValidationError
 from modes.models import AgentMode, ModeHistory
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
 pytestmark = pytest.mark.django_db
 
@@ -145,7 +145,7 @@ def test_user_source_and_turn_are_recorded(manager, session, team_a, alice):
     assert row.turn == turn and row.source == "user"
 
 
-@async_db
+@inline_db
 async def test_async_api_changes_the_mode(team_a, alice):
     from asgiref.sync import sync_to_async
 

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from agents.runner import use_runner
 from agents.submit import turn_submit
 from agents.turns import ERROR_EMPTY_MESSAGE, turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
 WEB = Path(__file__).resolve().parents[2] / "agents" / "web"
 
@@ -36,7 +36,7 @@ class RecordingRunner:
         return turns
 
 
-@async_db
+@inline_db
 async def test_a_recorded_turn_is_dispatched_with_the_clients_tools(make_session):
     session = await make_session()
     runner = RecordingRunner()
@@ -48,7 +48,7 @@ async def test_a_recorded_turn_is_dispatched_with_the_clients_tools(make_session
     assert runner.started == [(submitted.turn.id, tools, None)]
 
 
-@async_db
+@inline_db
 async def test_a_refused_recording_dispatches_nothing(make_session):
     session = await make_session()
     runner = RecordingRunner()

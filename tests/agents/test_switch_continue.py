@@ -16,9 +16,9 @@ from agents.run.runners import LocalRunner
 from agents.runner import use_runner
 from agents.submit import turn_submit
 from agents.turns import turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
-pytestmark = async_db
+pytestmark = inline_db
 
 REQUEST = "Chart revenue by month for our orders data"
 SWITCH = {"mode": "data-analysis", "branch": False, "reason": "Revenue charts need the data tools."}

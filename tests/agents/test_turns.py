@@ -21,9 +21,9 @@ from agents.turns import (
     turn_resume,
     turn_start,
 )
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
-pytestmark = async_db
+pytestmark = inline_db
 
 ENDED = ("completed", "failed", "cancelled", "limit_reached")
 

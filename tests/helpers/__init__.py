@@ -7,8 +7,15 @@ from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.db import connections
 from django.test import AsyncClient
 
-# Async tests need real transactions (the ORM runs on another thread). The flush after such a test
-# would also wipe the catalog and groups the migrations seeded; serialized_rollback restores them.
+# Async tests whose database work all runs on asgiref's sync thread (the ORM's async calls, Channels'
+# consumers, and the turn's event writes and live renders, which tests/conftest.py's `inline_db`
+# fixture moves there: agents.events.writer.db_threads_inline) run in the test's transaction, rolled
+# back afterwards like any `django_db` test: that thread is handed the test's connection.
+inline_db = pytest.mark.inline_db
+# Async tests that need committed rows: another process reads them (a worker, a live server), or
+# threads of their own connect (a request's context under ServerLikeAsyncClient, asyncio.to_thread,
+# the writer's group commit). The flush after such a test would also wipe the catalog and groups the
+# migrations seeded; serialized_rollback restores them.
 async_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 

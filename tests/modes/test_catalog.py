@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from modes.catalog import AgentModeSummary, catalog_service
 from modes.models import AgentMode
 from modes.services import mode_delete, mode_make_default, mode_save
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
 pytestmark = pytest.mark.django_db
 
@@ -101,7 +101,7 @@ def test_invalid_fields_are_refused(field, value):
     assert field in excinfo.value.message_dict
 
 
-@async_db
+@inline_db
 async def test_get_all_modes_returns_active_summaries_and_sees_edits_at_once():
     modes = await catalog_service.get_all_modes()
     assert [m.key for m in modes] == SEEDED

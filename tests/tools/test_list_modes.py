@@ -7,7 +7,7 @@ import json
 import pytest
 
 from modes.catalog import AgentModeSummary
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tools.builtin.list_modes import ERROR_CATALOG_UNAVAILABLE, AgentListModesTool
 from tools.registry import ToolRegistry
 
@@ -147,7 +147,7 @@ def test_dependencies_are_required(recording_logger):
         AgentListModesTool(FakeCatalog([]), None)
 
 
-@async_db
+@inline_db
 async def test_against_the_real_catalog_is_read_only(recording_logger):
     from modes.catalog import catalog_service
     from modes.models import AgentMode

@@ -8,13 +8,13 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from usage.models import UsageDay, UsageMonth, UsageTeamDay
 from usage.selectors import UsageFilter, usage_report, usage_total
 from usage.services import Charge, usage_charge
 
 
-@async_db
+@inline_db
 async def test_a_turn_of_a_priced_model_records_its_cost_and_is_charged_to_the_day_and_month(
     priced_models, make_session, run_turn, model, alice, team_a
 ):
@@ -43,7 +43,7 @@ async def test_a_turn_of_a_priced_model_records_its_cost_and_is_charged_to_the_d
     assert (team_day.turns, team_day.completion_tokens, team_day.model) == (1, 300, "priced")
 
 
-@async_db
+@inline_db
 async def test_a_model_without_a_price_counts_tokens_and_leaves_the_cost_unknown(
     priced_models, make_session, run_turn, model
 ):

@@ -10,13 +10,13 @@ from asgiref.sync import sync_to_async
 from agents.documents.outline import LEFT_OUT_NOTE, OUTLINE_NOTE, documents_block, outline
 from agents.documents.services import document_write, documents_current
 from agents.models import Document
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
 DRAFT = "# TUL-008\n\n## Status\n\nDraft\n"
 EDITED = "# TUL-008\n\n## Status\n\nProposed by Alice after review\n"
 
 
-@async_db
+@inline_db
 async def test_a_users_edit_is_what_the_next_turns_request_contains(make_session, run_turn, model, alice):
     session = await make_session(mode="ddr-authoring", execution="agent")
     model.reply("", tool_calls=[("document_write", {"title": "TUL-008", "content": DRAFT})])
@@ -35,7 +35,7 @@ async def test_a_users_edit_is_what_the_next_turns_request_contains(make_session
     assert "Proposed by Alice" not in model.requests[0]["messages"][0]["content"]  # the first turn had none
 
 
-@async_db
+@inline_db
 async def test_a_session_without_documents_adds_nothing(make_session, run_turn, model):
     session = await make_session(mode="ddr-authoring")
     model.reply("Hi.")

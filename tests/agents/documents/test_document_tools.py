@@ -12,10 +12,10 @@ from asgiref.sync import sync_to_async
 from agents.documents.services import DocumentError, document_write
 from agents.models import Document, DocumentVersion
 from agents.sessions import session_delete
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import events_of
 
-pytestmark = async_db
+pytestmark = inline_db
 
 DRAFT = "# TUL-008 API versioning\n\n## Status\n\nDraft\n"
 REVISED = DRAFT + "\n## Testing Requirements\n\n- TODO\n"

@@ -11,9 +11,9 @@ from agents.events.payloads import final_payload
 from agents.events.writer import TurnWrite
 from agents.models import Turn, TurnEvent
 from agents.turns import turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 async def recorder_for(turn, **kwargs) -> EventRecorder:

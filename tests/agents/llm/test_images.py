@@ -9,9 +9,9 @@ import json
 import pytest
 from PIL import Image
 
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from agents.llm.offline.documents import skeleton, with_section
 from agents.models import Document, DocumentVersion, Turn
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.offline import body, user
 
 SECTIONS = [
@@ -48,7 +48,7 @@ async def test_without_document_write_offered_a_draft_request_is_not_a_document(
     assert not any(call.name == "document_write" for call in reply.tool_calls)
 
 
-@async_db
+@inline_db
 async def test_the_offline_model_drafts_a_ddr_and_adds_a_section_to_the_users_version(make_session, alice):
     session = await make_session(mode="ddr-authoring", execution="ask")
     first = await run(session, "Draft a DDR for our new caching layer")
@@ -70,7 +70,7 @@ async def test_the_offline_model_drafts_a_ddr_and_adds_a_section_to_the_users_ve
     assert v3.content.index("## Cache invalidation") < v3.content.index("## Approval Metadata")
 
 
-@async_db
+@inline_db
 async def test_in_agent_execution_the_offline_model_says_where_the_draft_is(make_session):
     session = await make_session(mode="ddr-authoring", execution="agent")
     turn = await run(session, "Please draft a DDR for API versioning.")

@@ -13,7 +13,7 @@ from agents.llm.catalog import ModelsConfigError, check_models_config, parse_mod
 from agents.llm.client import reset_llm_clients
 from agents.run.answers import NO_ANSWER
 from modes.models import AgentMode
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
 PALINDROME = "write a short Python function that checks for a palindrome"
 
@@ -67,7 +67,7 @@ def test_a_bad_models_file_stops_start_up_naming_file_key_and_problem(tmp_path, 
     reset_llm_clients()
 
 
-@async_db
+@inline_db
 async def test_the_models_askfollowup_gives_ask_its_second_call(configured, make_session, run_turn, model):
     configured(True)
     session = await make_session(execution="ask")
@@ -78,7 +78,7 @@ async def test_the_models_askfollowup_gives_ask_its_second_call(configured, make
     assert turn.answer == "def is_palindrome(s): return s == s[::-1]"
 
 
-@async_db
+@inline_db
 async def test_the_modes_setting_wins_over_the_models_which_wins_over_the_default(
     configured, make_session, run_turn, model, settings
 ):
@@ -105,7 +105,7 @@ async def test_the_modes_setting_wins_over_the_models_which_wins_over_the_defaul
     assert model.calls == 4  # unset in the mode: the model's false over APTIX_ASK_FOLLOWUP
 
 
-@async_db
+@inline_db
 async def test_a_tool_result_alone_is_labelled_not_passed_off_as_the_answer(make_session, run_turn, model):
     session = await make_session(execution="ask")
     model.reply("", tool_calls=[("agent_list_modes", {})])

@@ -13,10 +13,10 @@ from agents.models import Turn
 from agents.run.context import ERROR_TOO_LONG, TokenCounter, context_budget, load_history
 from agents.turns import turn_start
 from modes.models import AgentMode
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import events_of
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 @sync_to_async

@@ -15,11 +15,11 @@ from django.core.files import File
 from agents.llm import build_llm_client
 from agents.run.reasoner import Reasoner
 from files.services import file_upload
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import events_of
 from tests.helpers.files import media  # noqa: F401 - media: autouse fixture
 
-pytestmark = async_db
+pytestmark = inline_db
 SAMPLES = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
 
 

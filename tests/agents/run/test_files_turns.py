@@ -8,11 +8,11 @@ import json
 from asgiref.sync import sync_to_async
 
 from files.services import file_upload
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import events_of
 from tests.helpers.files import csv_plain, media, uploaded  # noqa: F401 - media: autouse fixture
 
-pytestmark = async_db
+pytestmark = inline_db
 GROWTH = (
     "SELECT region, sum(sales) FILTER (quarter = 'Q2') - sum(sales) FILTER (quarter = 'Q1') AS growth "
     "FROM sales GROUP BY region ORDER BY growth DESC LIMIT 1"

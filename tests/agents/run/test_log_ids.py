@@ -11,11 +11,11 @@ from agents.run import reasoner
 from agents.run.runners import LocalRunner
 from agents.turns import turn_start
 from aptix import logcontext
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.logs import json_lines
 
 
-@async_db
+@inline_db
 async def test_a_turns_log_lines_carry_the_turn_session_user_and_request_ids(llm, model, make_session, monkeypatch):
     session = await make_session()
     model.reply("Hi.")

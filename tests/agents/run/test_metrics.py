@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agents.models import ToolApproval, Turn
 from aptix.metrics import exposition
-from tests.helpers import async_db
+from tests.helpers import inline_db
 
 LISTED = (
     "aptix_turns_started_total",
@@ -45,7 +45,7 @@ def value(scraped: dict, name: str, **labels: str) -> float:
     return scraped.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-@async_db
+@inline_db
 async def test_every_listed_series_is_there_at_zero_before_anything_happened():
     scraped = await sync_to_async(samples)()
     names = {name for name, _labels in scraped}
@@ -62,7 +62,7 @@ async def test_every_listed_series_is_there_at_zero_before_anything_happened():
     assert {"turns", "api", "bad-tokens", "login", "ws-per-user", "ws-per-session"} <= reasons
 
 
-@async_db
+@inline_db
 async def test_a_scrape_after_a_turn_shows_its_counters_and_histograms(make_session, run_turn, model):
     before = await sync_to_async(samples)()
     session = await make_session(mode="general", execution="agent")
@@ -87,7 +87,7 @@ async def test_a_scrape_after_a_turn_shows_its_counters_and_histograms(make_sess
     assert grew("aptix_tool_call_duration_seconds_count", tool="agent_list_modes") == 1
 
 
-@async_db
+@inline_db
 async def test_labels_are_bounded_no_ids_and_no_made_up_tool_names(make_session, run_turn, model):
     session = await make_session(mode="general", execution="agent")
     model.reply("", tool_calls=[("made_up_tool_4f2a", {})])
@@ -104,7 +104,7 @@ async def test_labels_are_bounded_no_ids_and_no_made_up_tool_names(make_session,
     assert label_names <= {"status", "execution", "mode", "model", "tool", "outcome", "kind", "reason", "server", "le"}
 
 
-@async_db
+@inline_db
 async def test_approvals_pending_and_the_run_queue_are_read_at_scrape_time(make_session):
     session = await make_session()
     waiting = await Turn.objects.acreate(

@@ -8,10 +8,10 @@ from django.utils.html import escape
 
 from agents.models import TurnEvent
 from agents.web.timeline import NOTICE_TOOLS_DROPPED, NOTICE_TRUNCATED, render_turn
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import event_types, events_of
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 async def page_of(turn) -> str:

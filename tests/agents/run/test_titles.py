@@ -17,10 +17,10 @@ from agents.runner import use_runner
 from agents.sessions import session_rename
 from agents.submit import turn_submit
 from agents.turns import turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from usage.models import UsageMonth
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 @pytest.fixture(autouse=True)

@@ -12,10 +12,10 @@ from django.urls import reverse
 from agents.models import Turn, TurnEvent
 from agents.run.trace import turn_trace
 from modes.models import AgentMode
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import events_of
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 def sent(model) -> list[tuple[list[dict], list[dict]]]:

@@ -15,7 +15,7 @@ from agents.llm import LLMClient, build_llm_client
 from agents.models import Turn
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.events import events_of
 from tests.helpers.file_uploads import upload_as
 from tests.helpers.files import (
@@ -31,7 +31,7 @@ async def _run(llm, session, text, files=()):
     return await Turn.objects.aget(pk=turn.id)
 
 
-@async_db
+@inline_db
 async def test_a_vision_model_sees_the_messages_image(model, make_session, alice):
     session = await make_session()
     picture = await sync_to_async(upload_as)(alice, "dot.png", png_bytes())
@@ -53,7 +53,7 @@ async def test_a_vision_model_sees_the_messages_image(model, make_session, alice
     assert base64.b64decode(image["image_url"]["url"].removeprefix(prefix)) == png_bytes()
 
 
-@async_db
+@inline_db
 async def test_a_tables_columns_are_named_so_a_small_model_need_not_guess_them(llm, model, make_session, alice):
     """A small model (the real-model tier's Qwen 1.5B) asked "which region grew fastest?" guessed a
     `sales` column from the file name; the note names the columns and their types, up to a dozen."""
@@ -68,7 +68,7 @@ async def test_a_tables_columns_are_named_so_a_small_model_need_not_guess_them(l
     assert "c11 BIGINT and 3 more (files_list)" in note and "c12 " not in note
 
 
-@async_db
+@inline_db
 async def test_another_model_is_told_it_cannot_see_the_image(llm, model, make_session, alice):
     session = await make_session()
     picture = await sync_to_async(upload_as)(alice, "dot.png", png_bytes())
@@ -88,7 +88,7 @@ async def test_another_model_is_told_it_cannot_see_the_image(llm, model, make_se
     assert [f["fileId"] for f in retried.files] == [picture.id]
 
 
-@async_db
+@inline_db
 async def test_the_offline_model_answers_from_the_files_a_message_carries(make_session, alice, monkeypatch):
     """The sample table and policy PDF sent with the message (not uploaded into the session first):
     the note naming them, the PDF's among them, does not turn a question about the table into reading."""

@@ -26,7 +26,7 @@ from agents.sessions import (
 from agents.sharing.services import session_copy, session_share
 from agents.turns import turn_start
 from aptix.models import Membership
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.file_uploads import upload_as
 from tests.helpers.files import (
     media,  # noqa: F401 - uploads go to a temporary media directory
@@ -139,7 +139,7 @@ def test_a_copy_is_the_readers_own_linked_to_the_original_in_its_mode(shared, al
     assert session_get(user=alice, session_id=copy.id).read_only is False  # hers to write
 
 
-@async_db
+@inline_db
 async def test_the_copys_first_turn_has_the_shared_turns_as_context(make_session, run_turn, model, alice, bob):
     original = await make_session(user=alice, title="Multiplication")
     model.reply("Six times seven is 42.")
@@ -160,7 +160,7 @@ async def test_the_copys_first_turn_has_the_shared_turns_as_context(make_session
     ]
 
 
-@async_db
+@inline_db
 async def test_a_regenerate_in_a_copy_never_sends_the_authors_image(model, make_session, alice, bob):
     """A reader's copy kept the storage path of the author's image in its turns' files: after the author
     stopped sharing, Regenerate in the copy sent the author's image bytes to the model."""

@@ -16,11 +16,11 @@ from agents.sessions import session_create
 from agents.turns import turn_start
 from agents.web.live import LiveRenderer
 from agents.web.renders import session_renders
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.streams import collect, connect, seqs
 
 
-@async_db
+@inline_db
 async def test_each_event_is_rendered_once_for_every_socket_of_the_session(
     llm, model, make_session, alice, carol, team_b
 ):

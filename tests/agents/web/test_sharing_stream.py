@@ -14,11 +14,11 @@ from agents.sharing.services import session_share
 from agents.turns import turn_start
 from agents.web.streams import CLOSE_ACCESS_LOST
 from aptix.models import Membership
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.streams import collect, connect, open_socket, seqs
 from tests.helpers.turns import add_events
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 async def _shared(make_session, alice):

@@ -17,10 +17,10 @@ from agents.events import session_group
 from agents.events.channel import events_message
 from agents.models import Turn, TurnEvent
 from agents.turns import turn_start
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.streams import collect, connect, seqs
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 @sync_to_async

@@ -11,11 +11,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from agents.web.streams import CLOSE_TOO_MANY
 from aptix.asgi import application
 from aptix.metrics import exposition
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.logs import json_lines
 from tests.helpers.streams import ORIGIN, open_socket, session_cookie
 
-pytestmark = async_db
+pytestmark = inline_db
 
 
 async def scraped(name: str, **labels: str) -> float:

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from agents.run.health import readiness
-from tests.helpers import async_db
+from tests.helpers import inline_db
 from tests.helpers.mcp import START_TIMEOUT, all_settled, fixture_entry, write_config
 from tools.mcp import host as host_module
 from tools.mcp.checks import check_mcp_config
@@ -71,7 +71,7 @@ def test_a_process_that_starts_no_mcp_host_does_not_check_the_file(config_file, 
     assert messages(config_file) == []
 
 
-@async_db
+@inline_db
 async def test_a_bad_file_under_a_running_host_is_named_on_readyz_and_the_servers_kept(tmp_path, monkeypatch):
     path = write_config(tmp_path / "mcp.json", {"off": {"command": "python", "disabled": True}})
     host = McpHost(path)
@@ -92,7 +92,7 @@ async def test_a_bad_file_under_a_running_host_is_named_on_readyz_and_the_server
         host.stop()
 
 
-@async_db
+@inline_db
 async def test_a_running_servers_entry_changed_into_a_broken_one_runs_on_as_it_was(tmp_path, monkeypatch):
     path = write_config(tmp_path / "mcp.json", {"fixture": fixture_entry()})
     host = McpHost(path)

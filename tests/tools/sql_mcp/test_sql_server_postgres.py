@@ -25,6 +25,7 @@ from tests.tools.sql_mcp.helpers import ADMIN_URL, NEEDS_POSTGRES, SqlServer, pg
 from tools.demo_data import load_demo_postgres
 
 pytestmark = [
+    pytest.mark.serial,  # one demo database and cluster-wide roles: not shared with a parallel worker
     *NEEDS_POSTGRES,
     pytest.mark.asyncio(loop_scope="module"),
 ]
@@ -240,7 +241,8 @@ AS_WRITER = [case for case in CASES if case[2] != "role"]
 
 
 def _ids(cases):
-    return [sql.splitlines()[0][:60] for sql, _, _ in cases]
+    # The random file name stays out of the id: pytest-xdist's workers must collect the same ids.
+    return [sql.replace(str(PWNED), "/tmp/aptix-pwned-…").splitlines()[0][:60] for sql, _, _ in cases]
 
 
 async def _assert_refused(session, demo, pristine, sql_text: str, message: str) -> None:

@@ -27,6 +27,7 @@ from tools.sql_mcp import server as sql_server
 from tools.sql_mcp.postgres import READER_HINT
 
 pytestmark = [
+    pytest.mark.serial,  # one demo database and cluster-wide roles: not shared with a parallel worker
     *NEEDS_POSTGRES,
 ]
 
