@@ -25,7 +25,7 @@ from agents.sessions import session_create
 from tests.helpers import answered_turn
 from tests.helpers.scripted_model import ScriptedModel, serve_on_loopback
 
-from .live import LiveServer, ModelSwitchboard, artifact_name, save_artifacts
+from .live import LIVE_SECRET_KEY, LiveServer, ModelSwitchboard, artifact_name, save_artifacts
 
 REQUIRE_BROWSER = os.environ.get("APTIX_REQUIRE_BROWSER") == "1"
 CHROMIUM = Path(os.environ.get("APTIX_CHROMIUM", "/usr/bin/chromium"))
@@ -158,9 +158,58 @@ def answered_session(team_a, alice):
     return sync_to_async(lambda *args: answered_turn(team_a, alice, *args).session)
 
 
+def signed_in_session(user) -> str:
+    """The key of a new Django session in which `user` is signed in, as the live server's login would
+    store it (its data and the user's auth hash signed with the live server's SECRET_KEY)."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.test import override_settings
+    from django.utils.crypto import salted_hmac
+
+    with override_settings(SECRET_KEY=LIVE_SECRET_KEY):
+        store = import_module(settings.SESSION_ENGINE).SessionStore()
+        store[SESSION_KEY] = user._meta.pk.value_to_string(user)
+        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[HASH_SESSION_KEY] = salted_hmac(
+            "django.contrib.auth.models.AbstractBaseUser.get_session_auth_hash",
+            user.password,
+            secret=LIVE_SECRET_KEY,
+            algorithm="sha256",
+        ).hexdigest()
+        store.create()
+    return store.session_key
+
+
 @pytest.fixture
-def sign_in(open_page, password):
-    """`await sign_in(user)` → a page signed in as `user` through the real login form, on the home page."""
+def sign_in(open_page, daphne_server):
+    """`await sign_in(user)` → a page signed in as `user`, on the home page. The sign-in itself is the
+    session the login form would make, put in the browser's cookies: each test's database is new (its
+    users with it), so a module cannot keep one saved sign-in; a session costs no round trip through
+    the form (tests/browser/test_workspace.py and the sign-in tests go through the form itself)."""
+
+    async def sign_in_(user, **page_options):
+        from django.conf import settings
+
+        page = await open_page(**page_options)
+        key = await sync_to_async(signed_in_session)(user)
+        await page.context.add_cookies(
+            [{"name": settings.SESSION_COOKIE_NAME, "value": key, "url": daphne_server.url, "httpOnly": True}]
+        )
+        await page.goto("/")
+        await expect(page).to_have_url(re.compile(r"/$"))
+        # The page's deferred scripts (the composer's listeners) run after the load starts: a test
+        # acting at once (set_input_files) would otherwise outrun them.
+        await page.wait_for_load_state("load")
+        return page
+
+    return sign_in_
+
+
+@pytest.fixture
+def sign_in_with_the_form(open_page, password):
+    """`await sign_in_with_the_form(user)` → a page signed in as `user` through the real login form."""
 
     async def sign_in_(user, **page_options):
         page = await open_page(**page_options)
@@ -169,8 +218,6 @@ def sign_in(open_page, password):
         await page.fill("#id_password", password)
         await page.click("form button[type=submit]")
         await expect(page).to_have_url(re.compile(r"/$"))
-        # The URL changes as the page starts loading; its deferred scripts (the composer's listeners)
-        # run later. A test acting at once (set_input_files) would otherwise outrun them.
         await page.wait_for_load_state("load")
         return page
 

@@ -36,6 +36,7 @@ except ImportError:  # conftest skips the browser tests (or fails them under APT
 ROOT = Path(settings.BASE_DIR)
 ARTIFACTS = ROOT / "var" / "test-artifacts"
 START_TIMEOUT = 30.0
+LIVE_SECRET_KEY = "browser-tests-only-secret-key"  # the live server's: sessions the tests make are signed with it
 # Settings the live server must not inherit from the environment of the test run: a DATABASE_URL names
 # the non-test database, a REDIS_URL would send turns to runworker processes that do not run here,
 # a real provider's key would replace the model the module chose.
@@ -113,7 +114,7 @@ class LiveServer:
             {
                 "DJANGO_SETTINGS_MODULE": "tests.browser.live_settings",
                 "DATABASE_URL": live_database_url(),
-                "SECRET_KEY": "browser-tests-only-secret-key",
+                "SECRET_KEY": LIVE_SECRET_KEY,
                 "DEBUG": "false",
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",
                 "APTIX_VAR_DIR": str(self.var_dir),  # media (generated images) and static root live here

@@ -65,10 +65,10 @@ async def started_tools(turn_id: str) -> list[str]:
     return [schema["function"]["name"] for schema in turn.trace["tools"]]
 
 
-async def test_log_in_and_start_a_session(sign_in, alice):
+async def test_log_in_and_start_a_session(sign_in_with_the_form, alice):
     """Composer-first: the home page is a composer; the first send creates the
     session, which opens with its first turn under way."""
-    page = await sign_in(alice)
+    page = await sign_in_with_the_form(alice)
     await expect(page.get_by_role("heading", name="New session")).to_be_visible()
     await page.select_option("#id_mode", "general")
     await page.locator("#new-session .segmented span", has_text="Ask").click()
