@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from ..errors import unreadable
 from ..sniff import Sniffed
+from .common import check_unzipped_size, first_line
 from .ingested import Ingested
-from .tables import check_unzipped_size, first_line
 
 TEXT_BLOCK_CHARS = 4000  # a plain-text "section": paragraphs up to about this many characters
 MAX_PAGES = 5000

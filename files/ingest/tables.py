@@ -8,16 +8,19 @@ from __future__ import annotations
 import codecs
 import csv
 import re
-import zipfile
 from pathlib import Path, PurePath
 from typing import Any
 
 import duckdb
 from django.conf import settings
 
-from ..errors import FileRefused, size_text, unreadable
+from ..errors import unreadable
 from ..sniff import Sniffed
+from .common import check_unzipped_size, first_line
 from .ingested import Ingested
+from .sheets import check_sheets
+
+__all__ = ["connect_for_ingest", "first_line", "ingest_table", "sql_name"]
 
 PREVIEW_ROWS = 5
 PREVIEW_COLUMNS = 8
@@ -132,32 +135,23 @@ def _utf8(path: str, encoding: str | None, workdir: Path) -> str:
     return str(target)
 
 
-def check_unzipped_size(path: str) -> None:
-    """XLSX and DOCX are zip archives: refuse one whose content would decompress past
-    APTIX_FILES_MAX_UNZIPPED (a zip bomb) before decompressing any of it."""
-    limit = settings.APTIX_FILES_MAX_UNZIPPED
-    with zipfile.ZipFile(path) as archive:
-        total = sum(info.file_size for info in archive.infolist())
-    if total > limit:
-        raise FileRefused(
-            413,
-            f"The archive would decompress to {size_text(total)}, more than the limit of {size_text(limit)} "
-            "(a zip bomb, or a workbook or document too large to read).",
-        )
-
-
 def _load_workbook(connection: duckdb.DuckDBPyConnection, path: str, stem: str, workdir: Path) -> list[tuple[str, str]]:
     """Each sheet with data as table t<i>, through a CSV so DuckDB types its columns."""
     from python_calamine import CalamineWorkbook
 
     check_unzipped_size(path)
+    check_sheets(path)  # each sheet's size from its XML, before calamine holds any sheet in memory
     try:
         workbook = CalamineWorkbook.from_path(path)
+        sheet_names = workbook.sheet_names
     except Exception as exc:  # noqa: BLE001 - calamine raises its own types for any unreadable workbook
         raise unreadable(f"The workbook could not be read: {first_line(exc)}") from None
     sources: list[tuple[str, str]] = []
-    for sheet_name in workbook.sheet_names:
-        sheet = workbook.get_sheet_by_name(sheet_name)
+    for sheet_name in sheet_names:
+        try:
+            sheet = workbook.get_sheet_by_name(sheet_name)
+        except Exception as exc:  # noqa: BLE001 - a missing part, bad XML, a reference that is no cell
+            raise unreadable(f"Sheet “{sheet_name}” could not be read: {first_line(exc)}") from None
         if sheet.width > settings.APTIX_FILES_MAX_COLUMNS:
             raise unreadable(
                 f"Sheet “{sheet_name}” has {sheet.width} columns; at most {settings.APTIX_FILES_MAX_COLUMNS} "
@@ -230,14 +224,3 @@ def sql_name(text: str) -> str:
     if name in RESERVED:
         return f"{name}_data"
     return f"t_{name}" if name[0].isdigit() else name
-
-
-# A path on this server in a reader's error (DuckDB names the file it failed on): the user learns which
-# of theirs failed from the message around it, and nothing of where the server keeps it.
-SERVER_PATH = re.compile(r"""(?<![\w.:/])/(?:[^\s'"/]+/)+[^\s'"]*""")
-
-
-def first_line(exc: BaseException) -> str:
-    """An error's first line, for the user: any path on this server in it becomes "the file"."""
-    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return SERVER_PATH.sub("the file", line)
