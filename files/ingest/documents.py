@@ -98,10 +98,19 @@ def _pdf_pages_pypdf(path: str) -> list[dict[str, Any]]:
 
 
 def _docx_sections(path: str) -> list[dict[str, Any]]:
+    import zipfile
+
     import docx
+    from docx.opc.exceptions import OpcError
+    from lxml.etree import LxmlError
 
     check_unzipped_size(path)
-    document = docx.Document(path)
+    try:
+        document = docx.Document(path)
+    except (zipfile.BadZipFile, LxmlError, OpcError) as exc:
+        # A damaged archive (a CRC that fails, a size that lies), XML that does not parse or expands
+        # entities past lxml's limit, a part the package names but lacks.
+        raise ValueError(str(exc)) from None
     sections: list[dict[str, Any]] = []
     title: str | None = None
     lines: list[str] = []

@@ -71,7 +71,7 @@ def check_sheets(path: str) -> None:
                 _check_extent(name, extent)
     except zipfile.BadZipFile as exc:
         raise unreadable(f"The workbook is a damaged archive: {exc}.") from None
-    except (_Malformed, expat.ExpatError) as exc:
+    except _Malformed as exc:
         raise unreadable(f"The workbook could not be read: {exc}.") from None
 
 
@@ -186,9 +186,12 @@ def _parse(archive: zipfile.ZipFile, part: str, on_element: Callable[[str, dict[
     parser.StartDoctypeDeclHandler = refuse_dtd
     parser.EntityDeclHandler = refuse_dtd
     parser.StartElementHandler = on_element
-    for chunk in _chunks(archive, part):
-        parser.Parse(chunk, False)
-    parser.Parse(b"", True)
+    try:
+        for chunk in _chunks(archive, part):
+            parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+    except expat.ExpatError as exc:
+        raise _Malformed(f"{part} is not well-formed XML ({exc})") from None
 
 
 def _chunks(archive: zipfile.ZipFile, part: str) -> Iterator[bytes]:
