@@ -55,6 +55,12 @@ RESERVED = {
     "where",
     "with",
 }
+NUMERIC_TYPES = ("DOUBLE", "FLOAT", "DECIMAL", "REAL")
+# Said in a semicolon-separated file's description (files_list, the API): how its numbers were read.
+DECIMALS = {
+    ",": "numbers read with a decimal comma (1,5 is one and a half)",
+    ".": "numbers read with a decimal point (1.5 is one and a half)",
+}
 UTF8 = {"utf-8", "utf_8", "utf-8-sig", "utf_8_sig", "ascii"}
 
 
@@ -66,9 +72,11 @@ def ingest_table(path: str, sniffed: Sniffed, name: str, workdir: Path) -> Inges
         if sniffed.format == "xlsx":
             sources = _load_workbook(connection, path, stem, workdir)
         else:
-            _load_one(connection, path, sniffed, workdir)
+            decimal = _load_one(connection, path, sniffed, workdir)
             sources = [("t0", stem)]
         tables = [_describe(connection, source, table_name) for source, table_name in sources]
+        if sniffed.format != "xlsx" and decimal is not None:
+            tables[0]["decimal"] = DECIMALS[decimal]
         preview = _preview(connection, sources[0][0]) if sources else {}
         connection.execute("CHECKPOINT")
     except duckdb.Error as exc:
@@ -97,14 +105,15 @@ def connect_for_ingest(database: Path, workdir: Path) -> duckdb.DuckDBPyConnecti
     )
 
 
-def _load_one(connection: duckdb.DuckDBPyConnection, path: str, sniffed: Sniffed, workdir: Path) -> None:
+def _load_one(connection: duckdb.DuckDBPyConnection, path: str, sniffed: Sniffed, workdir: Path) -> str | None:
+    """Load the file as table t0; the decimal separator chosen for a semicolon-separated file."""
     if sniffed.format in ("csv", "tsv"):
         source = _utf8(path, sniffed.encoding, workdir)
-        delimiter = connection.execute("SELECT Delimiter FROM sniff_csv(?)", [source]).fetchone()
-        # A semicolon-separated file is usually from a locale that writes 1,5 for one and a half.
-        decimal = ", decimal_separator = ','" if delimiter and delimiter[0] == ";" else ""
-        _check_width(connection, f"SELECT * FROM read_csv(?, header = true{decimal})", source)
-        connection.execute(f"CREATE TABLE t0 AS SELECT * FROM read_csv(?, header = true{decimal})", [source])
+        decimal = _decimal_separator(connection, source)
+        options = f"header = true, decimal_separator = '{decimal or '.'}'"
+        _check_width(connection, f"SELECT * FROM read_csv(?, {options})", source)
+        connection.execute(f"CREATE TABLE t0 AS SELECT * FROM read_csv(?, {options})", [source])
+        return decimal
     elif sniffed.format in ("json", "jsonl"):
         style = "newline_delimited" if sniffed.format == "jsonl" else "auto"
         source = _utf8(path, sniffed.encoding, workdir)
@@ -113,6 +122,23 @@ def _load_one(connection: duckdb.DuckDBPyConnection, path: str, sniffed: Sniffed
     else:  # parquet
         _check_width(connection, "SELECT * FROM read_parquet(?)", path)
         connection.execute("CREATE TABLE t0 AS SELECT * FROM read_parquet(?)", [path])
+    return None
+
+
+def _decimal_separator(connection: duckdb.DuckDBPyConnection, source: str) -> str | None:
+    """ "." or ",": a comma-separated file writes 1.5; a semicolon-separated one may write 1,5 (a
+    European export) or 1.5 (many tools), so both are tried and the one that types more columns as
+    numbers wins (a tie keeps the comma, the locale's usual choice)."""
+    delimiter = connection.execute("SELECT Delimiter FROM sniff_csv(?)", [source]).fetchone()
+    if not delimiter or delimiter[0] != ";":
+        return None  # the decimal point, the only choice
+    numeric = {}
+    for decimal in (",", "."):
+        described = connection.execute(
+            f"DESCRIBE SELECT * FROM read_csv(?, header = true, decimal_separator = '{decimal}')", [source]
+        ).fetchall()
+        numeric[decimal] = sum(1 for row in described if str(row[1]).startswith(NUMERIC_TYPES))
+    return "." if numeric["."] > numeric[","] else ","
 
 
 def _check_width(connection: duckdb.DuckDBPyConnection, select: str, source: str) -> None:
