@@ -24,7 +24,7 @@ HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")
 def ingest_document(path: str, sniffed: Sniffed, workdir: Path) -> Ingested:
     try:
         if sniffed.format == "pdf":
-            pages = _pdf_pages(path)
+            pages = pdf_pages(path)
         elif sniffed.format == "docx":
             pages = _docx_sections(path)
         else:
@@ -55,7 +55,7 @@ def _page(number: int, title: str | None, text: str) -> dict[str, Any]:
     return {"page": number, "title": title, "text": text.strip()}
 
 
-def _pdf_pages(path: str) -> list[dict[str, Any]]:
+def pdf_pages(path: str) -> list[dict[str, Any]]:
     """A PDF's text page by page: through PDFium (pypdfium2, fast) where it is installed, else pypdf."""
     try:
         import pypdfium2
