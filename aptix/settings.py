@@ -225,8 +225,11 @@ APTIX_FILES_QUERY_TIMEOUT = read(env.APTIX_FILES_QUERY_TIMEOUT)
 APTIX_FILES_QUERY_MEMORY_MB = read(env.APTIX_FILES_QUERY_MEMORY_MB)
 APTIX_FILES_QUERY_THREADS = read(env.APTIX_FILES_QUERY_THREADS)
 # Shapes refused at ingestion (files/ingest): absurd tables and zip bombs.
-# The web process that takes an upload ingests it: DuckDB spills past this rather than grow the process.
+# Each upload is read in a process of its own (files/ingest/child.py), within an address space and a time;
+# DuckDB spills past APTIX_FILES_INGEST_MEMORY_MB rather than grow that process.
 APTIX_FILES_INGEST_MEMORY_MB = read(env.APTIX_FILES_INGEST_MEMORY_MB)
+APTIX_FILES_INGEST_CHILD_MEMORY_MB = read(env.APTIX_FILES_INGEST_CHILD_MEMORY_MB) or APTIX_FILES_INGEST_MEMORY_MB + 1024
+APTIX_FILES_INGEST_TIMEOUT = read(env.APTIX_FILES_INGEST_TIMEOUT)
 APTIX_FILES_MAX_ROWS = read(env.APTIX_FILES_MAX_ROWS)
 APTIX_FILES_MAX_COLUMNS = read(env.APTIX_FILES_MAX_COLUMNS)
 APTIX_FILES_MAX_UNZIPPED = read(env.APTIX_FILES_MAX_UNZIPPED)

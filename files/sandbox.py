@@ -18,7 +18,7 @@ import duckdb
 from django.conf import settings
 
 from . import storage
-from .ingest.tables import first_line
+from .ingest.common import first_line
 
 COUNT_LIMIT = 1_000_000  # rows counted past the ones shown; a larger result says "more than"
 

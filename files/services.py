@@ -39,6 +39,7 @@ __all__ = [
     "session_files",
     "session_files_purge",
     "session_has_files",
+    "table_describe",
 ]
 
 CHUNK = 1 << 20
@@ -191,16 +192,22 @@ def file_describe(upload: SessionFile) -> dict[str, Any]:
         "kind": upload.kind,
         "size": upload.size,
         "sha256": upload.sha256,
-        "tables": [
-            {
-                "name": t["name"],
-                "columns": [{"name": c["name"], "type": c["type"]} for c in t["columns"]],
-                "rows": t["rows"],
-            }
-            for t in upload.tables
-        ],
+        "tables": [table_describe(t) for t in upload.tables],
         "pages": upload.pages,
     }
+
+
+def table_describe(table: dict[str, Any]) -> dict[str, Any]:
+    """A table as the API and files_list show it: name, columns, rows, and how a semicolon-separated
+    file's numbers were read (`decimal`)."""
+    described = {
+        "name": table["name"],
+        "columns": [{"name": c["name"], "type": c["type"]} for c in table["columns"]],
+        "rows": table["rows"],
+    }
+    if table.get("decimal"):
+        described["decimal"] = table["decimal"]
+    return described
 
 
 def file_open(upload: SessionFile) -> IO[bytes]:

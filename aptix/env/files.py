@@ -25,3 +25,14 @@ APTIX_FILES_MAX_COLUMNS = Integer("APTIX_FILES_MAX_COLUMNS", 1000, FILES, "colum
 APTIX_FILES_MAX_UNZIPPED = Integer(
     "APTIX_FILES_MAX_UNZIPPED", 256 << 20, FILES, "bytes an XLSX or DOCX may decompress to (zip bombs)", minimum=1
 )
+APTIX_FILES_INGEST_CHILD_MEMORY_MB = Integer(
+    "APTIX_FILES_INGEST_CHILD_MEMORY_MB",
+    0,
+    FILES,
+    "MiB of address space the process that reads one upload may map (past it the upload is refused with 422)",
+    minimum=0,
+    default_doc="`APTIX_FILES_INGEST_MEMORY_MB` + 1024 (Python, DuckDB and the readers' own needs)",
+)
+APTIX_FILES_INGEST_TIMEOUT = Number(
+    "APTIX_FILES_INGEST_TIMEOUT", 120.0, FILES, "seconds the process that reads one upload may run", minimum=0.1
+)

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from ..errors import unreadable
 from ..sniff import Sniffed
+from .common import check_unzipped_size, first_line
 from .ingested import Ingested
-from .tables import check_unzipped_size, first_line
 
 TEXT_BLOCK_CHARS = 4000  # a plain-text "section": paragraphs up to about this many characters
 MAX_PAGES = 5000
@@ -24,7 +24,7 @@ HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")
 def ingest_document(path: str, sniffed: Sniffed, workdir: Path) -> Ingested:
     try:
         if sniffed.format == "pdf":
-            pages = _pdf_pages(path)
+            pages = pdf_pages(path)
         elif sniffed.format == "docx":
             pages = _docx_sections(path)
         else:
@@ -55,7 +55,7 @@ def _page(number: int, title: str | None, text: str) -> dict[str, Any]:
     return {"page": number, "title": title, "text": text.strip()}
 
 
-def _pdf_pages(path: str) -> list[dict[str, Any]]:
+def pdf_pages(path: str) -> list[dict[str, Any]]:
     """A PDF's text page by page: through PDFium (pypdfium2, fast) where it is installed, else pypdf."""
     try:
         import pypdfium2
@@ -98,10 +98,19 @@ def _pdf_pages_pypdf(path: str) -> list[dict[str, Any]]:
 
 
 def _docx_sections(path: str) -> list[dict[str, Any]]:
+    import zipfile
+
     import docx
+    from docx.opc.exceptions import OpcError
+    from lxml.etree import LxmlError
 
     check_unzipped_size(path)
-    document = docx.Document(path)
+    try:
+        document = docx.Document(path)
+    except (zipfile.BadZipFile, LxmlError, OpcError) as exc:
+        # A damaged archive (a CRC that fails, a size that lies), XML that does not parse or expands
+        # entities past lxml's limit, a part the package names but lacks.
+        raise ValueError(str(exc)) from None
     sections: list[dict[str, Any]] = []
     title: str | None = None
     lines: list[str] = []

@@ -7,8 +7,8 @@ import warnings
 from pathlib import Path
 
 from ..errors import unreadable
+from .common import first_line
 from .ingested import Ingested
-from .tables import first_line
 
 MAX_PIXELS = 50_000_000  # about 7000 × 7000
 THUMBNAIL = (256, 256)

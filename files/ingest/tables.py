@@ -8,16 +8,19 @@ from __future__ import annotations
 import codecs
 import csv
 import re
-import zipfile
 from pathlib import Path, PurePath
 from typing import Any
 
 import duckdb
 from django.conf import settings
 
-from ..errors import FileRefused, size_text, unreadable
+from ..errors import unreadable
 from ..sniff import Sniffed
+from .common import check_unzipped_size, first_line
 from .ingested import Ingested
+from .sheets import check_sheets
+
+__all__ = ["connect_for_ingest", "first_line", "ingest_table", "sql_name"]
 
 PREVIEW_ROWS = 5
 PREVIEW_COLUMNS = 8
@@ -52,6 +55,12 @@ RESERVED = {
     "where",
     "with",
 }
+NUMERIC_TYPES = ("DOUBLE", "FLOAT", "DECIMAL", "REAL")
+# Said in a semicolon-separated file's description (files_list, the API): how its numbers were read.
+DECIMALS = {
+    ",": "numbers read with a decimal comma (1,5 is one and a half)",
+    ".": "numbers read with a decimal point (1.5 is one and a half)",
+}
 UTF8 = {"utf-8", "utf_8", "utf-8-sig", "utf_8_sig", "ascii"}
 
 
@@ -63,9 +72,11 @@ def ingest_table(path: str, sniffed: Sniffed, name: str, workdir: Path) -> Inges
         if sniffed.format == "xlsx":
             sources = _load_workbook(connection, path, stem, workdir)
         else:
-            _load_one(connection, path, sniffed, workdir)
+            decimal = _load_one(connection, path, sniffed, workdir)
             sources = [("t0", stem)]
         tables = [_describe(connection, source, table_name) for source, table_name in sources]
+        if sniffed.format != "xlsx" and decimal is not None:
+            tables[0]["decimal"] = DECIMALS[decimal]
         preview = _preview(connection, sources[0][0]) if sources else {}
         connection.execute("CHECKPOINT")
     except duckdb.Error as exc:
@@ -94,14 +105,15 @@ def connect_for_ingest(database: Path, workdir: Path) -> duckdb.DuckDBPyConnecti
     )
 
 
-def _load_one(connection: duckdb.DuckDBPyConnection, path: str, sniffed: Sniffed, workdir: Path) -> None:
+def _load_one(connection: duckdb.DuckDBPyConnection, path: str, sniffed: Sniffed, workdir: Path) -> str | None:
+    """Load the file as table t0; the decimal separator chosen for a semicolon-separated file."""
     if sniffed.format in ("csv", "tsv"):
         source = _utf8(path, sniffed.encoding, workdir)
-        delimiter = connection.execute("SELECT Delimiter FROM sniff_csv(?)", [source]).fetchone()
-        # A semicolon-separated file is usually from a locale that writes 1,5 for one and a half.
-        decimal = ", decimal_separator = ','" if delimiter and delimiter[0] == ";" else ""
-        _check_width(connection, f"SELECT * FROM read_csv(?, header = true{decimal})", source)
-        connection.execute(f"CREATE TABLE t0 AS SELECT * FROM read_csv(?, header = true{decimal})", [source])
+        decimal = _decimal_separator(connection, source)
+        options = f"header = true, decimal_separator = '{decimal or '.'}'"
+        _check_width(connection, f"SELECT * FROM read_csv(?, {options})", source)
+        connection.execute(f"CREATE TABLE t0 AS SELECT * FROM read_csv(?, {options})", [source])
+        return decimal
     elif sniffed.format in ("json", "jsonl"):
         style = "newline_delimited" if sniffed.format == "jsonl" else "auto"
         source = _utf8(path, sniffed.encoding, workdir)
@@ -110,6 +122,23 @@ def _load_one(connection: duckdb.DuckDBPyConnection, path: str, sniffed: Sniffed
     else:  # parquet
         _check_width(connection, "SELECT * FROM read_parquet(?)", path)
         connection.execute("CREATE TABLE t0 AS SELECT * FROM read_parquet(?)", [path])
+    return None
+
+
+def _decimal_separator(connection: duckdb.DuckDBPyConnection, source: str) -> str | None:
+    """ "." or ",": a comma-separated file writes 1.5; a semicolon-separated one may write 1,5 (a
+    European export) or 1.5 (many tools), so both are tried and the one that types more columns as
+    numbers wins (a tie keeps the comma, the locale's usual choice)."""
+    delimiter = connection.execute("SELECT Delimiter FROM sniff_csv(?)", [source]).fetchone()
+    if not delimiter or delimiter[0] != ";":
+        return None  # the decimal point, the only choice
+    numeric = {}
+    for decimal in (",", "."):
+        described = connection.execute(
+            f"DESCRIBE SELECT * FROM read_csv(?, header = true, decimal_separator = '{decimal}')", [source]
+        ).fetchall()
+        numeric[decimal] = sum(1 for row in described if str(row[1]).startswith(NUMERIC_TYPES))
+    return "." if numeric["."] > numeric[","] else ","
 
 
 def _check_width(connection: duckdb.DuckDBPyConnection, select: str, source: str) -> None:
@@ -132,32 +161,23 @@ def _utf8(path: str, encoding: str | None, workdir: Path) -> str:
     return str(target)
 
 
-def check_unzipped_size(path: str) -> None:
-    """XLSX and DOCX are zip archives: refuse one whose content would decompress past
-    APTIX_FILES_MAX_UNZIPPED (a zip bomb) before decompressing any of it."""
-    limit = settings.APTIX_FILES_MAX_UNZIPPED
-    with zipfile.ZipFile(path) as archive:
-        total = sum(info.file_size for info in archive.infolist())
-    if total > limit:
-        raise FileRefused(
-            413,
-            f"The archive would decompress to {size_text(total)}, more than the limit of {size_text(limit)} "
-            "(a zip bomb, or a workbook or document too large to read).",
-        )
-
-
 def _load_workbook(connection: duckdb.DuckDBPyConnection, path: str, stem: str, workdir: Path) -> list[tuple[str, str]]:
     """Each sheet with data as table t<i>, through a CSV so DuckDB types its columns."""
     from python_calamine import CalamineWorkbook
 
     check_unzipped_size(path)
+    check_sheets(path)  # each sheet's size from its XML, before calamine holds any sheet in memory
     try:
         workbook = CalamineWorkbook.from_path(path)
+        sheet_names = workbook.sheet_names
     except Exception as exc:  # noqa: BLE001 - calamine raises its own types for any unreadable workbook
         raise unreadable(f"The workbook could not be read: {first_line(exc)}") from None
     sources: list[tuple[str, str]] = []
-    for sheet_name in workbook.sheet_names:
-        sheet = workbook.get_sheet_by_name(sheet_name)
+    for sheet_name in sheet_names:
+        try:
+            sheet = workbook.get_sheet_by_name(sheet_name)
+        except Exception as exc:  # noqa: BLE001 - a missing part, bad XML, a reference that is no cell
+            raise unreadable(f"Sheet “{sheet_name}” could not be read: {first_line(exc)}") from None
         if sheet.width > settings.APTIX_FILES_MAX_COLUMNS:
             raise unreadable(
                 f"Sheet “{sheet_name}” has {sheet.width} columns; at most {settings.APTIX_FILES_MAX_COLUMNS} "
@@ -230,14 +250,3 @@ def sql_name(text: str) -> str:
     if name in RESERVED:
         return f"{name}_data"
     return f"t_{name}" if name[0].isdigit() else name
-
-
-# A path on this server in a reader's error (DuckDB names the file it failed on): the user learns which
-# of theirs failed from the message around it, and nothing of where the server keeps it.
-SERVER_PATH = re.compile(r"""(?<![\w.:/])/(?:[^\s'"/]+/)+[^\s'"]*""")
-
-
-def first_line(exc: BaseException) -> str:
-    """An error's first line, for the user: any path on this server in it becomes "the file"."""
-    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return SERVER_PATH.sub("the file", line)

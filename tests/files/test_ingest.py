@@ -71,10 +71,15 @@ def test_a_pdf_is_read_by_page_and_searchable(alice):
     assert best_passages(upload.data_name, "object storage")[0].page == 2
 
 
-def test_a_pdf_is_read_by_pypdf_where_pdfium_is_missing(alice, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # `import pypdfium2` raises ImportError
-    upload = file_upload(owner=alice, uploaded=uploaded("memo.pdf", pdf_bytes(["First page", "Second page"])))
-    assert [p["text"] for p in document_pages(upload.data_name)] == ["First page", "Second page"]
+def test_a_pdf_is_read_by_pypdf_where_pdfium_is_missing(monkeypatch, tmp_path):
+    """Read in this process: an upload is read in a child process (files/ingest/isolation.py), which a
+    module hidden here would not reach."""
+    from files.ingest.documents import pdf_pages
+
+    pdf = tmp_path / "memo.pdf"
+    pdf.write_bytes(pdf_bytes(["First page", "Second page"]))
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # `import pypdfium2` raises ImportError: pypdf reads
+    assert [p["text"] for p in pdf_pages(str(pdf))] == ["First page", "Second page"]
 
 
 def test_a_docx_is_read_by_section(alice):
@@ -173,3 +178,33 @@ def test_a_path_in_an_error_becomes_the_file_and_a_url_stays():
 
     assert first_line(ValueError("Footer error in '/var/tmp/x/upload'\nmore")) == "Footer error in 'the file'"
     assert first_line(ValueError("see https://duckdb.org/docs/a/b, 1/2")) == "see https://duckdb.org/docs/a/b, 1/2"
+
+
+def test_a_semicolon_csv_with_decimal_points_has_its_numbers_typed_as_numbers(alice):
+    """Many tools write `;` with `.` decimals: `amount` was VARCHAR, and SUM(amount) a binder error."""
+    data = b"region;amount;share\nNorth;100.5;0.25\nSouth;200.75;0.5\nEast;12.0;0.25\n"
+    upload = file_upload(owner=alice, uploaded=uploaded("export.csv", data))
+    [table] = file_describe(upload)["tables"]
+    assert columns(table) == [("region", "VARCHAR"), ("amount", "DOUBLE"), ("share", "DOUBLE")]
+    assert table["decimal"] == "numbers read with a decimal point (1.5 is one and a half)"
+    assert upload.preview["rows"][1] == ["South", "200.75", "0.5"]
+
+
+def test_a_semicolon_csv_with_decimal_commas_says_so(alice):
+    upload = file_upload(owner=alice, uploaded=uploaded("Umsatz.csv", csv_semicolon_bom()))
+    [table] = file_describe(upload)["tables"]
+    assert columns(table)[2] == ("sales", "DOUBLE")
+    assert table["decimal"] == "numbers read with a decimal comma (1,5 is one and a half)"
+
+
+def test_a_mixed_semicolon_csv_keeps_text_as_text_and_points_as_decimals(alice):
+    data = b"id;price;note\n1;3.75;red, large\n2;10.5;blue, small\n3;0.99;green\n"
+    upload = file_upload(owner=alice, uploaded=uploaded("mixed.csv", data))
+    [table] = file_describe(upload)["tables"]
+    assert columns(table) == [("id", "BIGINT"), ("price", "DOUBLE"), ("note", "VARCHAR")]
+    assert upload.preview["rows"][0] == ["1", "3.75", "red, large"]
+
+
+def test_a_comma_csv_says_nothing_of_its_decimals(alice):
+    upload = file_upload(owner=alice, uploaded=uploaded("plain.csv", b"a,b\n1.5,x\n2.5,y\n"))
+    assert "decimal" not in file_describe(upload)["tables"][0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from files.services import table_describe
+
 from ..base import AgentTool, InvokeResult, ToolContext, function_schema
 from .files_support import ArgumentsError, arguments, files_for
 
@@ -40,14 +42,7 @@ class FilesListTool(AgentTool):
         for upload in files:
             entry: dict = {"fileId": upload.pk, "name": upload.name, "kind": upload.kind, "size": upload.size}
             if upload.kind == "table":
-                entry["tables"] = [
-                    {
-                        "name": t["name"],
-                        "columns": [{"name": c["name"], "type": c["type"]} for c in t["columns"]],
-                        "rows": t["rows"],
-                    }
-                    for t in upload.tables
-                ]
+                entry["tables"] = [table_describe(t) for t in upload.tables]
             elif upload.kind == "document":
                 entry["pages"] = upload.pages
             listed.append(entry)
