@@ -27,7 +27,10 @@ pytestmark = [pytest.mark.slow, async_db]
 QUOTA, STEP = 1000, 100  # tokens: every model call of the scripted model costs STEP
 
 
-async def test_two_processes_racing_at_the_quota_go_at_most_one_step_each_past_it(worker, team_a, alice, bob):
+async def test_two_processes_racing_at_the_quota_go_at_most_one_step_each_past_it(worker, team_a, alice, bob, settings):
+    # Each open turn holds this much of the quota until it ends (agents/turns.py quota_held): both
+    # turns start, and race each other's charges (test_quota_reserve.py: what the reserve refuses).
+    settings.APTIX_QUOTA_TURN_RESERVE = QUOTA // 4
     here = LLMClient(openai_client(worker.model), model="scripted-model", label="scripted")
     try:
         await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
