@@ -31,7 +31,7 @@ APTIX_FILES_INGEST_CHILD_MEMORY_MB = Integer(
     FILES,
     "MiB of address space the process that reads one upload may map (past it the upload is refused with 422)",
     minimum=0,
-    default_doc="`APTIX_FILES_INGEST_MEMORY_MB` + 1024 (Python, DuckDB and the readers' own needs)",
+    default_doc="1024 above `APTIX_FILES_INGEST_MEMORY_MB` (Python, DuckDB and the readers' own needs)",
 )
 APTIX_FILES_INGEST_TIMEOUT = Number(
     "APTIX_FILES_INGEST_TIMEOUT", 120.0, FILES, "seconds the process that reads one upload may run", minimum=0.1

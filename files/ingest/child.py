@@ -43,8 +43,8 @@ def main() -> None:
 def _ingest(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from ..errors import FileRefused
     from ..sniff import Sniffed
-    from . import ingest_here
     from .common import first_line
+    from .readers import ingest_here
 
     try:
         ingested = ingest_here(request["path"], Sniffed(**request["sniffed"]), request["name"], workdir)
