@@ -214,9 +214,18 @@ def internal_names() -> list[str]:
     return [*internal_registry().names(), *per_turn_registry().names()]
 
 
+_always_offered: tuple[ToolRegistry, frozenset[str]] | None = None
+
+
 def always_offered() -> frozenset[str]:
-    """The internal tools that no mode policy, toggle or tool budget removes (`ALWAYS_OFFERED`)."""
-    return frozenset(name for name, tool in internal_registry() if getattr(tool, "ALWAYS_OFFERED", False))
+    """The internal tools that no mode policy, toggle or tool budget removes (`ALWAYS_OFFERED`): read
+    once per registry, as the tool selection asks for every tool of every turn."""
+    global _always_offered  # noqa: PLW0603 - derived from the process's one registry
+    registry = internal_registry()
+    if _always_offered is None or _always_offered[0] is not registry:
+        names = frozenset(name for name, tool in registry if getattr(tool, "ALWAYS_OFFERED", False))
+        _always_offered = (registry, names)
+    return _always_offered[1]
 
 
 def internal_tool(name: str) -> Any | None:

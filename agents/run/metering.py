@@ -27,9 +27,8 @@ async def meter_step(run: Run, reply: ModelReply) -> None:
     """Charge one model call to the turn (model_key, cost) and the usage counters; keep the quota's
     state on the run for the next step's check."""
     turn, spec = run.turn, run.spec
-    price = spec.price if spec is not None else None
-    cost = price.cost(reply.prompt_tokens, reply.completion_tokens) if price is not None else None
-    turn.model_key = spec.key if spec is not None else run.llm.model
+    cost = call_cost(spec, reply)
+    turn.model_key = spec.key
     if cost is not None:
         turn.cost = (turn.cost or Decimal(0)) + cost
     session = turn.session
@@ -59,6 +58,12 @@ def quota_message(run: Run) -> str | None:
     return quota.message if quota is not None and quota.exceeded else None
 
 
+def call_cost(spec: ModelSpec, reply: ModelReply) -> Decimal | None:
+    """A model call's cost at the model's models.json price (None: the model has no price)."""
+    price = spec.price
+    return price.cost(reply.prompt_tokens, reply.completion_tokens) if price is not None else None
+
+
 def session_call_allowed(*, team_id: int, user_id: int) -> bool:
     """Whether the member's quota still allows a model call outside a turn's steps (a session's title)."""
     quota = quota_state(team_id=team_id, user_id=user_id)
@@ -68,7 +73,6 @@ def session_call_allowed(*, team_id: int, user_id: int) -> bool:
 def charge_session_call(*, team_id: int, user_id: int, mode: str, spec: ModelSpec, reply: ModelReply) -> None:
     """Charge a model call made for a session outside a turn's steps (its title) to the usage counters,
     at the model's price: every call is metered, not only a turn's. It counts no turn."""
-    price = spec.price
     usage_charge(
         Charge(
             team_id=team_id,
@@ -77,6 +81,6 @@ def charge_session_call(*, team_id: int, user_id: int, mode: str, spec: ModelSpe
             mode=mode,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
-            cost=price.cost(reply.prompt_tokens, reply.completion_tokens) if price is not None else None,
+            cost=call_cost(spec, reply),
         )
     )
