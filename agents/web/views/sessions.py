@@ -185,6 +185,11 @@ def detail_page(
     refused (with its reason). A session shared with the user to read (`read_only`) is drawn without
     its composer, settings, tools and buttons, with "Continue as my copy"."""
     reader = session.read_only  # a teammate reading a shared session: no composer, tools or quota
+    # The timeline (and the stream cursor, its last event) is read before the composer's state: a turn
+    # that ends in between then shows busy only while its end is still after the cursor, which the
+    # socket replays and which redraws the composer idle. Read the other way round, a busy composer
+    # could sit behind a cursor that already covers the end, and nothing would free it.
+    timeline = timeline_context(session, request, since=since)
     context = {
         **sidebar_context(request, current=session, whole_page=True),
         "session": session,
@@ -195,7 +200,7 @@ def detail_page(
         "busy": session_busy(session=session),
         # The month's quota at 80% or more: a notice under the composer (usage/quotas.py).
         "quota": None if reader else quota_state(team_id=session.team_id, user_id=session.user_id),
-        **timeline_context(session, request, since=since),
+        **timeline,
     }
     context.update(mode_context(session, context["catalog"]))
     panel = panel_context(session)  # the most recently changed document, at its current version
