@@ -220,6 +220,9 @@ def _turn_started(live: LiveRenderer, turn: Turn, payload: dict, seq: int) -> st
     )
     if turn.origin != Turn.Origin.MESSAGE:  # sent again: other tabs fold what it replaced, too
         html = replaced_turns(turn) + html
+    if turn.origin == Turn.Origin.CONTINUED:  # after a switch: the session may go on in Agent now
+        session_reread(session=live.session)
+        html += session_fragments(live.session, meta=True)
     return html
 
 
