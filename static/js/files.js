@@ -8,6 +8,7 @@
 
   var chips = [];  // {key, name, size, loaded, fileId, error, xhr}, or an MCP resource's {key, name, resource: {server, uri}}
   var nextKey = 1;
+  var QUEUED = "Sends as soon as the files finish uploading.";
 
   function form() {
     return document.querySelector("form[data-upload-url]");
@@ -160,11 +161,13 @@
         chip.error = (body && body.error && body.error.message) || "The upload failed (" + xhr.status + ").";
       }
       draw();
+      sendIfQueued();
     });
     xhr.addEventListener("error", function () {
       chip.xhr = null;
       chip.error = "The upload failed: the server could not be reached.";
       draw();
+      sendIfQueued();
     });
     xhr.send(data);
     draw();
@@ -190,6 +193,10 @@
     draw();
     var attach = document.getElementById("attach-button");
     if (attach) attach.focus();
+    if (queued) {  // what was queued changed: the user sends again when ready
+      queued = false;
+      say("");
+    }
   }
 
   document.addEventListener("click", function (e) {
@@ -250,13 +257,29 @@
     uploadAll(files);
   });
 
-  // Sending waits for the uploads (capturing, before htmx's own submit handler and the browser's).
+  // Sending waits for the uploads (capturing, before htmx's own submit handler and the browser's):
+  // the message is queued and goes by itself once the last upload has finished, unless one failed
+  // (then it stays, with the reason) or the user removes a file meanwhile (then Send again).
+  var queued = false;
   document.addEventListener("submit", function (e) {
     if (e.target !== form() || !uploading()) return;
     e.preventDefault();
     e.stopImmediatePropagation();
-    say("Wait for the files to finish uploading, then send.");
+    queued = true;
+    say(QUEUED);
   }, true);
+  function sendIfQueued() {
+    if (!queued || uploading()) return;
+    queued = false;
+    var f = form();
+    if (!f) return;
+    if (chips.some(function (c) { return c.error; })) {
+      say("Not sent: a file failed to upload (its reason is on its chip). Remove it, then send.");
+      return;
+    }
+    say("");
+    if (f.requestSubmit) f.requestSubmit(); else htmx.trigger(f, "submit");
+  }
   // Sent: the uploaded files went with the message; those that failed stay to be removed. (Before the
   // answer is swapped in: it redraws the composer, and events of the old one no longer reach the page.)
   var sent = [];

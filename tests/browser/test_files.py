@@ -6,6 +6,7 @@ pages stay free of axe violations."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -88,19 +89,32 @@ async def test_attach_shows_progress_and_chips_removable_before_sending(sign_in,
     await expect(chip).to_contain_text("large.csv")
     await expect(chip.locator("progress")).to_be_visible()
     await expect(page.get_by_role("progressbar", name="Uploading large.csv")).to_be_visible()
-    await page.screenshot(path=str(ARTIFACTS / "files-chip-uploading.png"))
+    # caret="initial": Playwright hides the caret by setting each input's inline style, leaving
+    # style="" behind, which htmx's settling of the sent turn's swaps would copy (a CSP violation).
+    await page.screenshot(path=str(ARTIFACTS / "files-chip-uploading.png"), caret="initial")
     await send(page, "Sum it")  # sending waits for the upload, and says so
-    await expect(page.locator("#composer-error")).to_have_text("Wait for the files to finish uploading, then send.")
+    await expect(page.locator("#composer-error")).to_have_text("Sends as soon as the files finish uploading.")
     await expect(turns(page)).to_have_count(0)
     await expect(page.locator("#message")).to_have_value("Sum it")
     released.append(True)
+    # ... and goes by itself once the upload has finished (issue 41, finding 3), with the file.
+    await expect(turns(page)).to_have_count(1)
+    await expect(turns(page).first.locator(".msg-user")).to_contain_text("Sum it")
+    await expect(turns(page).first.locator(".turn-files .turn-file")).to_contain_text("large.csv")
+    await expect(page.locator("#composer-error")).to_have_text("")
+    await expect(chips(page)).to_have_count(0)
+    progress = await page.evaluate("() => window.__uploadProgress")
+    assert progress and progress[-1][0] == progress[-1][1] > large.stat().st_size
+    await turn_ended(turns(page).first)
+
+    # Removed before sending: the chip goes, and so does the uploaded file.
+    async with page.expect_file_chooser() as chooser_info:
+        await page.get_by_role("button", name="Attach files").click()
+    await (await chooser_info.value).set_files(str(large))
+    chip = chips(page).first
     await expect(chip).to_have_class(re.compile(r"\bdone\b"))
     await expect(chip.locator("progress")).to_have_count(0)
     await expect(chip).to_contain_text("KB")
-    progress = await page.evaluate("() => window.__uploadProgress")
-    assert progress and progress[-1][0] == progress[-1][1] > large.stat().st_size
-
-    # Removed before sending: the chip goes, and so does the uploaded file.
     file_id = await chip.locator("input[name=files]").get_attribute("value")
     await chip.get_by_role("button", name="Remove large.csv").click()
     await expect(chips(page)).to_have_count(0)
@@ -167,7 +181,21 @@ async def test_a_refused_upload_says_why_on_its_chip(sign_in, alice, make_sessio
     program.write_bytes(executable_bytes())
     huge = tmp_path / "huge.csv"
     huge.write_bytes(big_csv(60_000))  # over the module's limit
+    released = asyncio.Event()
+
+    async def held_upload(route):  # held until the message is queued behind it
+        await released.wait()
+        await route.continue_()
+
+    await page.route("**/files/", held_upload)
     await page.locator("#attach-input").set_input_files([str(program), str(huge)])
+    await send(page, "Read them")  # queued behind the uploads...
+    await expect(page.locator("#composer-error")).to_have_text("Sends as soon as the files finish uploading.")
+    released.set()
+    # ... and not sent when they end refused: the message stays, and the line says why.
+    await expect(page.locator("#composer-error")).to_contain_text("Not sent: a file failed to upload")
+    await expect(turns(page)).to_have_count(0)
+    await expect(page.locator("#message")).to_have_value("Read them")
     refused = chips(page).filter(has_text="report.csv")
     await expect(refused).to_have_class(re.compile(r"\bfailed\b"))
     await expect(refused.get_by_role("alert")).not_to_be_empty()
