@@ -5,8 +5,6 @@ page besides /login/ open without signing in; requests to it are counted per add
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
@@ -16,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from .invites import (
     ERROR_PASSWORDS_OFF,
@@ -24,16 +22,21 @@ from .invites import (
     invite_create,
     invite_get,
     invite_list,
+    invite_renew,
+    invite_revoke,
     invite_send,
     invite_teams,
     invites_on,
 )
-from .models import Membership, Team
+from .models import Invite, Membership, Team
 from .ratelimits import INVITES, address_key, rate_limit
+from .shown_once import show_once, take_once
 
-# The status of a link that cannot be accepted: unknown, or gone (accepted, expired).
-LINK_STATUS = {"unknown": 404, "used": 410, "expired": 410, "passwords_off": 403}
+# The status of a link that cannot be accepted: unknown, or gone (accepted, withdrawn, expired).
+LINK_STATUS = {"unknown": 404, "used": 410, "revoked": 410, "expired": 410, "passwords_off": 403}
 NOT_AN_OWNER = "Only administrators and the owners of a team invite people."
+INVITE_GONE = "No such invitation: it was accepted or withdrawn already, or it is not one you can manage."
+NEW_LINK = "new_invite_link"  # the key of a new link, shown once after the redirect (aptix/shown_once.py)
 
 
 class InviteForm(forms.Form):
@@ -55,24 +58,72 @@ def invites_page(request: HttpRequest) -> HttpResponse:
     if not teams:
         return render(request, "aptix/invites.html", {"refused": NOT_AN_OWNER}, status=403)
     form = InviteForm(request.POST or None)
-    status, created = 200, None
+    status = 200
     if request.method == "POST":
-        status, created = _create(request, form)
-    context = {"form": form, "teams": teams, "invites": invite_list(user=request.user), "created": created}
+        status = _create(request, form)
+        if status == 302:  # Post/Redirect/Get: a reload of the page shown invites nobody twice
+            return redirect("invites")
+    return _page(request, form, teams, status=status)
+
+
+def _page(request: HttpRequest, form: InviteForm, teams: list[Team], *, status: int = 200) -> HttpResponse:
+    created = take_once(request, NEW_LINK)  # made or sent again just now: its link, this once
+    invite = Invite.objects.filter(pk=created["invite"]).first() if created else None
+    shown = {**created, "invite": invite} if created and invite else None
+    context = {"form": form, "teams": teams, "invites": invite_list(user=request.user), "created": shown}
     return render(request, "aptix/invites.html", context, status=status)
 
 
-def _create(request: HttpRequest, form: InviteForm) -> tuple[int, dict[str, Any] | None]:
+def _create(request: HttpRequest, form: InviteForm) -> int:
     if not form.is_valid():
-        return 400, None
+        return 400
     try:
         invite, secret = invite_create(inviter=request.user, **form.cleaned_data)
     except ValidationError as exc:
         for field, field_errors in exc.update_error_dict({}).items():  # ValidationErrors: their codes stay
             form.add_error(field if field in form.fields else None, field_errors)
-        return (403 if form.has_error("team", "forbidden") else 400), None
+        return 403 if form.has_error("team", "forbidden") else 400
+    _send_and_show(request, invite, secret)
+    return 302
+
+
+def _send_and_show(request: HttpRequest, invite: Invite, secret: str) -> None:
+    """E-mail the link and keep it for the page the redirect shows (once)."""
     link = request.build_absolute_uri(reverse("invite-accept", args=[secret]))
-    return 201, {"invite": invite, "link": link, "sent": invite_send(invite=invite, link=link)}
+    sent = invite_send(invite=invite, link=link)
+    show_once(request, NEW_LINK, {"invite": invite.pk, "link": link, "sent": sent})
+
+
+@require_POST
+@login_required
+def invite_revoke_view(request: HttpRequest, invite_id: int) -> HttpResponse:
+    """Withdraw an invitation: its link is refused from now on."""
+    invite = invite_revoke(user=request.user, invite_id=invite_id)
+    if invite is None:
+        return _gone(request)
+    messages.success(request, f"The invitation of {invite.email} was withdrawn: its link no longer works.")
+    return redirect("invites")
+
+
+@require_POST
+@login_required
+def invite_resend_view(request: HttpRequest, invite_id: int) -> HttpResponse:
+    """Send an invitation again: a new link (the old one stops working), valid for another 7 days."""
+    try:
+        renewed = invite_renew(user=request.user, invite_id=invite_id)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("invites")
+    if renewed is None:
+        return _gone(request)
+    _send_and_show(request, *renewed)
+    return redirect("invites")
+
+
+def _gone(request: HttpRequest) -> HttpResponse:
+    messages.error(request, INVITE_GONE)
+    teams = list(invite_teams(user=request.user))
+    return _page(request, InviteForm(), teams, status=404)
 
 
 @require_http_methods(["GET", "POST"])

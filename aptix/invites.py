@@ -39,6 +39,7 @@ ERROR_EMAIL_TAKEN = (
 )
 ERROR_UNKNOWN = "This invitation link is not valid. Check that it was copied whole, or ask for a new one."
 ERROR_USED = "This invitation was accepted already. Sign in with its e-mail address and your password."
+ERROR_REVOKED = "This invitation was withdrawn. Ask whoever invited you for a new one."
 ERROR_EXPIRED = (
     f"This invitation has expired (links are valid for {INVITE_DAYS} days). Ask whoever invited you for a new one."
 )
@@ -78,9 +79,10 @@ def invite_allowed(*, user: Any) -> bool:
 
 
 def invite_list(*, user: Any) -> QuerySet[Invite]:
-    """The invites not accepted yet into the teams `user` may invite into, newest first."""
+    """The invites neither accepted nor withdrawn yet into the teams `user` may invite into, newest first."""
     teams = invite_teams(user=user)
-    return Invite.objects.filter(team__in=teams, accepted_at__isnull=True).select_related("team", "invited_by")
+    pending = Invite.objects.filter(team__in=teams, accepted_at__isnull=True, revoked_at__isnull=True)
+    return pending.select_related("team", "invited_by")
 
 
 def _email_taken(email: str) -> bool:
@@ -142,6 +144,43 @@ def invite_send(*, invite: Invite, link: str) -> bool:
     return True
 
 
+def invite_revoke(*, user: Any, invite_id: int) -> Invite | None:
+    """Withdraw a pending invite into a team `user` may invite into: its link is refused from now on
+    (ERROR_REVOKED). None when there is no such invite for `user` (accepted or withdrawn already, or
+    another team's)."""
+    with transaction.atomic():
+        invite = invite_list(user=user).select_for_update(of=("self",)).filter(pk=invite_id).first()
+        if invite is None:
+            return None
+        invite.revoked_at = timezone.now()
+        invite.save(update_fields=["revoked_at"])
+    logger.info(
+        "Invite %s withdrawn", invite.pk, extra={"event": "invite.revoked", "invite_id": invite.pk, "by": user.pk}
+    )
+    return invite
+
+
+def invite_renew(*, user: Any, invite_id: int) -> tuple[Invite, str] | None:
+    """A new link for a pending invite (to send again): a new secret (the old link stops working) and
+    another INVITE_DAYS from now. None when there is no such invite for `user`; ValidationError when
+    the address has an account by now (ERROR_EMAIL_TAKEN) or invites are off."""
+    if not invites_on():
+        raise _passwords_off()
+    with transaction.atomic():
+        invite = invite_list(user=user).select_for_update(of=("self",)).filter(pk=invite_id).first()
+        if invite is None:
+            return None
+        if _email_taken(invite.email):
+            raise ValidationError({"email": ValidationError(ERROR_EMAIL_TAKEN, code="taken")})
+        secret = secrets.token_urlsafe(32)
+        invite.token_hash, invite.expires_at = _digest(secret), timezone.now() + timedelta(days=INVITE_DAYS)
+        invite.save(update_fields=["token_hash", "expires_at"])
+    logger.info(
+        "Invite %s renewed", invite.pk, extra={"event": "invite.renewed", "invite_id": invite.pk, "by": user.pk}
+    )
+    return invite, secret
+
+
 def invite_get(*, secret: str) -> Invite:
     """The invite of a link, if it can still be accepted; else ValidationError with the reason."""
     if not invites_on():  # made before sign-in with a password was turned off
@@ -151,6 +190,8 @@ def invite_get(*, secret: str) -> Invite:
         raise ValidationError(ERROR_UNKNOWN, code="unknown")
     if invite.accepted_at is not None:
         raise ValidationError(ERROR_USED, code="used")
+    if invite.revoked_at is not None:
+        raise ValidationError(ERROR_REVOKED, code="revoked")
     if invite.expired:
         raise ValidationError(ERROR_EXPIRED, code="expired")
     return invite

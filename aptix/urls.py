@@ -3,7 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from agents.web.views.media import media
-from aptix.invite_views import invite_accept_view, invites_page
+from aptix.invite_views import invite_accept_view, invite_resend_view, invite_revoke_view, invites_page
 from aptix.scrape import metrics_view
 from tools.admin_views import mcp_status_view
 
@@ -17,6 +17,8 @@ urlpatterns = [
     # Login, logout, the provider's sign-in and the break-glass password form (identity/urls.py).
     path("", include("identity.urls")),
     path("invites/", invites_page, name="invites"),
+    path("invites/<int:invite_id>/revoke/", invite_revoke_view, name="invite-revoke"),
+    path("invites/<int:invite_id>/resend/", invite_resend_view, name="invite-resend"),
     path("invite/<str:secret>/", invite_accept_view, name="invite-accept"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),

@@ -17,12 +17,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from aptix.email_url import CONSOLE, SMTP, email_settings
-from aptix.invite_views import NOT_AN_OWNER
+from aptix.invite_views import INVITE_GONE, NOT_AN_OWNER
 from aptix.invites import (
     ERROR_EMAIL_TAKEN,
     ERROR_EXPIRED,
     ERROR_NOT_OWNER,
     ERROR_PASSWORDS_OFF,
+    ERROR_REVOKED,
     ERROR_UNKNOWN,
     ERROR_USED,
     INVITE_DAYS,
@@ -45,9 +46,13 @@ def accept(client, path: str, password: str = NEW_PASSWORD):
 def test_a_team_owner_invites_and_the_link_makes_a_member_once(client, alice, team_a):
     client.force_login(alice)
     response = client.post(reverse("invites"), {"email": "Dan@Example.com", "team": team_a.pk, "role": "member"})
-    html = response.content.decode()
-    assert response.status_code == 201 and "Invitation e-mailed to Dan@example.com." in html
+    # Post/Redirect/Get (issue 41, finding 4): a reload of the page shown invites nobody twice.
+    assert response.status_code == 302 and response["Location"] == reverse("invites")
+    html = client.get(response["Location"]).content.decode()
+    assert "Invitation e-mailed to Dan@example.com." in html
     path = link_of(html)  # shown to the inviter, once
+    reloaded = client.get(reverse("invites")).content.decode()
+    assert path not in reloaded and 'id="invite-link"' not in reloaded
     [message] = mail.outbox  # and e-mailed
     assert message.to == ["Dan@example.com"] and f"http://testserver{path}" in message.body
     assert "alice invited you to the team Team A" in message.body
@@ -193,3 +198,52 @@ def test_the_email_url_chooses_the_backend():
     assert email_settings("smtp+plain://localhost:2525")[1:] == ("localhost", 2525, "", "", False, False)
     with pytest.raises(ValueError, match="smtp://"):
         email_settings("http://mail.example.com")
+
+
+def test_an_owner_withdraws_an_invitation_and_its_link_says_so(client, alice, bob, team_a):
+    """Issue 41, finding 5: /invites/ withdraws and sends again, and leads back to the workspace."""
+    invite, secret = invite_create(inviter=alice, team=team_a, email="dan@example.com")
+    path = reverse("invite-accept", args=[secret])
+    client.force_login(bob)  # not an owner of Team A: not his to withdraw
+    refused = client.post(reverse("invite-revoke", args=[invite.pk]))
+    assert refused.status_code == 404 and INVITE_GONE in refused.content.decode()
+    client.force_login(alice)
+    page = client.get(reverse("invites")).content.decode()
+    assert f'href="{reverse("home")}">Workspace</a>' in page and f'href="{reverse("settings")}">Settings</a>' in page
+    assert reverse("invite-revoke", args=[invite.pk]) in page and reverse("invite-resend", args=[invite.pk]) in page
+    assert client.get(reverse("invite-revoke", args=[invite.pk])).status_code == 405  # only a POST withdraws
+    response = client.post(reverse("invite-revoke", args=[invite.pk]))
+    assert response.status_code == 302 and response["Location"] == reverse("invites")
+    page = client.get(reverse("invites")).content.decode()
+    assert "The invitation of dan@example.com was withdrawn" in page and "No invitation is waiting." in page
+    invite.refresh_from_db()
+    assert invite.revoked_at is not None and invite.accepted_at is None
+    client.logout()
+    opened = client.get(path)
+    assert opened.status_code == 410 and ERROR_REVOKED in opened.content.decode()
+    assert accept(client, path).status_code == 410
+    assert not get_user_model().objects.filter(email="dan@example.com").exists()
+    client.force_login(alice)  # withdrawn already: nothing to withdraw or send
+    assert client.post(reverse("invite-revoke", args=[invite.pk])).status_code == 404
+    assert client.post(reverse("invite-resend", args=[invite.pk])).status_code == 404
+
+
+def test_sending_again_makes_a_new_link_and_the_old_one_stops_working(client, alice, team_a):
+    invite, old_secret = invite_create(inviter=alice, team=team_a, email="dan@example.com")
+    Invite.objects.filter(pk=invite.pk).update(expires_at=timezone.now() - timedelta(hours=1))  # expired
+    client.force_login(alice)
+    response = client.post(reverse("invite-resend", args=[invite.pk]))
+    assert response.status_code == 302 and response["Location"] == reverse("invites")
+    html = client.get(response["Location"]).content.decode()
+    assert "Invitation e-mailed to dan@example.com." in html
+    path = link_of(html)
+    [message] = mail.outbox
+    assert f"http://testserver{path}" in message.body
+    assert path not in client.get(reverse("invites")).content.decode()  # shown once
+    invite.refresh_from_db()
+    assert timedelta(days=INVITE_DAYS - 1) < invite.expires_at - timezone.now() <= timedelta(days=INVITE_DAYS)
+    assert Invite.objects.count() == 1  # the same invitation, with a new link
+    client.logout()
+    assert client.get(reverse("invite-accept", args=[old_secret])).status_code == 404  # the old link is unknown
+    assert accept(client, path).status_code == 302  # the new one works
+    assert get_user_model().objects.filter(email="dan@example.com").exists()

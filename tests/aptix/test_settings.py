@@ -91,14 +91,17 @@ def test_bad_preferences_are_refused_with_the_reason(alice_client, alice, field,
 
 def test_a_token_is_created_its_secret_shown_once_and_it_works(alice_client, alice):
     response = alice_client.post(reverse("settings-token-create"), {"name": "laptop"})
-    assert response.status_code == 200
+    # Post/Redirect/Get (issue 41, finding 4): a reload of the page shown makes no second token.
+    assert response.status_code == 302 and response["Location"] == "/settings/#tokens-heading"
+    page = alice_client.get(response["Location"])
     token = ApiToken.objects.get(user=alice)
-    secret = response.context["new_secret"]
-    assert secret in response.content.decode()
+    secret = page.context["new_secret"]
+    assert secret in page.content.decode() and page.context["new_token"] == token
     assert api_token_user(f"Bearer {secret}") == alice
-    listed = alice_client.get("/settings/").content.decode()
+    listed = alice_client.get("/settings/").content.decode()  # the reload: listed, its secret gone
     assert secret not in listed
     assert f"{token.key_prefix}…" in listed and "laptop" in listed
+    assert ApiToken.objects.filter(user=alice).count() == 1
 
 
 def test_a_too_long_token_name_is_refused(alice_client, alice):

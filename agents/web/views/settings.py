@@ -13,16 +13,19 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.web.connections import user_connections
 from aptix.invites import invite_allowed
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
+from aptix.shown_once import show_once, take_once
 from aptix.tokens import api_token_create, api_token_list, api_token_revoke, password_change
 from modes.catalog import active_modes
 
 CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
+NEW_TOKEN = "new_api_token"  # the key of a new token's secret, shown once (aptix/shown_once.py)
 TOKEN_GONE = "No such API token: it was revoked already, or it is not yours."
 
 
@@ -84,7 +87,9 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
 @require_GET
 @login_required
 def settings_page(request: HttpRequest) -> HttpResponse:
-    return _page(request)
+    new = take_once(request, NEW_TOKEN)  # just created: its secret, this once
+    token = api_token_list(user=request.user).filter(pk=new["id"]).first() if new else None
+    return _page(request, new_token=token, new_secret=new["secret"] if token else None)
 
 
 @require_POST
@@ -120,8 +125,10 @@ def settings_token_create(request: HttpRequest) -> HttpResponse:
         messages.error(request, "No token was created. See the form for details.")
         return _page(request, status=400, token_form=form)
     token, secret = api_token_create(user=request.user, name=form.cleaned_data["name"])
-    # Rendered, not redirected: the secret is in this one answer and stored nowhere.
-    return _page(request, new_token=token, new_secret=secret)
+    # Post/Redirect/Get: a reload of the page shown makes no second token. The secret is drawn on the
+    # redirected page once (aptix/shown_once.py), and never stored otherwise.
+    show_once(request, NEW_TOKEN, {"id": token.pk, "secret": secret})
+    return redirect(reverse("settings") + "#tokens-heading")
 
 
 @require_POST
