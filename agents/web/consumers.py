@@ -37,12 +37,12 @@ from aptix.ids import HEX_ID
 from .live import LiveRenderer
 from .renders import release, renders_for
 from .streams import (
-    CLOSE_ACCESS_LOST,
     CLOSE_BAD_CURSOR,
+    CLOSE_SIGNED_OUT,
     CLOSE_TOO_BIG,
     CLOSE_TOO_MANY,
+    access_lost,
     open_streams,
-    still_allowed,
     user_group,
 )
 
@@ -204,8 +204,9 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
     async def access_check(self, message: dict) -> None:
         """From the user's group: their access may have changed (agents/web/streams.py)."""
         ended = message.get("ended_session")
-        if (ended and ended == self._login_key()) or not await self._allowed():
-            await self._close(CLOSE_ACCESS_LOST)
+        lost = CLOSE_SIGNED_OUT if ended and ended == self._login_key() else await self._access_lost()
+        if lost is not None:
+            await self._close(lost)
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -213,17 +214,18 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         login = self.scope.get("session")
         return getattr(login, "session_key", None)
 
-    async def _allowed(self) -> bool:
+    async def _access_lost(self) -> int | None:
+        """None while the socket may go on; else the close code that says why not."""
         assert self.session is not None
-        return await sync_to_async(still_allowed)(
+        return await sync_to_async(access_lost)(
             user_id=self.user_id, session_key=self._login_key(), session_id=self.session.id
         )
 
     async def _recheck_forever(self) -> None:
         while not self.closed:
             await asyncio.sleep(settings.APTIX_WS_RECHECK)
-            if not self.closed and not await self._allowed():
-                await self._close(CLOSE_ACCESS_LOST)
+            if not self.closed and (lost := await self._access_lost()) is not None:
+                await self._close(lost)
 
     async def _close(self, code: int) -> None:
         if not self.closed:

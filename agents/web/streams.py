@@ -9,7 +9,8 @@
 - **Access.** A socket lives only while its user may read the session: it joins its user's group,
   and a logout, a change of the user (deactivated, new password), a lost team membership, a
   deleted session or a session no longer shared with their team sends that group `access.check`;
-  each socket then checks again and closes with `CLOSE_ACCESS_LOST` if its access is gone. A timer
+  each socket then checks again and closes, if its access is gone, with the code that says why
+  (`CLOSE_SIGNED_OUT`, `CLOSE_ACCESS_LOST`, `CLOSE_SESSION_GONE`). A timer
   checks every `APTIX_WS_RECHECK` seconds too (a session that expired, a change made where no
   signal fires).
 - **Frames from the client.** The stream is one-way; a message over `APTIX_WS_MAX_MESSAGE` bytes
@@ -43,7 +44,10 @@ from ..sessions import session_readable, session_shares_of
 
 logger = logging.getLogger("aptix.stream")
 
-CLOSE_ACCESS_LOST = 4403  # the user may no longer read the session
+# Why a socket's access ended, each with its own sentence on the page (session_detail.html):
+CLOSE_SIGNED_OUT = 4401  # the login ended (a logout, an expired login, a new password, a deactivated user)
+CLOSE_ACCESS_LOST = 4403  # signed in, but no longer allowed to read it (unshared, a team left)
+CLOSE_SESSION_GONE = 4410  # the session was deleted
 CLOSE_TOO_MANY = 4429  # over the per-user or per-session cap
 # Daphne (Autobahn) sends only 1000 or a code in 3000-4999 and fails the socket with 1011 on any other
 # (RFC 6455's 1009 "message too big" included): our codes are 4000 + the nearest HTTP status.
@@ -85,18 +89,23 @@ class OpenStreams:
 open_streams = OpenStreams()
 
 
-def still_allowed(*, user_id: Any, session_key: str | None, session_id: str) -> bool:
-    """Whether the login behind a socket still holds and its user may still read the session. The
+def access_lost(*, user_id: Any, session_key: str | None, session_id: str) -> int | None:
+    """None while the login behind a socket still holds and its user may still read the session; else
+    the close code that says why not (CLOSE_SIGNED_OUT, CLOSE_SESSION_GONE, CLOSE_ACCESS_LOST). The
     login is checked as for every page request (django.contrib.auth.get_user on a fresh read of the
     login session: it exists, its backend is configured, the user is active, the auth hash is
     current, so a new password logs every other device out); the session is in one of their teams."""
     if not session_key:
-        return False
+        return CLOSE_SIGNED_OUT
     store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
     user = get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]  # it reads request.session only
     if not user.is_authenticated or str(user.pk) != str(user_id):
-        return False
-    return session_readable(user=user, session_id=session_id)
+        return CLOSE_SIGNED_OUT
+    if session_readable(user=user, session_id=session_id):
+        return None
+    if not AgentSession.objects.filter(pk=session_id, deleted_at__isnull=True).exists():
+        return CLOSE_SESSION_GONE
+    return CLOSE_ACCESS_LOST
 
 
 def access_changed(user_id: Any, *, ended_session: str | None = None) -> None:

@@ -22,10 +22,10 @@
     var text = notice && notice.getAttribute("data-close-" + code);
     if (!text) return;
     notice.textContent = text + " ";
-    var reload = document.createElement("a");
-    reload.href = "";
-    reload.textContent = "Reload";
-    notice.appendChild(reload);
+    var way = document.createElement("a");  // the way on: the code's own (sign in, your sessions) or a reload
+    way.href = notice.getAttribute("data-close-" + code + "-href") || "";
+    way.textContent = notice.getAttribute("data-close-" + code + "-link") || "Reload";
+    notice.appendChild(way);
   });
 
   // At once, not on DOMContentLoaded: htmx opens the page's socket on that event too, maybe first.

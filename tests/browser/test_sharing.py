@@ -64,9 +64,10 @@ async def test_a_teammate_reads_a_shared_session_live_and_loses_it_when_unshared
 
     await author.get_by_role("button", name="Session actions").click()
     await author.get_by_role("button", name="Stop sharing").click()
-    await expect(reader.locator("#stream-notice")).to_contain_text("You no longer have access")
+    await expect(reader.locator("#stream-notice")).to_contain_text("no longer shared with you")
+    await expect(reader.locator("#stream-notice a")).to_have_text("Back to your sessions")
     gone = await reader.request.get(f"/sessions/{session.id}/")  # with the reader's login
-    assert gone.status == 404
+    assert gone.status == 404 and "<h1>Not found</h1>" in await gone.text()  # Aptix's page, not a bare one
 
 
 async def test_continue_as_my_copy_opens_the_readers_own_session(sign_in, alice, bob, answered_session):

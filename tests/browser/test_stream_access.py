@@ -5,6 +5,8 @@ of streaming on or reconnecting in a loop."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from asgiref.sync import sync_to_async
 
@@ -39,5 +41,8 @@ async def test_logging_out_in_another_tab_ends_the_live_view_with_a_notice(sign_
     other = await page.context.new_page()  # the same browser: the same login
     await other.goto("/")
     await other.get_by_role("button", name="Log out").click()
-    await expect(page.locator("#stream-notice")).to_contain_text("You no longer have access")
-    await expect(page.locator("#stream-notice a")).to_have_text("Reload")
+    # The notice says what happened and leads to the way on (issue 41, finding 6).
+    await expect(page.locator("#stream-notice")).to_contain_text("You were signed out")
+    await expect(page.locator("#stream-notice a")).to_have_text("Sign in again")
+    await page.locator("#stream-notice a").click()
+    await expect(page).to_have_url(re.compile(r"/login/\?next=/sessions/" + session.id + "/$"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from agents.web.streams import CLOSE_ACCESS_LOST
+from agents.web.streams import CLOSE_SESSION_GONE
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.streams import open_socket
 
@@ -20,4 +20,4 @@ async def test_deleting_a_session_closes_its_open_streams(make_session, alice):
     client.cookies[name] = key  # the same login, in another tab
     response = await client.post(reverse("session-delete", args=[session.id]))
     assert response.status_code == 303
-    assert await socket.closed_with() == CLOSE_ACCESS_LOST
+    assert await socket.closed_with() == CLOSE_SESSION_GONE

@@ -12,7 +12,7 @@ from agents.models import Turn
 from agents.runner import get_runner
 from agents.sharing.services import session_share
 from agents.turns import turn_start
-from agents.web.streams import CLOSE_ACCESS_LOST
+from agents.web.streams import CLOSE_ACCESS_LOST, CLOSE_SESSION_GONE
 from aptix.models import Membership
 from tests.helpers import inline_db
 from tests.helpers.streams import collect, connect, open_socket, seqs
@@ -95,7 +95,7 @@ async def test_deleting_a_shared_session_closes_its_readers_sockets(make_session
     reader = await open_socket(session.id, bob)
     session.deleted_at = timezone.now()
     await session.asave(update_fields=["deleted_at"])
-    assert await reader.closed_with() == CLOSE_ACCESS_LOST
+    assert await reader.closed_with() == CLOSE_SESSION_GONE
 
 
 async def test_an_author_leaving_the_team_closes_the_readers_sockets(make_session, alice, bob):

@@ -16,7 +16,14 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.utils import timezone
 
 from agents.models import AgentSession, Turn, TurnEvent
-from agents.web.streams import CLOSE_ACCESS_LOST, CLOSE_BAD_CURSOR, CLOSE_TOO_BIG, CLOSE_TOO_MANY
+from agents.web.streams import (
+    CLOSE_ACCESS_LOST,
+    CLOSE_BAD_CURSOR,
+    CLOSE_SESSION_GONE,
+    CLOSE_SIGNED_OUT,
+    CLOSE_TOO_BIG,
+    CLOSE_TOO_MANY,
+)
 from aptix.models import Membership
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.streams import CURSOR, open_socket
@@ -128,12 +135,20 @@ async def test_logging_out_closes_that_logins_sockets(make_session, alice):
     client.cookies[name] = key
     response = await client.post("/logout/")
     assert response.status_code == 302
-    assert await socket.closed_with() == CLOSE_ACCESS_LOST
+    assert await socket.closed_with() == CLOSE_SIGNED_OUT
     assert await other_login.communicator.receive_nothing(timeout=0.3)  # still signed in there
 
 
-@pytest.mark.parametrize("change", ["membership", "deactivated", "password", "session deleted"])
-async def test_losing_access_closes_the_users_sockets(make_session, alice, team_a, change):
+@pytest.mark.parametrize(
+    ("change", "code"),  # each cause its own code, so the page says what happened (issue 41, finding 6)
+    [
+        ("membership", CLOSE_ACCESS_LOST),
+        ("deactivated", CLOSE_SIGNED_OUT),
+        ("password", CLOSE_SIGNED_OUT),
+        ("session deleted", CLOSE_SESSION_GONE),
+    ],
+)
+async def test_losing_access_closes_the_users_sockets(make_session, alice, team_a, change, code):
     session = await make_session()
     socket = await open_socket(session.id, alice)
     if change == "membership":
@@ -146,7 +161,7 @@ async def test_losing_access_closes_the_users_sockets(make_session, alice, team_
         await alice.asave()
     else:
         await AgentSession.objects.filter(pk=session.id).adelete()
-    assert await socket.closed_with() == CLOSE_ACCESS_LOST
+    assert await socket.closed_with() == code
 
 
 async def test_an_unrelated_change_leaves_the_socket_open(make_session, alice, bob, team_a):
@@ -164,4 +179,4 @@ async def test_the_periodic_check_closes_a_socket_whose_login_ended_without_a_si
     socket = await open_socket(session.id, alice)
     key = socket.cookie.decode().split("=", 1)[1]
     await sync_to_async(SessionStore(key).delete)()  # expired, or removed by clearsessions
-    assert await socket.closed_with() == CLOSE_ACCESS_LOST
+    assert await socket.closed_with() == CLOSE_SIGNED_OUT
