@@ -4,6 +4,7 @@ anything we do not take: a renamed executable stays an executable."""
 
 from __future__ import annotations
 
+import codecs
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -13,6 +14,7 @@ import filetype
 from .errors import FileRefused
 
 HEAD_BYTES = 64 << 10
+ERROR_EMPTY = "“{name}” is empty: there is nothing in it to read. Attach the file it should be."
 ACCEPTED = (
     "tables (CSV, TSV, XLSX, Parquet, JSON, JSONL), documents (PDF, DOCX, Markdown, plain text, HTML) "
     "and images (PNG, JPEG, WebP, GIF)"
@@ -79,6 +81,8 @@ def sniff(path: str, name: str) -> Sniffed:
     """The kind and format of the file at `path` (uploaded as `name`), or FileRefused (415)."""
     with open(path, "rb") as handle:
         head = handle.read(HEAD_BYTES)
+    if len(head) < HEAD_BYTES and not head.removeprefix(codecs.BOM_UTF8).strip():
+        raise FileRefused(422, ERROR_EMPTY.format(name=name))  # a reader would invent a column of nothing
     extension = PurePath(name).suffix.lower().lstrip(".")
     found = _binary_format(path, head)
     if found is None:

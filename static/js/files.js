@@ -6,7 +6,7 @@
 (function () {
   "use strict";
 
-  var chips = [];  // {key, name, size, loaded, fileId, error, xhr}, or an MCP resource's {key, name, resource: {server, uri}}
+  var chips = [];  // {key, name, size, loaded, fileId, error, xhr, note}, or an MCP resource's {key, name, resource: {server, uri}}
   var nextKey = 1;
   var QUEUED = "Sends as soon as the files finish uploading.";
 
@@ -60,6 +60,12 @@
       size.textContent = humanSize(chip.size);
       item.appendChild(name);
       item.appendChild(size);
+      if (chip.note) {  // said plainly: a table with its column names and no rows
+        var note = document.createElement("span");
+        note.className = "file-note muted small";
+        note.textContent = chip.note;
+        item.appendChild(note);
+      }
       if (!chip.fileId && !chip.error) {
         var bar = document.createElement("progress");
         bar.max = chip.size || 1;
@@ -157,6 +163,8 @@
       if (xhr.status === 201 && body && body.fileId) {
         chip.fileId = body.fileId;
         chip.loaded = chip.size;
+        var empty = (body.tables || []).filter(function (t) { return t.rows === 0; });
+        if (empty.length) chip.note = (body.tables.length > 1 ? empty.length + " of its tables have " : "") + "0 rows: only the column names";
       } else {
         chip.error = (body && body.error && body.error.message) || "The upload failed (" + xhr.status + ").";
       }

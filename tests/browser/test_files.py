@@ -206,6 +206,19 @@ async def test_a_refused_upload_says_why_on_its_chip(sign_in, alice, make_sessio
     await refused.get_by_role("button", name="Remove report.csv").click()
     await expect(chips(page)).to_have_count(0)
 
+    # An empty file is refused with the reason; a table with only its header says "0 rows" (finding 7).
+    empty, header = tmp_path / "empty.csv", tmp_path / "header.csv"
+    empty.write_bytes(b"")
+    header.write_bytes(b"region,revenue\n")
+    await page.unroute("**/files/")
+    await page.locator("#attach-input").set_input_files([str(empty), str(header)])
+    await expect(chips(page).filter(has_text="empty.csv").get_by_role("alert")).to_have_text(
+        "“empty.csv” is empty: there is nothing in it to read. Attach the file it should be."
+    )
+    only_header = chips(page).filter(has_text="header.csv")
+    await expect(only_header).to_have_class(re.compile(r"\bdone\b"))
+    await expect(only_header.locator(".file-note")).to_have_text("0 rows: only the column names")
+
 
 async def test_the_new_session_composer_attaches_before_the_session_exists(sign_in, alice, tmp_path):
     page = await sign_in(alice)
