@@ -145,6 +145,12 @@
     if (!f) return;
     var chip = {key: nextKey++, name: file.name || "pasted file", size: file.size, loaded: 0, fileId: "", error: "", xhr: null};
     chips.push(chip);
+    var max = Number(f.dataset.uploadMax || 0);
+    if (max && file.size > max) {  // refused here, before a byte is sent (the server would refuse it too)
+      chip.error = f.dataset.uploadTooLarge || "The file is larger than the upload limit.";
+      draw();
+      return;
+    }
     var data = new FormData();
     data.append("file", file, chip.name);
     var xhr = new XMLHttpRequest();

@@ -39,6 +39,9 @@ class StartingServer(Server):
 
         if settings.APTIX_WS_COMPRESSION:  # the factory exists once Daphne listens, before any socket
             self.ws_factory.setProtocolOptions(perMessageCompressionAccept=accept_deflate)
+        from files.body_limit import limit_bodies
+
+        limit_bodies(self.http_factory)  # a body over the upload limit: 413 while it is still arriving
 
         from aptix.asgi import application
 
