@@ -192,6 +192,11 @@ def session_shares_of(*, team_id, user_id) -> bool:
     ).exists()
 
 
+def session_live(*, session_id: str) -> bool:
+    """Whether the session exists and is not deleted (whoever's it is)."""
+    return AgentSession.objects.filter(pk=session_id, deleted_at__isnull=True).exists()
+
+
 def session_readable(*, user, session_id: str) -> bool:
     """Whether `user` may read the session: their own (session_list's check) or shared with their team."""
     return (
@@ -287,7 +292,7 @@ class SessionManager:
     def _log_change(self, change: _ModeChange, session: AgentSession, previous: str, changed: bool) -> None:
         self._log.info(
             "Session mode %s: %s -> %s",
-            "changed" if changed else "unchanged",
+            ("branched" if change.branch else "changed") if changed else "unchanged",
             previous,
             change.target,
             extra={
@@ -358,9 +363,12 @@ def _lock_owned_session(change: _ModeChange) -> AgentSession:
 
 
 def _write_change(session: AgentSession, previous: str, change: _ModeChange) -> None:
-    """The new mode on the session and its ModeHistory row."""
-    session.mode = change.target
-    session.save(update_fields=["mode", "updated_at"])
+    """The new mode on the session and its ModeHistory row. A branch (the work goes on in a new
+    session in that mode, agents/branching.py) leaves this session's mode as it is: its row records
+    who asked for the new mode, when and why, with `branch` set."""
+    if not change.branch:
+        session.mode = change.target
+        session.save(update_fields=["mode", "updated_at"])
     ModeHistory.objects.create(
         session=session,
         previous_mode=previous,

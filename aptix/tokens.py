@@ -31,6 +31,11 @@ def api_token_list(*, user) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).order_by("-created_at", "-pk")
 
 
+def api_token_get(*, user, token_id: int) -> ApiToken | None:
+    """The user's own token `token_id`, or None (revoked, or someone else's)."""
+    return ApiToken.objects.filter(user=user, pk=token_id).first()
+
+
 def api_token_revoke(*, user, token_id: int) -> bool:
     """Delete the user's token `token_id`; False when they have no such token (someone else's included)."""
     deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()

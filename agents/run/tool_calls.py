@@ -354,10 +354,11 @@ class ToolCalls:
             "branch": changed["branch"],
         }
         state.mode_changes.append(change)
-        state.mode = change["newMode"]
-        system = state.messages[0]
-        if system.get("role") == "system":
-            system["content"] = with_current_mode(system["content"], state.mode)
+        if not change["branch"]:  # a branch goes on in a new session: this one keeps its mode
+            state.mode = change["newMode"]
+            system = state.messages[0]
+            if system.get("role") == "system":
+                system["content"] = with_current_mode(system["content"], state.mode)
         await run.recorder.emit("mode.changed", change, defer=True)
 
     async def _document_updated(self, run: Run, written: DocumentWritten) -> None:

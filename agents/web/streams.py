@@ -40,7 +40,7 @@ from aptix.teams import team_member_ids
 
 from ..events.channel import user_group
 from ..models import AgentSession
-from ..sessions import session_readable, session_shares_of
+from ..sessions import session_live, session_readable, session_shares_of
 
 logger = logging.getLogger("aptix.stream")
 
@@ -103,7 +103,7 @@ def access_lost(*, user_id: Any, session_key: str | None, session_id: str) -> in
         return CLOSE_SIGNED_OUT
     if session_readable(user=user, session_id=session_id):
         return None
-    if not AgentSession.objects.filter(pk=session_id, deleted_at__isnull=True).exists():
+    if not session_live(session_id=session_id):
         return CLOSE_SESSION_GONE
     return CLOSE_ACCESS_LOST
 

@@ -82,7 +82,7 @@ def test_session_list_is_the_users_own(team_a, alice, bob):
 def test_change_writes_session_and_one_history_row(manager, session, team_a, alice, caplog):
     caplog.set_level(logging.INFO, logger="aptix.sessions")
     previous, new = manager.set_session_mode_sync(
-        session.id, "  Data-Analysis ", "Charts needed", team_a, alice, branch=True, tool_call_id="call_9"
+        session.id, "  Data-Analysis ", "Charts needed", team_a, alice, tool_call_id="call_9"
     )
     assert (previous, new) == ("general", "data-analysis")
     session.refresh_from_db()
@@ -94,12 +94,31 @@ def test_change_writes_session_and_one_history_row(manager, session, team_a, ali
         "data-analysis",
         "Charts needed",
     )
-    assert row.branch is True and row.team == team_a and row.user == alice
+    assert row.branch is False and row.team == team_a and row.user == alice
     assert row.tool_call_id == "call_9" and row.source == "tool"
     [record] = [r for r in caplog.records if getattr(r, "event", "") == "session.mode_changed"]
     assert record.session_id == session.id
     assert (record.previous_mode, record.new_mode, record.reason) == ("general", "data-analysis", "Charts needed")
     assert (record.org_id, record.user) == (team_a.id, "alice")
+
+
+def test_a_branch_keeps_the_sessions_mode_and_records_who_asked_for_which(manager, session, team_a, alice):
+    """Issue 41, finding 9: "New session in …" changed the mode of the session it was asked in; the new
+    session has the mode, and this one's history records the request (branch set)."""
+    previous, new = manager.set_session_mode_sync(
+        session.id, "data-analysis", "Charts needed", team_a, alice, branch=True, tool_call_id="call_9"
+    )
+    assert (previous, new) == ("general", "data-analysis")
+    session.refresh_from_db()
+    assert session.mode == "general"
+    [row] = ModeHistory.objects.all()
+    assert (row.previous_mode, row.new_mode, row.branch, row.user, row.tool_call_id) == (
+        "general",
+        "data-analysis",
+        True,
+        alice,
+        "call_9",
+    )
 
 
 def test_unknown_mode_is_rejected_with_valid_keys_and_no_write(manager, session, team_a, alice):

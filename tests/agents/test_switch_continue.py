@@ -16,6 +16,7 @@ from agents.run.runners import LocalRunner
 from agents.runner import use_runner
 from agents.submit import turn_submit
 from agents.turns import turn_start
+from modes.models import ModeHistory
 from tests.helpers import inline_db
 
 pytestmark = inline_db
@@ -71,7 +72,11 @@ async def test_staying_or_a_new_session_starts_no_follow_up(make_session, run_tu
     with use_runner(runner):
         await submit_and_wait(runner, session, "1) Stay in the current mode")
         branched = await submit_and_wait(runner, session, "3) New session", {"mode": "data-analysis", "branch": True})
-    assert branched.status == "completed" and branched.response_mode == "data-analysis"
+    # A new session is asked for: this one keeps its mode (issue 41, finding 9), its history records the ask.
+    assert branched.status == "completed" and branched.response_mode == "general"
+    assert (await AgentSession.objects.aget(pk=session.id)).mode == "general"
+    history = [row async for row in ModeHistory.objects.filter(session_id=session.id)]
+    assert [(h.previous_mode, h.new_mode, h.branch) for h in history] == [("general", "data-analysis", True)]
     assert len(await turns_of(session)) == 3 and model.pending == 0
 
 

@@ -327,6 +327,9 @@ async def test_a_branch_continues_in_a_linked_session(sign_in, alice, make_sessi
     go = chosen.get_by_role("button", name="Continue in a new ddr-authoring session")
     await expect(go).to_be_visible()
     await expect(page.locator(".choices")).to_have_count(0)  # the proposal was answered
+    # Only the new session changes mode (issue 41, finding 9): this one stays General.
+    await expect(page.locator("#mode-badge")).to_have_text("General")
+    assert (await AgentSession.objects.aget(pk=parent.id)).mode == "general"
 
     await go.click()
     await expect(page).not_to_have_url(re.compile(parent.id))
@@ -346,6 +349,7 @@ async def test_a_branch_continues_in_a_linked_session(sign_in, alice, make_sessi
     assert (first_turn.mode, first_turn.status) == ("ddr-authoring", Turn.Status.COMPLETED)
 
     await open_session(page, parent.id)
+    await expect(page.locator("#mode-badge")).to_have_text("General")
     link = page.locator(".sub-row").get_by_role("link", name=child.title)
     await expect(link).to_have_attribute("href", f"/sessions/{child_id}/")
     await expect(page.locator(".sub-row")).to_contain_text("continued in")

@@ -21,7 +21,7 @@ from aptix.invites import invite_allowed
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
 from aptix.shown_once import show_once, take_once
-from aptix.tokens import api_token_create, api_token_list, api_token_revoke, password_change
+from aptix.tokens import api_token_create, api_token_get, api_token_list, api_token_revoke, password_change
 from modes.catalog import active_modes
 
 CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
@@ -88,7 +88,7 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
 @login_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     new = take_once(request, NEW_TOKEN)  # just created: its secret, this once
-    token = api_token_list(user=request.user).filter(pk=new["id"]).first() if new else None
+    token = api_token_get(user=request.user, token_id=new["id"]) if new else None
     return _page(request, new_token=token, new_secret=new["secret"] if token else None)
 
 

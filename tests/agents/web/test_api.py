@@ -87,7 +87,7 @@ async def test_mode_change_is_reported_and_persisted_once(llm, model, token):
     choice = {"mode": "data-analysis", "branch": True}  # the answer to the proposal: consent to the switch
     status, body = await post({"message": "3", "execution": "ask", "choice": choice}, token)
     assert status == 200
-    assert body["mode"] == "data-analysis"
+    assert body["mode"] == "general"  # this conversation's: the branch, below, has the new one
     assert body["modeChanges"] == [
         {"previousMode": "general", "newMode": "data-analysis", "reason": "Charts.", "branch": True}
     ]
