@@ -52,6 +52,11 @@ class ServerGroup:
     connect_url: str = ""
     resources: tuple[Any, ...] = ()  # its resources and URI templates (tools/mcp/resources.py)
 
+    @property
+    def outside_policy(self) -> bool:
+        """The mode offers none of its tools: the server is said to be not offered in this mode."""
+        return bool(self.tools) and all(row.outside_policy for row in self.tools)
+
 
 def _mcp_status() -> dict[str, ServerStatus]:
     return {s.name: s for s in mcp_status()}

@@ -18,6 +18,7 @@ from tests.helpers import async_db
 from tools.demo_data import build_demo_database
 
 from .live import (
+    ARTIFACTS,
     ROOT,
     expect,
     open_session,
@@ -430,3 +431,21 @@ async def test_tools_outside_the_modes_policy_are_unticked_and_disabled_with_the
     offered = panel.locator("li", has=page.locator("code", has_text=re.compile("^agent_list_modes$"))).locator("input")
     await expect(offered).to_be_checked()
     await expect(offered).to_be_enabled()
+
+
+async def test_the_tools_and_files_panels_open_under_their_buttons(sign_in, alice, make_session):
+    """Issue 41, finding 11: they floated mid-page, away from the button that opened them."""
+    session = await sync_to_async(make_session)(mode="general", execution="agent")
+    page = await sign_in(alice, viewport={"width": 1280, "height": 800})
+    await open_session(page, session.id)
+    for name, panel_id in (("Tools", "tools-panel"), ("Files", "files-panel")):
+        button = page.get_by_role("button", name=name, exact=True)
+        await button.click()
+        panel = page.locator(f"#{panel_id}")
+        await expect(panel).to_be_visible()
+        opened, under = await button.bounding_box(), await panel.bounding_box()
+        assert 0 <= under["y"] - (opened["y"] + opened["height"]) <= 12, (name, opened, under)
+        assert abs((under["x"] + under["width"]) - (opened["x"] + opened["width"])) <= 2, (name, opened, under)
+        await page.screenshot(path=str(ARTIFACTS / f"workspace-{panel_id}-anchored.png"))
+        await page.keyboard.press("Escape")
+        await expect(panel).to_be_hidden()
