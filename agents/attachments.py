@@ -52,6 +52,7 @@ class AttachedFile(TypedDict):
     size: int
     tables: list[dict[str, Any]]  # per table: name, columns (name, type), rows
     pages: int | None
+    pageUnit: NotRequired[str]  # "page" (a PDF) or "section" (other documents); older turns: pages
     preview: NotRequired[FilePreview | None]  # a table's first rows and columns
     image: NotRequired[dict[str, str]]  # an image's storage name and type, for a vision model: {"path", "mime"}
 
@@ -94,12 +95,19 @@ def attached_file(stored: SessionFile) -> AttachedFile:
         "tables": described.get("tables") or [],
         "pages": described.get("pages"),
     }
+    if described.get("pageUnit"):
+        entry["pageUnit"] = described["pageUnit"]
     preview = stored.preview or {}
     if entry["kind"] == "table" and preview.get("columns"):  # files/ingest: the first rows and columns
         entry["preview"] = {"columns": list(preview["columns"]), "rows": list(preview.get("rows") or [])}
     if entry["kind"] == "image":
         entry["image"] = {"path": stored.storage_name, "mime": f"image/{stored.format}"}
     return entry
+
+
+def counted(number: int, unit: str) -> str:
+    """ "1 section", "4 pages"."""
+    return f"{number} {unit}{'' if number == 1 else 's'}"
 
 
 def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False) -> str:
@@ -115,7 +123,7 @@ def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False
             tables = "; ".join(_table_note(t) for t in f.get("tables") or [])
             lines.append(f"{named} {tables or 'a table'}; query it with files_query.")
         elif f["kind"] == "document":
-            pages = f" ({f['pages']} pages)" if f.get("pages") else ""
+            pages = f" ({counted(f['pages'], f.get('pageUnit') or 'page')})" if f.get("pages") else ""
             lines.append(f"{named} a document{pages}; read it with files_read.")
         elif earlier:
             lines.append(f"{named} an image sent with this message (not shown again).")

@@ -11,6 +11,12 @@ from django.db import models
 from aptix.ids import new_hex_id
 
 
+def page_unit(format_: str) -> str:
+    """What a document's parts are called: a PDF has pages; a DOCX, Markdown, HTML or text file is read
+    in sections (at its headings, or blocks of paragraphs)."""
+    return "page" if format_ == "pdf" else "section"
+
+
 class SessionFile(models.Model):
     """One uploaded file. Its owner's alone: nobody else reaches it by id (files/services.py). Uploaded
     without a session it belongs to no session until it is first attached; then to that one for good."""
@@ -58,6 +64,10 @@ class SessionFile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def page_unit(self) -> str:
+        return page_unit(self.format)
 
 
 class FileAudit(models.Model):

@@ -194,6 +194,7 @@ def file_describe(upload: SessionFile) -> dict[str, Any]:
         "sha256": upload.sha256,
         "tables": [table_describe(t) for t in upload.tables],
         "pages": upload.pages,
+        **({"pageUnit": upload.page_unit} if upload.kind == "document" else {}),
     }
 
 

@@ -305,6 +305,29 @@
     if (e.detail.xhr.status < 300) chips = chips.filter(function (c) { return sent.indexOf(c) < 0; });
     sent = [];
   });
+  // Deleting a file from the Files panel redraws the panel: the focus goes to the next file's Delete
+  // (or the one before, or the panel's heading when none is left), not to the page's <body>.
+  var deletedAt = null;
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var form = e.detail.elt;
+    var item = form && form.closest && form.closest("#files-body li");
+    if (!item || !form.matches("form")) return;
+    deletedAt = Array.prototype.indexOf.call(item.parentElement.children, item);
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    if (deletedAt === null || !e.detail.target || e.detail.target.id !== "files-body") return;
+    var body = document.getElementById("files-body");
+    var buttons = body ? body.querySelectorAll(".file-list li button") : [];
+    var next = buttons[Math.min(deletedAt, buttons.length - 1)];
+    var heading = body && body.querySelector("h2");
+    deletedAt = null;
+    if (next) {
+      next.focus();
+    } else if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    }
+  });
   // A redrawn composer gets the chips back.
   document.addEventListener("htmx:oobAfterSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "composer") draw();

@@ -171,6 +171,16 @@ async def test_drop_and_paste_attach_and_the_message_shows_its_files(sign_in, al
     await panel.get_by_role("button", name="Delete pasted.csv").click()
     await expect(panel.locator(".file-list li")).to_have_count(2)
     assert await SessionFile.objects.filter(session_id=session.id, deleted_at__isnull=True).acount() == 2
+    # By keyboard, the focus goes to the next file's Delete, then to the panel (issue 41, finding 12).
+    await expect(panel.get_by_role("button", name="Delete dot.png")).to_be_focused()
+    for name, then in (("dot.png", "Delete sales.csv"), ("sales.csv", None)):
+        page.once("dialog", lambda dialog: dialog.accept())
+        await panel.get_by_role("button", name=f"Delete {name}").focus()
+        await page.keyboard.press("Enter")
+        if then:
+            await expect(panel.get_by_role("button", name=then)).to_be_focused()
+    await expect(panel.get_by_role("heading", name="Files in this session")).to_be_focused()
+    await expect(page.locator("body")).not_to_be_focused()
 
 
 async def test_a_refused_upload_says_why_on_its_chip(sign_in, alice, make_session, tmp_path):

@@ -7,10 +7,11 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.urls import reverse
 
 from agents.run.pipeline import select_tools
 from files.services import file_upload
-from tests.helpers.files import csv_plain, media, pdf_bytes, uploaded  # noqa: F401 - media: autouse fixture
+from tests.helpers.files import csv_plain, docx_bytes, media, pdf_bytes, uploaded  # noqa: F401 - media: autouse fixture
 from tools.base import ToolContext
 from tools.builtin.files_list import FilesListTool
 from tools.builtin.files_query import FilesQueryTool, result_text
@@ -95,6 +96,24 @@ def test_files_read_by_page_and_by_query(session, alice):
     assert "has 3 pages; there is no page 9" in beyond.result
     table = call(FilesReadTool(), {"file": "sales.csv"}, context(session, alice))
     assert not table.successful and "files_query" in table.error_message
+
+
+def test_a_docx_is_read_in_sections_not_pages(session, alice, client):
+    """Issue 41, finding 13: a DOCX's parts (its headings) were called pages ("4 pages", "[page 4 — …]")."""
+    file_upload(owner=alice, uploaded=uploaded("adr.docx", docx_bytes()), session=session)
+    listed = json.loads(call(FilesListTool(), {}, context(session, alice)).result)["files"]
+    adr = next(f for f in listed if f["name"] == "adr.docx")
+    memo = next(f for f in listed if f["name"] == "memo.pdf")
+    assert (adr["pages"], adr["pageUnit"], memo["pageUnit"]) == (2, "section", "page")
+    second = call(FilesReadTool(), {"file": "adr.docx", "page": 2}, context(session, alice))
+    assert second.result.startswith("“adr.docx”, section 2 of 2 — Consequences")
+    found = call(FilesReadTool(), {"file": "adr.docx", "query": "storage API"}, context(session, alice))
+    assert "[section 1 — Decision]" in found.result and "[page" not in found.result
+    beyond = call(FilesReadTool(), {"file": "adr.docx", "page": 5}, context(session, alice))
+    assert "has 2 sections; there is no section 5" in beyond.result
+    client.force_login(alice)
+    page = client.get(reverse("session-detail", args=[session.id])).content.decode()
+    assert "document · " in page and "· 2 sections" in page and "· 3 pages" in page  # the Files panel
 
 
 def test_someone_elses_file_id_is_not_found_through_the_tools(session, alice, bob, make_session):

@@ -44,6 +44,6 @@ class FilesListTool(AgentTool):
             if upload.kind == "table":
                 entry["tables"] = [table_describe(t) for t in upload.tables]
             elif upload.kind == "document":
-                entry["pages"] = upload.pages
+                entry["pages"], entry["pageUnit"] = upload.pages, upload.page_unit
             listed.append(entry)
         return InvokeResult.create(json.dumps({"files": listed}, ensure_ascii=False))

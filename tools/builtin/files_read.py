@@ -69,14 +69,15 @@ class FilesReadTool(AgentTool):
 
 
 def _page_text(upload: SessionFile, number: int) -> str:
-    pages = document_pages(upload.data_name)
+    """Page (a PDF's) or section (another document's) `number`; the `page` argument counts either."""
+    pages, unit = document_pages(upload.data_name), upload.page_unit
     if number > len(pages):
-        return f"“{upload.name}” has {len(pages)} page{'s' if len(pages) != 1 else ''}; there is no page {number}."
+        return f"“{upload.name}” has {len(pages)} {unit}{'s' if len(pages) != 1 else ''}; there is no {unit} {number}."
     page = pages[number - 1]
     title = f" — {page['title']}" if page.get("title") else ""
-    header = f"“{upload.name}”, page {number} of {len(pages)}{title}\n\n"
-    text, was_cut = cut(page["text"] or "(no text on this page)", budget() - len(header))
-    return header + text + ("\n\n[page cut to the result size limit]" if was_cut else "")
+    header = f"“{upload.name}”, {unit} {number} of {len(pages)}{title}\n\n"
+    text, was_cut = cut(page["text"] or f"(no text in this {unit})", budget() - len(header))
+    return header + text + (f"\n\n[{unit} cut to the result size limit]" if was_cut else "")
 
 
 def _passages_text(upload: SessionFile, query: str) -> str:
@@ -89,5 +90,5 @@ def _passages_text(upload: SessionFile, query: str) -> str:
     for passage in found:
         title = f" — {passage.title}" if passage.title else ""
         text, _ = cut(passage.text, share)
-        parts.append(f"[page {passage.page}{title}]\n{text}")
+        parts.append(f"[{upload.page_unit} {passage.page}{title}]\n{text}")
     return "\n\n".join(parts)

@@ -137,7 +137,10 @@ def describe_files_result(result: ToolResult) -> str:
         lines = []
         for f in files:
             tables = ", ".join(f"`{t['name']}` ({t['rows']} rows)" for t in f.get("tables") or [])
-            detail = tables or (f"{f['pages']} pages" if f.get("pages") else f.get("kind", ""))
+            unit = f.get("pageUnit") or "page"
+            detail = tables or (
+                f"{f['pages']} {unit}{'s' if f['pages'] != 1 else ''}" if f.get("pages") else f.get("kind", "")
+            )
             lines.append(f"- **{f.get('name')}**: {detail}")
         return "The files attached to this session:\n\n" + "\n".join(lines)
     if result.name == FILES_READ:
