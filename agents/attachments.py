@@ -123,7 +123,8 @@ def files_note(files: list[AttachedFile], *, vision: bool, earlier: bool = False
             tables = "; ".join(_table_note(t) for t in f.get("tables") or [])
             lines.append(f"{named} {tables or 'a table'}; query it with files_query.")
         elif f["kind"] == "document":
-            pages = f" ({counted(f['pages'], f.get('pageUnit') or 'page')})" if f.get("pages") else ""
+            parts = f["pages"]
+            pages = f" ({counted(parts, f.get('pageUnit') or 'page')})" if parts else ""
             lines.append(f"{named} a document{pages}; read it with files_read.")
         elif earlier:
             lines.append(f"{named} an image sent with this message (not shown again).")
