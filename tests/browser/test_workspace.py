@@ -91,6 +91,12 @@ async def test_log_in_and_start_a_session(sign_in_with_the_form, alice):
     first = turns(page).first
     await turn_ended(first)
     await expect(first.locator(".msg-user .bubble")).to_have_text("Quarterly planning: what modes are there?")
+    # The tour's first answer is an answer (issue 41, finding 14): the modes, introduced, not a label
+    # saying the model only called a tool.
+    answer = first.locator(".answer")
+    await expect(answer).to_contain_text("These are the modes you can work in")
+    await expect(answer.get_by_role("listitem").filter(has_text="Data Analysis")).to_have_count(1)
+    await expect(answer).not_to_contain_text("No answer from the model")
 
 
 async def test_an_ask_turn_streams_into_the_page(sign_in, alice, make_session):

@@ -38,6 +38,7 @@ from .text import content_text, keywords, parse_json, shorten
 logger = logging.getLogger("aptix.offline")
 
 LIST_MODES, CHANGE_MODE, IMAGE_GEN = "agent_list_modes", "agent_change_mode", "image_gen"
+MODES_INTRO = "These are the modes you can work in; pick one from the mode badge, or tell me what you want to do:"
 
 _MODES_QUESTION = re.compile(
     r"\b(what|which|list( the| all)?|available|show( me)?( the)?|all( the)?) modes\b|\bmodes (are|do you|can)\b"
@@ -88,7 +89,11 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
     if not conv.user_text:
         return Plan(text=help_text(conv))
     if LIST_MODES in conv.offered and _MODES_QUESTION.search(conv.user_text):  # rule b
-        return Plan.call(LIST_MODES, {"includeExamples": False})
+        # In Ask the call's result is the answer (no model call follows): it comes with the line that
+        # introduces it, so the first answer of the tour reads as one, not as a tool's leftover.
+        return Plan(
+            text=MODES_INTRO if conv.execution == "ask" else "", calls=[(LIST_MODES, {"includeExamples": False})]
+        )
     plan = _choice(conv) or _notes(conv) or document_step(conv) or _code(conv) or files_step(conv)  # c, h, l, j, k
     plan = plan or await _propose_mode(conv, modes)  # rule d
     if plan is not None:
