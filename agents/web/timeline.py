@@ -35,6 +35,7 @@ from agents.state import ModeChange
 from modes.proposal import find_proposal
 from tools.media import is_site_file, is_site_image
 from tools.registry import result_image
+from tools.tables import parse_markdown_table
 
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
@@ -42,6 +43,7 @@ from .questions import answer_label, card_fields
 from .versions import VersionNav, nav_looked_up
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
+RESULT_TABLE_ROWS = 50  # rows of a table result shown in its card
 
 
 def _pretty(arguments: str) -> str:
@@ -79,8 +81,25 @@ def tool_item(
         data["media"] = media_of(result.get("attachments") or [])
         if data["media"]:
             text = result.get("text") or ""  # the card shows the images, links, resources and files apart
-        data["result"] = text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")
+        data.update(_result_shown(text))
     return Item("tool", data)
+
+
+def _result_shown(text: str) -> dict[str, Any]:
+    """How the card shows a result: a markdown table as a table (its first rows), JSON indented, any
+    other text as it came; each cut to RESULT_PREVIEW_LIMIT characters."""
+    table = parse_markdown_table(text) if "|" in text else None
+    if table is not None:
+        columns, rows = table
+        shown = rows[:RESULT_TABLE_ROWS]
+        return {"result": "", "result_table": {"columns": columns, "rows": shown, "more": len(rows) - len(shown)}}
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            text = json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass  # not JSON after all: as it came
+    return {"result": text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")}
 
 
 def media_of(attachments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]] | None:

@@ -108,14 +108,16 @@ async def test_the_composer_says_the_quota_is_used_and_the_page_warns_from_80_pe
     client = ServerLikeAsyncClient()
     await client.aforce_login(alice)
     page = (await client.get(f"/sessions/{session.id}/")).content.decode()
-    assert 'id="quota-notice"' not in page
+    assert '<p class="quota-notice" id="quota-notice" hidden></p>' in page  # under 80%: nothing said
     await sync_to_async(spend)(team_a, alice, 800)
     page = (await client.get(f"/sessions/{session.id}/")).content.decode()
     assert "80% of Team A&#x27;s monthly quota of 1,000 tokens is used; it resets on" in page
     await sync_to_async(spend)(team_a, alice, 200)
     response = await client.post(f"/sessions/{session.id}/turns/", {"message": "Hi"})
     assert response.status_code == 422
-    assert "Team A has used its monthly quota of 1,000 tokens; it resets on" in response.content.decode()
+    refused = response.content.decode()
+    assert refused.count("Team A has used its monthly quota of 1,000 tokens; it resets on") == 1  # said once
+    assert '<p class="quota-notice" id="quota-notice" hidden hx-swap-oob="true"></p>' in refused  # the notice goes
     assert not await Turn.objects.aexists()
 
 

@@ -29,6 +29,7 @@ from agents.submit import turn_submit
 from agents.turns import error_code, turn_cancel, turn_start
 from aptix.ratelimits import TURNS, Limited, rate_limit, user_key
 from modes.catalog import ModeValidationError
+from usage.quotas import CODE_QUOTA
 
 from ..fragments import composer_error, replaced_turns, session_fragments
 from ..timeline import render_turn
@@ -43,6 +44,15 @@ def _error(message: str, status: int = 422) -> HttpResponse:
     """Shown under the composer (the `#composer-error` region); htmx swaps 422 answers (see the
     htmx-config meta tag in workspace.html)."""
     return HttpResponse(composer_error(message), status=status)
+
+
+def _refused(exc: ValidationError, status: int = 422) -> HttpResponse:
+    """A message the service refused: its reason under the composer. A quota's refusal says all the
+    notice under the composer said (and more), so the notice goes: the reason shows once."""
+    response = _error(first_error(exc), status=status)
+    if error_code(exc) == CODE_QUOTA:
+        response.content += render_to_string("agents/session_detail.html#quota-notice", {"oob": True}).encode()
+    return response
 
 
 def _too_many(limited: Limited) -> HttpResponse:
@@ -110,7 +120,7 @@ async def turn_new(request: HttpRequest, session_id: str) -> HttpResponse:
             )
         )
     except ValidationError as exc:  # anyone else's file is a 404, as everywhere
-        return _error(first_error(exc), status=404 if error_code(exc) == CODE_NO_FILE else 422)
+        return _refused(exc, status=404 if error_code(exc) == CODE_NO_FILE else 422)
     html = await sync_to_async(_turn_started_fragments)(session, submitted.turn)
     return HttpResponse(html)
 
@@ -134,7 +144,7 @@ async def turn_resend(request: HttpRequest, session_id: str, turn_id: str) -> Ht
             )
         )
     except ValidationError as exc:
-        return _error(first_error(exc))
+        return _refused(exc)
     return HttpResponse(await sync_to_async(_resent_fragments)(session, submitted.turn))
 
 

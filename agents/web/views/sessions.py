@@ -85,6 +85,8 @@ def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 2
         "teams_count": teams.count(),
         "model": describe_provider(),
         "attached": _attached(request),
+        # Each team's monthly quota at 80% or more: a notice under the composer, as on a session's page.
+        "quotas": [q for team in teams if (q := quota_state(team_id=team.pk, user_id=request.user.pk)) and q.near],
     }
     return render(request, "agents/home.html", context, status=status)
 

@@ -53,3 +53,36 @@ def test_a_reported_usage_is_not_counted_twice(session):
     )
     html = render_turn(turn, stored)
     assert "· 42 tokens" in html and "estimated" not in html
+
+
+# --- issue 41, finding 15: a tool card shows its result readably ------------------------------------
+
+
+def card_of(result: str, **extra) -> str:
+    from django.template.loader import render_to_string
+
+    from agents.web.timeline import tool_item
+
+    called = {"id": "call_1", "name": "files_query", "kind": "internal", "arguments": '{"sql":"select 1"}'}
+    item = tool_item(called, {"ok": True, "result": result, "duration_ms": 12, **extra})
+    return render_to_string("agents/_event.html", {"item": item})
+
+
+def test_a_json_result_is_indented_and_a_table_result_is_a_table():
+    card = card_of('{"modes":[{"key":"general","displayName":"General"}]}')
+    assert '{\n  &quot;modes&quot;: [\n    {\n      &quot;key&quot;: &quot;general&quot;' in card
+    table = card_of("| region | revenue |\n| --- | --- |\n| North | 10 |\n| South | 7 |\n\n2 rows")
+    assert '<div class="tool-table" role="region" aria-label="Result of files_query" tabindex="0">' in table
+    assert '<th scope="col">region</th><th scope="col">revenue</th>' in table
+    assert "<tr><td>North</td><td>10</td></tr><tr><td>South</td><td>7</td></tr>" in table
+    assert "<pre>| region" not in table
+    plain = card_of("Added note 1.")
+    assert "<pre>Added note 1.</pre>" in plain
+    broken = card_of("{not json")
+    assert "<pre>{not json</pre>" in broken
+
+
+def test_a_stopped_cards_duration_and_state_sit_together_at_its_end():
+    card = card_of("", stopped=True)
+    meta = card.split('<span class="tool-meta">', 1)[1].split("</summary>", 1)[0]
+    assert '<span class="tool-duration">12 ms</span>' in meta and "not finished: the turn ended first" in meta
