@@ -6,6 +6,7 @@ event_views.py); the live stream (live.py) runs the same views one event at a ti
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
@@ -95,10 +96,8 @@ def _result_shown(text: str) -> dict[str, Any]:
         return {"result": "", "result_table": {"columns": columns, "rows": shown, "more": len(rows) - len(shown)}}
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
-        try:
+        with contextlib.suppress(ValueError):  # not JSON after all: as it came
             text = json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
-        except ValueError:
-            pass  # not JSON after all: as it came
     return {"result": text[:RESULT_PREVIEW_LIMIT] + ("…" if len(text) > RESULT_PREVIEW_LIMIT else "")}
 
 
