@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib import messages
@@ -78,6 +78,7 @@ def home(request: HttpRequest) -> HttpResponse:
 def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
     """The home page; again with the posted form (the draft and the reason) when nothing was sent."""
     teams = team_list_for_user(user=request.user)
+    user_id = cast(int, request.user.pk)  # signed in (login_required)
     context = {
         **sidebar_context(request, whole_page=True),
         "form": form,
@@ -86,7 +87,7 @@ def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 2
         "model": describe_provider(),
         "attached": _attached(request),
         # Each team's monthly quota at 80% or more: a notice under the composer, as on a session's page.
-        "quotas": [q for team in teams if (q := quota_state(team_id=team.pk, user_id=request.user.pk)) and q.near],
+        "quotas": [q for team in teams if (q := quota_state(team_id=team.pk, user_id=user_id)) and q.near],
     }
     return render(request, "agents/home.html", context, status=status)
 
