@@ -103,7 +103,7 @@ def test_change_writes_session_and_one_history_row(manager, session, team_a, ali
 
 
 def test_a_branch_keeps_the_sessions_mode_and_records_who_asked_for_which(manager, session, team_a, alice):
-    """Issue 41, finding 9: "New session in …" changed the mode of the session it was asked in; the new
+    """ "New session in …" changed the mode of the session it was asked in; the new
     session has the mode, and this one's history records the request (branch set)."""
     previous, new = manager.set_session_mode_sync(
         session.id, "data-analysis", "Charts needed", team_a, alice, branch=True, tool_call_id="call_9"

@@ -72,7 +72,7 @@ async def test_staying_or_a_new_session_starts_no_follow_up(make_session, run_tu
     with use_runner(runner):
         await submit_and_wait(runner, session, "1) Stay in the current mode")
         branched = await submit_and_wait(runner, session, "3) New session", {"mode": "data-analysis", "branch": True})
-    # A new session is asked for: this one keeps its mode (issue 41, finding 9), its history records the ask.
+    # A new session is asked for: this one keeps its mode, its history records the ask.
     assert branched.status == "completed" and branched.response_mode == "general"
     assert (await AgentSession.objects.aget(pk=session.id)).mode == "general"
     history = [row async for row in ModeHistory.objects.filter(session_id=session.id)]

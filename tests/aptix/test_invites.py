@@ -46,7 +46,7 @@ def accept(client, path: str, password: str = NEW_PASSWORD):
 def test_a_team_owner_invites_and_the_link_makes_a_member_once(client, alice, team_a):
     client.force_login(alice)
     response = client.post(reverse("invites"), {"email": "Dan@Example.com", "team": team_a.pk, "role": "member"})
-    # Post/Redirect/Get (issue 41, finding 4): a reload of the page shown invites nobody twice.
+    # Post/Redirect/Get: a reload of the page shown invites nobody twice.
     assert response.status_code == 302 and response["Location"] == reverse("invites")
     html = client.get(response["Location"]).content.decode()
     assert "Invitation e-mailed to Dan@example.com." in html
@@ -201,7 +201,7 @@ def test_the_email_url_chooses_the_backend():
 
 
 def test_an_owner_withdraws_an_invitation_and_its_link_says_so(client, alice, bob, team_a):
-    """Issue 41, finding 5: /invites/ withdraws and sends again, and leads back to the workspace."""
+    """/invites/ withdraws and sends again, and leads back to the workspace."""
     invite, secret = invite_create(inviter=alice, team=team_a, email="dan@example.com")
     path = reverse("invite-accept", args=[secret])
     client.force_login(bob)  # not an owner of Team A: not his to withdraw

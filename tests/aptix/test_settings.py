@@ -91,7 +91,7 @@ def test_bad_preferences_are_refused_with_the_reason(alice_client, alice, field,
 
 def test_a_token_is_created_its_secret_shown_once_and_it_works(alice_client, alice):
     response = alice_client.post(reverse("settings-token-create"), {"name": "laptop"})
-    # Post/Redirect/Get (issue 41, finding 4): a reload of the page shown makes no second token.
+    # Post/Redirect/Get: a reload of the page shown makes no second token.
     assert response.status_code == 302 and response["Location"] == "/settings/#tokens-heading"
     page = alice_client.get(response["Location"])
     token = ApiToken.objects.get(user=alice)

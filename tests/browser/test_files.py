@@ -97,7 +97,7 @@ async def test_attach_shows_progress_and_chips_removable_before_sending(sign_in,
     await expect(turns(page)).to_have_count(0)
     await expect(page.locator("#message")).to_have_value("Sum it")
     released.append(True)
-    # ... and goes by itself once the upload has finished (issue 41, finding 3), with the file.
+    # ... and goes by itself once the upload has finished, with the file.
     await expect(turns(page)).to_have_count(1)
     await expect(turns(page).first.locator(".msg-user")).to_contain_text("Sum it")
     await expect(turns(page).first.locator(".turn-files .turn-file")).to_contain_text("large.csv")
@@ -171,7 +171,7 @@ async def test_drop_and_paste_attach_and_the_message_shows_its_files(sign_in, al
     await panel.get_by_role("button", name="Delete pasted.csv").click()
     await expect(panel.locator(".file-list li")).to_have_count(2)
     assert await SessionFile.objects.filter(session_id=session.id, deleted_at__isnull=True).acount() == 2
-    # By keyboard, the focus goes to the next file's Delete, then to the panel (issue 41, finding 12).
+    # By keyboard, the focus goes to the next file's Delete, then to the panel.
     await expect(panel.get_by_role("button", name="Delete dot.png")).to_be_focused()
     for name, then in (("dot.png", "Delete sales.csv"), ("sales.csv", None)):
         page.once("dialog", lambda dialog: dialog.accept())
@@ -213,14 +213,14 @@ async def test_a_refused_upload_says_why_on_its_chip(sign_in, alice, make_sessio
     await expect(refused.get_by_role("alert")).not_to_be_empty()
     too_big = chips(page).filter(has_text="huge.csv")
     await expect(too_big.get_by_role("alert")).to_have_text("The file is larger than the upload limit of 586 KB.")
-    # ... refused in the browser before a byte was sent (finding 8): only report.csv went to the server.
+    # ... refused in the browser before a byte was sent: only report.csv went to the server.
     assert len(sent) == 1 and b"report.csv" in sent[0].post_data_buffer
     await page.screenshot(path=str(ARTIFACTS / "files-refused.png"))
     await too_big.get_by_role("button", name="Remove huge.csv").click()
     await refused.get_by_role("button", name="Remove report.csv").click()
     await expect(chips(page)).to_have_count(0)
 
-    # An empty file is refused with the reason; a table with only its header says "0 rows" (finding 7).
+    # An empty file is refused with the reason; a table with only its header says "0 rows".
     empty, header = tmp_path / "empty.csv", tmp_path / "header.csv"
     empty.write_bytes(b"")
     header.write_bytes(b"region,revenue\n")

@@ -73,7 +73,7 @@ async def test_switching_here_carries_the_request_on_in_agent(sign_in, alice, ma
     await expect(follow_up.locator(".meta").first).to_contain_text("Agent · data-analysis · continued after the switch")
     await turn_ended(follow_up)
     await expect(page.locator("#mode-badge")).to_have_text("Data Analysis")
-    # The header's Ask/Agent control says Agent too, without a reload (issue 41, finding 2).
+    # The header's Ask/Agent control says Agent too, without a reload.
     await expect(page.locator('#session-execution input[value="agent"]')).to_be_checked()
     await expect(page.locator('#session-execution input[value="ask"]')).not_to_be_checked()
     rows = [t async for t in Turn.objects.filter(session_id=session.id).order_by("index")]

@@ -41,7 +41,7 @@ async def test_logging_out_in_another_tab_ends_the_live_view_with_a_notice(sign_
     other = await page.context.new_page()  # the same browser: the same login
     await other.goto("/")
     await other.get_by_role("button", name="Log out").click()
-    # The notice says what happened and leads to the way on (issue 41, finding 6).
+    # The notice says what happened and leads to the way on.
     await expect(page.locator("#stream-notice")).to_contain_text("You were signed out")
     await expect(page.locator("#stream-notice a")).to_have_text("Sign in again")
     await page.locator("#stream-notice a").click()

@@ -35,7 +35,7 @@ async def test_the_quota_notice_and_refusal_under_the_composer(sign_in, alice, t
     session = await sync_to_async(session_create)(team=team_a, user=alice, mode="general")
     page = await sign_in(alice, **AXE_PAGE)
     await open_session(page, session.id)
-    await page.goto("/")  # Home says it too, under its composer (issue 41, finding 15)
+    await page.goto("/")  # Home says it too, under its composer
     await expect(page.locator("#quota-notice-1")).to_contain_text("85% of Team A's monthly quota of 1,000 tokens")
     await open_session(page, session.id)
     notice = page.locator("#quota-notice")
@@ -50,7 +50,7 @@ async def test_the_quota_notice_and_refusal_under_the_composer(sign_in, alice, t
     error = page.locator("#composer-error")
     await expect(error).to_contain_text("Team A has used its monthly quota of 1,000 tokens; it resets on")
     await expect(box).to_have_value("One more question")  # the draft stays
-    await expect(notice).to_be_hidden()  # the refusal shows once, not beside the notice (issue 41, 15)
+    await expect(notice).to_be_hidden()  # the refusal shows once, not beside the notice
     await expect(page.get_by_text("monthly quota")).to_have_count(1)
     await expect(turns(page)).to_have_count(0)
     assert not await Turn.objects.aexists()

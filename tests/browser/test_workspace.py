@@ -91,7 +91,7 @@ async def test_log_in_and_start_a_session(sign_in_with_the_form, alice):
     first = turns(page).first
     await turn_ended(first)
     await expect(first.locator(".msg-user .bubble")).to_have_text("Quarterly planning: what modes are there?")
-    # The tour's first answer is an answer (issue 41, finding 14): the modes, introduced, not a label
+    # The tour's first answer is an answer: the modes, introduced, not a label
     # saying the model only called a tool.
     answer = first.locator(".answer")
     await expect(answer).to_contain_text("These are the modes you can work in")
@@ -334,7 +334,7 @@ async def test_a_branch_continues_in_a_linked_session(sign_in, alice, make_sessi
     go = chosen.get_by_role("button", name="Continue in a new ddr-authoring session")
     await expect(go).to_be_visible()
     await expect(page.locator(".choices")).to_have_count(0)  # the proposal was answered
-    # Only the new session changes mode (issue 41, finding 9): this one stays General.
+    # Only the new session changes mode: this one stays General.
     await expect(page.locator("#mode-badge")).to_have_text("General")
     assert (await AgentSession.objects.aget(pk=parent.id)).mode == "general"
 
@@ -440,7 +440,7 @@ async def test_tools_outside_the_modes_policy_are_unticked_and_disabled_with_the
 
 
 async def test_the_tools_and_files_panels_open_under_their_buttons(sign_in, alice, make_session):
-    """Issue 41, finding 11: they floated mid-page, away from the button that opened them."""
+    """They floated mid-page, away from the button that opened them."""
     session = await sync_to_async(make_session)(mode="general", execution="agent")
     page = await sign_in(alice, viewport={"width": 1280, "height": 800})
     await open_session(page, session.id)

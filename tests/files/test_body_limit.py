@@ -1,4 +1,4 @@
-"""Issue 41, finding 8: a 58 MB file was uploaded whole before the 50 MB refusal, as Daphne reads a
+"""A 58 MB file was uploaded whole before the 50 MB refusal, as Daphne reads a
 body to the end before the application sees the request. Served by `manage.py aptix_serve` (a real
 subprocess), a body over the limit is now answered 413 while it is still arriving: at its headers
 when it declares its length, as soon as the limit is passed when it is chunked."""

@@ -1,4 +1,4 @@
-"""Issue 41, finding 7: an empty file is refused with the reason (a 0-byte CSV became a table with one
+"""An empty file is refused with the reason (a 0-byte CSV became a table with one
 column called `column0`), and a table with its header but no rows is accepted as what it is: 0 rows."""
 
 from __future__ import annotations

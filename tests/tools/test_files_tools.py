@@ -99,7 +99,7 @@ def test_files_read_by_page_and_by_query(session, alice):
 
 
 def test_a_docx_is_read_in_sections_not_pages(session, alice, client):
-    """Issue 41, finding 13: a DOCX's parts (its headings) were called pages ("4 pages", "[page 4 — …]")."""
+    """A DOCX's parts (its headings) were called pages ("4 pages", "[page 4 — …]")."""
     file_upload(owner=alice, uploaded=uploaded("adr.docx", docx_bytes()), session=session)
     listed = json.loads(call(FilesListTool(), {}, context(session, alice)).result)["files"]
     adr = next(f for f in listed if f["name"] == "adr.docx")

@@ -279,7 +279,7 @@ async def test_a_same_call_twice_in_a_turn_gives_an_answer_instead():
 async def test_b_modes_question_calls_list_modes(text):
     reply = await plan_reply(body(user(text)), modes=MODES)
     assert only_call(reply) == ("agent_list_modes", {"includeExamples": False})
-    # In Ask the result is the answer: the line that introduces it comes with the call (issue 41, 14).
+    # In Ask the result is the answer: the line that introduces it comes with the call.
     assert reply.content == offline.MODES_INTRO
     agent = await plan_reply(body(user(text), execution="agent"), modes=MODES)
     assert only_call(agent) == ("agent_list_modes", {"includeExamples": False}) and agent.content == ""

@@ -1,4 +1,4 @@
-"""The session page's composer agrees with its stream cursor (issue 41, finding 1).
+"""The session page's composer agrees with its stream cursor.
 
 The page draws the composer busy or idle and hands the socket a cursor (the last event it shows); the
 socket replays every event after it, and a turn's final event redraws the composer idle. A turn that
@@ -20,8 +20,7 @@ from django.urls import reverse
 from agents.models import Turn, TurnEvent
 from agents.sessions import session_create
 from agents.turns import turn_end_unrun
-
-from .test_history import add_turn
+from tests.helpers.turns import add_turn
 
 pytestmark = pytest.mark.django_db
 

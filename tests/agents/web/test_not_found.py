@@ -1,5 +1,5 @@
-"""Every 404 of a page is Aptix's own page, which says what may have happened and leads back (issue 41,
-finding 6): an unknown address, a deleted session, one that stopped being shared with the reader."""
+"""Every 404 of a page is Aptix's own page, which says what may have happened and leads back (it was
+Django's bare "Not Found"): an unknown address, a deleted session, one that stopped being shared."""
 
 from __future__ import annotations
 

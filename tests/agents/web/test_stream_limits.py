@@ -140,7 +140,7 @@ async def test_logging_out_closes_that_logins_sockets(make_session, alice):
 
 
 @pytest.mark.parametrize(
-    ("change", "code"),  # each cause its own code, so the page says what happened (issue 41, finding 6)
+    ("change", "code"),  # each cause its own code, so the page says what happened
     [
         ("membership", CLOSE_ACCESS_LOST),
         ("deactivated", CLOSE_SIGNED_OUT),

@@ -55,7 +55,7 @@ def test_a_reported_usage_is_not_counted_twice(session):
     assert "· 42 tokens" in html and "estimated" not in html
 
 
-# --- issue 41, finding 15: a tool card shows its result readably ------------------------------------
+# --- a tool card shows its result readably ------------------------------------
 
 
 def card_of(result: str, **extra) -> str:

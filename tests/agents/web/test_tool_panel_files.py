@@ -58,7 +58,7 @@ def notes_tool():
 
 @pytest.mark.django_db
 def test_a_server_whose_tools_the_mode_offers_none_of_says_so(client, team_a, alice, notes_tool):
-    """Issue 41, finding 10: the panel said "ready with 1 tool" and ticked the server while the mode's
+    """The panel said "ready with 1 tool" and ticked the server while the mode's
     policy greyed all its tools."""
     client.force_login(alice)
     ddr = session_create(team=team_a, user=alice, mode="ddr-authoring", execution="agent")

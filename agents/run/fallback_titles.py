@@ -1,0 +1,72 @@
+"""The title a session gets when no model names it (the offline model, which cannot summarise, or a
+title call that failed): built from what the first exchange made and what the message asked for, so
+that sessions tell apart in the sidebar — "Caching ADR" (the document the turn wrote), "Revenue by
+month (chart)" (the chart it drew), "Sales by region · sales.csv" (the key words of the message and
+the file it carried) — instead of the message's opening characters, which often all start alike
+("Can you please…")."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..models import Turn, TurnEvent
+
+TITLE_CHARS = 60
+KEY_WORDS = 5
+# Words that carry no subject: requests' politeness, pronouns, articles, question words, filler verbs.
+FILLER = frozenset(
+    """a an the and or but of for to in on at by with about from into as is are was were be been it its
+    this that these those there here what which who whom how why when where do does did can could would
+    should will shall may might must please pls kindly hi hello hey i me my mine we us our you your
+    let lets let's tell show give make help want need like just some any all also then now so very
+    really get got write draft create""".split()
+)
+_WORD = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
+
+
+def fallback_title(turn: Turn) -> str:
+    """A title from the session's first exchange (`turn`); empty when there is nothing to say."""
+    events = list(TurnEvent.objects.filter(turn=turn, type__in=("document.updated", "tool.called", "tool.result")))
+    documents = [e.payload.get("title") for e in events if e.type == "document.updated" and e.payload.get("title")]
+    if documents:
+        return _cut(documents[-1])
+    words = key_words(turn.user_message)
+    chart = _chart_title(events)
+    if chart:
+        return _cut(chart if "chart" in chart.lower() else f"{chart} (chart)")
+    files = [f.get("name") for f in turn.files or [] if f.get("name")]
+    if files:
+        return _cut(f"{words} · {files[0]}" if words else files[0])
+    return _cut(words)
+
+
+def key_words(message: str) -> str:
+    """The message's first words that carry its subject, in its order, the first capitalised."""
+    kept = [w.strip(".'’-") for w in _WORD.findall(message) if w.lower().strip(".'’-") not in FILLER]
+    kept = [w for w in kept if w][:KEY_WORDS]
+    text = " ".join(kept)
+    return text[:1].upper() + text[1:]
+
+
+def _chart_title(events: list[TurnEvent]) -> str:
+    """The title of the first image the turn drew successfully (image_gen's chart or card)."""
+    drawn = {e.payload.get("id") for e in events if e.type == "tool.result" and e.payload.get("ok")}
+    for event in events:
+        if event.type != "tool.called" or event.payload.get("name") != "image_gen":
+            continue
+        if event.payload.get("id") not in drawn:
+            continue
+        try:
+            arguments = json.loads(event.payload.get("arguments") or "{}")
+        except ValueError:
+            continue
+        title = arguments.get("title") if isinstance(arguments, dict) else None
+        if isinstance(title, str) and title.strip():
+            return title.strip()
+    return ""
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"
