@@ -16,7 +16,7 @@ from tools.mcp import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
 from .llm.catalog import model_for, models_config
-from .models import AgentSession, ShareEvent, ToolApproval, Turn, TurnEvent
+from .models import AgentSession, SavedPrompt, ShareEvent, ToolApproval, Turn, TurnEvent
 from .run.health import config_problems
 from .run.pipeline import MCP_SEPARATOR, mcp_server_order, plan_offer, policy_allows, schema_tokens
 from .run.trace import turn_trace
@@ -247,6 +247,20 @@ class ShareEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(SavedPrompt)
+class SavedPromptAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The prompt library (agents/prompts/): every user's own prompts and the teams' shared ones, with
+    their use counts. Read-only here (their authors and the teams' curators edit them under Settings →
+    Prompts, through the services that check the variables and who may share); an administrator may
+    delete one, say one shared by mistake."""
+
+    list_display = ["title", "user", "team", "use_count", "last_used_at", "updated_at"]
+    list_filter = ["team"]
+    search_fields = ["title", "text", "user__username"]
+    list_select_related = ["user", "team"]
+    date_hierarchy = "created_at"
 
 
 def _approval_cells(row: ToolApproval) -> list:

@@ -338,3 +338,36 @@ class DocumentVersion(models.Model):
         if not self._state.adding:
             raise ValueError("A document version is immutable: write a new version instead.")
         super().save(*args, **kwargs)
+
+
+class SavedPrompt(models.Model):
+    """A prompt of the library (agents/prompts/): a title and a text with `{{variables}}`, its
+    author's own, or shared with a team (`team` set), whose owners and the administrators curate it.
+    Written only by agents/prompts/services.py; `use_count` counts its insertions from the composer's
+    `/` menu and the API."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_prompts")
+    team = models.ForeignKey(
+        "aptix.Team", on_delete=models.CASCADE, null=True, blank=True, related_name="shared_prompts"
+    )
+    title = models.CharField(max_length=200)
+    text = models.TextField()
+    use_count = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title", "created_at"]
+        indexes = [
+            models.Index(fields=["user", "team"], name="savedprompt_user_team"),
+            models.Index(fields=["team"], name="savedprompt_team"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def shared(self) -> bool:
+        return self.team_id is not None

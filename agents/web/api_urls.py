@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_conversations, api_documents, api_files, api_mcp, api_resend, api_usage
+from . import api, api_conversations, api_documents, api_files, api_mcp, api_prompts, api_resend, api_usage
 
 urlpatterns = [
     path("agent/execute", api.agent_execute, name="api-agent-execute"),
@@ -17,6 +17,9 @@ urlpatterns = [
     path("mcp/servers", api_mcp.mcp_servers_api, name="api-mcp-servers"),
     path("mcp/prompts", api_mcp.mcp_prompts_api, name="api-mcp-prompts"),
     path("mcp/prompts/<str:server>/<path:name>", api_mcp.mcp_prompt_api, name="api-mcp-prompt"),
+    path("prompts", api_prompts.prompts_api, name="api-prompts"),
+    path("prompts/<str:prompt_id>", api_prompts.prompt_api, name="api-prompt"),
+    path("prompts/<str:prompt_id>/use", api_prompts.prompt_use_api, name="api-prompt-use"),
     path("turns/<str:turn_id>/resend", api_resend.turn_resend_api, name="api-turn-resend"),
     path("usage", api_usage.usage_api, name="api-usage"),
     path("files", api_files.files_api, name="api-files"),

@@ -1,8 +1,10 @@
-// The MCP servers' prompts in the composer (agents/web/views/prompts.py). Typing "/" at the start of
-// the message box lists them (name, description, server), filtered by what follows the "/"; Up and
-// Down choose, Enter takes one, Esc closes the list. A prompt with arguments asks for them in a small
-// form (required ones marked); the prompt, got from its server with them, is put into the message box
-// as text, for the user to read, edit and send. A textarea may not take the combobox role, so the box
+// The prompts in the composer (agents/web/views/prompts.py): the user's saved prompts (their own and
+// their teams' shared ones) first, then the MCP servers'. Typing "/" at the start of the message box
+// lists them (title or name, description, whose: "yours", the team, the server), filtered by what
+// follows the "/"; Up and Down choose, Enter takes one, Esc closes the list. A prompt with blanks (a
+// saved prompt's {{variables}}, an MCP prompt's arguments) asks for them in a small form (required
+// ones marked); the prompt, filled by the server (a saved one is counted as used) or got from its MCP
+// server, is put into the message box as text, for the user to read, edit and send. A textarea may not take the combobox role, so the box
 // keeps its textbox role and carries the rest of the pattern: aria-autocomplete="list", aria-controls
 // naming the listbox while it is open and aria-activedescendant naming the chosen option.
 (function () {
@@ -69,7 +71,20 @@
       .then(function (answer) {
         loading = null;
         if (!answer[0].ok) throw new Error((answer[1].error && answer[1].error.message) || "The prompts could not be listed.");
-        prompts = answer[1].prompts || [];
+        // One shape for both kinds: `kind`, `name` (what the list shows after "/"), `source` (whose),
+        // `arguments` ({name, title, description, required}).
+        prompts = (answer[1].saved || []).map(function (p) {
+          return {
+            kind: "saved", id: p.id, name: p.title, title: "", description: p.description,
+            source: p.team || "yours",
+            arguments: p.variables.map(function (v) { return {name: v, required: true}; }),
+          };
+        }).concat((answer[1].prompts || []).map(function (p) {
+          return {
+            kind: "mcp", server: p.server, name: p.name, title: p.title, description: p.description,
+            source: p.server, arguments: p.arguments,
+          };
+        }));
         fetchedAt = Date.now();
         return prompts;
       }, function (err) {
@@ -81,7 +96,7 @@
 
   function matches(prompt, query) {
     var q = query.toLowerCase();
-    return !q || [prompt.name, prompt.title, prompt.server].some(function (s) { return (s || "").toLowerCase().indexOf(q) >= 0; });
+    return !q || [prompt.name, prompt.title, prompt.source].some(function (s) { return (s || "").toLowerCase().indexOf(q) >= 0; });
   }
 
   function closeList() {
@@ -105,7 +120,7 @@
       list = el("ul", "prompt-list");
       list.id = LIST_ID;
       list.setAttribute("role", "listbox");
-      list.setAttribute("aria-label", "Prompts of the MCP servers");
+      list.setAttribute("aria-label", "Saved prompts and prompts of the MCP servers");
       holder.insertBefore(list, holder.firstChild);
     }
     list.textContent = "";
@@ -127,9 +142,9 @@
       option.setAttribute("aria-selected", i === active ? "true" : "false");
       option.dataset.index = String(i);
       var head = el("span", "prompt-head");
-      head.appendChild(el("span", "prompt-name", "/" + prompt.name));
+      head.appendChild(el("span", "prompt-name" + (prompt.kind === "saved" ? " saved" : ""), "/" + prompt.name));
       if (prompt.title && prompt.title !== prompt.name) head.appendChild(el("span", "prompt-title", prompt.title));
-      head.appendChild(el("span", "prompt-server", prompt.server));
+      head.appendChild(el("span", "prompt-server" + (prompt.kind === "saved" ? " saved" : ""), prompt.source));
       option.appendChild(head);
       if (prompt.description) option.appendChild(el("span", "prompt-description muted", prompt.description));
       list.appendChild(option);
@@ -149,7 +164,7 @@
       shown = all.filter(function (p) { return matches(p, query); });
       active = shown.length ? 0 : -1;
       if (!shown.length) {
-        drawList(query, all.length ? "No prompt matches “" + query + "”." : "The MCP servers offer no prompts.");
+        drawList(query, all.length ? "No prompt matches “" + query + "”." : "No saved prompts, and the MCP servers offer none: save one under Settings → Prompts.");
         announce(all.length ? "No prompt matches." : "No prompts.");
         return;
       }
@@ -190,7 +205,7 @@
     var title = el("h2", "", prompt.title || prompt.name);
     title.id = "prompt-form-title";
     title.appendChild(document.createTextNode(" "));
-    title.appendChild(el("span", "prompt-server", prompt.server));
+    title.appendChild(el("span", "prompt-server" + (prompt.kind === "saved" ? " saved" : ""), prompt.source));
     form.appendChild(title);
     if (prompt.description) form.appendChild(el("p", "muted small", prompt.description));
     var anyRequired = false;
@@ -248,16 +263,19 @@
   function get(prompt, values, form) {
     var page = composer();
     if (!page) return;
-    var url = page.dataset.promptsUrl + encodeURIComponent(prompt.server) + "/" + encodeURIComponent(prompt.name);
+    var saved = prompt.kind === "saved";
+    var url = saved
+      ? page.dataset.savedPromptUrl.replace("PROMPT_ID", encodeURIComponent(prompt.id))
+      : page.dataset.promptsUrl + encodeURIComponent(prompt.server) + "/" + encodeURIComponent(prompt.name);
     var error = form ? form.querySelector(".prompt-error") : null;
     var button = form ? form.querySelector("button[type=submit]") : null;
     if (button) button.disabled = true;
-    announce("Getting the prompt from " + prompt.server + "…");
+    announce(saved ? "Filling the prompt…" : "Getting the prompt from " + prompt.server + "…");
     fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: {"Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken()},
-      body: JSON.stringify({arguments: values}),
+      body: JSON.stringify(saved ? {variables: values} : {arguments: values}),
     }).then(function (response) {
       return response.json().then(function (body) { return [response, body]; });
     }).then(function (answer) {
@@ -286,7 +304,7 @@
     }
     error.textContent = message;
     form.querySelectorAll("input[data-argument]").forEach(function (input) {
-      var wrong = field === "arguments." + input.dataset.argument;
+      var wrong = field === "arguments." + input.dataset.argument || field === "variables." + input.dataset.argument;
       if (wrong) {
         input.setAttribute("aria-invalid", "true");
         input.focus();
