@@ -13,16 +13,108 @@ import re
 from ..models import Turn, TurnEvent
 
 TITLE_CHARS = 60
-KEY_WORDS = 5
+KEY_WORDS = 6
+JOINING = frozenset(["by", "of", "per", "vs"])  # kept between two words of the subject
 # Words that carry no subject: requests' politeness, pronouns, articles, question words, filler verbs.
 FILLER = frozenset(
-    """a an the and or but of for to in on at by with about from into as is are was were be been it its
-    this that these those there here what which who whom how why when where do does did can could would
-    should will shall may might must please pls kindly hi hello hey i me my mine we us our you your
-    let lets let's tell show give make help want need like just some any all also then now so very
-    really get got write draft create""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "of",
+        "for",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "about",
+        "from",
+        "into",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "why",
+        "when",
+        "where",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "please",
+        "pls",
+        "kindly",
+        "hi",
+        "hello",
+        "hey",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "we",
+        "us",
+        "our",
+        "you",
+        "your",
+        "let",
+        "lets",
+        "let's",
+        "tell",
+        "show",
+        "give",
+        "make",
+        "help",
+        "want",
+        "need",
+        "like",
+        "just",
+        "some",
+        "any",
+        "all",
+        "also",
+        "then",
+        "now",
+        "so",
+        "very",
+        "really",
+        "get",
+        "got",
+        "write",
+        "draft",
+        "create",
+    ]
 )
 _WORD = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
+_CLAUSE = re.compile(r"[,;:?!\n]|\.\s|\s(?:and|then|but)\s", re.IGNORECASE)
 
 
 def fallback_title(turn: Turn) -> str:
@@ -42,9 +134,23 @@ def fallback_title(turn: Turn) -> str:
 
 
 def key_words(message: str) -> str:
-    """The message's first words that carry its subject, in its order, the first capitalised."""
-    kept = [w.strip(".'’-") for w in _WORD.findall(message) if w.lower().strip(".'’-") not in FILLER]
-    kept = [w for w in kept if w][:KEY_WORDS]
+    """The words of the message's first clause that carry its subject, in its order, the first
+    capitalised ("Chart revenue by month for our orders data, and …" → "Chart revenue by month orders
+    data"); a joining word (by, of, per, vs) stays between two kept words. Empty when fewer than two
+    words are left: a short question ("What modes are there?") says more as it is."""
+    clause = _CLAUSE.split(message.strip(), maxsplit=1)[0]
+    words = [w.strip(".'’-") for w in _WORD.findall(clause)]
+    kept: list[str] = []
+    for word in words:
+        lower = word.lower()
+        if not word or (lower in FILLER and not (lower in JOINING and kept)):
+            continue
+        kept.append(word)
+    while kept and kept[-1].lower() in JOINING:
+        kept.pop()
+    kept = kept[:KEY_WORDS]
+    if len([w for w in kept if w.lower() not in JOINING]) < 2:
+        return ""
     text = " ".join(kept)
     return text[:1].upper() + text[1:]
 

@@ -3,7 +3,8 @@ call without tools names it ("Monthly revenue chart" rather than "Chart revenue 
 the user named it meanwhile. It never holds up or fails a turn: it runs as a task of its own once the
 turn's end is written (agents/run/runners.py), and a model error leaves the title as it was. Its tokens
 are charged to the member's usage like a turn's, and no title is asked for once the month's quota is
-used up. The offline model does not name sessions (it cannot summarise): the first message stays the title."""
+used up. The offline model cannot summarise, and a title call may fail: the session is then named from
+what its first exchange made and asked for (agents/run/fallback_titles.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..llm import ModelError, get_llm_client
 from ..llm.catalog import model_for
 from ..models import Turn
 from ..sessions import session_title_generated
+from .fallback_titles import fallback_title
 from .metering import charge_session_call, session_call_allowed
 
 logger = logging.getLogger("aptix.titles")
@@ -48,8 +50,8 @@ async def title_session(turn: Turn) -> str | None:
     mode_model = await AgentMode.objects.filter(key=turn.mode).values_list("model", flat=True).afirst()
     spec = model_for(session_model=turn.session.model, mode_model=mode_model or "")
     llm = get_llm_client(spec)
-    if llm.is_offline:
-        return None
+    if llm.is_offline:  # it cannot summarise: named from what the exchange made and asked for
+        return await _fallback(turn, was)
     member = {"team_id": turn.session.team_id, "user_id": turn.session.user_id}
     if not await sync_to_async(session_call_allowed)(**member):  # the month's quota is used up
         return None
@@ -59,7 +61,7 @@ async def title_session(turn: Turn) -> str | None:
         reply = await llm.stream_chat(messages=messages, tools=None)
     except ModelError as exc:
         logger.warning("No title for session %s: %s", turn.session_id, exc, extra={"event": "titles.failed"})
-        return None
+        return await _fallback(turn, was)
     await sync_to_async(charge_session_call)(**member, mode=turn.mode, spec=spec, reply=reply)
     title = reply.content.strip().strip("\"'“”‘’").rstrip(".").strip()
     if "\n" in title:
@@ -67,3 +69,12 @@ async def title_session(turn: Turn) -> str | None:
     if not title or not await sync_to_async(session_title_generated)(session_id=turn.session_id, was=was, title=title):
         return None
     return title
+
+
+async def _fallback(turn: Turn, was: str) -> str | None:
+    """The title no model gave (agents/run/fallback_titles.py), if it says more than the message did."""
+    title = await sync_to_async(fallback_title)(turn)
+    if not title or title == was:
+        return None
+    named = await sync_to_async(session_title_generated)(session_id=turn.session_id, was=was, title=title)
+    return title if named else None

@@ -1,6 +1,7 @@
 """Titles (APTIX_AUTO_TITLES): after a session's first answer one small model call without tools names
 it, from whichever process ran the turn, after the turn ended; a failing model, a name the user gave
-meanwhile, the setting off or the offline model leave the first message as the title."""
+meanwhile or the setting off leave the first message as the title; the offline model and a failing
+one leave a title made from the first exchange (what it drew or wrote, the message's key words)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import AgentSession, Turn
+from agents.run.fallback_titles import fallback_title
 from agents.run.runners import LocalRunner
 from agents.run.titles import title_session
 from agents.runner import use_runner
-from agents.sessions import session_rename
+from agents.sessions import session_create, session_rename
 from agents.submit import turn_submit
 from agents.turns import turn_start
 from tests.helpers import inline_db
+from tests.helpers.turns import add_events, ended_turn
 from usage.models import UsageMonth
 
 pytestmark = inline_db
@@ -60,14 +63,16 @@ async def test_the_first_answer_names_the_session(make_session, model, llm):
     assert "tools" not in request and REQUEST in request["messages"][-1]["content"]
 
 
-async def test_a_failing_model_leaves_the_title_and_the_turn_as_they_were(make_session, model, llm, settings):
+async def test_a_failing_model_leaves_the_turn_as_it_was_and_the_key_words_name_the_session(
+    make_session, model, llm, settings
+):
     settings.APTIX_LLM_MAX_RETRIES = 0
     model.reply("March was best.")
     model.error(500, "the title server is down")
     session, turn = await first_turn(make_session)
     assert turn.status == "completed" and turn.answer == "March was best."
-    await asyncio.sleep(0.3)  # the title task ran (and failed)
-    assert model.pending == 0 and await title_of(session, wait=0) == REQUEST[:80]
+    assert await title_of(session, changed_from=REQUEST[:80]) == "Chart revenue by month orders data"
+    assert model.pending == 0
 
 
 async def test_only_the_first_answer_and_only_when_on(make_session, model, llm, settings):
@@ -98,8 +103,9 @@ async def test_a_name_the_user_gave_meanwhile_is_kept(make_session, model, llm, 
     assert await title_of(session, wait=0) == "Q1 numbers"
 
 
-async def test_the_offline_model_names_nothing(make_session):
-    """The built-in offline model cannot summarise: asked for a title it would answer with its help text."""
+async def test_the_offline_model_keeps_a_short_questions_own_words(make_session):
+    """The built-in offline model cannot summarise (asked for a title it would answer with its help
+    text); a short question with no subject of its own to pick out says more as it is."""
     session, turn = await first_turn(make_session, "What modes are there?")
     assert turn.status == "completed" and turn.model_label == "offline"
     turn = await Turn.objects.select_related("session").aget(pk=turn.id)
@@ -125,3 +131,68 @@ async def test_no_title_is_asked_for_once_the_quota_is_used_up(make_session, mod
     assert turn.status == "completed"
     await asyncio.sleep(0.3)  # the title task ran (and asked nothing)
     assert model.calls == 1 and await title_of(session, wait=0) == REQUEST[:80]
+
+
+async def test_the_offline_model_names_a_session_after_the_chart_it_drew(make_session):
+    session, turn = await first_turn(make_session, "Draw a bar chart of sales: apples 3, pears 5, plums 2")
+    assert turn.status == "completed"
+    title = await title_of(session, changed_from="Draw a bar chart of sales: apples 3, pears 5, plums 2")
+    assert title.endswith("(chart)") and title != turn.user_message, title
+
+
+# --- the title no model gave, from the first exchange --------------------------------------------
+
+
+@pytest.fixture
+def session_of(team_a, alice):
+    return lambda: session_create(team=team_a, user=alice, title="first message")
+
+
+@pytest.mark.parametrize(
+    ("message", "events", "files", "title"),
+    [
+        (
+            "Write an ADR about caching",
+            [("document.updated", {"documentId": "d1", "title": "Caching layer ADR"})],
+            [],
+            "Caching layer ADR",
+        ),
+        (
+            "Chart revenue by month",
+            [
+                (
+                    "tool.called",
+                    {"id": "c1", "name": "image_gen", "kind": "internal", "arguments": '{"title": "Revenue by month"}'},
+                ),
+                ("tool.result", {"id": "c1", "name": "image_gen", "ok": True, "duration_ms": 3}),
+            ],
+            [],
+            "Revenue by month (chart)",
+        ),
+        (
+            "Chart revenue by month",
+            [
+                (
+                    "tool.called",
+                    {"id": "c1", "name": "image_gen", "kind": "internal", "arguments": '{"title": "Revenue"}'},
+                ),
+                ("tool.result", {"id": "c1", "name": "image_gen", "ok": False, "duration_ms": 3, "error": "no"}),
+            ],
+            [],
+            "Chart revenue by month",  # a chart that failed is no artefact
+        ),
+        ("Which region grew fastest?", [], [{"name": "sales.csv"}], "Region grew fastest · sales.csv"),
+        ("What is in it?", [], [{"name": "memo.pdf"}], "memo.pdf"),
+        (
+            "Can you please summarise this email thread in three bullet points",
+            [],
+            [],
+            "Summarise email thread three bullet points",
+        ),
+        ("What modes are there?", [], [], ""),
+    ],
+)
+def test_the_fallback_title(session_of, message, events, files, title):
+    turn = ended_turn(session_of(), status="completed", message=message, files=files)
+    add_events(turn, *events)
+    assert fallback_title(turn) == title
