@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+from tools.registry import result_image
+
 from ..models import Turn, TurnEvent
 
 TITLE_CHARS = 60
@@ -119,14 +121,14 @@ _CLAUSE = re.compile(r"[,;:?!\n]|\.\s|\s(?:and|then|but)\s", re.IGNORECASE)
 
 def fallback_title(turn: Turn) -> str:
     """A title from the session's first exchange (`turn`); empty when there is nothing to say."""
-    events = list(TurnEvent.objects.filter(turn=turn, type__in=("document.updated", "tool.called", "tool.result")))
+    events = list(TurnEvent.objects.filter(turn=turn, type__in=("document.updated", "tool.result")))
     documents = [e.payload.get("title") for e in events if e.type == "document.updated" and e.payload.get("title")]
     if documents:
         return _cut(documents[-1])
     words = key_words(turn.user_message)
-    chart = _chart_title(events)
-    if chart:
-        return _cut(chart if "chart" in chart.lower() else f"{chart} (chart)")
+    image = _image_title(events)
+    if image:
+        return _cut(image)
     files = [f.get("name") for f in turn.files or [] if f.get("name")]
     if files:
         return _cut(f"{words} · {files[0]}" if words else files[0])
@@ -155,21 +157,23 @@ def key_words(message: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _chart_title(events: list[TurnEvent]) -> str:
-    """The title of the first image the turn drew successfully (image_gen's chart or card)."""
-    drawn = {e.payload.get("id") for e in events if e.type == "tool.result" and e.payload.get("ok")}
+def _image_title(events: list[TurnEvent]) -> str:
+    """What the first image the turn made shows (its alt text), "(chart)" or "(image)" after it: any
+    tool whose result is an image on this site says so (tools/base.py ShowsImage)."""
     for event in events:
-        if event.type != "tool.called" or event.payload.get("name") != "image_gen":
+        if event.type != "tool.result" or not event.payload.get("ok"):
             continue
-        if event.payload.get("id") not in drawn:
+        result = event.payload.get("result") or ""
+        image = result_image(event.payload.get("name") or "", result)
+        if image is None or not image["alt"].strip() or image["alt"] == "image":
             continue
         try:
-            arguments = json.loads(event.payload.get("arguments") or "{}")
-        except ValueError:
-            continue
-        title = arguments.get("title") if isinstance(arguments, dict) else None
-        if isinstance(title, str) and title.strip():
-            return title.strip()
+            kind = json.loads(result).get("kind")
+        except (ValueError, AttributeError):
+            kind = None
+        alt = image["alt"].strip()
+        label = "chart" if kind not in (None, "card", "image") else "image"
+        return alt if label in alt.lower() else f"{alt} ({label})"
     return ""
 
 
