@@ -150,6 +150,8 @@ def snapshot_context(link: ShareLink, request: HttpRequest) -> dict[str, Any]:
 
 
 def _noindex(response: HttpResponse) -> HttpResponse:
-    """Search engines keep a link's page (and what it says of a dead link) out of their index."""
+    """Search engines keep a link's page (and what it says of a dead link) out of their index, and
+    no page it links to learns its address."""
     response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Referrer-Policy"] = "no-referrer"  # the page's address is the link's secret
     return response

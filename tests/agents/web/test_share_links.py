@@ -21,6 +21,7 @@ from agents.models import ShareLink
 from agents.sessions import session_create, session_delete
 from agents.sharing.links import ERROR_DAYS, ERROR_DELETED, ERROR_EXPIRED, ERROR_PUBLIC_OFF, ERROR_REVOKED
 from agents.sharing.services import session_share
+from modes.models import ModeHistory
 from tests.helpers.turns import add_events, ended_turn
 
 pytestmark = pytest.mark.django_db
@@ -119,8 +120,11 @@ def test_public_links_are_refused_while_the_setting_is_off(client, alice, sessio
     assert ERROR_PUBLIC_OFF in client.get(response["Location"]).content.decode()
 
 
-def test_a_public_link_opens_signed_out_without_tool_results_unless_ticked(client, alice, session, settings):
+def test_a_public_link_opens_signed_out_without_tool_results_unless_ticked(client, alice, team_a, session, settings):
     settings.APTIX_PUBLIC_LINKS = True
+    ModeHistory.objects.create(  # alice changed the mode by hand: the timeline shows it, without her name
+        session=session, previous_mode="general", new_mode="data-analysis", team=team_a, user=alice, source="user"
+    )
     client.force_login(alice)
     assert 'value="public"' in client.get(reverse("session-detail", args=[session.id])).content.decode()
     path, link = make_link(client, session, kind="public")
@@ -129,6 +133,8 @@ def test_a_public_link_opens_signed_out_without_tool_results_unless_ticked(clien
     page = visitor.get(path)
     html = page.content.decode()
     assert page.status_code == 200 and ANSWER in html and page["X-Robots-Tag"] == "noindex, nofollow"
+    assert page["Referrer-Policy"] == "no-referrer" and "no-store" in page["Cache-Control"]
+    assert "<strong>general</strong> → <strong>data-analysis</strong>" in html
     assert "secret-ledger-total" not in html and "sql__run_query" not in html and "ledger.csv" not in html
     assert "alice" not in html and 'id="sidebar"' not in html and "Log out" not in html
     settings.APTIX_PUBLIC_LINKS = False  # turned off: even a link made while it was on is refused
