@@ -3,8 +3,8 @@ public link from the session menu and sees its address once under Settings → S
 visitor reads the snapshot (no composer, no sidebar, `noindex`) until alice revokes it, then is told
 the link shows nothing (410). A team link: a signed-out teammate signs in and lands back on it, a
 member of another team gets the 404 page. axe finds nothing on the menu, Settings → Shared, the link's
-page and the ended link's page; the other steps keep the Content-Security-Policy and fail on any
-violation. Screenshots: var/test-artifacts/share-links-*.png."""
+page (light and dark) and the ended link's page; the other steps keep the Content-Security-Policy and
+fail on any violation. Screenshots: var/test-artifacts/share-links-*.png."""
 
 from __future__ import annotations
 
@@ -79,6 +79,11 @@ async def test_a_public_link_is_read_signed_out_until_its_author_revokes_it(
     await expect(visitor.locator("main button")).to_have_count(0)  # nothing that acts
     assert await violations(visitor) == []
     await shot(visitor, "public-page")
+    dark = await open_page(color_scheme="dark", **AXE_PAGE)
+    await dark.goto(url)
+    await expect(turns(dark).first).to_contain_text(ANSWER)
+    assert await violations(dark) == []
+    await shot(dark, "public-page-dark")
 
     await author.get_by_role("button", name=re.compile("Revoke the link to Q3 summary")).click()
     await expect(author.locator(".messages")).to_contain_text("The link was revoked")
