@@ -371,3 +371,33 @@ class SavedPrompt(models.Model):
     @property
     def shared(self) -> bool:
         return self.team_id is not None
+
+
+class ShareLink(models.Model):
+    """A read-only link to a session (agents/sharing/links.py, the only writer): for the signed-in
+    members of the session's team, or public (no sign-in, only while APTIX_PUBLIC_LINKS is on). Only
+    the SHA-256 of its secret is stored; the secret is shown to its author once. It stops working when
+    it expires, is revoked or its session is deleted."""
+
+    class Kind(models.TextChoices):
+        TEAM = "team", "Team"
+        PUBLIC = "public", "Public"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="share_links")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TEAM)
+    token_hash = models.CharField(max_length=64, unique=True)
+    include_tools = models.BooleanField(default=False)  # tool calls and their results (public links)
+    include_files = models.BooleanField(default=False)  # the files the messages carried (public links)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    opened_count = models.PositiveIntegerField(default=0)
+    last_opened_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} link to {self.session_id}"

@@ -23,17 +23,20 @@ TURNS = "turns"
 API = "api"
 BAD_TOKENS = "bad-tokens"
 INVITES = "invites"
+SHARE_LINKS = "share-links"
 RATE_SETTINGS = {
     TURNS: "APTIX_RATE_TURNS",
     API: "APTIX_RATE_API",
     BAD_TOKENS: "APTIX_RATE_BAD_TOKENS",
     INVITES: "APTIX_RATE_INVITES",
+    SHARE_LINKS: "APTIX_RATE_SHARE_LINKS",
 }
 MESSAGES = {
     TURNS: "Too many new messages or conversations: at most {rate}. Try again in {seconds} s.",
     API: "Too many API requests with this token: at most {rate}. Try again in {seconds} s.",
     BAD_TOKENS: "Too many requests with an invalid API token from this address. Try again in {seconds} s.",
     INVITES: "Too many requests to invitation links from this address. Try again in {seconds} s.",
+    SHARE_LINKS: "Too many requests to share links from this address. Try again in {seconds} s.",
 }
 
 # django-ratelimit's rate syntax: "30/m", "100/5m", "5/s" (s, m, h, d; a bare count is per second).

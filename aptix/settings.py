@@ -420,6 +420,9 @@ APTIX_RATE_TURNS = read(env.APTIX_RATE_TURNS)
 APTIX_RATE_API = read(env.APTIX_RATE_API)
 APTIX_RATE_BAD_TOKENS = read(env.APTIX_RATE_BAD_TOKENS)
 APTIX_RATE_INVITES = read(env.APTIX_RATE_INVITES)  # opening or accepting an invitation link, per address
+APTIX_RATE_SHARE_LINKS = read(env.APTIX_RATE_SHARE_LINKS)  # opening a share link, per address
+# Public read-only links to a session (agents/sharing/links.py): off unless an administrator turns them on.
+APTIX_PUBLIC_LINKS = read(env.APTIX_PUBLIC_LINKS)
 # --- end of login lockout and rate limits ---------------------------------------------------------
 
 # --- Sign-in with the company's identity provider (identity/, docs/sign-in.md) -----------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from django.template.loader import render_to_string
@@ -452,15 +453,35 @@ def render_turn(
     summary: tuple[int, int] | None = None,
     versions: VersionNav | Literal["look up"] | None = LOOK_UP,
     reader: bool = False,
+    snapshot: Snapshot | None = None,
 ) -> str:
     """`versions` is the message's version switcher (versions.py), or LOOK_UP to read it; `reader`: drawn
-    for a teammate reading a shared session, without the forms and buttons only its author may use."""
-    nav = nav_looked_up(turn) if isinstance(versions, str) else versions
+    for a teammate reading a shared session, without the forms and buttons only its author may use;
+    `snapshot`: drawn for a share link's page (a reader's turn, without anything that needs access to
+    the session: no Copy, no versions, files and documents named but not linked, and without the tool
+    calls or the files unless the link shows them)."""
+    nav = None if snapshot else nav_looked_up(turn) if isinstance(versions, str) else versions
     context = {
         **turn_context(turn, events, latest=latest, summary=summary),
         "oob": oob,
         "if_absent": if_absent,
         "versions": nav,
-        "reader": reader,
+        "reader": reader or snapshot is not None,
+        "snapshot": snapshot,
     }
+    if snapshot is not None and not snapshot.tools:
+        context["items"] = [item for item in context["items"] if item.kind not in SNAPSHOT_TOOL_ITEMS]
     return render_to_string("agents/_turn.html", context, request=request)
+
+
+# What a share link leaves out unless its author ticked "tool calls": the calls with their arguments
+# and results, and the approvals that name them.
+SNAPSHOT_TOOL_ITEMS = frozenset({"tool", "approval"})
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a share link's page shows besides the conversation (agents/sharing/links.py)."""
+
+    tools: bool
+    files: bool

@@ -95,6 +95,9 @@ APTIX_RATE_BAD_TOKENS = Rate(
 APTIX_RATE_INVITES = Rate(
     "APTIX_RATE_INVITES", "20/h", LIMITS, "requests to invitation links (`/invite/…`) per client address"
 )
+APTIX_RATE_SHARE_LINKS = Rate(
+    "APTIX_RATE_SHARE_LINKS", "60/m", LIMITS, "requests to share links (`/s/…`) per client address"
+)
 APTIX_TRUSTED_PROXIES = Integer(
     "APTIX_TRUSTED_PROXIES",
     0,
@@ -126,6 +129,13 @@ APTIX_OIDC_LINK_BY_EMAIL = Flag(
     SIGN_IN,
     "an admin's link with an empty subject is claimed by the first sign-in whose e-mail matches and whose "
     "`email_verified` claim is true; `false`: accounts are linked by the provider's subject only",
+)
+APTIX_PUBLIC_LINKS = Flag(
+    "APTIX_PUBLIC_LINKS",
+    False,
+    SIGN_IN,
+    "whether authors may make public read-only links to a session, opened without signing in; `false` "
+    "also refuses the public links made while it was on",
 )
 APTIX_LOCAL_LOGIN = Flag(
     "APTIX_LOCAL_LOGIN", True, SIGN_IN, "password sign-in; `false`: superusers only, at `/login/local/`"

@@ -21,6 +21,7 @@ from agents.conversations import session_start
 from agents.llm import describe_provider
 from agents.selectors import session_busy, session_children
 from agents.sessions import SessionNotFoundError, session_get
+from agents.sharing.links import DEFAULT_DAYS, LINK_DAYS, public_links_on, share_link_session_list
 from agents.submit import turn_submit
 from agents.turns import error_code
 from aptix.preferences import preferences_get
@@ -203,6 +204,11 @@ def detail_page(
         "busy": session_busy(session=session),
         # The month's quota at 80% or more: a notice under the composer (usage/quotas.py).
         "quota": None if reader else quota_state(team_id=session.team_id, user_id=session.user_id),
+        # The session menu's share links (its author's): those that still work, and what a new one may be.
+        "share_links": [] if reader else share_link_session_list(user=request.user, session=session),
+        "link_days": LINK_DAYS,
+        "link_default_days": DEFAULT_DAYS,
+        "public_links": public_links_on(),
         **timeline,
     }
     context.update(mode_context(session, context["catalog"]))
