@@ -15,6 +15,8 @@ from modes.models import AgentMode
 from tools.mcp import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
+from .feedback import admin as feedback_admin  # noqa: F401  (registers the feedback page)
+from .feedback.selectors import feedback_exists
 from .llm.catalog import model_for, models_config
 from .models import AgentSession, SavedPrompt, ShareEvent, ToolApproval, Turn, TurnEvent
 from .run.health import config_problems
@@ -121,6 +123,14 @@ class TurnAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     class Media:
         css = {"all": ["css/admin.css"]}  # the trace's classes: the CSP refuses inline style attributes
+
+    def has_view_permission(self, request, obj=None):
+        """Auditors (view_turn) read every turn; curators, who see the feedback on answers, read the
+        turns that were rated, one at a time (the feedback page links each comment to its turn)."""
+        if super().has_view_permission(request, obj):
+            return True
+        rated = obj is not None and feedback_exists(turn_id=obj.pk)
+        return rated and request.user.has_perm("agents.view_answerfeedback")
 
     @admin.display(description="what the model was sent")
     def request_trace(self, obj: Turn) -> str:

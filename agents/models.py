@@ -401,3 +401,47 @@ class ShareLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} link to {self.session_id}"
+
+
+class AnswerFeedback(models.Model):
+    """A user's rating of a turn's answer (agents/feedback/services.py is its only writer): one per
+    turn, by the session's owner, changed as often as they like while the turn is the session's latest.
+    It keeps what the turn ran with — its mode, that mode's version, the model, the tools it called —
+    copied when rated, so the curators' report (agents/feedback/admin.py) reads this one table and
+    says the same after the catalog or the models change."""
+
+    class Rating(models.TextChoices):
+        UP = "up", "Good answer"
+        DOWN = "down", "Bad answer"
+
+    class Reason(models.TextChoices):
+        WRONG = "wrong", "Wrong"
+        UNSAFE = "unsafe", "Unsafe"
+        NOT_HELPFUL = "not_helpful", "Not helpful"
+        OTHER = "other", "Other"
+
+    COMMENT_MAX_CHARS = 2000
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    rating = models.CharField(max_length=4, choices=Rating.choices)
+    reason = models.CharField(max_length=16, choices=Reason.choices, blank=True)
+    comment = models.TextField(max_length=COMMENT_MAX_CHARS, blank=True)
+    mode = models.CharField(max_length=64, help_text="The session's mode when the turn started.")
+    # A fingerprint of the mode's catalog entry as the turn ran with it (modes/fingerprint.py), until
+    # the catalog has numbered versions; "" for a turn recorded before turns stored it.
+    mode_version = models.CharField(max_length=64, blank=True)
+    model_label = models.CharField(max_length=120, blank=True)
+    tools = models.JSONField(default=list, blank=True, help_text="The tools the turn called, in order, once each.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name = "answer feedback"
+        verbose_name_plural = "answer feedback"
+        indexes = [models.Index(fields=["mode", "mode_version"], name="feedback_mode_version")]
+        permissions = [("export_answerfeedback", "Can export answer feedback as CSV")]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on {self.turn_id}"

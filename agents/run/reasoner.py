@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from aptix import logcontext, metrics
 from aptix.logging import admin_logger
+from modes.fingerprint import mode_fingerprint
 from modes.models import AgentMode
 from tools.registry import ToolRegistry, mcp_registry
 
@@ -199,7 +200,10 @@ class Reasoner:
         # but the orphan check, which knows the run's task), and with it the trace every step shares
         # (system prompt, tool schemas, earlier turns by reference: trace.py), stored once per turn.
         write = turns.started(model_label=run.llm.label)
-        write.fields["trace"] = turn_trace_fields(system_prompt=system_prompt, tools=selection.schemas, history=history)
+        version = mode_fingerprint(loaded.mode) if loaded.mode is not None else ""  # deleted: unknown
+        write.fields["trace"] = turn_trace_fields(
+            system_prompt=system_prompt, tools=selection.schemas, history=history, mode_version=version
+        )
         turns.apply_locally(turn, write)
         await run.recorder.emit(
             "turn.started",

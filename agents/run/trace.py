@@ -34,10 +34,15 @@ def messages_digest(messages: list[dict[str, Any]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def turn_trace_fields(*, system_prompt: str, tools: list[dict[str, Any]], history: History) -> dict[str, Any]:
-    """The `Turn.trace` of a run that starts with these: written once, with turn.started."""
+def turn_trace_fields(
+    *, system_prompt: str, tools: list[dict[str, Any]], history: History, mode_version: str = ""
+) -> dict[str, Any]:
+    """The `Turn.trace` of a run that starts with these: written once, with turn.started. `mode_version`
+    is the version of the mode's catalog entry the run started with (modes/fingerprint.py), which the
+    answer's feedback records (agents/feedback/services.py)."""
     return {
         "system_prompt": system_prompt,
+        "mode_version": mode_version,
         "tools": tools,
         "history": {
             "turns": history.turn_ids,
