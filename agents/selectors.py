@@ -319,7 +319,7 @@ def timeline_rows(
         events_of[event.turn_id].append(event)
     turns = list(
         Turn.objects.filter(pk__in=ids)
-        .select_related("replaced_by")
+        .select_related("replaced_by", "feedback")
         .defer("trace", "state", "replaced_by__trace", "replaced_by__state")
         .order_by("index")
     )

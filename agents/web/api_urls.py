@@ -1,6 +1,16 @@
 from django.urls import path
 
-from . import api, api_conversations, api_documents, api_files, api_mcp, api_prompts, api_resend, api_usage
+from . import (
+    api,
+    api_conversations,
+    api_documents,
+    api_feedback,
+    api_files,
+    api_mcp,
+    api_prompts,
+    api_resend,
+    api_usage,
+)
 
 urlpatterns = [
     path("agent/execute", api.agent_execute, name="api-agent-execute"),
@@ -21,6 +31,7 @@ urlpatterns = [
     path("prompts/<str:prompt_id>", api_prompts.prompt_api, name="api-prompt"),
     path("prompts/<str:prompt_id>/use", api_prompts.prompt_use_api, name="api-prompt-use"),
     path("turns/<str:turn_id>/resend", api_resend.turn_resend_api, name="api-turn-resend"),
+    path("turns/<str:turn_id>/feedback", api_feedback.turn_feedback_api, name="api-turn-feedback"),
     path("usage", api_usage.usage_api, name="api-usage"),
     path("files", api_files.files_api, name="api-files"),
     path("files/<str:file_id>", api_files.file_api, name="api-file"),

@@ -42,6 +42,7 @@ from tools.tables import parse_markdown_table
 from .event_views import EVENT_VIEWS, Item, TurnItems, shows
 from .markdown import render_markdown, render_user_message
 from .questions import answer_label, card_fields
+from .rating import feedback_context
 from .versions import VersionNav, nav_looked_up
 
 RESULT_PREVIEW_LIMIT = 4000  # characters of a tool result shown in its card
@@ -362,6 +363,7 @@ def turn_context(
         "latest": latest and turn.status == Turn.Status.LIMIT_REACHED,
         "elapsed": 0 if turn.is_finished else phase_elapsed(events),
         **resend_context(turn, latest=latest),
+        **feedback_context(turn, latest=latest),
     }
 
 

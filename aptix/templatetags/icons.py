@@ -29,6 +29,11 @@ ICONS: dict[str, str] = {
     "previous": "M10 3 5 8l5 5",
     "next": "M6 3l5 5-5 5",
     "document": "M4 1.5h5.5l3 3v10h-8.5zM9.5 1.5v3h3M6 8h4.5M6 10.5h4.5",
+    # An answer's rating (templates/agents/_feedback.html): a thumb and its cuff, the one the other upside down.
+    "thumbs-up": "M5 7v7H2.5V7zM5 7l3-5a1.5 1.5 0 0 1 2 1.5L9.5 6H13a1.5 1.5 0 0 1 1.4 1.9l-1.5 5"
+    "A1.5 1.5 0 0 1 11.5 14H5",
+    "thumbs-down": "M5 9V2H2.5v7zM5 9l3 5a1.5 1.5 0 0 0 2-1.5L9.5 10H13a1.5 1.5 0 0 0 1.4-1.9l-1.5-5"
+    "A1.5 1.5 0 0 0 11.5 2H5",
 }
 # Dots need a heavier stroke to be seen.
 WIDTHS: dict[str, str] = {"more": "3"}
