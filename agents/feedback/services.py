@@ -34,7 +34,6 @@ CODE_NOT_OWNER = "not_owner"
 
 # Spellings of "not helpful" a client may send; stored as the choice's value.
 REASON_ALIASES = {"not-helpful": Reason.NOT_HELPFUL, "not helpful": Reason.NOT_HELPFUL}
-KEEP: Any = None  # reason or comment left as they were when the rating does not change (the page's buttons)
 
 
 def feedback_clean(*, rating: Any, reason: Any = "", comment: Any = "") -> tuple[str, str, str]:
