@@ -7,8 +7,9 @@ turn's answer, or replaces the one they gave (the body replaces all three values
 what the turn ran with: `{"turnId", "rating", "reason", "comment", "mode", "modeVersion", "model",
 "tools", "createdAt", "updatedAt"}`.
 
-Bearer token first; a turn that is not of one of the user's own conversations is a 404 (a teammate's
-shared conversation included: only its owner rates); a bad value is a 400 naming the field, with
+Bearer token first; only the conversation's owner rates: a turn of a conversation a teammate shared
+with the user's team is a 403 saying it is read-only (as every write asked of a reader), any other
+turn that is not theirs a 404; a bad value is a 400 naming the field, with
 nothing written; a turn without an answer, or no longer the conversation's latest (feedback can be
 changed until the next turn), is a 409 saying so.
 """
@@ -26,14 +27,13 @@ from agents.feedback.selectors import feedback_turn_get
 from agents.feedback.services import CODE_NOT_ANSWERED, CODE_NOT_LATEST, CODE_NOT_OWNER, feedback_set
 from agents.web.rating import turn_feedback
 
-from .api_support import ApiError, authenticate, json_body
+from .api_support import ApiError, authenticate, json_body, no_turn
 
 if TYPE_CHECKING:
     from agents.models import AnswerFeedback, Turn
 
 FEEDBACK_FIELDS = frozenset({"rating", "reason", "comment"})
 STATUS_OF_FEEDBACK_CODE = {CODE_NOT_ANSWERED: 409, CODE_NOT_LATEST: 409, CODE_NOT_OWNER: 404}
-ERROR_NO_TURN = "No turn with this id."
 ERROR_NO_FEEDBACK = "This turn has no feedback yet."
 
 
@@ -62,8 +62,8 @@ def parse_feedback_request(raw: bytes) -> dict[str, Any]:
 
 def _turn(user: Any, turn_id: str) -> Turn:
     turn = feedback_turn_get(user=user, turn_id=turn_id)
-    if turn is None:
-        raise ApiError(404, ERROR_NO_TURN, "turnId")
+    if turn is None:  # a teammate's shared conversation: 403 saying why; anything else 404
+        raise no_turn(user=user, turn_id=turn_id)
     return turn
 
 

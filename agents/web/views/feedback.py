@@ -1,7 +1,8 @@
 """Feedback on an answer from the page: the 👍/👎 buttons under a finished answer and, after a 👎,
 the reason and comment form (agents/feedback/services.py feedback_set does the checks and the write).
 Answers with the feedback block redrawn (hx-target on the block); a refusal is that block with the
-reason, 422 (htmx swaps it). Only the session's owner rates: any other turn is a 404."""
+reason, 422 (htmx swaps it). Only the session's owner rates: a teammate reading a shared session gets
+the 403 of every write asked of a reader, anyone else a 404."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from agents.feedback.services import CODE_NOT_LATEST, feedback_set
 from agents.turns import error_code
 
 from ..rating import render_feedback
+from .sessions import get_session_or_404
 
 
 @require_POST
 @login_required
 def turn_feedback(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    get_session_or_404(request, session_id)  # a teammate reading a shared session: 403, saying why
     turn = feedback_turn_get(user=request.user, turn_id=turn_id, session_id=session_id)
     if turn is None:
         raise Http404("No such turn.")

@@ -1,7 +1,7 @@
 """POST /api/v1/turns/<turnId>/feedback `{"rating": "up"|"down", "reason", "comment"}`: the rating of
 an answer, by programs, through the page's service. The answer carries what the turn ran with; a bad
-value is a 400 naming the field with nothing written; another user's turn a 404 (a teammate's shared
-one too); after the next turn a 409."""
+value is a 400 naming the field with nothing written; another team's turn a 404, a teammate's shared one
+a 403 (read-only); after the next turn a 409."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.test import override_settings
 
 from agents.feedback.services import ERROR_COMMENT, ERROR_NOT_LATEST, ERROR_RATING, ERROR_REASON
 from agents.models import AgentSession, AnswerFeedback
+from agents.sessions import ERROR_READ_ONLY
 from agents.sharing.services import session_share
 from aptix.tokens import api_token_create
 from modes.fingerprint import mode_fingerprint
@@ -112,15 +113,21 @@ async def test_after_the_next_turn_the_rating_is_final(llm, model, token):
     assert await AnswerFeedback.objects.acount() == 0
 
 
-async def test_another_users_turn_is_a_404_even_shared_with_their_team(llm, model, token, alice, bob, carol):
+async def test_only_the_owner_rates(llm, model, token, alice, bob, carol):
+    """Another team's member, or a teammate before it is shared: 404; a teammate reading it once shared:
+    the 403 every write asked of a reader gets, saying why."""
     model.reply("Paris.")
     turn = await execute(token, message="Capital of France?")
+    bob_token, carol_token = await _token(bob), await _token(carol)
+    for who in (bob_token, carol_token):
+        status, answer = await call("POST", url(turn["turnId"]), who, {"rating": "down"})
+        assert (status, answer["error"]["field"]) == (404, "turnId")
+        assert (await call("GET", url(turn["turnId"]), who))[0] == 404
     session = await AgentSession.objects.aget(pk=turn["conversationId"])
     await sync_to_async(session_share)(session=session, user=alice, shared=True)
-    for user in (bob, carol):
-        status, answer = await call("POST", url(turn["turnId"]), await _token(user), {"rating": "down"})
-        assert status == 404 and answer["error"]["field"] == "turnId"
-        assert (await call("GET", url(turn["turnId"]), await _token(user)))[0] == 404
+    status, answer = await call("POST", url(turn["turnId"]), bob_token, {"rating": "down"})
+    assert (status, answer["error"]) == (403, {"message": ERROR_READ_ONLY, "field": "turnId"})
+    assert (await call("POST", url(turn["turnId"]), carol_token, {"rating": "down"}))[0] == 404
     assert await AnswerFeedback.objects.acount() == 0
 
 

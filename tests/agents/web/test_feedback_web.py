@@ -1,8 +1,8 @@
 """The rating buttons under an answer (templates/agents/_feedback.html, agents/web/views/feedback.py):
 drawn for the session's owner under the latest finished answer (on the page and in the live stream's
 final frame), pressed state in aria-pressed; a 👎 opens the reason form; after the next turn the
-rating shows and can no longer change; nobody else rates (404) and a teammate reading a shared
-session sees no buttons."""
+rating shows and can no longer change; nobody else rates (a teammate reading a shared session: 403,
+anyone else 404) and a reader sees no buttons."""
 
 from __future__ import annotations
 
@@ -102,10 +102,16 @@ def test_the_live_streams_final_frame_carries_the_buttons(alice, answered):
     assert f'hx-post="{_url(answered)}"' in html and _pressed(html, "Good answer") == "false"
 
 
-@pytest.mark.parametrize("who", ["bob", "carol"])
-def test_nobody_else_rates(client, answered, who, request):
-    session_share(session=answered.session, user=answered.session.user, shared=True)  # bob may read it
-    client.force_login(request.getfixturevalue(who))
+def test_nobody_else_rates(client, answered, bob, carol):
+    """Another team's member or a teammate: 404; a teammate reading it once shared: 403, as every write
+    asked of a reader (tests/agents/web/test_sharing_web.py)."""
+    for who in (bob, carol):
+        client.force_login(who)
+        assert client.post(_url(answered), {"rating": "up"}, **HTMX).status_code == 404
+    session_share(session=answered.session, user=answered.session.user, shared=True)
+    client.force_login(bob)
+    assert client.post(_url(answered), {"rating": "up"}, **HTMX).status_code == 403
+    client.force_login(carol)
     assert client.post(_url(answered), {"rating": "up"}, **HTMX).status_code == 404
     assert not AnswerFeedback.objects.exists()
 
