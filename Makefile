@@ -43,8 +43,9 @@ test-sqlite: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= PYTEST=$(VENV)/bin/pytest bin/pytest-tiers $(PYTEST_ARGS)
 
 ## test-fast: the suite on SQLite without the slow tier (browsers, subprocess deployments, real MCP servers), on every core
+## (compiled modules kept in __pycache__ even under PYTHONDONTWRITEBYTECODE: each worker would compile them again)
 test-fast: $(VENV)/.installed-test
-	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= $(VENV)/bin/pytest -n auto -m "not slow" $(PYTEST_ARGS)
+	DEBUG=false SECRET_KEY=test-only-secret-key DATABASE_URL= PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -n auto -m "not slow" $(PYTEST_ARGS)
 
 ## test-real-model: the opt-in tier against a real model server (not in CI), e.g.
 ##   ../shared/local-llm/start.sh 8081 && make test-real-model APTIX_REAL_MODEL_URL=http://127.0.0.1:8081/v1

@@ -65,6 +65,52 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.django_db)
 
 
+def _restores_seed_data(item) -> bool:
+    """Whether the test is a `transaction=True, serialized_rollback=True` one (tests/helpers `async_db`):
+    Django reloads the migrations' seed data (the catalog, the staff groups) at its start and flushes
+    every table at its end."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    transactional = bool(marker and marker.kwargs.get("transaction")) or "transactional_db" in fixtures
+    serialized = bool(marker and marker.kwargs.get("serialized_rollback"))
+    serialized = serialized or "django_db_serialized_rollback" in fixtures
+    return transactional and serialized
+
+
+_flushed = False  # the last test was one of those: the tables are empty until they are reloaded
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """After a transactional test the database is empty; the tests that run in one transaction expect
+    what the migrations left (the seed data). A single process runs those first and the transactional
+    ones last (pytest-django orders them so), but a pytest-xdist worker given whole files
+    (`--dist loadfile`, the slow tier) runs them in turns: reload the seed data, as the next
+    transactional test would, before any other test that follows one."""
+    global _flushed  # noqa: PLW0603 - one flag for this process, as the database is
+    if not _flushed:
+        return
+    _flushed = False
+    if _restores_seed_data(item):
+        return  # it reloads them itself
+    from pytest_django.plugin import blocking_manager_key
+
+    with item.config.stash[blocking_manager_key].unblock():
+        for connection in connections.all():
+            contents = getattr(connection, "_test_serialized_contents", None)
+            if contents:
+                connection.creation.deserialize_db_from_string(contents)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    global _flushed  # noqa: PLW0603
+    try:
+        return (yield)
+    finally:
+        _flushed = _flushed or _restores_seed_data(item)
+
+
 @pytest.fixture(autouse=True)
 def _inline_db(request, monkeypatch):
     """For `inline_db` tests: asgiref's sync thread (where the async ORM, Channels' consumers and,

@@ -3,9 +3,11 @@ server (tests/browser/live.py) on loopback.
 
 - Without Playwright or Chromium the tests are skipped with the reason, unless
   APTIX_REQUIRE_BROWSER=1, which makes that a failure. APTIX_CHROMIUM overrides /usr/bin/chromium.
-- Each test module runs in one event loop (`pytest.mark.asyncio(loop_scope="module")`) holding the
-  browser and, where a module needs one, the scripted model server; each module starts its own
-  Daphne with the configuration it needs (fixture `daphne_env`).
+- The browser tests run in one event loop per test process (`pytest.mark.asyncio(loop_scope="session")`),
+  which holds one Chromium for all of them (each test opens its pages in browser contexts of its
+  own: cookies and storage are not shared) and, where a module needs one, the module's scripted
+  model server; each module starts its own Daphne with the configuration it needs (fixture
+  `daphne_env`).
 - A failed test leaves a screenshot and the HTML of every page it opened, and the server's log,
   in var/test-artifacts/.
 """
@@ -69,7 +71,7 @@ def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
     for item in items:
         if here in Path(item.path).parents:
-            item.add_marker(pytest.mark.slow)  # a real browser and a live server per module
+            item.add_marker(pytest.mark.slow)  # a real browser and a live server
     if MISSING is None or REQUIRE_BROWSER:
         return
     skip = pytest.mark.skip(reason=f"browser tests: {MISSING}; set APTIX_REQUIRE_BROWSER=1 to fail instead")
@@ -86,8 +88,10 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser():
+    """One Chromium for the test process (a pytest-xdist worker): launching Playwright's driver and
+    the browser costs about two seconds, once instead of once per module."""
     if MISSING is not None:
         pytest.fail(f"APTIX_REQUIRE_BROWSER=1 but {MISSING}")
     async with async_playwright() as playwright:
@@ -111,7 +115,7 @@ def daphne_server(django_db_setup, daphne_env, tmp_path_factory):
     server.stop()
 
 
-@pytest_asyncio.fixture(loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="session")
 async def open_page(browser, daphne_server, request):
     """`await open_page()` → a page in a fresh browser context (its own cookies) on the live server.
     After the test: artefacts of every page when it failed, no uncaught JavaScript errors and no
@@ -224,11 +228,11 @@ def sign_in_with_the_form(open_page, password):
     return sign_in_
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def switchboard():
     """A module's scripted model (`model`), served on loopback for its live server (`daphne_env`
-    returns `scripted_env(switchboard)`). It runs in the module's event loop, which the tests keep
-    running while the browser waits (Playwright's async API)."""
+    returns `scripted_env(switchboard)`). It runs in the browser tests' event loop, which the tests
+    keep running while the browser waits (Playwright's async API)."""
     board = ModelSwitchboard()
     url, stop = await serve_on_loopback(board)
     board.url = url

@@ -22,7 +22,7 @@ from tests.helpers import async_db
 from .axe import AXE_PAGE, axe_version, violations
 from .live import ARTIFACTS, ROOT, expect, open_session, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 THEMES = ["light", "dark"]
 CHART_REQUEST = "Draw a bar chart of apples 3, pears 5"

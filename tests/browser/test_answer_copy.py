@@ -12,7 +12,7 @@ from tests.helpers import async_db
 
 from .live import expect, open_session, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 ANSWER = 'Totals:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\necho "<x>"\n```\n'
 

@@ -10,7 +10,7 @@ from tests.helpers import async_db
 
 from .live import ARTIFACTS, expect, open_session, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 CODE = "def total(xs):\n    return sum(x * 2 for x in xs)  # <doubled>"
 ANSWER = f"Use this:\n\n```python\n{CODE}\n```\n\nand run it with `total([1, 2])`."

@@ -17,7 +17,7 @@ from tests.helpers import async_db
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect, open_session, scripted_env, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 DRAFT = "# TUL-008 API versioning\n\n## Status\n\nDraft\n\n## Contract\n\n- Clients MUST send a version header\n"
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "reduced_motion": "reduce"}

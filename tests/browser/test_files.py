@@ -21,7 +21,7 @@ from tests.helpers.files import executable_bytes, png_bytes
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect, open_session, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 UPLOAD_LIMIT = 600_000
 SAMPLES = Path(__file__).resolve().parents[2] / "aptix" / "demo_data"

@@ -23,7 +23,7 @@ from tests.helpers.oidc import PASSWORD
 
 from .live import expect
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 USER_SERVER = Path(__file__).resolve().parents[1] / "tools" / "mcp" / "user_server.py"
 

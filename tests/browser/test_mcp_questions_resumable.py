@@ -21,7 +21,7 @@ from tests.helpers.mcp import HttpServer
 
 from .live import ROOT, expect, open_session, scripted_env, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 ASK_SERVER = ROOT / "tests" / "tools" / "mcp" / "ask_server.py"
 

@@ -18,7 +18,7 @@ from tests.helpers import async_db
 
 from .live import ARTIFACTS, ROOT, expect, open_session, scripted_env, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 RICH_SERVER = ROOT / "tests" / "tools" / "mcp" / "rich_server.py"
 

@@ -13,7 +13,7 @@ from tests.helpers import async_db
 
 from .live import expect, open_session, send, session_id_of, stream_open, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 DDR_REQUEST = "Write a design decision record for our new caching layer"
 

@@ -12,7 +12,7 @@ from tests.helpers import async_db
 
 from .live import ARTIFACTS, expect, open_session, scripted_env, send, session_id_of, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 @pytest.fixture(scope="module")

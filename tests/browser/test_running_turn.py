@@ -19,7 +19,7 @@ from tests.helpers import async_db
 
 from .live import ROOT, expect, open_session, scripted_env, send, stream_open, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 FIXTURE_SERVER = ROOT / "tests" / "tools" / "mcp" / "mcp_fixture_server.py"
 

@@ -14,7 +14,7 @@ from tests.helpers import async_db
 
 from .live import expect, open_session
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 PAGE = 5
 TURNS = 23

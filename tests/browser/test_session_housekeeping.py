@@ -18,7 +18,7 @@ from tests.helpers import answered_turn, async_db
 
 from .live import ARTIFACTS, expect, open_session
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 @pytest.fixture

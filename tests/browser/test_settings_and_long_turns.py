@@ -13,7 +13,7 @@ from tests.helpers import async_db
 
 from .live import ARTIFACTS, expect, open_session, scripted_env, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 # The browser's side of "is the user looking?" and of notifications, under the test's control:
 # window.__away hides and unfocuses the tab; notifications and permission requests are recorded.

@@ -14,7 +14,7 @@ from tests.helpers import async_db
 
 from .live import expect, open_session, scripted_env, send, stream_open, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 SCREENS = os.environ.get("APTIX_SHARING_SCREENS")  # a directory: screenshots of each step, to look at
 
 

@@ -21,7 +21,7 @@ from tests.helpers.oidc import PASSWORD
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from tests.helpers import async_db
 
 from .live import expect, open_session, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 @pytest.fixture(scope="module")

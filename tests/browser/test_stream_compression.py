@@ -14,7 +14,7 @@ from agents.sessions import session_create
 from tests.helpers import async_db
 from tests.helpers.streams import session_cookie
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from .live import (
     turns,
 )
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from usage.services import Charge, usage_charge
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect, open_session, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 
 def spend(team, user, tokens: int) -> None:

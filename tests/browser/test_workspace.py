@@ -31,7 +31,7 @@ from .live import (
     turns,
 )
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 DDR_REQUEST = "Write a design decision record for our new caching layer"
 
