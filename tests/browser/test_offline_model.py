@@ -83,6 +83,26 @@ async def test_switching_here_carries_the_request_on_in_agent(sign_in, alice, ma
     await expect(turns(page).nth(2).locator(".meta").first).to_contain_text("continued after the switch")
 
 
+async def test_a_session_the_offline_model_cannot_name_is_named_after_what_it_drew(sign_in, alice, make_session):
+    """The offline model cannot summarise: the session was left named by its message's first characters,
+    so sessions that start alike ("Draw a bar chart of…") could not be told apart in the sidebar."""
+    session = await make_session(mode="general", execution="ask")
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    message = "Draw a bar chart of sales: apples 3, pears 5, plums 2"
+    await send(page, message)
+    await turn_ended(turns(page).first)
+    for _ in range(50):  # the title is written after the turn ended, by a task of its own
+        title = (await AgentSession.objects.aget(pk=session.id)).title
+        if title != message:
+            break
+        await page.wait_for_timeout(100)
+    assert title.endswith("(chart)") and title != message, title
+    await open_session(page, session.id)  # the next page load shows it
+    await expect(page.locator("h1#session-title")).to_have_text(title)
+    await expect(page.locator(f"#session-title-{session.id}")).to_have_text(title)
+
+
 @pytest.fixture
 def root(django_user_model, password):
     return django_user_model.objects.create_superuser("root", "root@example.com", password)
