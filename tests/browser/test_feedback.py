@@ -18,7 +18,7 @@ from tests.helpers import async_db
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect, open_session, send, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 THEMES = ["light", "dark"]
 

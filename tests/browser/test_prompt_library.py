@@ -20,7 +20,7 @@ from tests.helpers import async_db
 from .axe import AXE_PAGE, violations
 from .live import ARTIFACTS, expect, open_session, scripted_env, turn_ended, turns
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), async_db]
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
 TEXT = "Write the release notes for {{version}}, short and plain."
 

@@ -78,15 +78,13 @@ async def test_log_in_and_start_a_session(sign_in_with_the_form, alice):
 
     await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
     session = await AgentSession.objects.aget(pk=session_id_of(page.url))
-    assert (session.user_id, session.mode, session.execution, session.title) == (
-        alice.id,
-        "general",
-        "ask",
-        "Quarterly planning: what modes are there?",
-    )
+    assert (session.user_id, session.mode, session.execution) == (alice.id, "general", "ask")
+    # Named by its first message, until its first answer names it after the message's key words (the
+    # offline model cannot summarise): either may be on the page by now.
+    assert session.title in ("Quarterly planning: what modes are there?", "Quarterly planning"), session.title
     await expect(page.locator("#mode-badge")).to_have_text("General")
     await expect(page.locator(".segmented input[value=ask]")).to_be_checked()
-    await expect(page.locator("h1")).to_have_text("Quarterly planning: what modes are there?")
+    await expect(page.locator("h1")).to_have_text(re.compile(r"^Quarterly planning"))
     await expect(page.locator("#session-list li.current")).to_contain_text("Quarterly planning")
     first = turns(page).first
     await turn_ended(first)
