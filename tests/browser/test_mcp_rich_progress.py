@@ -73,13 +73,14 @@ async def test_progress_shows_live_and_rich_content_shows_with_the_card(sign_in,
     media = turn.locator(".tool-media")
     image = media.locator("img")
     await expect(image).to_be_visible()
-    assert await image.evaluate("img => img.complete && img.naturalWidth") == 40  # served, and decoded
+    await image.scroll_into_view_if_needed()  # the image loads lazily: visible is not yet loaded
+    await expect(image).to_have_js_property("complete", True)
+    await expect(image).to_have_js_property("naturalWidth", 40)  # served, and decoded
     await expect(media.get_by_role("link", name="report")).to_have_attribute("href", "https://example.com/report.pdf")
     await expect(media.locator("a[href^='javascript:']")).to_have_count(0)
     await expect(media.get_by_role("link", name="audio.wav", exact=True)).to_have_attribute("download", "audio.wav")
     await media.locator(".tool-resource summary").click()
     await expect(media.locator(".tool-resource pre")).to_contain_text("line two")
-    await image.scroll_into_view_if_needed()
     await page.screenshot(path=str(ARTIFACTS / "mcp-rich-result.png"), full_page=True, caret="initial")
 
     await open_session(page, session.id)  # the same after a reload
