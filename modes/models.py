@@ -82,6 +82,15 @@ class AgentMode(models.Model):
     )
     is_active = models.BooleanField(default=True)
     ordering = models.PositiveIntegerField(default=100)
+    teams = models.ManyToManyField(
+        "aptix.Team",
+        blank=True,
+        related_name="catalog_modes",
+        help_text="The teams that may use this mode; none chosen: every team.",
+    )
+    version = models.PositiveIntegerField(
+        default=1, editable=False, help_text="The number of the published version: the one sessions run with."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
