@@ -130,14 +130,14 @@ def session_rename(*, session: AgentSession, title: str) -> AgentSession:
     return session
 
 
-def session_title_generated(*, session_id: str, was: str, title: str) -> bool:
+def session_title_generated(*, session_id: str, was: str, title: str) -> str:
     """A generated title (agents/run/titles.py), written only if the title is still `was` (the one the
     first message gave it): a name the user chose meanwhile is never overwritten. Not `updated_at`:
-    naming a session is no activity in it."""
+    naming a session is no activity in it. The title as written (spaces folded, cut), or "" if none was."""
     title = " ".join((title or "").split())[:TITLE_MAX]
-    if not title:
-        return False
-    return bool(AgentSession.objects.filter(pk=session_id, title=was).update(title=title))
+    if not title or not AgentSession.objects.filter(pk=session_id, title=was).update(title=title):
+        return ""
+    return title
 
 
 def session_pin(*, session: AgentSession, pinned: bool) -> AgentSession:

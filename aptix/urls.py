@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from agents.web.views.media import media
 from aptix.invite_views import invite_accept_view, invite_resend_view, invite_revoke_view, invites_page
@@ -14,6 +16,8 @@ admin.site.index_template = "admin/aptix_index.html"  # adds the MCP servers pag
 
 urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin, a JSON answer): Aptix's icon.
+    path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True), name="favicon"),
     # Login, logout, the provider's sign-in and the break-glass password form (identity/urls.py).
     path("", include("identity.urls")),
     path("invites/", invites_page, name="invites"),

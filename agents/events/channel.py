@@ -165,6 +165,20 @@ async def _send_moved_async(user_id: Any, session_ids: list[str]) -> None:
         logger.exception("Could not tell the streams of user %s that sessions %s moved", user_id, session_ids)
 
 
+async def session_titled(user_id: Any, session_id: str, title: str) -> None:
+    """Tell every stream of the user that a session was given a title after its first answer
+    (agents/run/titles.py), so that its header and each tab's sidebar show it without a reload
+    (consumers.py `session_titled`). A lost note costs only the name until the next page load."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    note = {"type": "session.titled", "session_id": session_id, "title": title}
+    try:
+        await layer.group_send(user_group(user_id), note)
+    except Exception:  # the title is written: a lost note must not fail the task that wrote it
+        logger.exception("Could not tell the streams of user %s that session %s was titled", user_id, session_id)
+
+
 def events_message(
     session_id: str, turn_id: str, events: list[TurnEvent], row: dict[str, Any] | None = None
 ) -> TurnEventsMessage:

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from modes.models import AgentMode
 
+from ..events.channel import session_titled
 from ..llm import ModelError, get_llm_client
 from ..llm.catalog import model_for
 from ..models import Turn
@@ -66,15 +67,21 @@ async def title_session(turn: Turn) -> str | None:
     title = reply.content.strip().strip("\"'“”‘’").rstrip(".").strip()
     if "\n" in title:
         title = title.splitlines()[0].strip()
-    if not title or not await sync_to_async(session_title_generated)(session_id=turn.session_id, was=was, title=title):
-        return None
-    return title
+    return await _named(turn, was, title)
 
 
 async def _fallback(turn: Turn, was: str) -> str | None:
     """The title no model gave (agents/run/fallback_titles.py), if it says more than the message did."""
     title = await sync_to_async(fallback_title)(turn)
-    if not title or title == was:
+    if title == was:
         return None
-    named = await sync_to_async(session_title_generated)(session_id=turn.session_id, was=was, title=title)
-    return title if named else None
+    return await _named(turn, was, title)
+
+
+async def _named(turn: Turn, was: str, title: str) -> str | None:
+    """Write the title unless the session was named meanwhile, and show it on the user's pages at once."""
+    written = await sync_to_async(session_title_generated)(session_id=turn.session_id, was=was, title=title)
+    if not written:
+        return None
+    await session_titled(turn.session.user_id, turn.session_id, written)
+    return written

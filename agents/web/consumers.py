@@ -27,6 +27,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 
 from agents.events import FINAL_EVENT_TYPES, message_events, session_group
 from agents.selectors import event_list_between, event_list_unseen, turn_aget_by_id
@@ -161,6 +162,8 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             await self.turn_events(message)
         elif kind == "session.moved":  # once per turn to each of the user's sockets: no ORM call either
             await self.session_moved(message)
+        elif kind == "session.titled":  # once per new session: no ORM call either
+            await self.session_titled(message)
         else:
             await super().dispatch(message)
 
@@ -200,6 +203,18 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             await self.send(
                 text_data=f'<div id="session-moved" hidden hx-swap-oob="true" data-sessions="{" ".join(ids)}"></div>'
             )
+
+    async def session_titled(self, message: dict) -> None:
+        """From the user's group: a session of theirs was named after its first answer
+        (agents/run/titles.py): its sidebar entry, and the header when this stream is of that session,
+        show the name (escaped: a model wrote it)."""
+        session_id, title = str(message.get("session_id", "")), str(message.get("title", ""))
+        if not HEX_ID.fullmatch(session_id) or not title:
+            return
+        html = format_html('<span id="session-title-{}" hx-swap-oob="true">{}</span>', session_id, title)
+        if self.session is not None and self.session.id == session_id:
+            html += format_html('<h1 id="session-title" title="{}" hx-swap-oob="true">{}</h1>', title, title)
+        await self.send(text_data=html)
 
     async def access_check(self, message: dict) -> None:
         """From the user's group: their access may have changed (agents/web/streams.py)."""

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from agents.events.channel import MOVED_GATHER, session_moved, sidebar_moves
-from agents.models import Turn
+from agents.events.channel import MOVED_GATHER, session_moved, session_titled, sidebar_moves
+from agents.models import AgentSession, Turn
 from agents.runner import get_runner
 from agents.turns import turn_start
 from aptix.asgi import application
@@ -227,3 +227,42 @@ async def test_a_burst_of_turns_in_the_users_sessions_is_one_sidebar_note_in_the
         sidebar_moves.bind(None)
         await communicator.disconnect()
     assert note == f'<div id="session-moved" hidden hx-swap-oob="true" data-sessions="{second.id} {first.id}"></div>'
+
+
+async def test_a_title_given_after_the_first_answer_shows_in_the_header_and_sidebar_at_once(
+    llm, model, make_session, alice, settings
+):
+    """The title is written by a task of its own after the turn ended (agents/run/titles.py): without a
+    note on the stream the page kept the first message as its name until reloaded. A model wrote the
+    title, so it arrives escaped."""
+    settings.APTIX_AUTO_TITLES = True
+    session = await make_session()
+    communicator, connected = await connect(session.id, alice)
+    assert connected
+    model.reply("March was best.")
+    model.reply("Revenue <b>by</b> month & more")
+    turn = await sync_to_async(turn_start)(session=session, text="Which month was best?")
+    get_runner().start(turn.id)
+    await collect(communicator)
+    note = await communicator.receive_from(timeout=5)
+    while note.startswith('<div id="session-moved"'):
+        note = await communicator.receive_from(timeout=5)
+    await communicator.disconnect()
+    shown = "Revenue &lt;b&gt;by&lt;/b&gt; month &amp; more"
+    assert note == (
+        f'<span id="session-title-{session.id}" hx-swap-oob="true">{shown}</span>'
+        f'<h1 id="session-title" title="{shown}" hx-swap-oob="true">{shown}</h1>'
+    )
+    assert (await AgentSession.objects.aget(pk=session.id)).title == "Revenue <b>by</b> month & more"
+
+
+async def test_a_title_note_of_another_session_renames_only_its_sidebar_entry(make_session, alice):
+    here, elsewhere = await make_session(), await make_session()
+    communicator, connected = await connect(here.id, alice)
+    assert connected
+    await session_titled(alice.id, elsewhere.id, "Quarterly plan")
+    await session_titled(alice.id, "not-a-session-id", "<script>")  # nothing a page could be told
+    note = await communicator.receive_from(timeout=5)
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+    assert note == f'<span id="session-title-{elsewhere.id}" hx-swap-oob="true">Quarterly plan</span>'
