@@ -3,11 +3,11 @@ entry that is broken, or a key the format does not have stops `manage.py check`,
 `aptix_worker` at start-up, naming the file, the server, the key and the problem, instead of starting
 with that server failed. VS Code's `inputs` list is accepted (and ignored, docs/mcp.md); no mcp.json
 at all means no MCP servers. A file changed under a running process is the host's to report
-(reload.py: the running servers are kept)."""
+(reload.py: the running servers are kept). The file is read once, by config.load_config, the one
+parser of mcp.json (JSONC: comments and trailing commas, as everywhere else it is read)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ def check_mcp_config(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
     except McpConfigError as exc:
         return [checks.Error(str(exc), hint=HINT, id="aptix.E002")]
     problems = [f"{path}: {error}" for error in config.errors.values()]
-    raw = json.loads(path.read_text(encoding="utf-8"))  # load_config has read it: valid JSON
     known = ", ".join(sorted(TOP_LEVEL_KEYS))
-    problems += [f'{path}: unknown key "{key}" (known keys: {known})' for key in raw if key not in TOP_LEVEL_KEYS]
+    unknown = [key for key in config.keys if key not in TOP_LEVEL_KEYS]
+    problems += [f'{path}: unknown key "{key}" (known keys: {known})' for key in unknown]
     return [checks.Error(problem, hint=HINT, id="aptix.E002") for problem in problems]

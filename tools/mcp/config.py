@@ -125,13 +125,15 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class McpConfig:
-    """The parsed file: every server name in file order, the usable servers, and the broken ones by
-    name with their error."""
+    """The parsed file: every server name in file order, the usable servers, the broken ones by
+    name with their error, and the file's top-level keys (checks.py names the unknown ones, so that
+    nothing reads the file a second time with another parser)."""
 
     path: Path
     names: tuple[str, ...] = ()
     servers: tuple[ServerConfig, ...] = ()
     errors: Mapping[str, ServerConfigError] = field(default_factory=dict)
+    keys: tuple[str, ...] = field(default=(), compare=False)
 
 
 def load_config(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> McpConfig:
@@ -159,7 +161,7 @@ def parse_config(raw: Any, *, path: Path, environ: Mapping[str, str]) -> McpConf
             servers.append(parse_server(name, entry, base_dir=path.parent, environ=environ))
         except ServerConfigError as exc:
             errors[name] = exc
-    return McpConfig(path=path, names=tuple(entries), servers=tuple(servers), errors=errors)
+    return McpConfig(path=path, names=tuple(entries), servers=tuple(servers), errors=errors, keys=tuple(raw))
 
 
 def _server_entries(raw: Any, path: Path) -> dict:

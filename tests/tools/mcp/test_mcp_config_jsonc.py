@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
+from django.conf import settings
 
+from tests.helpers.mcp import FIXTURE
 from tools.mcp.config import McpConfigError, load_config
 from tools.mcp.envfile import without_comments
 from tools.mcp.host import McpHost
@@ -98,3 +103,55 @@ def test_the_host_logs_the_ignored_keys(tmp_path, caplog):
         finally:
             host.stop()
     assert 'MCP server "off": ignoring "dev" (VS Code-only: configures VS Code, not the server)' in caplog.text
+
+
+def manage(tmp_path, config, *command: str) -> subprocess.CompletedProcess:
+    """`manage.py <command>` in a process of its own, as an operator runs it, with `config` as mcp.json."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "aptix.settings",
+        "SECRET_KEY": "test-only",
+        "DEBUG": "false",
+        "DATABASE_URL": "",
+        "APTIX_VAR_DIR": str(tmp_path / "var"),
+        "APTIX_MCP_CONFIG": str(config),
+        "APTIX_MCP_AUTOSTART": "true",
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+@pytest.mark.slow  # real subprocesses (manage.py, the fixture server)
+def test_manage_py_accepts_the_comments_and_starts_the_servers_and_a_broken_file_names_its_line(tmp_path):
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        "{\n"
+        "  // the workspace's servers\n"
+        '  "servers": {\n'
+        f'    "fixture": {{"command": {json.dumps(sys.executable)}, /* this venv */\n'
+        f'                 "args": [{json.dumps(str(FIXTURE))},],}},\n'
+        "  },\n"
+        "}\n"
+    )
+
+    checked = manage(tmp_path, config, "check")
+    assert checked.returncode == 0, checked.stderr
+    assert "System check identified no issues" in checked.stdout
+
+    started = manage(tmp_path, config, "mcp_status", "--json")
+    assert started.returncode == 0, started.stderr
+    [server] = json.loads(started.stdout)["servers"]
+    assert (server["name"], server["state"]) == ("fixture", "ready")
+
+    config.write_text('{\n  // fine\n  "servers": {"fixture": {"command": "python"}\n  oops\n}\n')
+    broken = manage(tmp_path, config, "check")
+    assert broken.returncode != 0
+    assert f"MCP config file {config} is not valid JSON: line 4, column 3: Expecting ',' delimiter" in broken.stderr
+    assert "JSONDecodeError" not in broken.stderr
