@@ -1,7 +1,8 @@
 """An MCP server's question in a real browser (tests/tools/mcp/ask_server.py run by the live server's
 MCP host, the scripted model): the card draws the form from the schema (text, number, boolean,
 enum), survives a reload while the call waits, shows a wrong input's reason in the card, and Send
-answers the server; a URL question shows its link and Done; Decline and Cancel reach the server;
+answers the server (also for a question that follows the tool's approval, whose id has a dot); a URL
+question shows its link and Done; Decline and Cancel reach the server;
 someone else cannot open the session, let alone answer. axe finds nothing on the card. Screenshots:
 var/test-artifacts/."""
 
@@ -126,3 +127,27 @@ async def test_cancel_reaches_the_server(sign_in, alice, agent_session, model):
     await turn_ended(turns(page).last)
     await expect(turns(page).last.locator(".approval-card")).to_contain_text("Cancelled by alice")
     assert "cancel None" in json.dumps(model.last_messages)
+
+
+async def test_a_question_after_the_tools_approval_is_answered_from_its_card(sign_in, alice, agent_session, model):
+    session = await agent_session()
+    await AgentMode.objects.filter(key="general").aupdate(approval_policy=["ask.profile: ask"])
+    model.reply("", tool_calls=[("ask__profile", {})])
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await wait_for_server(page, session.id)
+    await send(page, "Ask me")
+    turn = turns(page).last
+    await turn.get_by_role("button", name="Allow once").click()
+
+    # The call's second item: its id is the call's with ".2" (the approval has the call's own id).
+    question = turn.locator(".approval-card", has_text="The MCP server ask asks")
+    await expect(question).to_contain_text("Tell me about you")
+    assert "." in (await question.locator("input[name=call]").input_value())
+    model.reply("Thanks, Grace.")
+    await question.get_by_label("Name (required)").fill("Grace")
+    await question.get_by_role("button", name="Send").click()
+    await turn_ended(turns(page).last)
+    await expect(turns(page).last).to_contain_text("Thanks, Grace.")
+    answered = await ToolApproval.objects.aget(turn__session_id=session.id, tool_call_id__contains=".")
+    assert answered.content == {"name": "Grace", "subscribe": False}
