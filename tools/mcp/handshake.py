@@ -1,11 +1,17 @@
 """What one MCP session agreed on: the protocol version, the capabilities the server declared and
 those Aptix declared, and the server's `instructions` (text a server gives its clients on how to use
 its tools). The supervisor records it in the server's status (admin page, `manage.py mcp_status`);
-the instructions of the servers a turn offers go into its system prompt (`instructions_prompt`)."""
+the instructions of the servers a turn offers go into its system prompt (`instructions_prompt`).
+
+A server's instructions are Markdown of its own, often with `# Title` and `## Tools` headings, which
+would sit among (and read as) the prompt's `## <server>` blocks: every heading in them (`#` lines
+and `===`/`---` underlined ones, not those in code fences) is demoted by two levels, so a server's
+`#` becomes `###`, below its `## <server>` block (`demote_headings`)."""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +20,11 @@ logger = logging.getLogger("aptix.mcp")
 
 INSTRUCTIONS_HEADING = "# MCP server instructions"
 INSTRUCTIONS_INTRO = "What each MCP server whose tools you have says about using them:"
+SERVER_BLOCK_LEVEL = 2  # "## <server>"
+FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+ATX_HEADING_RE = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
+SETEXT_UNDERLINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+NOT_PARAGRAPH_RE = re.compile(r"^\s*$|^ {0,3}(?:[-+*>]|\d+[.)]|#{1,6}(?:[ \t]|$))")
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,40 @@ def instructions_prompt(servers: Iterable[tuple[str, str]], limit: int) -> str:
             continue
         if len(text) > limit:
             text = text[:limit].rstrip() + f"… (cut to {limit} characters)"
-        blocks.append(f"## {name}\n{text}")
+        blocks.append(f"{'#' * SERVER_BLOCK_LEVEL} {name}\n{demote_headings(text, SERVER_BLOCK_LEVEL)}")
     if not blocks:
         return ""
     return "\n\n".join([INSTRUCTIONS_HEADING, INSTRUCTIONS_INTRO, *blocks])
+
+
+def demote_headings(text: str, by: int) -> str:
+    """`text` (Markdown) with each heading `by` levels deeper (at most `######`), those in code
+    fences left alone; an underlined (setext) heading becomes a `#` one."""
+    out: list[str] = []
+    fence = ""  # the opening fence while inside a code block
+    paragraph = False  # whether the line before is paragraph text (which an underline makes a heading)
+    for line in text.split("\n"):
+        opening = FENCE_RE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = ""
+            out.append(line)
+            continue
+        if opening:
+            fence, paragraph = opening.group(1), False
+            out.append(line)
+            continue
+        atx = ATX_HEADING_RE.match(line)
+        underline = SETEXT_UNDERLINE_RE.match(line)
+        if atx:
+            level = min(6, len(atx.group(2)) + by)
+            out.append(atx.group(1) + "#" * level + line[atx.end() :])
+            paragraph = False
+        elif underline and paragraph:
+            level = min(6, (1 if underline.group(1)[0] == "=" else 2) + by)
+            out[-1] = f"{'#' * level} {out[-1].strip()}"
+            paragraph = False
+        else:
+            out.append(line)
+            paragraph = not NOT_PARAGRAPH_RE.match(line)
+    return "\n".join(out)

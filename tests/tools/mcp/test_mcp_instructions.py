@@ -6,6 +6,7 @@ records the negotiated protocol version and the capabilities each side declared 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from io import StringIO
 from pathlib import Path
@@ -16,9 +17,9 @@ from django.core.management import call_command
 from agents.run.pipeline import ToolSelection, mcp_instructions
 from modes.models import AgentMode
 from tests.helpers import async_db
-from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, fixture_entry, write_config
+from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, fixture_entry, ready_host, write_config
 from tools.mcp import host as host_module
-from tools.mcp.handshake import INSTRUCTIONS_HEADING, instructions_prompt, summary
+from tools.mcp.handshake import INSTRUCTIONS_HEADING, demote_headings, instructions_prompt, summary
 from tools.mcp.host import McpHost
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
@@ -128,3 +129,39 @@ def test_the_admin_page_shows_them(client, guide_host, curator, password):
     assert "<strong>Server declared:</strong> prompts (listChanged), resources (subscribe, listChanged), tools" in html
     assert "<strong>Aptix declared:</strong>" in html
     assert "Instructions (2028 characters; the first 1000 go into the system prompt)" in html
+
+
+HEADINGS = "# Guide server\nRead this first.\n## Tools\nCall greet.\n```\n## not a heading (code)\n```\nTips\n===="
+
+
+@pytest.fixture
+def headings_host(tmp_path):
+    with ready_host(tmp_path, {"headings": guide_entry(HEADINGS)}, serving=True) as host:
+        yield host
+
+
+@async_db
+async def test_a_servers_own_headings_are_demoted_below_its_block_in_the_request(
+    headings_host, make_session, model, run_turn, settings
+):
+    settings.APTIX_MCP_INSTRUCTIONS_CHARS = 1000
+    await AgentMode.objects.filter(key="general").aupdate(tool_policy=["*"])
+    session = await make_session(mode="general", execution="agent")
+    model.reply("Done.")
+    await run_turn(session, text="Greet Ada")
+
+    system = model.last_messages[0]["content"]
+    block = system[system.index("## headings\n") :]
+    assert block == (
+        "## headings\n### Guide server\nRead this first.\n#### Tools\nCall greet.\n"
+        "```\n## not a heading (code)\n```\n### Tips"
+    )
+    # The only headings of level 1 or 2 after the section's own are the servers' names.
+    section = system[system.index(INSTRUCTIONS_HEADING) :].split("```")[0::2]
+    headings = [line for part in section for line in part.splitlines() if re.match(r" {0,3}#{1,2}(\s|$)", line)]
+    assert headings == [INSTRUCTIONS_HEADING, "## headings"]
+
+
+def test_demoting_stops_at_six_and_leaves_rules_lists_and_fences_alone():
+    text = "##### Deep\n- item\n---\n\n---\n~~~\n# kept\n~~~\nPara\n---"
+    assert demote_headings(text, 2) == "###### Deep\n- item\n---\n\n---\n~~~\n# kept\n~~~\n#### Para"
