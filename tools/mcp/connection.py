@@ -30,6 +30,7 @@ from mcp import Client, MCPDeprecationWarning, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types import CONNECTION_CLOSED
 
 from tools.base import CallContext
@@ -122,7 +123,10 @@ class Connection:
         self.lost = self.child.stdout_closed if self.child else anyio.Event()
         self.lost_reason: str | None = None
         self.session_gone = False  # the server answered 404 for our session id
+        # Set by a server's list_changed notifications (or listen events); the supervisor re-lists.
         self.tools_changed = asyncio.Event()
+        self.prompts_changed = asyncio.Event()
+        self.resources_changed = asyncio.Event()
         # What a call that lost its server reports; set by the supervisor once the cause is known.
         self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.client: Client | None = None
@@ -214,10 +218,14 @@ class Connection:
         return f"could not connect: {describe_error(leaf)}"
 
     async def _on_message(self, message) -> None:
-        # Handshake-era servers send tools/list_changed as a plain notification; on 2026-07-28
-        # connections it arrives on the listen stream (see `listen_for_tool_changes`) and is teed here.
+        # Handshake-era servers send */list_changed as plain notifications; on 2026-07-28
+        # connections they arrive on the listen stream (see `listen_for_changes`).
         if isinstance(message, types.ToolListChangedNotification):
             self.tools_changed.set()
+        elif isinstance(message, types.PromptListChangedNotification):
+            self.prompts_changed.set()
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.resources_changed.set()
 
     async def list_tools(self) -> list[types.Tool]:
         client = self._client()
@@ -231,24 +239,41 @@ class Connection:
                 self._task_tools = {tool.name for tool in tools if requires_task(tool)}
                 return tools
 
-    async def listen_for_tool_changes(self) -> None:
-        """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-list
-        changes; returns at once for servers that do not offer them."""
+    async def listen_for_changes(self) -> None:
+        """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-, prompt-
+        and resource-list changes (those its capabilities say it sends); returns at once for servers
+        that send none."""
         client = self._client()
-        tools = client.server_capabilities.tools
-        if not (tools and tools.list_changed):
+        capabilities = client.server_capabilities
+        wanted = {
+            kind: bool(declared and declared.list_changed)
+            for kind, declared in (
+                ("tools", capabilities.tools),
+                ("prompts", capabilities.prompts),
+                ("resources", capabilities.resources),
+            )
+        }
+        if not any(wanted.values()):
             return
+        events = {ToolsListChanged: self.tools_changed, PromptsListChanged: self.prompts_changed}
+        events[ResourcesListChanged] = self.resources_changed
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _ in subscription:
-                    self.tools_changed.set()
+            async with client.listen(
+                tools_list_changed=wanted["tools"],
+                prompts_list_changed=wanted["prompts"],
+                resources_list_changed=wanted["resources"],
+            ) as subscription:
+                async for event in subscription:
+                    changed = events.get(type(event))
+                    if changed is not None:
+                        changed.set()
         except (ListenNotSupportedError, SubscriptionLost, anyio.ClosedResourceError):
             return  # handshake-era server (plain notifications), or the connection is going away
         except Exception as exc:  # noqa: BLE001 - without change events the tools still work
             if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                 return
             logger.warning(
-                'MCP server "%s": no tool-list change events (%s: %s)',
+                'MCP server "%s": no list change events (%s: %s)',
                 self.config.name,
                 type(exc).__name__,
                 exc,

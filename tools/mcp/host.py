@@ -12,7 +12,8 @@ Design
   entry's `execute` hands the call to the host loop with `run_coroutine_threadsafe` and awaits it
   with `asyncio.wrap_future`; cancelling the caller cancels the call (the server is told).
 - Servers start in parallel, one supervisor task each (supervisor.py): connect, list the tools,
-  publish them as `<server>__<tool>` in the MCP registry, refresh them on tools/list_changed,
+  publish them as `<server>__<tool>` in the MCP registry, refresh them on tools/list_changed
+  (prompts and resources on theirs),
   restart the server with backoff when it dies. Tools of a server that is down stay registered;
   calling them returns an error saying why. Each server is known to the registry by name as a
   `HostedServer` (entry.py ServerPort: its transport, whether it acts as each user), which its

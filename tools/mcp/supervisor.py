@@ -1,7 +1,8 @@
 """Keeps one MCP server running: start, list and publish its tools, refresh them on
-tools/list_changed, notice its death at once (or its silence, through pings), restart it with
-backoff, and serve its tool calls. An HTTP server that cannot be reached at start-up is retried with
-backoff too; a stdio server that cannot start is a configuration problem and stays failed.
+tools/list_changed (and its prompts and resources on theirs), notice its death at once (or its
+silence, through pings), restart it with backoff, and serve its tool calls. An HTTP server that
+cannot be reached at start-up is retried with backoff too; a stdio server that cannot start is a
+configuration problem and stays failed.
 
 Everything here runs on the MCP host's event loop (see host.py).
 """
@@ -218,8 +219,10 @@ class ServerSupervisor:
 
     async def _watch(self, connection: Connection) -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(connection.listen_for_tool_changes)
+            tg.start_soon(connection.listen_for_changes)
             tg.start_soon(self._refresh_on_change, connection)
+            tg.start_soon(self._relist_on_change, connection, "prompts")
+            tg.start_soon(self._relist_on_change, connection, "resources")
             tg.start_soon(connection.keep_alive)
             await connection.lost.wait()
             tg.cancel_scope.cancel()
@@ -251,6 +254,28 @@ class ServerSupervisor:
                     describe_error(exc),
                     extra={"server": self.name},
                 )
+
+    async def _relist_on_change(self, connection: Connection, kind: str) -> None:
+        """prompts/list_changed or resources/list_changed: list them again (the prompts API, Attach
+        and mcp_read_resource read the status)."""
+        changed = connection.prompts_changed if kind == "prompts" else connection.resources_changed
+        lister = list_prompts if kind == "prompts" else list_resources
+        while True:
+            await changed.wait()
+            changed.clear()
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    listed = await lister(connection.client)  # logs a failing listing itself
+            except Exception as exc:  # noqa: BLE001 - too slow: the previous list stays in use
+                logger.warning(
+                    'MCP server "%s": could not refresh its %s (%s)',
+                    self.name,
+                    kind,
+                    describe_error(exc),
+                    extra={"server": self.name},
+                )
+                continue
+            self._update(**{kind: listed})
 
     @staticmethod
     def _end_message(connection: Connection) -> str:
