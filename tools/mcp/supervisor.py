@@ -102,6 +102,7 @@ class ServerSupervisor:
     def stop(self) -> None:
         self._stopping = True
         self._scope.cancel()
+        self._attempted.set()  # calls waiting for a (re)start stop waiting
 
     async def run(self) -> None:
         """Start the server, then keep it running until `stop()` (which may come before `run()`)."""
@@ -291,10 +292,16 @@ class ServerSupervisor:
     ) -> InvokeResult:
         """Call `tool` (the server's name for it; `name` is the registry's) on the live session, with
         the call's `context` (its connection asks its asker, tells its watch). A call refused because
-        the HTTP session ended never ran: it is sent again on the new session."""
+        the HTTP session ended never ran: it is sent again on the new session. A call made while the
+        server (re)starts waits for it, within the call timeout, as calls at Aptix's start-up do."""
         connection = self._connection
         if connection is None and self._renewing:
             connection = await self._next_connection(None)
+        if connection is None and self._coming_back():
+            connection = await self._back_within(self.config.timeout)
+            if connection is None and self._coming_back():  # not up within the call timeout
+                waited = f"waited {self.config.timeout:g} s (its call timeout) for it to come back"
+                return InvokeResult.from_error(f"{self.unavailable_message()}; {waited}")
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
         try:
@@ -337,6 +344,18 @@ class ServerSupervisor:
         # e.g. a result that breaks the protocol
         admin_logger.add_exception(_leaf(exc), "McpTool.Failed", tool=name, server=self.name)
         return InvokeResult.from_error(f'MCP tool "{name}" failed: {describe_error(exc)}')
+
+    def _coming_back(self) -> bool:
+        """Whether the server is (re)starting: a connection is on its way, unless it fails."""
+        return not self._stopping and self.status.state in ("starting", "restarting")
+
+    async def _back_within(self, timeout: float) -> Connection | None:
+        """The connection once the server is up again, waiting through its restart attempts (each
+        wakes us) for at most `timeout` seconds; None when it is not up by then or stops coming back."""
+        with anyio.move_on_after(timeout):
+            while self._connection is None and self._coming_back():
+                await self._attempted.wait()
+        return self._connection
 
     async def _next_connection(self, old: Connection | None) -> Connection | None:
         """The connection that replaces `old` (None: the one lost), once the next attempt to connect
