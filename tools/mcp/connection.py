@@ -16,8 +16,8 @@ import asyncio
 import logging
 import math
 import warnings
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -64,12 +64,34 @@ Progress = Callable[[float, float | None, str | None], None]
 
 @dataclass
 class OpenCall:
-    """One tool call in flight on a connection: its context, its multi round-trip and how a task it
-    is answered with is followed."""
+    """One tool call in flight on a connection: its context, its multi round-trip, how a task it
+    is answered with is followed, and its time limits (`scope`'s deadline: `timeout` since the
+    last sign of life, at most `longest` since it started)."""
 
     context: CallContext
     round: Round
     follow: Follow
+    scope: anyio.CancelScope | None = None
+    timeout: float = math.inf
+    started: float = 0.0
+    longest: float = math.inf
+
+    @contextmanager
+    def person_answering(self) -> Iterator[None]:
+        """While a person answers the server's question the call's clock stands still: the time
+        asked counts neither against its `timeout` nor its `longest`, and `timeout` runs anew from
+        the answer."""
+        scope = self.scope
+        if scope is None or scope.deadline == math.inf:  # no limit now (a task being followed)
+            yield
+            return
+        asked_at, scope.deadline = anyio.current_time(), math.inf
+        try:
+            yield
+        finally:
+            now = anyio.current_time()
+            self.started += now - asked_at
+            scope.deadline = min(now + self.timeout, self.started + self.longest)
 
 
 # The call the current task is making: set by Connection.call_tool around the call, read by the SDK's
@@ -201,9 +223,13 @@ class Connection:
         its round; from outside any call, the asker of the latest call still running that has one."""
         call = _CALL.get()
         if call is not None:
-            return await answer(self.config.name, call.context.asker, call.round, context.request_id, params)
-        askers = [open_call.context.asker for open_call in self._open if open_call.context.asker is not None]
-        return await answer(self.config.name, askers[-1] if askers else None, None, context.request_id, params)
+            with call.person_answering():
+                return await answer(self.config.name, call.context.asker, call.round, context.request_id, params)
+        asking = [open_call for open_call in self._open if open_call.context.asker is not None]
+        if not asking:
+            return await answer(self.config.name, None, None, context.request_id, params)
+        with asking[-1].person_answering():
+            return await answer(self.config.name, asking[-1].context.asker, None, context.request_id, params)
 
     async def startup_failure(self, exc: Exception) -> str:
         leaf = _leaf(exc)
@@ -300,7 +326,7 @@ class Connection:
                 async def reported(progress: float, total: float | None, message: str | None) -> None:
                     nonlocal progressed
                     progressed = True
-                    scope.deadline = min(anyio.current_time() + timeout, started + longest)
+                    scope.deadline = min(anyio.current_time() + timeout, call.started + longest)
                     if on_progress is not None:
                         on_progress(progress, total, message)
 
@@ -312,7 +338,7 @@ class Connection:
                     )
                     return await follower.follow(state)
 
-                call = OpenCall(context, Round(http=self.child is None), follow)
+                call = OpenCall(context, Round(http=self.child is None), follow, scope, timeout, started, longest)
                 current = _CALL.set(call)  # this call's task and what it starts
                 self._open.append(call)
                 try:
@@ -321,7 +347,7 @@ class Connection:
                     self._open.remove(call)
                     _CALL.reset(current)
             # Only the deadline ends the scope without a result.
-            if progressed and scope.deadline >= started + longest:
+            if progressed and scope.deadline >= call.started + longest:
                 raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')
             raise CallTimedOut(f"timed out after {timeout:g} s" + (" without progress" if progressed else ""))
         except MCPError as exc:
