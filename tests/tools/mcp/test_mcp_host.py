@@ -165,12 +165,9 @@ async def test_a_server_killed_mid_call_fails_the_call_clearly_and_is_restarted(
 
     assert result.error_message == 'MCP server "fixture" stopped unexpectedly (exit code -9); restarting'
     assert by_name(host.status())["fixture"].state == "restarting"
-    assert "fixture__echo" in mcp_registry  # kept while down, and says why it cannot answer
-    down = await call("fixture__echo", text="anyone?")
-    # It waited for the restart within its 1 s call timeout (test_mcp_restart_wait.py), then said why.
-    assert down.error_message == (
-        'MCP server "fixture" is unavailable: restarting (attempt 1); waited 1 s (its call timeout) for it to come back'
-    )
+    # Kept while down: a call now waits for the restart within its call timeout. Whether this one would
+    # see the server back depends on how fast it restarts, so test_mcp_restart_wait.py gates the start.
+    assert "fixture__echo" in mcp_registry
 
     after = await fixture_ready(host)
     assert after.restarts == before.restarts + 1 and after.pid != before.pid
