@@ -246,6 +246,7 @@ class _ModeChange:
     turn_id: Any
     tool_call_id: str | None
     source: str
+    version: int | None = None  # the published version of the target mode
 
     @property
     def user_id(self) -> Any:
@@ -344,6 +345,7 @@ def _prepare_change(
         turn_id=getattr(turn, "pk", turn) or None,
         tool_call_id=options.get("tool_call_id"),
         source=source,
+        version=target.version or None,
     )
 
 
@@ -380,6 +382,7 @@ def _write_change(session: AgentSession, previous: str, change: _ModeChange) -> 
         turn_id=change.turn_id,
         tool_call_id=change.tool_call_id or "",
         source=change.source,
+        mode_version=change.version,
     )
 
 

@@ -15,7 +15,9 @@ from django.utils.dateformat import format as date_format
 
 from .forms import AgentModeForm
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory
-from .services import mode_delete, mode_make_default, mode_save
+from .services import mode_delete, mode_make_default
+from .versioning import VERSIONED_FIELDS
+from .versions import mode_create, mode_save_versioned
 
 DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
     " (on its page, or with the list's action “Make the selected mode the default”)."
@@ -31,7 +33,10 @@ class AgentModeAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "created_at", "updated_at"]
     actions = ["make_default"]
     fieldsets = [
-        (None, {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering"]}),
+        (
+            None,
+            {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering", "change_note"]},
+        ),
         ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
         (
             "Routing",
@@ -51,7 +56,29 @@ class AgentModeAdmin(admin.ModelAdmin):
     ]
 
     def save_model(self, request, obj, form, change):
-        mode_save(mode=obj)
+        """A new version (modes/versions.py): published at once by someone who may publish with review
+        off, else a draft that changes nothing live until it is published."""
+        note = form.cleaned_data.get("change_note", "")
+        teams = form.cleaned_data.get("teams")
+        slugs = sorted(team.slug for team in teams) if teams is not None else None
+        if not change:
+            version = mode_create(mode=obj, by=request.user, note=note, teams=slugs)
+        else:
+            fields = {name: getattr(obj, name) for name in VERSIONED_FIELDS if name != "teams"}
+            if slugs is not None:
+                fields["teams"] = slugs
+            version = mode_save_versioned(mode=obj, fields=fields, by=request.user, note=note)
+        if version.state != version.State.PUBLISHED:
+            self.message_user(
+                request,
+                f"Saved as draft version {version.number}: nothing changes for anyone until it is published.",
+                messages.WARNING,
+            )
+
+    def save_related(self, request, form, formsets, change):
+        # The teams are a versioned field: save_model wrote them with the version that was published.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
 
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.is_default:
@@ -74,12 +101,12 @@ class AgentModeAdmin(admin.ModelAdmin):
         return super().delete_view(request, object_id, extra_context)
 
     def delete_model(self, request, obj):
-        mode_delete(mode=obj)
+        mode_delete(mode=obj, by=request.user)
 
     def delete_queryset(self, request, queryset):
         for mode in queryset:
             try:
-                mode_delete(mode=mode)
+                mode_delete(mode=mode, by=request.user)
             except ValidationError as exc:
                 self.message_user(request, f"{mode.key}: {' '.join(exc.messages)}", messages.ERROR)
 
@@ -89,7 +116,7 @@ class AgentModeAdmin(admin.ModelAdmin):
             self.message_user(request, "Select exactly one mode to make it the default.", messages.ERROR)
             return
         try:
-            mode = mode_make_default(mode=queryset.get())
+            mode = mode_make_default(mode=queryset.get(), by=request.user)
         except ValidationError as exc:
             self.message_user(request, " ".join(exc.messages), messages.ERROR)
             return
