@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
 from .forms import AgentModeForm
-from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory
+from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory
 from .services import mode_delete, mode_make_default
 from .versioning import VERSIONED_FIELDS
 from .versions import mode_create, mode_save_versioned
@@ -135,6 +135,7 @@ CSV_COLUMNS = [
     "reason",
     "turn_id",
     "tool_call_id",
+    "mode_version",
 ]
 
 
@@ -169,6 +170,7 @@ class ModeHistoryAdmin(admin.ModelAdmin):
         "user",
         "previous_mode",
         "new_mode",
+        "mode_version",
         "branch",
         "source",
         "reason",
@@ -243,7 +245,54 @@ class ModeHistoryAdmin(admin.ModelAdmin):
                     entry.reason,
                     entry.turn_id or "",
                     entry.tool_call_id,
+                    entry.mode_version or "",
                 ]
                 for entry in rows.iterator()
+            ),
+        )
+
+
+CATALOG_CSV_COLUMNS = ["created_at", "user", "action", "mode", "version", "note"]
+
+
+@admin.register(CatalogEvent)
+class CatalogEventAdmin(admin.ModelAdmin):
+    """The catalog's audit trail: read-only for everyone, superusers included; auditors export it."""
+
+    list_display = ["created_at", "user", "action", "mode_key", "version", "note"]
+    list_filter = ["action", "mode_key", "user", "created_at"]
+    date_hierarchy = "created_at"
+    search_fields = ["mode_key", "note", "user__username"]
+    list_select_related = ["user"]
+    actions = ["export_csv"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_export_permission(self, request):
+        return request.user.has_perm("modes.export_catalogevent")
+
+    @admin.action(description="Export selected events as CSV", permissions=["export"])
+    def export_csv(self, request, queryset):
+        rows = queryset.select_related("user").order_by("created_at", "id")
+        return csv_download(
+            "catalog-events",
+            CATALOG_CSV_COLUMNS,
+            (
+                [
+                    event.created_at.isoformat(),
+                    event.user.username if event.user else "",
+                    event.action,
+                    event.mode_key,
+                    "" if event.version is None else event.version,
+                    event.note,
+                ]
+                for event in rows.iterator()
             ),
         )
