@@ -13,6 +13,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
+from .admin_versions import VersionsAdminMixin
 from .forms import AgentModeForm
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory
 from .services import mode_delete, mode_make_default
@@ -25,8 +26,9 @@ DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
 
 
 @admin.register(AgentMode)
-class AgentModeAdmin(admin.ModelAdmin):
+class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
     form = AgentModeForm
+    change_form_template = "admin/modes/agentmode/change_form.html"  # with the mode's versions
     list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
     list_filter = ["is_active", "is_default"]
     search_fields = ["key", "display_name", "description"]

@@ -47,6 +47,9 @@ ERROR_NEEDS_REVIEW = (
 ERROR_OWN_DRAFT = "The author of a version cannot approve it; another curator has to."
 Action = CatalogEvent.Action
 State = ModeVersion.State
+# A version that was never live: a "Try it" session runs on it (once published, the session runs on
+# the published entry like any other).
+UNPUBLISHED = (State.DRAFT, State.PENDING, State.APPROVED, State.REJECTED)
 
 
 def review_required() -> bool:
@@ -300,3 +303,13 @@ def mode_save_versioned(*, mode: AgentMode, fields: dict[str, Any], by: Any, not
     if publishes_at_once(by):
         return version_publish(version=draft, by=by, note=note)
     return draft
+
+
+def draft_label(version_id: int | None, mode_key: str) -> str:
+    """ "draft vN" for a session trying a draft of its mode (AgentSession.mode_draft); else ""."""
+    if version_id is None:
+        return ""
+    version = (
+        ModeVersion.objects.filter(pk=version_id, mode__key=mode_key, state__in=UNPUBLISHED).only("number").first()
+    )
+    return f"draft v{version.number}" if version is not None else ""

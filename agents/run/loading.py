@@ -10,6 +10,7 @@ from django.db.models import Max, OuterRef
 from files.services import session_files_exist
 from modes.models import AgentMode
 from modes.versioning import mode_with_snapshot
+from modes.versions import UNPUBLISHED
 
 from ..documents.services import documents_exist
 from ..models import Turn
@@ -34,7 +35,7 @@ def run_mode(turn: Turn) -> tuple[AgentMode | None, int | None, bool]:
     if mode is None:
         return None, None, False
     draft = turn.session.mode_draft
-    if draft is not None and draft.mode_id == mode.pk:
+    if draft is not None and draft.mode_id == mode.pk and draft.state in UNPUBLISHED:
         return mode_with_snapshot(mode, draft.snapshot), draft.number, True
     return mode, mode.version, False
 

@@ -12,14 +12,13 @@ publishing without the permission 403, under review without someone else's appro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from modes.models import ModeVersion
 from modes.versioning import FIELD_NAMES, FRONT_MATTER_NAMES, snapshot_diff
 from modes.versions import (
     CODE_FORBIDDEN,
@@ -39,6 +38,9 @@ from modes.versions import (
 )
 
 from .api_support import ApiError, authenticate, json_body
+
+if TYPE_CHECKING:
+    from modes.models import ModeVersion
 
 STATUS_OF_CATALOG_CODE = {CODE_FORBIDDEN: 403, CODE_NEEDS_REVIEW: 409, CODE_STATE: 409, CODE_NOT_FOUND: 404}
 ERROR_NOT_CURATOR = "The catalog API needs the permission to change or to publish agent modes."
