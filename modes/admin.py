@@ -69,13 +69,19 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
             fields = {name: getattr(obj, name) for name in VERSIONED_FIELDS if name != "teams"}
             if slugs is not None:
                 fields["teams"] = slugs
-            version = mode_save_versioned(mode=obj, fields=fields, by=request.user, note=note)
+            as_draft = "_save_draft" in request.POST  # "Save as draft": not live, whoever saves it
+            version = mode_save_versioned(mode=obj, fields=fields, by=request.user, note=note, publish=not as_draft)
         if version.state != version.State.PUBLISHED:
             self.message_user(
                 request,
                 f"Saved as draft version {version.number}: nothing changes for anyone until it is published.",
                 messages.WARNING,
             )
+
+    def response_change(self, request, obj):
+        if "_save_draft" in request.POST:  # back to the page, where the draft is listed
+            return redirect("admin:modes_agentmode_change", obj.pk)
+        return super().response_change(request, obj)
 
     def save_related(self, request, form, formsets, change):
         # The teams are a versioned field: save_model wrote them with the version that was published.

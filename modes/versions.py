@@ -296,11 +296,13 @@ def mode_create(*, mode: AgentMode, by: Any, note: str = "", teams: list[str] | 
     return version
 
 
-def mode_save_versioned(*, mode: AgentMode, fields: dict[str, Any], by: Any, note: str = "") -> ModeVersion:
-    """An edit of an entry (the admin's Save): a draft, published at once when `by` may publish and
-    review is off."""
+def mode_save_versioned(
+    *, mode: AgentMode, fields: dict[str, Any], by: Any, note: str = "", publish: bool = True
+) -> ModeVersion:
+    """An edit of an entry (the admin's Save): a draft, published at once when `by` may publish, review
+    is off and `publish` (the admin's "Save as draft" passes False)."""
     draft = draft_save(mode=mode, fields=fields, author=by, note=note)
-    if publishes_at_once(by):
+    if publish and publishes_at_once(by):
         return version_publish(version=draft, by=by, note=note)
     return draft
 
