@@ -16,7 +16,7 @@ from django.utils.dateformat import format as date_format
 from .admin_versions import VersionsAdminMixin
 from .forms import AgentModeForm
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory
-from .services import mode_delete, mode_make_default
+from .services import mode_delete, mode_make_default, mode_set_active
 from .versioning import VERSIONED_FIELDS
 from .versions import mode_create, mode_save_versioned
 
@@ -33,7 +33,7 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
     list_filter = ["is_active", "is_default"]
     search_fields = ["key", "display_name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
-    actions = ["make_default"]
+    actions = ["make_default", "activate", "deactivate"]
     fieldsets = [
         (
             None,
@@ -129,6 +129,22 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
             self.message_user(request, " ".join(exc.messages), messages.ERROR)
             return
         self.message_user(request, f"{mode.display_name} is now the default mode.", messages.SUCCESS)
+
+    @admin.action(description="Activate the selected modes", permissions=["change"])
+    def activate(self, request, queryset):
+        self._set_active(request, queryset, active=True)
+
+    @admin.action(description="Deactivate the selected modes", permissions=["change"])
+    def deactivate(self, request, queryset):
+        self._set_active(request, queryset, active=False)
+
+    def _set_active(self, request, queryset, *, active: bool) -> None:
+        """A catalog action (audited), not a version: the active flag is the catalog's state."""
+        for mode in queryset:
+            try:
+                mode_set_active(mode=mode, active=active, by=request.user)
+            except ValidationError as exc:
+                self.message_user(request, f"{mode.key}: {' '.join(exc.messages)}", messages.ERROR)
 
 
 CSV_COLUMNS = [

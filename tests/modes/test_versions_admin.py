@@ -144,3 +144,17 @@ def test_the_catalog_audit_trail_is_read_only_and_exported_by_auditors(client, c
     rows = list(csv.reader(io.StringIO(export.content.decode())))
     assert rows[0] == ["created_at", "user", "action", "mode", "version", "note"]
     assert rows[1][1:] == ["curtis", "draft_saved", "general", "2", "'=SUM(A1)"]
+
+
+def test_activating_and_deactivating_from_the_list_are_audited_catalog_actions(client, curator, password):
+    client.login(username=curator.username, password=password)
+    url = reverse("admin:modes_agentmode_changelist")
+    general, data = AgentMode.objects.get(key="general"), AgentMode.objects.get(key="data-analysis")
+    client.post(url, {"action": "deactivate", "_selected_action": [data.pk, general.pk]})
+    data.refresh_from_db()
+    general.refresh_from_db()
+    assert (data.is_active, general.is_active) == (False, True)  # the default stays active
+    client.post(url, {"action": "activate", "_selected_action": [data.pk]})
+    rows = [(e.action, e.mode_key, e.user) for e in CatalogEvent.objects.order_by("id")]
+    assert rows == [("deactivated", "data-analysis", curator), ("activated", "data-analysis", curator)]
+    assert AgentMode.objects.get(pk=data.pk).version == 1  # not a version
