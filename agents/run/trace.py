@@ -85,6 +85,8 @@ class TurnTrace:
     # or a turn recorded whole before the trace moved to Turn.trace).
     history_verified: bool | None = None
     steps: list[StepRequest] = field(default_factory=list)
+    mode_version: int | str | None = None  # the mode's version the turn ran with (a fingerprint before versions)
+    mode_draft: bool = False  # a curator's "Try it" of that draft
 
 
 def turn_trace(turn: Turn) -> TurnTrace:
@@ -96,6 +98,8 @@ def turn_trace(turn: Turn) -> TurnTrace:
         system_prompt=stored.get("system_prompt", started.get("system_prompt", "")),
         tools=stored.get("tools", started.get("tools") or []),
         on_demand=list(started.get("tools_on_demand") or []),
+        mode_version=stored.get("mode_version") or None,
+        mode_draft=bool(stored.get("mode_draft")),
     )
     request: list[dict[str, Any]] = []
     if stored:

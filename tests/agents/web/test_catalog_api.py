@@ -10,6 +10,8 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group
 from django.test import override_settings
 
+from agents.models import Turn
+from agents.run.trace import turn_trace
 from agents.sessions import session_create, session_switch_mode
 from aptix.tokens import api_token_create
 from modes.models import AgentMode, ModeHistory
@@ -84,6 +86,8 @@ async def test_a_draft_is_published_and_the_next_turn_runs_with_it(llm, model, a
     status, answer = await call("POST", "/api/v1/agent/execute", alice_token, {"execution": "ask", "message": "Hi"})
     assert answer["modeVersion"] == 2
     assert "Answer in haiku." in model.requests[-1]["messages"][0]["content"]
+    trace = await sync_to_async(lambda: turn_trace(Turn.objects.get(pk=answer["turnId"])))()
+    assert (trace.mode_version, trace.mode_draft) == (2, False)  # what the admin's trace shows
 
     status, body = await call("GET", f"{BASE}/versions", curator_token)
     assert [(v["version"], v["state"]) for v in body["versions"]] == [(2, "published"), (1, "superseded")]
