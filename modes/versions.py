@@ -98,7 +98,10 @@ def published_version(mode: AgentMode) -> ModeVersion | None:
 
 
 def _next_number(mode: AgentMode) -> int:
-    return (ModeVersion.objects.filter(mode=mode).aggregate(m=Max("number"))["m"] or 0) + 1
+    """After every version the mode has, and after its row's number (a row written without versions,
+    e.g. created directly, counts as its version)."""
+    highest = ModeVersion.objects.filter(mode=mode).aggregate(m=Max("number"))["m"] or 0
+    return max(highest, mode.version or 0) + 1
 
 
 def _check_teams(slugs: Any) -> list[str]:

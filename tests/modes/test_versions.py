@@ -3,9 +3,12 @@ a restore is a new version, two-person review is enforced by the services, and e
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 from modes.models import AgentMode, CatalogEvent, ModeVersion
 from modes.services import mode_make_default, mode_set_active
@@ -175,3 +178,42 @@ def test_the_diff_shows_the_prompt_by_line_and_lists_by_item(curator):
     assert "sql.*" in before["tool_policy"]
     assert changes["tools"]["added"] == []
     assert changes["tools"]["removed"] == [item for item in before["tool_policy"] if item != "sql.*"]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_concurrent_drafts_get_distinct_consecutive_numbers(curator):
+    """Curators saving drafts of one mode at once: the mode's row lock serialises them, so each gets
+    its own number and none fails on the unique (mode, number)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks need PostgreSQL (SQLite serialises writers anyway)")
+    count = 8
+    barrier = threading.Barrier(count)
+    errors: list[BaseException] = []
+
+    def save(n: int) -> None:
+        from django.db import connections
+
+        try:
+            barrier.wait()
+            draft_save(mode="general", fields={"description": f"draft {n}"}, author=curator)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    numbers = sorted(ModeVersion.objects.filter(mode__key="general").values_list("number", flat=True))
+    assert numbers == list(range(1, count + 2))
+
+
+def test_a_mode_written_without_versions_numbers_its_first_draft_after_its_own(curator):
+    mode = AgentMode.objects.create(key="bare", display_name="Bare", description="Made directly")
+    draft = draft_save(mode=mode, fields={"system_prompt": "Now versioned."}, author=curator)
+    assert draft.number == 2
+    version_publish(version=draft, by=curator)
+    assert AgentMode.objects.get(key="bare").version == 2
