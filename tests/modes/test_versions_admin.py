@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from agents.models import AgentSession
+from agents.sessions import session_create, session_switch_mode
 from modes.models import AgentMode, CatalogEvent, ModeVersion
 from modes.versions import draft_save
 from tests.helpers import mode_admin_form
@@ -158,3 +159,14 @@ def test_activating_and_deactivating_from_the_list_are_audited_catalog_actions(c
     rows = [(e.action, e.mode_key, e.user) for e in CatalogEvent.objects.order_by("id")]
     assert rows == [("deactivated", "data-analysis", curator), ("activated", "data-analysis", curator)]
     assert AgentMode.objects.get(pk=data.pk).version == 1  # not a version
+
+
+def test_the_mode_history_export_has_the_version_the_session_moved_to(client, auditor, password, team_a, alice):
+    session = session_create(team=team_a, user=alice, title="Numbers")
+    session_switch_mode(session=session, mode="data-analysis", user=alice)
+    entry = session.mode_history.get()
+    client.login(username=auditor.username, password=password)
+    url = reverse("admin:modes_modehistory_changelist")
+    export = client.post(url, {"action": "export_csv", "_selected_action": [entry.pk]})
+    header, row = list(csv.reader(io.StringIO(export.content.decode())))
+    assert row[header.index("mode_version")] == "1"
