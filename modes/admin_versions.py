@@ -22,6 +22,7 @@ from .models import AgentMode, ModeVersion
 from .versioning import FIELD_NAMES, LIST_FIELDS, VERSIONED_FIELDS, snapshot_diff
 from .versions import (
     PERM_PUBLISH,
+    UNPUBLISHED,
     published_version,
     review_required,
     version_approve,
@@ -135,6 +136,11 @@ class VersionsAdminMixin:
             return HttpResponseNotAllowed(["POST"])
         back = reverse("admin:modes_agentmode_change", args=[mode.pk])
         if action == "try":
+            if version.state not in UNPUBLISHED:  # a published or superseded version is not a draft
+                self.message_user(  # type: ignore[attr-defined]
+                    request, f"Version {version.number} is not a draft: nothing to try.", messages.ERROR
+                )
+                return redirect(back)
             return self.try_draft(request, version)
         comment = request.POST.get("comment", "").strip()
         try:

@@ -130,6 +130,8 @@ def test_try_it_opens_the_curators_own_session_on_the_draft(client, curator, tea
     assert (session.mode, session.mode_draft) == ("general", draft)
     page = client.get(response["Location"]).content.decode()
     assert 'data-draft="draft v2"' in page
+    client.post(version_url(mode, 1, "try"))  # the published version is no draft to try
+    assert AgentSession.objects.filter(user=curator).count() == 1
 
 
 def test_the_catalog_audit_trail_is_read_only_and_exported_by_auditors(client, curator, auditor, password):
