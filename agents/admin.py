@@ -5,7 +5,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 
@@ -22,6 +24,7 @@ from .models import AgentSession, SavedPrompt, ShareEvent, ToolApproval, Turn, T
 from .run.health import config_problems
 from .run.pipeline import MCP_SEPARATOR, mcp_server_order, plan_offer, policy_allows, schema_tokens
 from .run.trace import turn_trace
+from .sessions import session_try_draft
 
 
 class ReadOnlyAdminMixin:
@@ -297,8 +300,16 @@ def _approval_cells(row: ToolApproval) -> list:
 
 class AgentModeBudgetAdmin(AgentModeAdmin):
     """The catalog admin (modes/admin.py) plus a warning when a mode's tool policy allows more tools
-    than one request carries (APTIX_MAX_TOOLS). It lives here because only this layer knows the
-    tools a policy reaches; modes does not import tools."""
+    than one request carries (APTIX_MAX_TOOLS), and a draft's "Try it" session. It lives here because
+    only this layer knows the tools a policy reaches and the sessions; modes imports neither."""
+
+    def try_draft(self, request, version):
+        try:
+            session = session_try_draft(user=request.user, version=version)
+        except ValidationError as exc:
+            self.message_user(request, " ".join(exc.messages), messages.ERROR)
+            return redirect("admin:modes_agentmode_change", version.mode_id)
+        return redirect("session-detail", session_id=session.id)
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

@@ -33,6 +33,10 @@ class AgentSession(models.Model):
     # The model the user picked for this session (a key of the models configuration); empty: the mode's.
     model = models.CharField(max_length=100, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
+    # A curator's "Try it" of a draft (modes/versions.py): turns in that draft's mode run on its fields.
+    mode_draft = models.ForeignKey(
+        "modes.ModeVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="try_sessions"
+    )
     # Shared with its team (agents/sharing.py): teammates read it, only its author writes. `copied_from`:
     # the shared session a reader's "Continue as my copy" made this one from.
     shared_at = models.DateTimeField(null=True, blank=True)

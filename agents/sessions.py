@@ -18,7 +18,7 @@ from django.utils import timezone
 from aptix.models import Membership
 from files.services import session_files_purge
 from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
-from modes.models import ModeHistory
+from modes.models import ModeHistory, ModeVersion
 
 from .documents.services import documents_purge
 from .llm.catalog import models_config
@@ -66,6 +66,28 @@ def session_create(*, team, user, mode: str | None = None, execution: str = "ask
         except ModeValidationError as exc:
             raise ValidationError({"mode": str(exc)}) from exc
     session = AgentSession(team=team, user=user, mode=key, execution=execution, title=title.strip()[:200])
+    session.full_clean()
+    session.save()
+    return session
+
+
+ERROR_TRY_NEEDS_TEAM = "Trying a draft opens a session in one of your teams: you are a member of none."
+
+
+def session_try_draft(*, user, version: ModeVersion) -> AgentSession:
+    """A "Try it" session of a mode's draft (modes/versions.py), for its curator only: it is in the
+    draft's mode and its turns run on the draft's fields (agents/run/loading.py), whatever the
+    published version is; everyone else's sessions keep the published one. In the user's first team."""
+    membership = Membership.objects.filter(user=user).select_related("team").order_by("pk").first()
+    if membership is None:
+        raise ValidationError(ERROR_TRY_NEEDS_TEAM)
+    session = AgentSession(
+        team=membership.team,
+        user=user,
+        mode=version.mode.key,
+        mode_draft=version,
+        title=f"Trying {version.mode.display_name} draft v{version.number}",
+    )
     session.full_clean()
     session.save()
     return session
@@ -246,6 +268,7 @@ class _ModeChange:
     turn_id: Any
     tool_call_id: str | None
     source: str
+    version: int | None = None  # the published version of the target mode
 
     @property
     def user_id(self) -> Any:
@@ -344,6 +367,7 @@ def _prepare_change(
         turn_id=getattr(turn, "pk", turn) or None,
         tool_call_id=options.get("tool_call_id"),
         source=source,
+        version=target.version or None,
     )
 
 
@@ -380,6 +404,7 @@ def _write_change(session: AgentSession, previous: str, change: _ModeChange) -> 
         turn_id=change.turn_id,
         tool_call_id=change.tool_call_id or "",
         source=change.source,
+        mode_version=change.version,
     )
 
 

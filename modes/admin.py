@@ -13,9 +13,12 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
+from .admin_versions import VersionsAdminMixin
 from .forms import AgentModeForm
-from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory
-from .services import mode_delete, mode_make_default, mode_save
+from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory
+from .services import mode_delete, mode_make_default, mode_set_active
+from .versioning import VERSIONED_FIELDS
+from .versions import mode_create, mode_save_versioned
 
 DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
     " (on its page, or with the list's action “Make the selected mode the default”)."
@@ -23,15 +26,19 @@ DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
 
 
 @admin.register(AgentMode)
-class AgentModeAdmin(admin.ModelAdmin):
+class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
     form = AgentModeForm
+    change_form_template = "admin/modes/agentmode/change_form.html"  # with the mode's versions
     list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
     list_filter = ["is_active", "is_default"]
     search_fields = ["key", "display_name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
-    actions = ["make_default"]
+    actions = ["make_default", "activate", "deactivate"]
     fieldsets = [
-        (None, {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering"]}),
+        (
+            None,
+            {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering", "change_note"]},
+        ),
         ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
         (
             "Routing",
@@ -51,7 +58,35 @@ class AgentModeAdmin(admin.ModelAdmin):
     ]
 
     def save_model(self, request, obj, form, change):
-        mode_save(mode=obj)
+        """A new version (modes/versions.py): published at once by someone who may publish with review
+        off, else a draft that changes nothing live until it is published."""
+        note = form.cleaned_data.get("change_note", "")
+        teams = form.cleaned_data.get("teams")
+        slugs = sorted(team.slug for team in teams) if teams is not None else None
+        if not change:
+            version = mode_create(mode=obj, by=request.user, note=note, teams=slugs)
+        else:
+            fields = {name: getattr(obj, name) for name in VERSIONED_FIELDS if name != "teams"}
+            if slugs is not None:
+                fields["teams"] = slugs
+            as_draft = "_save_draft" in request.POST  # "Save as draft": not live, whoever saves it
+            version = mode_save_versioned(mode=obj, fields=fields, by=request.user, note=note, publish=not as_draft)
+        if version.state != version.State.PUBLISHED:
+            self.message_user(
+                request,
+                f"Saved as draft version {version.number}: nothing changes for anyone until it is published.",
+                messages.WARNING,
+            )
+
+    def response_change(self, request, obj):
+        if "_save_draft" in request.POST:  # back to the page, where the draft is listed
+            return redirect("admin:modes_agentmode_change", obj.pk)
+        return super().response_change(request, obj)
+
+    def save_related(self, request, form, formsets, change):
+        # The teams are a versioned field: save_model wrote them with the version that was published.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
 
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.is_default:
@@ -74,12 +109,12 @@ class AgentModeAdmin(admin.ModelAdmin):
         return super().delete_view(request, object_id, extra_context)
 
     def delete_model(self, request, obj):
-        mode_delete(mode=obj)
+        mode_delete(mode=obj, by=request.user)
 
     def delete_queryset(self, request, queryset):
         for mode in queryset:
             try:
-                mode_delete(mode=mode)
+                mode_delete(mode=mode, by=request.user)
             except ValidationError as exc:
                 self.message_user(request, f"{mode.key}: {' '.join(exc.messages)}", messages.ERROR)
 
@@ -89,11 +124,27 @@ class AgentModeAdmin(admin.ModelAdmin):
             self.message_user(request, "Select exactly one mode to make it the default.", messages.ERROR)
             return
         try:
-            mode = mode_make_default(mode=queryset.get())
+            mode = mode_make_default(mode=queryset.get(), by=request.user)
         except ValidationError as exc:
             self.message_user(request, " ".join(exc.messages), messages.ERROR)
             return
         self.message_user(request, f"{mode.display_name} is now the default mode.", messages.SUCCESS)
+
+    @admin.action(description="Activate the selected modes", permissions=["change"])
+    def activate(self, request, queryset):
+        self._set_active(request, queryset, active=True)
+
+    @admin.action(description="Deactivate the selected modes", permissions=["change"])
+    def deactivate(self, request, queryset):
+        self._set_active(request, queryset, active=False)
+
+    def _set_active(self, request, queryset, *, active: bool) -> None:
+        """A catalog action (audited), not a version: the active flag is the catalog's state."""
+        for mode in queryset:
+            try:
+                mode_set_active(mode=mode, active=active, by=request.user)
+            except ValidationError as exc:
+                self.message_user(request, f"{mode.key}: {' '.join(exc.messages)}", messages.ERROR)
 
 
 CSV_COLUMNS = [
@@ -108,6 +159,7 @@ CSV_COLUMNS = [
     "reason",
     "turn_id",
     "tool_call_id",
+    "mode_version",
 ]
 
 
@@ -142,6 +194,7 @@ class ModeHistoryAdmin(admin.ModelAdmin):
         "user",
         "previous_mode",
         "new_mode",
+        "mode_version",
         "branch",
         "source",
         "reason",
@@ -216,7 +269,54 @@ class ModeHistoryAdmin(admin.ModelAdmin):
                     entry.reason,
                     entry.turn_id or "",
                     entry.tool_call_id,
+                    entry.mode_version or "",
                 ]
                 for entry in rows.iterator()
+            ),
+        )
+
+
+CATALOG_CSV_COLUMNS = ["created_at", "user", "action", "mode", "version", "note"]
+
+
+@admin.register(CatalogEvent)
+class CatalogEventAdmin(admin.ModelAdmin):
+    """The catalog's audit trail: read-only for everyone, superusers included; auditors export it."""
+
+    list_display = ["created_at", "user", "action", "mode_key", "version", "note"]
+    list_filter = ["action", "mode_key", "user", "created_at"]
+    date_hierarchy = "created_at"
+    search_fields = ["mode_key", "note", "user__username"]
+    list_select_related = ["user"]
+    actions = ["export_csv"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_export_permission(self, request):
+        return request.user.has_perm("modes.export_catalogevent")
+
+    @admin.action(description="Export selected events as CSV", permissions=["export"])
+    def export_csv(self, request, queryset):
+        rows = queryset.select_related("user").order_by("created_at", "id")
+        return csv_download(
+            "catalog-events",
+            CATALOG_CSV_COLUMNS,
+            (
+                [
+                    event.created_at.isoformat(),
+                    event.user.username if event.user else "",
+                    event.action,
+                    event.mode_key,
+                    "" if event.version is None else event.version,
+                    event.note,
+                ]
+                for event in rows.iterator()
             ),
         )

@@ -1,15 +1,14 @@
-"""A mode's version, until the catalog numbers its versions: a fingerprint of its catalog entry.
+"""A mode's version before the catalog numbered its versions: a fingerprint of its catalog entry.
 
 `mode_fingerprint(mode)` is a short SHA-256 of the fields that decide how the mode behaves — its
 prompt layer, what it offers and asks before (tools, approvals), which model and execution it runs
 with, and what the model is told about it when it routes (description, summary, role hints,
 examples) — not of its name, order, default flag or timestamps, which change nothing a user's answer
-depends on. Two turns with the same fingerprint ran with the same definition; an edit gives a new one.
+depends on.
 
-A run records it when it starts (agents/run/reasoner.py, in `Turn.trace["mode_version"]`, written
-once with the rest of what the run was sent), so a later edit of the catalog does not rewrite what an
-earlier turn ran with. When the catalog gets numbered versions, that number replaces this fingerprint
-where it is recorded; the feedback report groups by whatever string is stored.
+Runs recorded it in `Turn.trace["mode_version"]` until the catalog got numbered versions
+(modes/versions.py); they now record the version's number there (agents/run/reasoner.py), and feedback
+rows rated before keep the fingerprint: the feedback report groups by whatever string is stored.
 """
 
 from __future__ import annotations

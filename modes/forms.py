@@ -56,6 +56,12 @@ class AgentModeForm(forms.ModelForm):
         ),
     )
 
+    change_note = forms.CharField(
+        required=False,
+        max_length=500,
+        help_text="What this change is for: kept with the new version and in the catalog's audit trail.",
+    )
+
     class Meta:
         model = AgentMode
         widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 80})}

@@ -97,6 +97,7 @@ class AgentMode(models.Model):
     class Meta:
         ordering = ["ordering", "display_name"]
         verbose_name = "agent mode"
+        permissions = [("publish_agentmode", "Can publish agent modes")]
         constraints = [
             # The database refuses two defaults; the service layer guarantees at least one.
             models.UniqueConstraint(
@@ -146,6 +147,8 @@ class ModeHistory(models.Model):
     )
     tool_call_id = models.CharField(max_length=128, blank=True)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.TOOL)
+    # The published version of the new mode when the session moved to it (None: before versions).
+    mode_version = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -156,3 +159,77 @@ class ModeHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.previous_mode} → {self.new_mode} ({self.session_id})"
+
+
+class ModeVersion(models.Model):
+    """One immutable version of a catalog entry (modes/versions.py writes them): every field the
+    entry has, as `snapshot` keyed by modes.versioning.VERSIONED_FIELDS. Only `state` and the review
+    fields change after it is made; the fields never do."""
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        PENDING = "pending", "Waiting for review"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        PUBLISHED = "published", "Published"
+        SUPERSEDED = "superseded", "Superseded"
+
+    mode = models.ForeignKey(AgentMode, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.DRAFT)
+    snapshot = models.JSONField(default=dict)
+    note = models.TextField(blank=True)
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    review_comment = models.TextField(blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["mode", "-number"]
+        verbose_name = "mode version"
+        constraints = [models.UniqueConstraint(fields=["mode", "number"], name="modeversion_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.mode_id} v{self.number} ({self.state})"
+
+
+class CatalogEvent(models.Model):
+    """Append-only audit trail of the catalog (modes/versions.py catalog_event_record). Never edited or
+    deleted; the mode is kept by key so a deleted mode's rows stay."""
+
+    class Action(models.TextChoices):
+        DRAFT_SAVED = "draft_saved", "Draft saved"
+        SUBMITTED = "submitted", "Submitted for review"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        PUBLISHED = "published", "Published"
+        RESTORED = "restored", "Restored"
+        DEFAULT_CHANGED = "default_changed", "Default changed"
+        ACTIVATED = "activated", "Activated"
+        DEACTIVATED = "deactivated", "Deactivated"
+        IMPORTED = "imported", "Imported"
+        DELETED = "deleted", "Deleted"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="catalog_events"
+    )
+    mode_key = models.CharField(max_length=64, db_index=True)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "catalog event"
+        permissions = [("export_catalogevent", "Can export catalog events as CSV")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.mode_key} v{self.version}"

@@ -269,8 +269,9 @@ def auditor(django_user_model, password):
 
 @pytest.fixture
 def curator(django_user_model, password):
+    """A curator who maintains the catalog: edits and publishes (an edit is live at once with review off)."""
     user = _user(django_user_model, "curtis", password, is_staff=True)
-    user.groups.add(Group.objects.get(name="Catalog curators"))
+    user.groups.add(Group.objects.get(name="Catalog curators"), Group.objects.get(name="Catalog publishers"))
     return user
 
 

@@ -9,6 +9,8 @@ from django.db.models import Max, OuterRef
 
 from files.services import session_files_exist
 from modes.models import AgentMode
+from modes.versioning import mode_with_snapshot
+from modes.versions import UNPUBLISHED
 
 from ..documents.services import documents_exist
 from ..models import Turn
@@ -21,6 +23,21 @@ class LoadedRun:
     last_seq: int  # the turn's last event so far (a continued turn carries on from it)
     has_files: bool = False  # whether the session has files (the files tools are offered only then)
     has_documents: bool = False  # whether the session has documents (the system prompt carries them then)
+    mode_version: int | None = None  # the number of the mode's version the run uses (None: mode deleted)
+    draft: bool = False  # the session is its curator's "Try it" of a draft version (AgentSession.mode_draft)
+
+
+def run_mode(turn: Turn) -> tuple[AgentMode | None, int | None, bool]:
+    """The catalog entry the turn runs with, its version's number, and whether that is a draft: the
+    published entry, unless the session tries a draft of the turn's mode (its curator's "Try it"),
+    whose fields then stand in for the entry's."""
+    mode = AgentMode.objects.filter(key=turn.mode).first()
+    if mode is None:
+        return None, None, False
+    draft = turn.session.mode_draft
+    if draft is not None and draft.mode_id == mode.pk and draft.state in UNPUBLISHED:
+        return mode_with_snapshot(mode, draft.snapshot), draft.number, True
+    return mode, mode.version, False
 
 
 @sync_to_async
@@ -28,16 +45,19 @@ def load_run(turn_id: str) -> LoadedRun:
     # One query for the turn, its session, and whether the session has files and documents.
     session = OuterRef("session_id")
     turn = (
-        Turn.objects.select_related("session__team", "session__user")
+        Turn.objects.select_related("session__team", "session__user", "session__mode_draft")
         .annotate(has_files=session_files_exist(session), has_documents=documents_exist(session))
         .get(pk=turn_id)
     )
     last_seq = 0
     if turn.status != Turn.Status.QUEUED:  # a queued turn has no events yet
         last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
+    mode, version, draft = run_mode(turn)
     return LoadedRun(
         turn=turn,
-        mode=AgentMode.objects.filter(key=turn.mode).first(),
+        mode=mode,
+        mode_version=version,
+        draft=draft,
         last_seq=last_seq,
         has_files=turn.has_files,
         has_documents=turn.has_documents,

@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from aptix import logcontext, metrics
 from aptix.logging import admin_logger
-from modes.fingerprint import mode_fingerprint
 from modes.models import AgentMode
 from tools.registry import ToolRegistry, mcp_registry
 
@@ -200,9 +199,12 @@ class Reasoner:
         # but the orphan check, which knows the run's task), and with it the trace every step shares
         # (system prompt, tool schemas, earlier turns by reference: trace.py), stored once per turn.
         write = turns.started(model_label=run.llm.label)
-        version = mode_fingerprint(loaded.mode) if loaded.mode is not None else ""  # deleted: unknown
         write.fields["trace"] = turn_trace_fields(
-            system_prompt=system_prompt, tools=selection.schemas, history=history, mode_version=version
+            system_prompt=system_prompt,
+            tools=selection.schemas,
+            history=history,
+            mode_version=loaded.mode_version,  # None: the mode was deleted
+            mode_draft=loaded.draft,
         )
         turns.apply_locally(turn, write)
         await run.recorder.emit(

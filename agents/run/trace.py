@@ -35,14 +35,21 @@ def messages_digest(messages: list[dict[str, Any]]) -> str:
 
 
 def turn_trace_fields(
-    *, system_prompt: str, tools: list[dict[str, Any]], history: History, mode_version: str = ""
+    *,
+    system_prompt: str,
+    tools: list[dict[str, Any]],
+    history: History,
+    mode_version: int | None = None,
+    mode_draft: bool = False,
 ) -> dict[str, Any]:
     """The `Turn.trace` of a run that starts with these: written once, with turn.started. `mode_version`
-    is the version of the mode's catalog entry the run started with (modes/fingerprint.py), which the
-    answer's feedback records (agents/feedback/services.py)."""
+    is the number of the mode's version the run started with (modes/versions.py: the published one, or
+    with `mode_draft` the draft its curator tries), which the answer's feedback records
+    (agents/feedback/services.py)."""
     return {
         "system_prompt": system_prompt,
         "mode_version": mode_version,
+        **({"mode_draft": True} if mode_draft else {}),
         "tools": tools,
         "history": {
             "turns": history.turn_ids,
@@ -78,6 +85,8 @@ class TurnTrace:
     # or a turn recorded whole before the trace moved to Turn.trace).
     history_verified: bool | None = None
     steps: list[StepRequest] = field(default_factory=list)
+    mode_version: int | str | None = None  # the mode's version the turn ran with (a fingerprint before versions)
+    mode_draft: bool = False  # a curator's "Try it" of that draft
 
 
 def turn_trace(turn: Turn) -> TurnTrace:
@@ -89,6 +98,8 @@ def turn_trace(turn: Turn) -> TurnTrace:
         system_prompt=stored.get("system_prompt", started.get("system_prompt", "")),
         tools=stored.get("tools", started.get("tools") or []),
         on_demand=list(started.get("tools_on_demand") or []),
+        mode_version=stored.get("mode_version") or None,
+        mode_draft=bool(stored.get("mode_draft")),
     )
     request: list[dict[str, Any]] = []
     if stored:

@@ -304,6 +304,7 @@ def execute_response(turn: Turn) -> dict[str, Any]:
         "conversationId": turn.session_id,
         "turnId": turn.id,
         "mode": turn.response_mode or turn.mode,
+        "modeVersion": (turn.trace or {}).get("mode_version"),  # the version the turn ran with
         "execution": turn.execution,
         "status": turn.status,
         "answer": turn.answer,

@@ -37,6 +37,11 @@ STATUS_OF_FEEDBACK_CODE = {CODE_NOT_ANSWERED: 409, CODE_NOT_LATEST: 409, CODE_NO
 ERROR_NO_FEEDBACK = "This turn has no feedback yet."
 
 
+def version_number(stored: str) -> int | str | None:
+    """The mode's version as stored with the feedback: a number (a fingerprint before versions)."""
+    return int(stored) if stored.isdigit() else stored or None
+
+
 def feedback_json(feedback: AnswerFeedback) -> dict[str, Any]:
     return {
         "turnId": feedback.turn_id,
@@ -44,7 +49,7 @@ def feedback_json(feedback: AnswerFeedback) -> dict[str, Any]:
         "reason": feedback.reason or None,
         "comment": feedback.comment,
         "mode": feedback.mode,
-        "modeVersion": feedback.mode_version or None,
+        "modeVersion": version_number(feedback.mode_version),
         "model": feedback.model_label,
         "tools": feedback.tools,
         "createdAt": feedback.created_at.isoformat(),

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import (
     api,
+    api_catalog,
     api_conversations,
     api_documents,
     api_feedback,
@@ -33,6 +34,14 @@ urlpatterns = [
     path("turns/<str:turn_id>/resend", api_resend.turn_resend_api, name="api-turn-resend"),
     path("turns/<str:turn_id>/feedback", api_feedback.turn_feedback_api, name="api-turn-feedback"),
     path("usage", api_usage.usage_api, name="api-usage"),
+    path("catalog/modes/<str:key>/versions", api_catalog.catalog_versions_api, name="api-catalog-versions"),
+    path("catalog/modes/<str:key>/drafts", api_catalog.catalog_drafts_api, name="api-catalog-drafts"),
+    path("catalog/modes/<str:key>/diff", api_catalog.catalog_diff_api, name="api-catalog-diff"),
+    path(
+        "catalog/modes/<str:key>/versions/<int:number>/<str:action>",
+        api_catalog.catalog_version_action_api,
+        name="api-catalog-version-action",
+    ),
     path("files", api_files.files_api, name="api-files"),
     path("files/<str:file_id>", api_files.file_api, name="api-file"),
     path("files/<str:file_id>/content", api_files.file_content_api, name="api-file-content"),

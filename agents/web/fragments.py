@@ -14,6 +14,7 @@ from agents.llm.catalog import model_for, models_config
 from agents.selectors import mode_model, session_waiting, turn_replaced_ids
 from files.services import session_files
 from modes.catalog import active_modes
+from modes.versions import draft_label
 
 from .toolpanel import tool_panel
 
@@ -76,7 +77,8 @@ def mode_context(session: AgentSession, catalog: list[AgentMode] | None = None) 
     the catalog), for the mode badge and its popover."""
     catalog = active_modes() if catalog is None else catalog
     name = next((m.display_name for m in catalog if m.key == session.mode), session.mode)
-    return {"catalog": catalog, "mode_name": name}
+    # A curator's "Try it" session runs on a draft of its mode: labelled "draft vN" where the mode shows.
+    return {"catalog": catalog, "mode_name": name, "mode_draft": draft_label(session.mode_draft_id, session.mode)}
 
 
 def composer_error(message: str) -> str:

@@ -119,6 +119,14 @@ APTIX_MODE_CHANGE_CONSENT = Choice(
     "`ask`: a model's mode change waits for the user's consent (TUL-007 §4.3); `trust`: it happens at once",
     choices=("ask", "trust"),
 )
+APTIX_CATALOG_REVIEW = Choice(
+    "APTIX_CATALOG_REVIEW",
+    "off",
+    AGENT,
+    "`off`: a curator with the permission \"Can publish agent modes\" publishes a mode's draft at once; "
+    "`two-person`: a draft is published only after another such curator approved it",
+    choices=("off", "two-person"),
+)
 
 # --- MCP ------------------------------------------------------------------------------------------
 APTIX_MCP_CONFIG = Text(

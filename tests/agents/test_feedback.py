@@ -28,6 +28,7 @@ from agents.models import AnswerFeedback, Turn
 from agents.turns import error_code, turn_start
 from modes.fingerprint import mode_fingerprint
 from modes.models import AgentMode
+from modes.versions import draft_save, version_publish
 from tests.helpers import answered_turn, inline_db
 
 pytestmark = inline_db
@@ -47,29 +48,30 @@ async def test_a_rating_is_stored_with_the_mode_its_version_the_model_and_the_to
 ):
     turn = await _agent_turn(make_session, run_turn, model)
     general = await AgentMode.objects.aget(key=turn.mode)
-    assert turn.trace["mode_version"] == mode_fingerprint(general)  # recorded when the run started
+    assert turn.trace["mode_version"] == general.version == 1  # recorded when the run started
 
     feedback = await rate(turn=turn, user=alice, rating="down", reason="wrong", comment="  It missed one.  ")
 
     row = await AnswerFeedback.objects.aget(turn=turn)
     assert (row.pk, row.user_id, row.rating, row.reason) == (feedback.pk, alice.pk, "down", "wrong")
     assert row.comment == "It missed one."  # trimmed
-    assert (row.mode, row.mode_version, row.model_label) == ("general", mode_fingerprint(general), "scripted")
+    assert (row.mode, row.mode_version, row.model_label) == ("general", "1", "scripted")
     assert row.tools == ["agent_list_modes"]
 
 
 async def test_the_mode_version_is_the_catalog_entry_the_turn_ran_with(alice, make_session, run_turn, model):
     first = await _agent_turn(make_session, run_turn, model)
     await rate(turn=first, user=alice, rating="up")
-    await AgentMode.objects.filter(key="general").aupdate(system_prompt="Answer in one sentence.")
+    draft = await sync_to_async(draft_save)(mode="general", fields={"system_prompt": "One sentence."}, author=None)
+    await sync_to_async(version_publish)(version=draft, by=None)
     model.reply("Two.")
     second = await run_turn(await make_session(), "How many?")
     await rate(turn=second, user=alice, rating="down")
 
     versions = {f.turn_id: f.mode_version async for f in AnswerFeedback.objects.all()}
-    edited = mode_fingerprint(await AgentMode.objects.aget(key="general"))
-    assert versions[second.pk] == edited != versions[first.pk]  # the edit made a new version
-    assert (await Turn.objects.aget(pk=first.pk)).trace["mode_version"] == versions[first.pk]  # the first kept its own
+    assert (versions[first.pk], versions[second.pk]) == ("1", "2")  # publishing the edit made version 2
+    assert (await Turn.objects.aget(pk=first.pk)).trace["mode_version"] == 1  # the first kept its own
+    assert (await Turn.objects.aget(pk=second.pk)).trace["mode_version"] == 2
 
 
 def test_the_fingerprint_follows_behaviour_not_presentation(db):

@@ -174,6 +174,7 @@ def test_a_default_written_out_reads_back_as_the_default(name):
         ("APTIX_WS_RECHECK", "soon", "APTIX_WS_RECHECK must be a number, not 'soon'."),
         ("DEBUG", "maybe", "DEBUG must be true or false, not 'maybe'."),
         ("APTIX_MODE_CHANGE_CONSENT", "Never", "APTIX_MODE_CHANGE_CONSENT must be 'ask' or 'trust', not 'never'."),
+        ("APTIX_CATALOG_REVIEW", "both", "APTIX_CATALOG_REVIEW must be 'off' or 'two-person', not 'both'."),
         ("APTIX_RATE_API", "fast", "APTIX_RATE_API must be a rate such as 30/m, 100/5m or 1000/h, or off; not 'fast'."),
         ("APTIX_LOGIN_LOCKOUT_BY", "email", "APTIX_LOGIN_LOCKOUT_BY: 'email' is not username, ip or username+ip."),
     ],

@@ -16,7 +16,6 @@ from agents.models import AgentSession, AnswerFeedback
 from agents.sessions import ERROR_READ_ONLY
 from agents.sharing.services import session_share
 from aptix.tokens import api_token_create
-from modes.fingerprint import mode_fingerprint
 from modes.models import AgentMode
 from tests.helpers import ServerLikeAsyncClient, async_db
 
@@ -65,7 +64,7 @@ async def test_a_rating_is_recorded_with_what_the_turn_ran_with_and_read_back(ll
     rating = {"rating": "down", "reason": "wrong", "comment": "No."}
     status, body = await call("POST", url(turn["turnId"]), token, rating)
     assert status == 200, body
-    version = mode_fingerprint(await AgentMode.objects.aget(key="general"))
+    version = (await AgentMode.objects.aget(key="general")).version  # the published version it ran with
     expected = {"turnId": turn["turnId"], "rating": "down", "reason": "wrong", "comment": "No."}
     assert {k: body[k] for k in expected} == expected
     assert (body["mode"], body["modeVersion"], body["model"], body["tools"]) == ("general", version, "scripted", [])
