@@ -10,9 +10,11 @@ from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponse
 from django.shortcuts import redirect
+from django.urls import path
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
+from .files.admin_views import export_view, import_view
 from .forms import AgentModeForm
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory
 from .services import mode_delete, mode_make_default, mode_save
@@ -25,6 +27,7 @@ DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
 @admin.register(AgentMode)
 class AgentModeAdmin(admin.ModelAdmin):
     form = AgentModeForm
+    change_list_template = "admin/modes/agentmode/change_list.html"  # adds Export and Import
     list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
     list_filter = ["is_active", "is_default"]
     search_fields = ["key", "display_name", "description"]
@@ -49,6 +52,15 @@ class AgentModeAdmin(admin.ModelAdmin):
         ),
         ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
     ]
+
+    def get_urls(self):
+        # Before the model admin's own: "<path:object_id>/" would take "export/" for an object id.
+        wrap = self.admin_site.admin_view
+        return [
+            path("export/", wrap(lambda request: export_view(self, request)), name="modes_agentmode_export"),
+            path("import/", wrap(lambda request: import_view(self, request)), name="modes_agentmode_import"),
+            *super().get_urls(),
+        ]
 
     def save_model(self, request, obj, form, change):
         mode_save(mode=obj)

@@ -1,0 +1,54 @@
+"""Read the catalog from files (modes/files/): DIR/<key>.mode.md, VS Code custom agents and Claude Code
+subagents. Every file is validated before anything is written; one bad file imports nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from modes.files.plan import CHANGED, ERROR_NOTHING_TO_IMPORT, apply_plan, plan_import
+from modes.files.sources import read_directory
+
+
+class Command(BaseCommand):
+    help = (
+        "Import DIR/*.mode.md (and *.agent.md, .claude/agents/*.md): print each mode as new, changed (with a "
+        "diff) or unchanged, and write the new and changed ones. A bad file names its line and field and "
+        "nothing is imported."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("directory", help="The directory holding the files.")
+        parser.add_argument("--publish", action="store_true", help="Publish each changed mode at once.")
+        parser.add_argument("--dry-run", action="store_true", help="Print what would change; write nothing.")
+
+    def handle(self, *args, **options):
+        directory = Path(options["directory"])
+        if not directory.is_dir():
+            raise CommandError(f"{directory}: no such directory")
+        sources, problems = read_directory(directory)
+        if not sources and not problems:
+            raise CommandError(
+                f"{ERROR_NOTHING_TO_IMPORT} in {directory} (*.mode.md, *.agent.md, .claude/agents/*.md)."
+            )
+        plan = plan_import(sources, problems)
+        for note in plan.notes:
+            self.stdout.write(note)
+        if plan.problems:
+            for problem in plan.problems:
+                self.stderr.write(str(problem))
+            raise CommandError(f"{len(plan.problems)} problem(s) in the files: nothing was imported.")
+        for mode in plan.modes:
+            self.stdout.write(f"{mode.status}: {mode.key} ({mode.source})")
+            if mode.status == CHANGED:
+                self.stdout.write("".join(f"    {line}" for line in mode.diff.splitlines(keepends=True)), ending="")
+        if options["dry_run"]:
+            self.stdout.write(f"Dry run: {plan.summary()}; nothing was written.")
+            return
+        try:
+            apply_plan(plan, publish=options["publish"], author=None)
+        except ValidationError as exc:
+            raise CommandError(f"Nothing was imported: {' '.join(exc.messages)}") from exc
+        self.stdout.write(f"Imported: {plan.summary()}.")
