@@ -20,6 +20,7 @@ import yaml
 
 OPENING = "---"
 CLOSING = ("---", "...")
+YAML_LINE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ def _line_text(line: str) -> str:
 def split(name: str, text: str) -> tuple[str, str, int]:
     """(the front matter's YAML, the body, the file line of the YAML's first line)."""
     text = text.removeprefix("\ufeff")
-    lines = text.splitlines(keepends=True)
+    # Lines end at "\n" only: str.splitlines would also end one at a form feed or U+2028 in a prompt.
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
     if not lines or _line_text(lines[0]) != OPENING:
         raise FrontMatterError([Problem(name, 1, None, "expected front matter: the file starts with a '---' line")])
     for index in range(1, len(lines)):
@@ -137,7 +140,9 @@ def parse(name: str, text: str) -> Document:
         mark = exc.problem_mark or exc.context_mark
         if exc.context_mark is not None and mark is not None and mark.line >= yaml_text.count("\n"):
             mark = exc.context_mark  # "expected ']' but got the end": where the unclosed thing began
-        detail = " ".join(part for part in (exc.context, exc.problem) if part)
+        detail = exc.problem or exc.context or "not valid YAML"
+        if exc.context and exc.problem and exc.context_mark is not None:
+            detail += f" ({exc.context} at line {exc.context_mark.line + offset})"
         raise FrontMatterError([problem(mark, f"YAML syntax error: {detail}")]) from None
     except yaml.YAMLError as exc:
         raise FrontMatterError([Problem(name, first_line, None, f"YAML syntax error: {exc}")]) from None
@@ -156,7 +161,10 @@ class _Dumper(yaml.SafeDumper):
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     # A literal block only where PyYAML can write one exactly; otherwise it picks a quoted style itself.
-    style = "|" if "\n" in value else None
+    if any(char in value for char in YAML_LINE_BREAKS):
+        style: str | None = '"'  # escaped (\N, \L, \P): written raw, a reader would take them for line breaks
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
