@@ -62,6 +62,11 @@ class AgentModeAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def changelist_view(self, request, extra_context=None):
+        # The Export and Import buttons follow the permission their pages check.
+        extra_context = {**(extra_context or {}), "catalog_files": self.has_change_permission(request)}
+        return super().changelist_view(request, extra_context)
+
     def save_model(self, request, obj, form, change):
         mode_save(mode=obj)
 

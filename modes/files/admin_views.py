@@ -114,5 +114,6 @@ def _confirm(model_admin: Any, request: HttpRequest) -> HttpResponse:
         apply_plan(plan, publish=request.POST.get("publish") == "on", author=request.user)
     except ValidationError as exc:
         return _page(model_admin, request, plan, error=" ".join(exc.messages))
-    model_admin.message_user(request, f"Imported: {plan.summary()}.", messages.SUCCESS)
+    imported = ", ".join(f"{mode.key} ({mode.status})" for mode in plan.writes)
+    model_admin.message_user(request, f"Imported {len(plan.writes)} mode(s): {imported}.", messages.SUCCESS)
     return redirect("admin:modes_agentmode_changelist")

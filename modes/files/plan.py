@@ -46,6 +46,7 @@ class PlannedMode:
     values: dict[str, Any]
     diff: str = ""
     line_of: dict[str, int] = field(default_factory=dict)
+    before: str = ""  # the mode's file as the catalog has it now ("" for a new mode)
 
     @property
     def text(self) -> str:
@@ -71,7 +72,7 @@ class ImportPlan:
 
     def digest(self) -> str:
         """What this plan would write: the admin's confirmation imports only if it is still the same."""
-        writes = [[mode.key, mode.status, mode.text] for mode in self.writes]
+        writes = [[mode.key, mode.status, mode.before, mode.text] for mode in self.writes]
         return hashlib.sha256(json.dumps(writes, sort_keys=True).encode()).hexdigest()
 
 
@@ -185,12 +186,13 @@ def plan_import(sources: Iterable[Source], problems: Iterable[Problem] = ()) -> 
         plan.problems += _check_teams(mode_file, values[TEAMS], teams)
         plan.problems += _check_model(mode_file, values, current)
         after = render(values)
+        text = render(before) if before is not None else ""
         if before is None:
             status, diff = NEW, _diff(mode_file.key, "", after)
         else:
-            text = render(before)
             status, diff = (UNCHANGED, "") if text == after else (CHANGED, _diff(mode_file.key, text, after))
-        plan.modes.append(PlannedMode(mode_file.key, mode_file.source, status, values, diff, dict(mode_file.lines)))
+        lines = dict(mode_file.lines)
+        plan.modes.append(PlannedMode(mode_file.key, mode_file.source, status, values, diff, lines, text))
     plan.problems += _check_default(plan.modes, existing)
     return plan
 
