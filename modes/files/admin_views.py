@@ -24,7 +24,7 @@ from django.utils import timezone
 from .format import SUFFIX, key_from_file_name
 from .frontmatter import Problem
 from .plan import NEW, ImportPlan, apply_plan, export_files, plan_import
-from .sources import MAX_FILE_BYTES, MODE, Source, read_uploads, zip_bytes
+from .sources import MODE, Source, read_uploads, zip_bytes
 
 TEMPLATE = "admin/modes/agentmode/import.html"
 ERROR_NO_FILES = "Choose a .zip or one or more .md files (each at most {limit} bytes)."
@@ -46,13 +46,9 @@ def export_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
 
 
 def _uploaded(request: HttpRequest) -> list[tuple[str, Any]]:
-    """(name, content) of each upload: a zip stays a file (read lazily, within its caps), a .md is read
-    to one byte past the mode-file limit."""
-    files = []
-    for upload in request.FILES.getlist("files"):
-        name = upload.name or "upload"
-        files.append((name, upload if name.lower().endswith(".zip") else upload.read(MAX_FILE_BYTES + 1)))
-    return files
+    """(name, file) of each upload, read by sources.read_uploads within its caps (the upload handler has
+    already stopped any past APTIX_UPLOAD_MAX_BYTES)."""
+    return [(upload.name or "upload", upload) for upload in request.FILES.getlist("files")]
 
 
 def _confirmed_sources(request: HttpRequest) -> tuple[list[Source], list[Problem]]:

@@ -184,6 +184,7 @@ def plan_import(sources: Iterable[Source], problems: Iterable[Problem] = ()) -> 
         before = mode_values(current) if current is not None else None
         values = {**(defaults() if mode_file.complete or before is None else before), **mode_file.values}
         plan.problems += _check_teams(mode_file, values[TEAMS], teams)
+        values[TEAMS] = sorted(set(values[TEAMS]))  # a set: order and repeats in the file mean nothing
         plan.problems += _check_model(mode_file, values, current)
         after = render(values)
         text = render(before) if before is not None else ""

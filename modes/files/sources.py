@@ -20,6 +20,7 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from django.conf import settings
 
@@ -102,7 +103,7 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
-def read_zip(data: bytes | io.IOBase, *, archive: str = "upload.zip") -> tuple[list[Source], list[Problem]]:
+def read_zip(data: bytes | IO[bytes], *, archive: str = "upload.zip") -> tuple[list[Source], list[Problem]]:
     """The mode files in a zip, each read with a cap; problems name the entry."""
     budget = settings.APTIX_UPLOAD_MAX_BYTES
     fileobj = io.BytesIO(data) if isinstance(data, bytes) else data
@@ -141,7 +142,7 @@ def read_zip(data: bytes | io.IOBase, *, archive: str = "upload.zip") -> tuple[l
         return sources, problems
 
 
-def read_uploads(files: Iterable[tuple[str, bytes]]) -> tuple[list[Source], list[Problem]]:
+def read_uploads(files: Iterable[tuple[str, bytes | IO[bytes]]]) -> tuple[list[Source], list[Problem]]:
     """Uploaded files: zips are opened, `.md` files read (a loose `.md` without a known suffix: Claude Code)."""
     sources: list[Source] = []
     problems: list[Problem] = []
@@ -156,7 +157,8 @@ def read_uploads(files: Iterable[tuple[str, bytes]]) -> tuple[list[Source], list
         if kind is None:
             problems.append(Problem(base, None, None, "neither a .md file nor a .zip"))
             continue
-        source, problem = decode(base, data, kind)
+        content = data if isinstance(data, bytes) else data.read(MAX_FILE_BYTES + 1)
+        source, problem = decode(base, content, kind)
         _collect(sources, problems, source, problem)
     return sources, problems
 

@@ -81,6 +81,7 @@ def test_an_uploaded_zip_is_previewed_then_imported_on_confirmation(signed_in):
     assert "0 new, 1 changed, 3 unchanged" in page
     assert "-order: 10" in page and "+order: 11" in page
     assert 'id="import-confirm"' in page
+    assert 'style="' not in page  # the admin's Content-Security-Policy refuses inline styles
     assert catalog_snapshot() == before  # the preview writes nothing
 
     response = confirm(signed_in, preview)
@@ -159,6 +160,13 @@ def test_a_zip_with_too_many_entries_is_refused(signed_in):
     many = zip_of({f"m{n}.txt": "" for n in range(MAX_ZIP_ENTRIES + 1)})
     page = upload(signed_in, ("many.zip", many)).content.decode()
     assert f"many.zip: more than {MAX_ZIP_ENTRIES} entries: refused" in page
+
+
+def test_an_upload_past_the_upload_limit_is_stopped_and_the_page_names_the_limit(signed_in, settings):
+    settings.APTIX_UPLOAD_MAX_BYTES = 1000
+    response = upload(signed_in, ("modes.zip", zip_of(edited_export())))
+    assert "Choose a .zip or one or more .md files (each at most 1000 bytes)." in response.content.decode()
+    assert AgentMode.objects.get(key="general").ordering == 10
 
 
 def test_an_upload_that_is_not_a_zip_or_nothing_at_all_says_so(signed_in):

@@ -197,6 +197,21 @@ def test_a_bad_file_exits_non_zero_with_file_line_and_field_on_stderr(tmp_path, 
     assert "nothing was imported" in err
 
 
+def test_export_names_a_file_left_over_from_a_mode_that_no_longer_exists(tmp_path):
+    (tmp_path / "retired.mode.md").write_text("---\nkey: retired\n---\n")
+    out, err = run("catalog_export", str(tmp_path))
+    assert "Wrote 4 mode files" in out
+    assert err == "retired.mode.md: no such mode in the catalog (left as it is)\n"
+    assert (tmp_path / "retired.mode.md").exists()
+
+
+def test_a_teams_list_is_a_set_order_and_repeats_do_not_count(tmp_path, team_a, team_b):
+    run("catalog_export", str(tmp_path))
+    edit(tmp_path / "general.mode.md", "---\n\n", "teams:\n  - team-b\n  - team-a\n  - team-b\n---\n\n")
+    assert "changed: general" in run("catalog_import", str(tmp_path))[0]
+    assert "unchanged: general" in run("catalog_import", str(tmp_path))[0]
+
+
 def test_an_empty_or_missing_directory_is_an_error(tmp_path):
     with pytest.raises(CommandError, match="No mode files found"):
         run("catalog_import", str(tmp_path))
