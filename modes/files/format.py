@@ -49,6 +49,10 @@ def _is_string_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
 def _is_execution(value: Any) -> bool:
     return value in (None, "", "ask", "agent")
 
@@ -67,6 +71,9 @@ OPTIONAL_BOOL = Kind(_is_optional_bool, "expected true, false or null (null: the
 WHOLE_NUMBER = Kind(_is_whole_number, "expected a whole number, 0 or more")
 STRING_LIST = Kind(_is_string_list, "expected a list of strings")
 EXECUTION = Kind(_is_execution, "expected ask or agent (leave it out to keep the session's)")
+# A list of structured items (mappings), for fields whose own validators check each item: the routing
+# tests and checks will be `Field("tests", "<their field>", LIST)` once the catalog stores them.
+LIST = Kind(_is_list, "expected a list")
 
 
 @dataclass(frozen=True)

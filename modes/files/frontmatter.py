@@ -73,19 +73,15 @@ def split(name: str, text: str) -> tuple[str, str, int]:
     for index in range(1, len(lines)):
         if _line_text(lines[index]) in CLOSING:
             yaml_text = "".join(lines[1:index])
-            return yaml_text, _body("".join(lines[index + 1 :])), 2
+            # The file's own newline (a file saved on Windows has CRLF): the separators are in it.
+            newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
+            return yaml_text, _body("".join(lines[index + 1 :]), newline), 2
     raise FrontMatterError([Problem(name, 1, None, "the front matter is not closed: no '---' line after it")])
 
 
-def _body(raw: str) -> str:
-    for newline in ("\r\n", "\n"):
-        if raw.startswith(newline):
-            raw = raw[len(newline) :]
-            break
-    for newline in ("\r\n", "\n"):
-        if raw.endswith(newline):
-            return raw[: -len(newline)]
-    return raw
+def _body(raw: str, newline: str) -> str:
+    """The prompt: the body less the one blank line after the front matter and the final newline."""
+    return raw.removeprefix(newline).removesuffix(newline)
 
 
 def join(front: dict[str, Any], body: str) -> str:

@@ -37,6 +37,8 @@ def reread(text: str) -> dict:
         "\nstarts with a newline",
         "  indented first line\n\tand a tab",
         "windows\r\nline endings\r\n",
+        "\r",
+        "\r\n",
         "---\nlooks like front matter\n---\n",
         "trailing spaces   \n",
     ],
@@ -105,6 +107,13 @@ def test_yaml_is_read_with_the_safe_loader_only():
         "ddr.mode.md:3: YAML syntax error: could not determine a constructor for the tag "
         "'tag:yaml.org,2002:python/object/apply:os.system'"
     ]
+
+
+def test_a_file_saved_with_windows_line_endings_reads_the_same():
+    text = render(values(system_prompt="First line.\nSecond line.", tool_policy=["image_gen"]))
+    windows = reread(text.replace("\n", "\r\n"))
+    assert windows["tool_policy"] == ["image_gen"]
+    assert windows[PROMPT] == "First line.\r\nSecond line."  # the prompt keeps the bytes it was given
 
 
 def test_join_writes_a_blank_line_between_front_matter_and_body():
