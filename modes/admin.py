@@ -10,10 +10,12 @@ from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponse
 from django.shortcuts import redirect
+from django.urls import path
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
 from .admin_versions import VersionsAdminMixin
+from .files.admin_views import export_view, import_view
 from .forms import AgentModeForm
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory
 from .services import mode_delete, mode_make_default, mode_set_active
@@ -29,6 +31,7 @@ DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
 class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
     form = AgentModeForm
     change_form_template = "admin/modes/agentmode/change_form.html"  # with the mode's versions
+    change_list_template = "admin/modes/agentmode/change_list.html"  # adds Export and Import
     list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
     list_filter = ["is_active", "is_default"]
     search_fields = ["key", "display_name", "description"]
@@ -56,6 +59,20 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
         ),
         ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
     ]
+
+    def get_urls(self):
+        # Before the model admin's own: "<path:object_id>/" would take "export/" for an object id.
+        wrap = self.admin_site.admin_view
+        return [
+            path("export/", wrap(lambda request: export_view(self, request)), name="modes_agentmode_export"),
+            path("import/", wrap(lambda request: import_view(self, request)), name="modes_agentmode_import"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request, extra_context=None):
+        # The Export and Import buttons follow the permission their pages check.
+        extra_context = {**(extra_context or {}), "catalog_files": self.has_change_permission(request)}
+        return super().changelist_view(request, extra_context)
 
     def save_model(self, request, obj, form, change):
         """A new version (modes/versions.py): published at once by someone who may publish with review

@@ -120,8 +120,17 @@ def _validated(mode: AgentMode, snapshot: dict[str, Any]) -> dict[str, Any]:
     naming the field otherwise."""
     snapshot["teams"] = _check_teams(snapshot.get("teams", []))
     candidate = mode_with_snapshot(mode, snapshot)
+    hands_default_on = mode.is_default and not candidate.is_default
+    if hands_default_on:
+        # A draft may hand the default on (an import moving it to another mode): there is always a
+        # default because publishing keeps it here until another mode has taken it (`_apply`).
+        candidate.is_default = True
     candidate.full_clean(validate_unique=False, validate_constraints=False)
-    return {**snapshot_of_fields(candidate), "teams": snapshot["teams"]}
+    return {
+        **snapshot_of_fields(candidate),
+        "is_default": candidate.is_default and not hands_default_on,
+        "teams": snapshot["teams"],
+    }
 
 
 def snapshot_of_fields(mode: AgentMode) -> dict[str, Any]:
@@ -267,12 +276,15 @@ def version_reject(*, version: ModeVersion, by: Any, comment: str = "") -> ModeV
 
 
 @transaction.atomic
-def mode_create(*, mode: AgentMode, by: Any, note: str = "", teams: list[str] | None = None) -> ModeVersion:
-    """A new catalog entry and its version 1: published at once when `by` may, else a draft of an
-    entry that stays inactive (and not the default) until it is published."""
+def mode_create(
+    *, mode: AgentMode, by: Any, note: str = "", teams: list[str] | None = None, publish: bool = True
+) -> ModeVersion:
+    """A new catalog entry and its version 1: published at once when `by` may and `publish` (an
+    import without --publish passes False), else a draft of an entry that stays inactive (and not the
+    default) until it is published."""
     if not can_curate(by):
         raise _refuse(ERROR_NO_CURATE, CODE_FORBIDDEN)
-    at_once = publishes_at_once(by)
+    at_once = publish and publishes_at_once(by)
     slugs = _check_teams(list(teams or []))
     wanted = snapshot_of_fields(mode)
     if at_once:

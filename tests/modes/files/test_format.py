@@ -1,0 +1,122 @@
+"""The `<key>.mode.md` format: whatever a catalog entry holds comes back exactly from its file (the prompt
+byte for byte), the same entry always gives the same bytes, and YAML is only ever read safely."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from modes.files.format import FIELDS, PROMPT, TEAMS, defaults, read, render
+from modes.files.frontmatter import join, split
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)
+LINES = st.lists(TEXT, max_size=4)
+
+
+def values(**changes):
+    return {**defaults(), "key": "ddr", "display_name": "DDR", "description": "Design decisions", **changes}
+
+
+def reread(text: str) -> dict:
+    mode_file, problems = read("ddr.mode.md", text)
+    assert problems == [], problems
+    assert mode_file is not None
+    return {**defaults(), **mode_file.values}
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "",
+        "\n",
+        "\n\n",
+        "one line",
+        "ends with a newline\n",
+        "ends with two\n\n",
+        "\nstarts with a newline",
+        "  indented first line\n\tand a tab",
+        "windows\r\nline endings\r\n",
+        "\r",
+        "\r\n",
+        "---\nlooks like front matter\n---\n",
+        "trailing spaces   \n",
+    ],
+)
+def test_the_prompt_comes_back_byte_for_byte(prompt):
+    assert reread(render(values(system_prompt=prompt)))[PROMPT] == prompt
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    description=TEXT.filter(lambda t: t.strip()),
+    summary=TEXT,
+    prompt=TEXT,
+    order=st.integers(min_value=0, max_value=10**6),
+    active=st.booleans(),
+    ask_followup=st.sampled_from([None, True, False]),
+    execution=st.sampled_from(["", "ask", "agent"]),
+    roles=LINES,
+    examples=LINES,
+    teams=st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), max_size=3, unique=True),
+)
+def test_any_entry_round_trips_through_its_file(
+    description, summary, prompt, order, active, ask_followup, execution, roles, examples, teams
+):
+    entry = values(
+        description=description,
+        system_prompt_summary=summary,
+        system_prompt=prompt,
+        ordering=order,
+        is_active=active,
+        ask_followup=ask_followup,
+        execution=execution,
+        human_role_hints=roles,
+        example_utterances=examples,
+        teams=sorted(teams),
+    )
+    text = render(entry)
+    assert reread(text) == entry
+    assert render(reread(text)) == text  # deterministic: the same entry, the same bytes
+
+
+def test_keys_are_written_in_the_tables_order_and_defaults_of_optional_keys_are_left_out():
+    text = render(values())
+    keys = [line.split(":")[0] for line in split("ddr.mode.md", text)[0].splitlines() if not line.startswith(" ")]
+    written = ["key", "name", "description", "summary", "default", "active", "order", "tools", "approvals"]
+    assert keys == [*written, "roles", "examples"]
+    optional = {f.key for f in FIELDS if f.omit_default}
+    assert optional == {"execution", "model", "ask_followup", "teams"}
+    full = render(values(execution="agent", model="gpt-4o", ask_followup=False, teams=["b", "a"]))
+    assert "execution: agent\nmodel: gpt-4o\n" in full and "ask_followup: false\nteams:\n  - a\n  - b\n" in full
+
+
+def test_long_and_multi_line_text_stays_readable_in_a_diff():
+    long = "word " * 60 + "end"
+    text = render(values(description=long, system_prompt_summary="first line\nsecond line", tool_policy=["*"]))
+    assert f"description: {long}\n" in text  # one line, never folded
+    assert "summary: |-\n  first line\n  second line\n" in text
+    assert "tools:\n  - '*'\n" in text
+
+
+def test_yaml_is_read_with_the_safe_loader_only():
+    text = "---\nkey: ddr\nname: !!python/object/apply:os.system ['true']\n---\n"
+    mode_file, problems = read("ddr.mode.md", text)
+    assert mode_file is None
+    assert [str(p) for p in problems] == [
+        "ddr.mode.md:3: YAML syntax error: could not determine a constructor for the tag "
+        "'tag:yaml.org,2002:python/object/apply:os.system'"
+    ]
+
+
+def test_a_file_saved_with_windows_line_endings_reads_the_same():
+    text = render(values(system_prompt="First line.\nSecond line.", tool_policy=["image_gen"]))
+    windows = reread(text.replace("\n", "\r\n"))
+    assert windows["tool_policy"] == ["image_gen"]
+    assert windows[PROMPT] == "First line.\r\nSecond line."  # the prompt keeps the bytes it was given
+
+
+def test_join_writes_a_blank_line_between_front_matter_and_body():
+    assert join({"key": "x"}, "Body") == "---\nkey: x\n---\n\nBody\n"
+    assert join({"key": "x"}, "") == "---\nkey: x\n---\n"
+    assert TEAMS == "teams"
