@@ -13,9 +13,10 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
-from .forms import AgentModeForm
-from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory
+from .forms import AgentModeForm, TeamDefaultModeForm
+from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, ModeHistory, TeamDefaultMode
 from .services import mode_delete, mode_make_default, mode_save
+from .teams import team_default_mode_set
 
 DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
     " (on its page, or with the list's action “Make the selected mode the default”)."
@@ -25,13 +26,15 @@ DEFAULT_NOT_DELETABLE = ERROR_DEFAULT_CANNOT_BE_DELETED.rstrip(".") + (
 @admin.register(AgentMode)
 class AgentModeAdmin(admin.ModelAdmin):
     form = AgentModeForm
-    list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
-    list_filter = ["is_active", "is_default"]
+    list_display = ["display_name", "key", "is_default", "is_active", "teams_shown", "ordering", "updated_at"]
+    list_filter = ["is_active", "is_default", "teams"]
+    filter_horizontal = ["teams"]
     search_fields = ["key", "display_name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
     actions = ["make_default"]
     fieldsets = [
         (None, {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering"]}),
+        ("Teams", {"fields": ["teams"]}),
         ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
         (
             "Routing",
@@ -49,6 +52,15 @@ class AgentModeAdmin(admin.ModelAdmin):
         ),
         ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
     ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("teams")
+
+    @admin.display(description="teams")
+    def teams_shown(self, mode) -> str:
+        """ "Every team", or the names of the teams the mode is for."""
+        names = sorted(team.name for team in mode.teams.all())
+        return ", ".join(names) if names else "Every team"
 
     def save_model(self, request, obj, form, change):
         mode_save(mode=obj)
@@ -94,6 +106,24 @@ class AgentModeAdmin(admin.ModelAdmin):
             self.message_user(request, " ".join(exc.messages), messages.ERROR)
             return
         self.message_user(request, f"{mode.display_name} is now the default mode.", messages.SUCCESS)
+
+
+@admin.register(TeamDefaultMode)
+class TeamDefaultModeAdmin(admin.ModelAdmin):
+    """A team's own default mode; saved through the service, which refuses a mode the team cannot use."""
+
+    list_display = ["team", "mode", "set_by", "updated_at"]
+    form = TeamDefaultModeForm
+    list_select_related = ["team", "mode", "set_by"]
+    readonly_fields = ["set_by", "updated_at"]
+    fields = ["team", "mode", "set_by", "updated_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "team"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        saved = team_default_mode_set(team=obj.team, mode=obj.mode.key, user=request.user)
+        obj.pk = saved.pk if saved is not None else obj.pk  # the admin's redirect names the saved row
 
 
 CSV_COLUMNS = [

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode
+
+ERROR_DEFAULT_FOR_EVERY_TEAM = (
+    "The catalog's default mode is for every team: new sessions of any team may fall back to it. "
+    "Leave its teams empty, or make another mode the default first."
+)
 
 
 @transaction.atomic
@@ -30,6 +37,8 @@ def mode_save(*, mode: AgentMode) -> AgentMode:
 def mode_make_default(*, mode: AgentMode) -> AgentMode:
     if not mode.is_active:
         raise ValidationError("Only an active mode can be the default. Activate it first.")
+    if mode.pk is not None and mode.teams.exists():
+        raise ValidationError({"teams": ERROR_DEFAULT_FOR_EVERY_TEAM})
     mode.is_default = True
     return mode_save(mode=mode)
 
@@ -40,3 +49,10 @@ def mode_delete(*, mode: AgentMode) -> None:
     if locked.is_default:
         raise ValidationError(ERROR_DEFAULT_CANNOT_BE_DELETED)
     locked.delete()
+
+
+def mode_teams_check(*, is_default: bool, teams: Any) -> None:
+    """The catalog's default stays usable by every team (it is every session's last fallback): chosen
+    teams on it are refused. Called by the admin form, which saves the teams after the mode."""
+    if is_default and teams:
+        raise ValidationError({"teams": ERROR_DEFAULT_FOR_EVERY_TEAM})

@@ -292,7 +292,7 @@ def last_seq(events: Iterable[TurnEvent]) -> int:
     return max((e.seq for e in events), default=0)
 
 
-def proposal_choices(answer: str) -> list[dict[str, Any]]:
+def proposal_choices(answer: str, *, team: Any = None) -> list[dict[str, Any]]:
     """The three options of a TUL-007 §4.1 proposal in an answer: the reply each sends, its button
     label, and for the two switches the structured choice sent with it (the user's consent to that
     mode, agents/approvals.py) when the proposed mode is in the catalog."""
@@ -349,7 +349,7 @@ def turn_context(
         "items": turn_items(turn, events),
         "answer_html": render_markdown(turn.answer) if turn.is_finished else "",
         "live_html": "" if turn.is_finished else render_markdown(live_text(events)),
-        "proposal": proposal_choices(turn.answer) if completed and latest else [],
+        "proposal": proposal_choices(turn.answer, team=turn.session.team_id) if completed and latest else [],
         "tokens": turn.prompt_tokens + turn.completion_tokens + unreported,
         "seq": summary[0] if summary else last_seq(events),
         "step": steps[-1].get("step") if steps else 0,

@@ -21,8 +21,10 @@ from aptix.invites import invite_allowed
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
 from aptix.shown_once import show_once, take_once
+from aptix.teams import team_list_for_user
 from aptix.tokens import api_token_create, api_token_get, api_token_list, api_token_revoke, password_change
-from modes.catalog import active_modes
+from modes.catalog import modes_for_teams
+from modes.teams import team_default_rows
 
 CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
 NEW_TOKEN = "new_api_token"  # the key of a new token's secret, shown once (aptix/shown_once.py)
@@ -39,9 +41,9 @@ class PreferencesForm(forms.Form):
         required=False, label="Notify me when a turn finishes while its tab is in the background"
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        modes = [(m.key, m.display_name) for m in active_modes()]
+        modes = [(m.key, m.display_name) for m in modes_for_teams(team_list_for_user(user=user))]
         field = cast(forms.ChoiceField, self.fields["default_mode"])
         field.choices = [(CATALOG_DEFAULT, "The catalog's default"), *modes]
 
@@ -58,7 +60,7 @@ def _preferences_form(user: Any) -> PreferencesForm:
         "theme": p.theme,
         "notify_turns": p.notify_turns,
     }
-    return PreferencesForm(initial=initial)
+    return PreferencesForm(initial=initial, user=user)
 
 
 class PasswordForm(PasswordChangeForm):
@@ -78,6 +80,7 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
         "token_form": TokenCreateForm(),
         "tokens": api_token_list(user=request.user),
         "can_invite": invite_allowed(user=request.user),
+        "team_defaults": team_default_rows(user=request.user),
         "connections": user_connections(cast(int, request.user.pk)),
         **forms_and_more,
     }
@@ -108,7 +111,7 @@ def settings_password(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def settings_preferences(request: HttpRequest) -> HttpResponse:
-    form = PreferencesForm(request.POST)
+    form = PreferencesForm(request.POST, user=request.user)
     if not form.is_valid():
         messages.error(request, "Your preferences were not saved. See the form for details.")
         return _page(request, status=400, preferences_form=form)
