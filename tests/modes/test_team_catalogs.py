@@ -7,6 +7,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
+from aptix.models import Team
 from modes.catalog import (
     ModeValidationError,
     catalog_service,
@@ -14,7 +15,6 @@ from modes.catalog import (
     mode_validate,
     modes_for_team,
 )
-from aptix.models import Team
 from modes.models import AgentMode, TeamDefaultMode
 from modes.services import ERROR_DEFAULT_FOR_EVERY_TEAM, mode_make_default
 from modes.teams import ERROR_NOT_TEAM_OWNER, team_default_mode_set, team_default_rows
