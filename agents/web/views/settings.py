@@ -26,7 +26,7 @@ from aptix.tokens import api_token_create, api_token_get, api_token_list, api_to
 from modes.catalog import modes_for_teams
 from modes.teams import team_default_rows
 
-CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
+CATALOG_DEFAULT = ""  # the default mode choice meaning "the team's default, else the catalog's"
 NEW_TOKEN = "new_api_token"  # the key of a new token's secret, shown once (aptix/shown_once.py)
 TOKEN_GONE = "No such API token: it was revoked already, or it is not yours."
 
@@ -45,7 +45,7 @@ class PreferencesForm(forms.Form):
         super().__init__(*args, **kwargs)
         modes = [(m.key, m.display_name) for m in modes_for_teams(team_list_for_user(user=user))]
         field = cast(forms.ChoiceField, self.fields["default_mode"])
-        field.choices = [(CATALOG_DEFAULT, "The catalog's default"), *modes]
+        field.choices = [(CATALOG_DEFAULT, "The team's default"), *modes]
 
 
 class TokenCreateForm(forms.Form):
