@@ -2,7 +2,31 @@
 
 import django.db.models.deletion
 from django.conf import settings
+from django.contrib.auth.management import create_permissions
 from django.db import migrations, models
+
+# Curators manage the teams' default modes in the admin (as a team's owners do on Settings → Teams);
+# auditors read them.
+GRANTS = {
+    "Catalog curators": ["add_teamdefaultmode", "change_teamdefaultmode", "delete_teamdefaultmode", "view_teamdefaultmode"],
+    "Auditors": ["view_teamdefaultmode"],
+}
+
+
+def grant(apps, schema_editor):
+    app_config = apps.get_app_config("modes")
+    app_config.models_module = True
+    create_permissions(app_config, apps=apps, verbosity=0)
+    app_config.models_module = None
+    Permission = apps.get_model("auth", "Permission")
+    for group in apps.get_model("auth", "Group").objects.filter(name__in=GRANTS):
+        group.permissions.add(*Permission.objects.filter(content_type__app_label="modes", codename__in=GRANTS[group.name]))
+
+
+def revoke(apps, schema_editor):
+    Permission = apps.get_model("auth", "Permission")
+    for group in apps.get_model("auth", "Group").objects.filter(name__in=GRANTS):
+        group.permissions.remove(*Permission.objects.filter(content_type__app_label="modes", codename__in=GRANTS[group.name]))
 
 
 class Migration(migrations.Migration):
@@ -10,6 +34,8 @@ class Migration(migrations.Migration):
     dependencies = [
         ('aptix', '0006_invite_revoked_at'),
         ('modes', '0013_team_catalogs_and_versions'),
+        ('modes', '0003_permission_groups'),
+        ('auth', '0012_alter_user_first_name_max_length'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -27,4 +53,5 @@ class Migration(migrations.Migration):
                 'verbose_name': 'team default mode',
             },
         ),
+        migrations.RunPython(grant, revoke),
     ]

@@ -93,10 +93,14 @@ def test_an_owner_of_another_team_cannot_set_this_ones(team_a, team_b, carol):
         team_default_mode_set(team=team_a, mode="data-analysis", user=carol)
 
 
-def test_an_administrator_sets_any_teams_default(team_a, django_user_model):
+def test_an_administrator_or_a_curator_sets_any_teams_default(team_a, django_user_model, curator, auditor):
     admin = django_user_model.objects.create_superuser("root", "root@example.com", "x")
     team_default_mode_set(team=team_a, mode="ddr-authoring", user=admin)
     assert default_mode_for_team(team_a) == "ddr-authoring"
+    team_default_mode_set(team=team_a, mode="workflow-authoring", user=curator)
+    assert default_mode_for_team(team_a) == "workflow-authoring"
+    with pytest.raises(PermissionDenied):
+        team_default_mode_set(team=team_a, mode="general", user=auditor)
 
 
 def test_a_team_default_must_be_a_mode_the_team_may_use(team_a, alice, b_only):
