@@ -126,11 +126,13 @@ def default_mode_for_team(team: Any) -> str:
     extends it): the team's own default while it is active and still for the team, else the catalog's.
     Never a mode the team cannot use while it can use any: should the catalog's default be closed to
     the team (data written around the admin's check), its first usable mode."""
+    if team is ALL_TEAMS:
+        return default_mode_key()
     choice = team_default_choice(team)
     if choice is not None and mode_usable(choice.mode.key, team):
         return choice.mode.key
     catalog_default = default_mode_key()
-    if team is ALL_TEAMS or mode_usable(catalog_default, team):
+    if mode_usable(catalog_default, team):
         return catalog_default
     usable = modes_for_team(team)
     return usable[0].key if usable else catalog_default
