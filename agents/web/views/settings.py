@@ -73,7 +73,8 @@ class PasswordForm(PasswordChangeForm):
         self.fields["old_password"].widget.attrs.pop("autofocus", None)
 
 
-def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> HttpResponse:
+def settings_render(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> HttpResponse:
+    """The settings page with its forms (those given replace the blank ones: a refused form's errors)."""
     context = {
         "password_form": PasswordForm(request.user),
         "preferences_form": _preferences_form(request.user),
@@ -92,7 +93,7 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
 def settings_page(request: HttpRequest) -> HttpResponse:
     new = take_once(request, NEW_TOKEN)  # just created: its secret, this once
     token = api_token_get(user=request.user, token_id=new["id"]) if new else None
-    return _page(request, new_token=token, new_secret=new["secret"] if token else None)
+    return settings_render(request, new_token=token, new_secret=new["secret"] if token else None)
 
 
 @require_POST
@@ -101,7 +102,7 @@ def settings_password(request: HttpRequest) -> HttpResponse:
     form = PasswordForm(request.user, request.POST)
     if not form.is_valid():
         messages.error(request, "Your password was not changed. See the form for details.")
-        return _page(request, status=400, password_form=form)
+        return settings_render(request, status=400, password_form=form)
     user, told = password_change(form=form)
     update_session_auth_hash(request, user)  # this login stays; the user's other logins end
     messages.success(request, told)
@@ -114,7 +115,7 @@ def settings_preferences(request: HttpRequest) -> HttpResponse:
     form = PreferencesForm(request.POST, user=request.user)
     if not form.is_valid():
         messages.error(request, "Your preferences were not saved. See the form for details.")
-        return _page(request, status=400, preferences_form=form)
+        return settings_render(request, status=400, preferences_form=form)
     preferences_update(user=request.user, **form.cleaned_data)
     messages.success(request, "Your preferences were saved.")
     return redirect("settings")
@@ -126,7 +127,7 @@ def settings_token_create(request: HttpRequest) -> HttpResponse:
     form = TokenCreateForm(request.POST)
     if not form.is_valid():
         messages.error(request, "No token was created. See the form for details.")
-        return _page(request, status=400, token_form=form)
+        return settings_render(request, status=400, token_form=form)
     token, secret = api_token_create(user=request.user, name=form.cleaned_data["name"])
     # Post/Redirect/Get: a reload of the page shown makes no second token. The secret is drawn on the
     # redirected page once (aptix/shown_once.py), and never stored otherwise.
@@ -139,6 +140,6 @@ def settings_token_create(request: HttpRequest) -> HttpResponse:
 def settings_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     if not api_token_revoke(user=request.user, token_id=token_id):
         messages.error(request, TOKEN_GONE)
-        return _page(request, status=404)
+        return settings_render(request, status=404)
     messages.success(request, "The API token was revoked: programs using it are refused from now on.")
     return redirect("settings")

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from modes.teams import team_default_mode_set, team_default_rows, team_for_default
 
-from .settings import _page as settings_page_again
+from .settings import settings_render
 
 ROW_TEMPLATE = "agents/_team_default.html"
 
@@ -38,7 +38,7 @@ def team_default_mode(request: HttpRequest, team_slug: str) -> HttpResponse:
     ):  # django-htmx's middleware; the form posted without JavaScript: the page again, saying what happened
         if status != 200:
             messages.error(request, error)
-            return settings_page_again(request, status=status)
+            return settings_render(request, status=status)
         messages.success(request, f"The default mode of {team.name} was saved.")
         return redirect("settings")
     row = next(r for r in team_default_rows(user=request.user) if r.team.pk == team.pk)
