@@ -102,6 +102,18 @@ def modes_for_teams(teams: Any) -> list[AgentMode]:
     return list(AgentMode.objects.filter(is_active=True).filter(condition).order_by("ordering", "display_name"))
 
 
+def team_catalogs(teams: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """For a composer offering several teams: each mode's key → the ids of those `teams` that may use
+    it (space-separated), and each team's id → the mode its new sessions start in."""
+    usable: dict[str, list[str]] = {}
+    defaults: dict[str, str] = {}
+    for team in teams:
+        for mode in modes_for_team(team):
+            usable.setdefault(mode.key, []).append(str(team.pk))
+        defaults[str(team.pk)] = default_mode_for_team(team)
+    return {key: " ".join(ids) for key, ids in usable.items()}, defaults
+
+
 def mode_usable(key: str, team: Any) -> bool:
     """Whether `key` is an active mode `team` may use."""
     return AgentMode.objects.filter(key=normalize_mode_key(key), is_active=True).filter(usable_by(team)).exists()

@@ -11,8 +11,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import AgentSession
+from modes.models import TeamDefaultMode
 from tests.helpers import async_db
-from tests.helpers.catalogs import team_only_mode
+from tests.helpers.catalogs import B_ONLY, team_only_mode
 
 from .live import ARTIFACTS, expect, open_session, scripted_env, session_id_of, turn_ended, turns
 
@@ -26,6 +27,7 @@ def daphne_env(switchboard) -> dict[str, str]:
 
 @pytest.fixture
 def b_only(db, team_b):
+    """`await b_only()`: the mode only team B may use."""
     return sync_to_async(lambda: team_only_mode(team_b))
 
 
@@ -70,3 +72,20 @@ async def test_a_team_b_mode_is_absent_and_the_owners_team_default_starts_new_se
     await expect(page.locator("#mode-badge")).to_have_text("Data Analysis")
     started = await AgentSession.objects.aget(pk=session_id_of(page.url))
     assert started.mode == "data-analysis"
+
+
+async def test_the_composer_of_a_member_of_two_teams_offers_the_chosen_teams_modes(sign_in, alice, team_b, b_only):
+    from aptix.models import Membership
+
+    mode = await b_only()
+    await Membership.objects.acreate(team=team_b, user=alice)
+    await TeamDefaultMode.objects.acreate(team=team_b, mode=mode)
+    page = await sign_in(alice)
+    picker = page.locator("#id_mode")
+    await expect(picker).to_have_value("general")  # Team A, first by name
+    await expect(picker.locator(f"option[value={B_ONLY}]")).to_be_hidden()
+    await page.locator("#id_team").select_option(label="Team B")
+    await expect(picker).to_have_value(B_ONLY)  # Team B's own default
+    await page.locator("#id_team").select_option(label="Team A")
+    await expect(picker).to_have_value("general")
+    await expect(picker.locator(f"option[value={B_ONLY}]")).to_be_disabled()

@@ -29,7 +29,7 @@ from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from files.models import SessionFile
 from files.services import file_describe, file_get, session_files
-from modes.catalog import default_mode_for_team, mode_usable, modes_for_team, modes_for_teams
+from modes.catalog import default_mode_for_team, mode_usable, modes_for_team, modes_for_teams, team_catalogs
 from usage.quotas import quota_state
 
 from ..document_panel import PANEL_TEMPLATE, panel_context
@@ -95,6 +95,8 @@ def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 2
         # Each team's monthly quota at 80% or more: a notice under the composer, as on a session's page.
         "quotas": [q for team in teams if (q := quota_state(team_id=team.pk, user_id=user_id)) and q.near],
     }
+    if context["teams_count"] > 1:  # the mode select follows the team select (static/js/aptix.js)
+        context["mode_teams"], context["team_default_modes"] = team_catalogs(teams)
     return render(request, "agents/home.html", context, status=status)
 
 

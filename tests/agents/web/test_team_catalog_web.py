@@ -93,6 +93,21 @@ def test_a_member_of_both_teams_cannot_start_team_bs_mode_in_team_a(client, team
     assert not AgentSession.objects.exists()
 
 
+def test_a_composer_of_several_teams_says_which_team_may_use_each_mode(
+    client, team_a, team_b, alice, carol, password, b_only
+):
+    from aptix.models import Membership
+
+    Membership.objects.create(team=team_b, user=alice)
+    TeamDefaultMode.objects.create(team=team_b, mode=b_only)
+    html = page(client, "alice", password, reverse("home"))
+    assert f'<option value="{B_ONLY}" data-teams="{team_b.pk}">B Secrets</option>' in html
+    assert f'data-teams="{team_a.pk} {team_b.pk}">Data Analysis</option>' in html
+    assert f'"{team_a.pk}": "general", "{team_b.pk}": "{B_ONLY}"' in html  # each team's default, for the script
+    single = page(client, "carol", password, reverse("home"))  # one team: nothing to follow
+    assert "data-teams" not in single and "team-default-modes" not in single
+
+
 def test_the_settings_default_mode_choice_offers_only_the_users_teams_modes(client, alice, password, b_only):
     html = page(client, "alice", password, reverse("settings"))
     assert f'value="{B_ONLY}"' not in html
