@@ -295,14 +295,15 @@ def last_seq(events: Iterable[TurnEvent]) -> int:
 def proposal_choices(answer: str, *, team: Any = None) -> list[dict[str, Any]]:
     """The three options of a TUL-007 §4.1 proposal in an answer: the reply each sends, its button
     label, and for the two switches the structured choice sent with it (the user's consent to that
-    mode, agents/approvals.py) when the proposed mode is in the catalog."""
+    mode, agents/approvals.py) when the proposed mode is in the catalog of `team` (the session's)."""
     proposal = find_proposal(answer)
     if proposal is None:
         return []
     # A button carries consent to a mode, so what it says is that mode's catalog entry, never the
     # model's text: "**Data Analysis** (`workflow-authoring`)" offers Workflow Authoring. A mode
-    # the catalog does not have (or not active) gets no consent, only the reply.
-    offered = mode_proposed(key=proposal.key, name=proposal.display_name)
+    # the catalog does not have (or not active), or not for the session's team, gets no consent, only
+    # the reply.
+    offered = mode_proposed(key=proposal.key, name=proposal.display_name, team=team)
     key, name = offered if offered else ("", proposal.display_name)
     return [
         {"send": "1) Stay in the current mode", "label": "Stay in the current mode", "mode": ""},

@@ -114,3 +114,18 @@ async def test_the_offline_model_proposes_only_the_sessions_team_modes(
     await offline.client.close()
     assert f"**B Secrets** (`{B_ONLY}`)" in in_b.answer  # proposed to team B ...
     assert "B Secrets" not in in_a.answer and B_ONLY not in in_a.answer  # ... never named to team A
+
+
+async def test_a_branch_into_a_teams_own_mode_opens_a_child_session_there(
+    make_session, run_turn, model, team_b, carol, b_only
+):
+    from agents.branching import session_branch
+
+    session = await make_session(team=team_b, user=carol, execution="agent")
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": B_ONLY, "branch": True, "reason": "secret work"})])
+    model.reply("Continue in a new session.")
+    turn = await run_turn(session, SECRET_REQUEST, choice={"mode": B_ONLY, "branch": True})
+    assert turn.status == "completed"
+    model.reply("On it.")
+    child, _first = await sync_to_async(session_branch)(session=session, turn_id=turn.id, user=carol)
+    assert (child.mode, child.team_id, child.parent_id) == (B_ONLY, team_b.id, session.id)

@@ -183,3 +183,12 @@ def _mode_id(key: str) -> str:
     from modes.models import AgentMode
 
     return AgentMode.objects.get(key=key).pk
+
+
+def test_a_proposal_of_another_teams_mode_carries_no_consent(team_a, team_b, b_only):
+    from agents.web.timeline import proposal_choices
+    from modes.proposal import proposal_text
+
+    answer = proposal_text("B Secrets", B_ONLY)
+    assert [c["mode"] for c in proposal_choices(answer, team=team_a.pk)] == ["", "", ""]  # only the replies
+    assert [c["mode"] for c in proposal_choices(answer, team=team_b.pk)] == ["", B_ONLY, B_ONLY]
