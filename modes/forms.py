@@ -108,7 +108,9 @@ class TeamDefaultModeForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean() or {}
-        team, mode = cleaned.get("team"), cleaned.get("mode")
+        # On its change page the team is read-only (not in the form): the row's own.
+        team = cleaned.get("team") or (self.instance.team if self.instance.pk else None)
+        mode = cleaned.get("mode")
         if team is not None and mode is not None:
             try:
                 mode_validate(mode.key, team=team)

@@ -195,3 +195,14 @@ def test_the_team_default_admin_refuses_a_mode_the_team_cannot_use(client, passw
     accepted = client.post(url, {"team": team_a.pk, "mode": AgentMode.objects.get(key="ddr-authoring").pk})
     assert accepted.status_code == 302
     assert default_mode_for_team(team_a) == "ddr-authoring"
+
+
+def test_the_team_default_change_page_refuses_a_mode_the_team_cannot_use(client, password, team_a, b_only, curator):
+    choice = TeamDefaultMode.objects.create(team=team_a, mode=AgentMode.objects.get(key="ddr-authoring"))
+    client.login(username=curator.username, password=password)
+    url = reverse("admin:modes_teamdefaultmode_change", args=[choice.pk])
+    refused = client.post(url, {"mode": b_only.pk})
+    assert refused.status_code == 200 and f"Unknown or inactive mode &#x27;{B_ONLY}&#x27;" in refused.content.decode()
+    assert client.post(url, {"mode": AgentMode.objects.get(key="data-analysis").pk}).status_code == 302
+    assert default_mode_for_team(team_a) == "data-analysis" and TeamDefaultMode.objects.count() == 1
+    assert "Team default modes" in client.get(reverse("admin:index")).content.decode()
