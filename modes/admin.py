@@ -64,6 +64,8 @@ class AgentModeAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         mode_save(mode=obj)
+        # audit: the mode's teams (team catalogs) are saved after this, by save_related (form.save_m2m):
+        # a change of them is a catalog action of this save ("draft saved"/"published"), teams included.
 
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.is_default:
