@@ -18,6 +18,7 @@ from django.db.models import F, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Length
 
+from modes.catalog import usable_by
 from modes.models import AgentMode, ModeHistory
 
 from .models import AgentSession, Turn, TurnEvent
@@ -393,11 +394,11 @@ def mode_key_named(*, name: str) -> str:
     return mode.key if mode else ""
 
 
-def mode_proposed(*, key: str | None, name: str) -> tuple[str, str] | None:
+def mode_proposed(*, key: str | None, name: str, team: Any = None) -> tuple[str, str] | None:
     """(key, display name) of the active catalog mode a proposal offers: by its key when the text
     gives one (the key is what consent is given to), else by the name; None when the catalog has no
-    such active mode."""
-    modes = AgentMode.objects.filter(is_active=True)
+    such active mode, or `team` (the session's) cannot use it."""
+    modes = AgentMode.objects.filter(is_active=True).filter(usable_by(team))
     if key is not None:
         mode = modes.filter(key__iexact=key.strip()).first()
     else:

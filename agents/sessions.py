@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from aptix.models import Membership
 from files.services import session_files_purge
-from modes.catalog import ModeValidationError, default_mode_key, mode_validate, normalize_mode_key
+from modes.catalog import ModeValidationError, default_mode_for_team, mode_validate, normalize_mode_key
 from modes.models import ModeHistory, ModeVersion
 
 from .documents.services import documents_purge
@@ -53,16 +53,18 @@ class SessionReadOnlyError(PermissionDenied):
 
 
 def session_create(*, team, user, mode: str | None = None, execution: str = "ask", title: str = "") -> AgentSession:
-    """Create a session in `mode` (validated against the active catalog) or the default mode.
+    """Create a session in `mode` or, when the caller names none, the team's default mode, else the
+    catalog's (AGN-011 §3.1: the caller's mode wins, then the team's default, then the catalog's). A
+    mode the team cannot use is refused as an unknown one.
 
     Callers authorise first: views and the API only offer the user's own teams."""
     if execution not in Execution.values:
         raise ValidationError({"execution": ERROR_BAD_EXECUTION})
     if mode is None or not str(mode).strip():
-        key = default_mode_key()
+        key = default_mode_for_team(team)
     else:
         try:
-            key = mode_validate(mode).key
+            key = mode_validate(mode, team=team).key
         except ModeValidationError as exc:
             raise ValidationError({"mode": str(exc)}) from exc
     session = AgentSession(team=team, user=user, mode=key, execution=execution, title=title.strip()[:200])
@@ -354,7 +356,10 @@ def _prepare_change(
         raise ValueError(f"source must be one of {ModeHistory.Source.values}, not {source!r}.")
     if not session_id:
         raise SessionNotFoundError("The session id is missing.")
-    target = mode_validate(mode)  # raises ModeValidationError listing the valid keys
+    # Against the catalog of the session's team (`org` when given: it must be the session's anyway), so
+    # a mode of another team is refused as an unknown one, listing this team's modes.
+    team = org if getattr(org, "id", None) is not None else _session_team_id(session_id)
+    target = mode_validate(mode, team=team)  # raises ModeValidationError listing the valid keys
     turn = options.get("turn")
     return _ModeChange(
         session_id=session_id,
@@ -369,6 +374,11 @@ def _prepare_change(
         source=source,
         version=target.version or None,
     )
+
+
+def _session_team_id(session_id: str) -> Any:
+    """The session's team id (None for no such session, which the lock then reports)."""
+    return AgentSession.objects.filter(pk=session_id).values_list("team_id", flat=True).first()
 
 
 def _lock_owned_session(change: _ModeChange) -> AgentSession:

@@ -32,7 +32,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from aptix.models import Team
-from modes.catalog import default_mode_key
+from modes.catalog import default_mode_for_team, mode_usable
 from modes.models import AgentMode, ModeHistory
 from usage.quotas import quota_refuse
 
@@ -202,17 +202,22 @@ def clean_choice(choice: Any) -> dict[str, Any] | None:
 
 
 DEACTIVATED_REASON = "The {mode} mode was deactivated in the catalog; the session continues in the default mode."
+CLOSED_TO_TEAM_REASON = (
+    "The {mode} mode is no longer available to this team; the session continues in the default mode."
+)
 
 
 def leave_deactivated_mode(session: AgentSession) -> None:
-    """A session whose mode a curator deactivated moves to the default mode before its next turn, with
-    a ModeHistory row (source "system") that the timeline shows: a deactivated mode serves no turn."""
-    if AgentMode.objects.filter(key=session.mode, is_active=True).exists():
+    """A session whose mode a curator deactivated, or no longer offers to the session's team, moves to
+    the team's default mode (else the catalog's) before its next turn, with a ModeHistory row (source
+    "system") that the timeline shows: such a mode serves no turn."""
+    if mode_usable(session.mode, session.team_id):
         return
     previous = session.mode
-    reason = DEACTIVATED_REASON.format(mode=previous)
+    active = AgentMode.objects.filter(key=previous, is_active=True).exists()
+    reason = (CLOSED_TO_TEAM_REASON if active else DEACTIVATED_REASON).format(mode=previous)
     session_manager.set_session_mode_sync(
-        session.pk, default_mode_key(), reason, None, None, source=ModeHistory.Source.SYSTEM
+        session.pk, default_mode_for_team(session.team_id), reason, None, None, source=ModeHistory.Source.SYSTEM
     )
     session.refresh_from_db(fields=["mode"])
 

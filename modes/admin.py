@@ -16,9 +16,10 @@ from django.utils.dateformat import format as date_format
 
 from .admin_versions import VersionsAdminMixin
 from .files.admin_views import export_view, import_view
-from .forms import AgentModeForm
-from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory
+from .forms import AgentModeForm, TeamDefaultModeForm
+from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent, ModeHistory, TeamDefaultMode
 from .services import mode_delete, mode_make_default, mode_set_active
+from .teams import team_default_mode_set
 from .versioning import VERSIONED_FIELDS
 from .versions import mode_create, mode_save_versioned
 
@@ -32,8 +33,9 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
     form = AgentModeForm
     change_form_template = "admin/modes/agentmode/change_form.html"  # with the mode's versions
     change_list_template = "admin/modes/agentmode/change_list.html"  # adds Export and Import
-    list_display = ["display_name", "key", "is_default", "is_active", "ordering", "updated_at"]
-    list_filter = ["is_active", "is_default"]
+    list_display = ["display_name", "key", "is_default", "is_active", "teams_shown", "ordering", "updated_at"]
+    list_filter = ["is_active", "is_default", "teams"]
+    filter_horizontal = ["teams"]
     search_fields = ["key", "display_name", "description"]
     readonly_fields = ["id", "created_at", "updated_at"]
     actions = ["make_default", "activate", "deactivate"]
@@ -42,6 +44,7 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
             None,
             {"fields": ["key", "display_name", "description", "is_default", "is_active", "ordering", "change_note"]},
         ),
+        ("Teams", {"fields": ["teams"]}),
         ("Prompt", {"fields": ["system_prompt_summary", "system_prompt"]}),
         (
             "Routing",
@@ -105,6 +108,15 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
         for formset in formsets:
             self.save_formset(request, form, formset, change=change)
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("teams")
+
+    @admin.display(description="teams")
+    def teams_shown(self, mode) -> str:
+        """ "Every team", or the names of the teams the mode is for."""
+        names = sorted(team.name for team in mode.teams.all())
+        return ", ".join(names) if names else "Every team"
+
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.is_default:
             return False
@@ -162,6 +174,24 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
                 mode_set_active(mode=mode, active=active, by=request.user)
             except ValidationError as exc:
                 self.message_user(request, f"{mode.key}: {' '.join(exc.messages)}", messages.ERROR)
+
+
+@admin.register(TeamDefaultMode)
+class TeamDefaultModeAdmin(admin.ModelAdmin):
+    """A team's own default mode; saved through the service, which refuses a mode the team cannot use."""
+
+    list_display = ["team", "mode", "set_by", "updated_at"]
+    form = TeamDefaultModeForm
+    list_select_related = ["team", "mode", "set_by"]
+    readonly_fields = ["set_by", "updated_at"]
+    fields = ["team", "mode", "set_by", "updated_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "team"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        saved = team_default_mode_set(team=obj.team, mode=obj.mode.key, user=request.user)
+        obj.pk = saved.pk if saved is not None else obj.pk  # the admin's redirect names the saved row
 
 
 CSV_COLUMNS = [

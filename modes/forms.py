@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.utils.html import escape
 
-from .models import AgentMode
+from .catalog import ModeValidationError, mode_validate
+from .models import AgentMode, TeamDefaultMode
+from .services import mode_teams_check
+
+TEAMS_HELP = "None: every team. Chosen teams: only their members see and use this mode."
 
 
 class LinesField(forms.Field):
@@ -79,7 +84,42 @@ class AgentModeForm(forms.ModelForm):
             "is_default",
             "is_active",
             "ordering",
+            "teams",
         ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "teams" in self.fields:
+            self.fields["teams"].help_text = TEAMS_HELP
 
     def clean_key(self):
         return (self.cleaned_data.get("key") or "").strip().lower()
+
+    def clean(self):
+        cleaned = super().clean() or {}
+        if "teams" in self.fields:
+            try:
+                mode_teams_check(is_default=bool(cleaned.get("is_default")), teams=cleaned.get("teams"))
+            except ValidationError as exc:
+                self.add_error("teams", exc.message_dict["teams"])
+        return cleaned
+
+
+class TeamDefaultModeForm(forms.ModelForm):
+    """The admin's form of a team's default mode: only an active mode the team may use."""
+
+    class Meta:
+        model = TeamDefaultMode
+        fields = ["team", "mode"]
+
+    def clean(self):
+        cleaned = super().clean() or {}
+        # On its change page the team is read-only (not in the form): the row's own.
+        team = cleaned.get("team") or (self.instance.team if self.instance.pk else None)
+        mode = cleaned.get("mode")
+        if team is not None and mode is not None:
+            try:
+                mode_validate(mode.key, team=team)
+            except ModeValidationError as exc:
+                self.add_error("mode", str(exc))
+        return cleaned

@@ -233,3 +233,25 @@ class CatalogEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.mode_key} v{self.version}"
+
+
+class TeamDefaultMode(models.Model):
+    """A team's own default mode (AGN-011 §3.1: a new session in the team starts here unless its caller
+    names a mode). Set by a team owner or an administrator (modes.services.team_default_mode_set).
+
+    A choice that no longer applies — its mode deactivated, or no longer for this team — is kept but
+    ignored (modes.catalog.default_mode_for_team falls back to the catalog's default), so reactivating
+    the mode brings it back; deleting the mode deletes the choice."""
+
+    team = models.OneToOneField("aptix.Team", on_delete=models.CASCADE, related_name="default_mode_choice")
+    mode = models.ForeignKey(AgentMode, on_delete=models.CASCADE, related_name="team_defaults")
+    set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "team default mode"
+
+    def __str__(self) -> str:
+        return f"{self.team} → {self.mode.key}"

@@ -9,6 +9,11 @@ from django.db import transaction
 
 from .models import ERROR_DEFAULT_CANNOT_BE_DELETED, AgentMode, CatalogEvent
 
+ERROR_DEFAULT_FOR_EVERY_TEAM = (
+    "The catalog's default mode is for every team: new sessions of any team may fall back to it. "
+    "Leave its teams empty, or make another mode the default first."
+)
+
 
 @transaction.atomic
 def mode_save(*, mode: AgentMode) -> AgentMode:
@@ -47,6 +52,8 @@ def mode_make_default(*, mode: AgentMode, by: Any = None) -> AgentMode:
     """A catalog action (audited): the default and active flags are the catalog's state, not a version."""
     if not mode.is_active:
         raise ValidationError("Only an active mode can be the default. Activate it first.")
+    if mode.pk is not None and mode.teams.exists():
+        raise ValidationError({"teams": ERROR_DEFAULT_FOR_EVERY_TEAM})
     was_default = AgentMode.objects.filter(pk=mode.pk, is_default=True).exists()
     mode.is_default = True
     mode = mode_save(mode=mode)
@@ -77,3 +84,10 @@ def mode_delete(*, mode: AgentMode, by: Any = None) -> None:
         raise ValidationError(ERROR_DEFAULT_CANNOT_BE_DELETED)
     catalog_event_record(action=CatalogEvent.Action.DELETED, mode_key=locked.key, user=by, version=locked.version)
     locked.delete()
+
+
+def mode_teams_check(*, is_default: bool, teams: Any) -> None:
+    """The catalog's default stays usable by every team (it is every session's last fallback): chosen
+    teams on it are refused. Called by the admin form, which saves the teams after the mode."""
+    if is_default and teams:
+        raise ValidationError({"teams": ERROR_DEFAULT_FOR_EVERY_TEAM})

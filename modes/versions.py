@@ -26,7 +26,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from .models import AgentMode, CatalogEvent, ModeVersion
-from .services import catalog_event_record, mode_save
+from .services import catalog_event_record, mode_save, mode_teams_check
 from .versioning import CATALOG_STATE_FIELDS, FIELD_NAMES, VERSIONED_FIELDS, mode_with_snapshot, snapshot_of
 
 PERM_CURATE = "modes.change_agentmode"
@@ -126,6 +126,7 @@ def _validated(mode: AgentMode, snapshot: dict[str, Any]) -> dict[str, Any]:
         # default because publishing keeps it here until another mode has taken it (`_apply`).
         candidate.is_default = True
     candidate.full_clean(validate_unique=False, validate_constraints=False)
+    mode_teams_check(is_default=candidate.is_default, teams=snapshot["teams"])  # the default is for every team
     return {
         **snapshot_of_fields(candidate),
         "is_default": candidate.is_default and not hands_default_on,

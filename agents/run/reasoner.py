@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from aptix import logcontext, metrics
 from aptix.logging import admin_logger
+from modes.catalog import catalog_team
 from modes.models import AgentMode
 from tools.registry import ToolRegistry, mcp_registry
 
@@ -101,6 +102,7 @@ class Reasoner:
         loaded = await load_run(turn_id)
         turn = loaded.turn
         logcontext.bind(turn_id=turn.id, session_id=turn.session_id, user_id=turn.session.user_id)
+        catalog_team.set(turn.session.team_id)  # this run's task: the offline model proposes from its catalog
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")

@@ -26,7 +26,7 @@ from agents.llm import get_llm_client
 from agents.models import Execution
 from agents.run.pipeline import normalize_turn_mode
 from agents.runner import get_runner
-from agents.selectors import mode_get, turn_continued_aget, turn_last, turn_of_user_aget
+from agents.selectors import turn_continued_aget, turn_last, turn_of_user_aget
 from agents.sessions import ERROR_BAD_EXECUTION
 from agents.state import PausedState, turn_state
 from agents.submit import turn_submit
@@ -35,6 +35,7 @@ from agents.web.connections import connect_url
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
+from modes.catalog import mode_usable
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
 from .api_answers import answer_of, answer_question, question_fields
@@ -219,10 +220,10 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
     try:
         if request.conversation_id:
             return _next_turn(user=user, request=request, conversation_id=request.conversation_id)
-        team = team_list_for_user(user=user).first()
+        team = api_team(user)
         if team is None:
             raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
-        mode, execution = _user_defaults(user)
+        mode, execution = _user_defaults(user, team)
         _session, turn = session_start(
             team=team,
             user=user,
@@ -238,12 +239,19 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
         raise ApiError.refused(exc) from None
 
 
-def _user_defaults(user: Any) -> tuple[str | None, str]:
+def api_team(user: Any) -> Any:
+    """The team a new conversation of the token's user belongs to (their first team by name), or None.
+    GET /api/v1/modes lists that team's catalog."""
+    return team_list_for_user(user=user).first()
+
+
+def _user_defaults(user: Any, team: Any) -> tuple[str | None, str]:
     """The mode and execution a new conversation starts in when the request names none: the user's
-    defaults from Settings, as on the home page (a default mode no longer active: the catalog's)."""
+    defaults from Settings, as on the home page (a default mode no longer active, or not for this
+    team: none, so the team's default applies, else the catalog's)."""
     preferences = preferences_get(user=user)
-    mode = mode_get(key=preferences.default_mode) if preferences.default_mode else None
-    return (mode.key if mode and mode.is_active else None), preferences.default_execution or "ask"
+    preferred = preferences.default_mode
+    return (preferred if preferred and mode_usable(preferred, team) else None), preferences.default_execution or "ask"
 
 
 def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> Turn:

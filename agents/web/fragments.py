@@ -13,7 +13,7 @@ from agents.llm import describe_provider
 from agents.llm.catalog import model_for, models_config
 from agents.selectors import mode_model, session_waiting, turn_replaced_ids
 from files.services import session_files
-from modes.catalog import active_modes
+from modes.catalog import modes_for_team
 from modes.versions import draft_label
 
 from .toolpanel import tool_panel
@@ -73,9 +73,9 @@ def files_panel(session: AgentSession, *, oob: bool = False) -> str:
 
 
 def mode_context(session: AgentSession, catalog: list[AgentMode] | None = None) -> dict[str, Any]:
-    """The active catalog and the display name of the session's mode (the key for a mode no longer in
-    the catalog), for the mode badge and its popover."""
-    catalog = active_modes() if catalog is None else catalog
+    """The catalog of the session's team and the display name of the session's mode (the key for a
+    mode no longer in it), for the mode badge and its popover."""
+    catalog = modes_for_team(session.team_id) if catalog is None else catalog
     name = next((m.display_name for m in catalog if m.key == session.mode), session.mode)
     # A curator's "Try it" session runs on a draft of its mode: labelled "draft vN" where the mode shows.
     return {"catalog": catalog, "mode_name": name, "mode_draft": draft_label(session.mode_draft_id, session.mode)}

@@ -292,17 +292,18 @@ def last_seq(events: Iterable[TurnEvent]) -> int:
     return max((e.seq for e in events), default=0)
 
 
-def proposal_choices(answer: str) -> list[dict[str, Any]]:
+def proposal_choices(answer: str, *, team: Any = None) -> list[dict[str, Any]]:
     """The three options of a TUL-007 §4.1 proposal in an answer: the reply each sends, its button
     label, and for the two switches the structured choice sent with it (the user's consent to that
-    mode, agents/approvals.py) when the proposed mode is in the catalog."""
+    mode, agents/approvals.py) when the proposed mode is in the catalog of `team` (the session's)."""
     proposal = find_proposal(answer)
     if proposal is None:
         return []
     # A button carries consent to a mode, so what it says is that mode's catalog entry, never the
     # model's text: "**Data Analysis** (`workflow-authoring`)" offers Workflow Authoring. A mode
-    # the catalog does not have (or not active) gets no consent, only the reply.
-    offered = mode_proposed(key=proposal.key, name=proposal.display_name)
+    # the catalog does not have (or not active), or not for the session's team, gets no consent, only
+    # the reply.
+    offered = mode_proposed(key=proposal.key, name=proposal.display_name, team=team)
     key, name = offered if offered else ("", proposal.display_name)
     return [
         {"send": "1) Stay in the current mode", "label": "Stay in the current mode", "mode": ""},
@@ -349,7 +350,7 @@ def turn_context(
         "items": turn_items(turn, events),
         "answer_html": render_markdown(turn.answer) if turn.is_finished else "",
         "live_html": "" if turn.is_finished else render_markdown(live_text(events)),
-        "proposal": proposal_choices(turn.answer) if completed and latest else [],
+        "proposal": proposal_choices(turn.answer, team=turn.session.team_id) if completed and latest else [],
         "tokens": turn.prompt_tokens + turn.completion_tokens + unreported,
         "seq": summary[0] if summary else last_seq(events),
         "step": steps[-1].get("step") if steps else 0,

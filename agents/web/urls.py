@@ -19,6 +19,7 @@ from .views import (
     sessions,
     settings,
     sharing,
+    team_modes,
     usage,
 )
 
@@ -81,6 +82,9 @@ urlpatterns = [
     path("settings/password/", settings.settings_password, name="settings-password"),
     path("settings/preferences/", settings.settings_preferences, name="settings-preferences"),
     path("settings/tokens/", settings.settings_token_create, name="settings-token-create"),
+    path(
+        "settings/teams/<slug:team_slug>/default-mode/", team_modes.team_default_mode, name="settings-team-default-mode"
+    ),
     path("mcp/oauth/connect/<str:server>/", connections.oauth_connect, name="mcp-oauth-connect"),
     path("mcp/oauth/callback", connections.oauth_callback, name="mcp-oauth-callback"),
     path("mcp/oauth/client-metadata.json", connections.oauth_client_metadata, name="mcp-oauth-client-metadata"),

@@ -22,7 +22,7 @@ from django.db import transaction
 from aptix.models import Team
 
 from ..models import ERROR_DEFAULT_CANNOT_BE_UNSET, AgentMode, CatalogEvent, ModeVersion
-from ..services import catalog_event_record
+from ..services import ERROR_DEFAULT_FOR_EVERY_TEAM, catalog_event_record
 from ..versions import CODE_NEEDS_REVIEW, draft_save, mode_create, version_publish
 from . import format as mode_format
 from .foreign import read_claude_subagent, read_vscode_agent
@@ -185,6 +185,10 @@ def plan_import(sources: Iterable[Source], problems: Iterable[Problem] = ()) -> 
         before = mode_values(current) if current is not None else None
         values = {**(defaults() if mode_file.complete or before is None else before), **mode_file.values}
         plan.problems += _check_teams(mode_file, values[TEAMS], teams)
+        if values["is_default"] and values[TEAMS]:  # the catalog's default is every team's last fallback
+            plan.problems.append(
+                Problem(mode_file.source, mode_file.line_of(TEAMS), "teams", ERROR_DEFAULT_FOR_EVERY_TEAM)
+            )
         values[TEAMS] = sorted(set(values[TEAMS]))  # a set: order and repeats in the file mean nothing
         plan.problems += _check_model(mode_file, values, current)
         after = render(values)

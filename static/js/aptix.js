@@ -466,6 +466,27 @@
     if (document.activeElement === target) e.preventDefault();  // else the browser follows the link
   });
 
+  // The home composer of someone in several teams: the mode select offers the chosen team's modes
+  // (team catalogs; the server refuses any other), and a change of team starts on that team's default.
+  document.addEventListener("DOMContentLoaded", function () {
+    var team = document.getElementById("id_team");
+    var mode = document.getElementById("id_mode");
+    var defaults = document.getElementById("team-default-modes");
+    if (!team || !mode || !defaults) return;
+    var byTeam = JSON.parse(defaults.textContent);
+    function follow(reset) {
+      Array.prototype.forEach.call(mode.options, function (option) {
+        var usable = (option.dataset.teams || "").split(" ").indexOf(team.value) >= 0;
+        option.hidden = !usable;
+        option.disabled = !usable;
+      });
+      var chosen = mode.options[mode.selectedIndex];
+      if (reset || !chosen || chosen.disabled) mode.value = byTeam[team.value] || "";
+    }
+    team.addEventListener("change", function () { follow(true); });
+    follow(false);
+  });
+
   // Phone: the session list is a drawer (a disclosure, not a modal). The top bar's "Sessions" button
   // opens it and focus moves into it; Esc, the button again or a tap beside it closes it and focus goes
   // back to the button; tabbing on into the page closes it too. Wider screens never show the button,

@@ -54,6 +54,7 @@ def mode_admin_form(mode, **changes) -> dict:
         "ordering": mode.ordering,
         "is_active": "on" if mode.is_active else None,
         "is_default": "on" if mode.is_default else None,
+        "teams": [team.pk for team in mode.teams.all()] if mode.pk else [],
     }
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}

@@ -79,7 +79,7 @@ class AgentListModesTool(AgentTool):
 
         session_id = getattr(context, "session_id", None)
         try:
-            modes = await self._catalog.get_all_modes()
+            modes = await self._modes(context)
         except Exception as exc:  # noqa: BLE001 - a catalog failure is a tool error, never a crash
             self._logger.add_exception(exc, LOG_TAG, session_id=session_id)
             return InvokeResult.from_error(ERROR_CATALOG_UNAVAILABLE)
@@ -97,6 +97,15 @@ class AgentListModesTool(AgentTool):
         except Exception as exc:  # noqa: BLE001 - a malformed summary must not escape as an exception
             self._logger.add_exception(exc, LOG_TAG, session_id=session_id)
             return InvokeResult.from_error(ERROR_CATALOG_UNAVAILABLE)
+
+    async def _modes(self, context: ToolContext | None) -> Any:
+        """The catalog of the session's team (team catalogs: only the modes it may use), or the whole
+        catalog without a team (or from a catalog service that knows no teams)."""
+        org = getattr(context, "org", None)
+        for_team = getattr(self._catalog, "get_modes_for_team", None)
+        if org is not None and for_team is not None:
+            return await for_team(org)
+        return await self._catalog.get_all_modes()
 
 
 def _describe(mode: Any, include_examples: bool) -> dict:

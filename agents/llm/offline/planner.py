@@ -250,9 +250,12 @@ def _declined(conv: Conversation) -> set[str]:
 async def _propose_mode(conv: Conversation, modes: list | None) -> Plan | None:
     if modes is None:
         try:
-            from modes.catalog import catalog_service
+            from modes.catalog import ALL_TEAMS, catalog_service, catalog_team
 
-            modes = await catalog_service.get_all_modes()
+            team = catalog_team.get()  # the running turn's team: propose only what it may use
+            modes = await (
+                catalog_service.get_all_modes() if team is ALL_TEAMS else catalog_service.get_modes_for_team(team)
+            )
         except Exception:  # noqa: BLE001 - no catalog means no proposal, never a failed reply
             return None
     try:

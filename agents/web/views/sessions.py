@@ -29,7 +29,7 @@ from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from files.models import SessionFile
 from files.services import file_describe, file_get, session_files
-from modes.catalog import active_modes, default_mode_key
+from modes.catalog import default_mode_for_team, mode_usable, modes_for_team, modes_for_teams, team_catalogs
 from usage.quotas import quota_state
 
 from ..document_panel import PANEL_TEMPLATE, panel_context
@@ -45,13 +45,18 @@ if TYPE_CHECKING:
 
 def _create_form(user: Any, data: QueryDict | None = None) -> SessionCreateForm:
     """The new-session form, starting from the user's defaults (settings page) where they still apply."""
-    modes = active_modes()
+    teams = team_list_for_user(user=user)
+    # Team catalogs: the modes the user's teams may use (one team: exactly its catalog); the service
+    # refuses a mode the chosen team cannot use. The preselected mode is the user's default where their
+    # (first) team may use it, else that team's default, else the catalog's (AGN-011 §3.1).
+    modes = modes_for_teams(teams)
+    first = teams.first()
     preferences = preferences_get(user=user)
-    keys = {m.key for m in modes}
-    mode = preferences.default_mode if preferences.default_mode in keys else default_mode_key()
+    preferred = preferences.default_mode
+    mode = preferred if preferred and mode_usable(preferred, first) else default_mode_for_team(first)
     return SessionCreateForm(
         data,
-        teams=team_list_for_user(user=user),
+        teams=teams,
         modes=modes,
         default_mode=mode,
         initial={"execution": preferences.default_execution},
@@ -90,6 +95,8 @@ def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 2
         # Each team's monthly quota at 80% or more: a notice under the composer, as on a session's page.
         "quotas": [q for team in teams if (q := quota_state(team_id=team.pk, user_id=user_id)) and q.near],
     }
+    if context["teams_count"] > 1:  # the mode select follows the team select (static/js/aptix.js)
+        context["mode_teams"], context["team_default_modes"] = team_catalogs(teams)
     return render(request, "agents/home.html", context, status=status)
 
 
@@ -211,7 +218,7 @@ def detail_page(
         "public_links": public_links_on(),
         **timeline,
     }
-    context.update(mode_context(session, context["catalog"]))
+    context.update(mode_context(session, modes_for_team(session.team_id)))
     panel = panel_context(session)  # the most recently changed document, at its current version
     context.update(document_panel=render_to_string(PANEL_TEMPLATE, panel), has_documents=bool(panel["documents"]))
     mode = next((m for m in context["catalog"] if m.key == session.mode), None)

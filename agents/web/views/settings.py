@@ -21,10 +21,12 @@ from aptix.invites import invite_allowed
 from aptix.models import UserPreferences
 from aptix.preferences import preferences_get, preferences_update
 from aptix.shown_once import show_once, take_once
+from aptix.teams import team_list_for_user
 from aptix.tokens import api_token_create, api_token_get, api_token_list, api_token_revoke, password_change
-from modes.catalog import active_modes
+from modes.catalog import modes_for_teams
+from modes.teams import team_default_rows
 
-CATALOG_DEFAULT = ""  # the default mode choice meaning "whatever the catalog's default is"
+CATALOG_DEFAULT = ""  # the default mode choice meaning "the team's default, else the catalog's"
 NEW_TOKEN = "new_api_token"  # the key of a new token's secret, shown once (aptix/shown_once.py)
 TOKEN_GONE = "No such API token: it was revoked already, or it is not yours."
 
@@ -39,11 +41,11 @@ class PreferencesForm(forms.Form):
         required=False, label="Notify me when a turn finishes while its tab is in the background"
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        modes = [(m.key, m.display_name) for m in active_modes()]
+        modes = [(m.key, m.display_name) for m in modes_for_teams(team_list_for_user(user=user))]
         field = cast(forms.ChoiceField, self.fields["default_mode"])
-        field.choices = [(CATALOG_DEFAULT, "The catalog's default"), *modes]
+        field.choices = [(CATALOG_DEFAULT, "The team's default"), *modes]
 
 
 class TokenCreateForm(forms.Form):
@@ -58,7 +60,7 @@ def _preferences_form(user: Any) -> PreferencesForm:
         "theme": p.theme,
         "notify_turns": p.notify_turns,
     }
-    return PreferencesForm(initial=initial)
+    return PreferencesForm(initial=initial, user=user)
 
 
 class PasswordForm(PasswordChangeForm):
@@ -71,13 +73,15 @@ class PasswordForm(PasswordChangeForm):
         self.fields["old_password"].widget.attrs.pop("autofocus", None)
 
 
-def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> HttpResponse:
+def settings_render(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> HttpResponse:
+    """The settings page with its forms (those given replace the blank ones: a refused form's errors)."""
     context = {
         "password_form": PasswordForm(request.user),
         "preferences_form": _preferences_form(request.user),
         "token_form": TokenCreateForm(),
         "tokens": api_token_list(user=request.user),
         "can_invite": invite_allowed(user=request.user),
+        "team_defaults": team_default_rows(user=request.user),
         "connections": user_connections(cast(int, request.user.pk)),
         **forms_and_more,
     }
@@ -89,7 +93,7 @@ def _page(request: HttpRequest, *, status: int = 200, **forms_and_more: Any) -> 
 def settings_page(request: HttpRequest) -> HttpResponse:
     new = take_once(request, NEW_TOKEN)  # just created: its secret, this once
     token = api_token_get(user=request.user, token_id=new["id"]) if new else None
-    return _page(request, new_token=token, new_secret=new["secret"] if token else None)
+    return settings_render(request, new_token=token, new_secret=new["secret"] if token else None)
 
 
 @require_POST
@@ -98,7 +102,7 @@ def settings_password(request: HttpRequest) -> HttpResponse:
     form = PasswordForm(request.user, request.POST)
     if not form.is_valid():
         messages.error(request, "Your password was not changed. See the form for details.")
-        return _page(request, status=400, password_form=form)
+        return settings_render(request, status=400, password_form=form)
     user, told = password_change(form=form)
     update_session_auth_hash(request, user)  # this login stays; the user's other logins end
     messages.success(request, told)
@@ -108,10 +112,10 @@ def settings_password(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def settings_preferences(request: HttpRequest) -> HttpResponse:
-    form = PreferencesForm(request.POST)
+    form = PreferencesForm(request.POST, user=request.user)
     if not form.is_valid():
         messages.error(request, "Your preferences were not saved. See the form for details.")
-        return _page(request, status=400, preferences_form=form)
+        return settings_render(request, status=400, preferences_form=form)
     preferences_update(user=request.user, **form.cleaned_data)
     messages.success(request, "Your preferences were saved.")
     return redirect("settings")
@@ -123,7 +127,7 @@ def settings_token_create(request: HttpRequest) -> HttpResponse:
     form = TokenCreateForm(request.POST)
     if not form.is_valid():
         messages.error(request, "No token was created. See the form for details.")
-        return _page(request, status=400, token_form=form)
+        return settings_render(request, status=400, token_form=form)
     token, secret = api_token_create(user=request.user, name=form.cleaned_data["name"])
     # Post/Redirect/Get: a reload of the page shown makes no second token. The secret is drawn on the
     # redirected page once (aptix/shown_once.py), and never stored otherwise.
@@ -136,6 +140,6 @@ def settings_token_create(request: HttpRequest) -> HttpResponse:
 def settings_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     if not api_token_revoke(user=request.user, token_id=token_id):
         messages.error(request, TOKEN_GONE)
-        return _page(request, status=404)
+        return settings_render(request, status=404)
     messages.success(request, "The API token was revoked: programs using it are refused from now on.")
     return redirect("settings")

@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 from django.http import HttpRequest
 
 from agents.selectors import session_list_filtered, session_shared_with, turn_matches
-from modes.catalog import active_modes
+from aptix.teams import team_list_for_user
+from modes.catalog import modes_for_teams
 
 from ..markdown import plain_text
 
@@ -107,7 +108,7 @@ def sidebar_context(
         "page": page,
         "next_page_query": urlencode({**filters, "page": page + 1}) if more else "",
         "current": current,
-        "catalog": active_modes(),
+        "catalog": modes_for_teams(team_list_for_user(user=request.user)),  # the filter's modes: the user's teams'
         # Drawn with the whole page only (the list's own requests filter the user's sessions).
         "shared": session_shared_with(user=request.user, limit=SHARED_SHOWN) if whole_page else [],
     }

@@ -239,9 +239,9 @@ def test_export_names_a_file_left_over_from_a_mode_that_no_longer_exists(tmp_pat
 
 def test_a_teams_list_is_a_set_order_and_repeats_do_not_count(tmp_path, team_a, team_b):
     run("catalog_export", str(tmp_path))
-    edit(tmp_path / "general.mode.md", "---\n\n", "teams:\n  - team-b\n  - team-a\n  - team-b\n---\n\n")
-    assert "changed: general" in run("catalog_import", str(tmp_path), "--publish")[0]
-    assert "unchanged: general" in run("catalog_import", str(tmp_path), "--publish")[0]
+    edit(tmp_path / "ddr-authoring.mode.md", "---\n\n", "teams:\n  - team-b\n  - team-a\n  - team-b\n---\n\n")
+    assert "changed: ddr-authoring" in run("catalog_import", str(tmp_path), "--publish")[0]
+    assert "unchanged: ddr-authoring" in run("catalog_import", str(tmp_path), "--publish")[0]
 
 
 def test_an_empty_or_missing_directory_is_an_error(tmp_path):

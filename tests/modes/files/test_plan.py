@@ -10,6 +10,7 @@ from modes.files.format import NOT_YET_SUPPORTED, UNKNOWN_KEY
 from modes.files.plan import CHANGED, ERROR_PLAN_HAS_PROBLEMS, NEW, UNCHANGED, apply_plan, export_files, plan_import
 from modes.files.sources import MODE, VSCODE, Source
 from modes.models import ERROR_DEFAULT_CANNOT_BE_UNSET, ERROR_DEFAULT_MUST_BE_ACTIVE, AgentMode, ModeVersion
+from modes.services import ERROR_DEFAULT_FOR_EVERY_TEAM
 from modes.versions import version_publish
 from tests.helpers.mode_files import catalog_snapshot
 
@@ -180,3 +181,11 @@ def test_an_unchanged_file_is_skipped():
     plan = plan_import([Source(name, text, MODE) for name, text in files.items()])
     assert {m.status for m in plan.modes} == {UNCHANGED} and plan.writes == []
     assert plan.summary() == "0 new, 0 changed, 4 unchanged"
+
+
+def test_teams_on_the_default_mode_are_refused_naming_the_line(team_a):
+    files = export_files()
+    general = files["general.mode.md"].replace("---\n\n", "teams:\n  - team-a\n---\n\n", 1)
+    plan = plan_import([Source("general.mode.md", general, MODE)])
+    line = general.splitlines().index("teams:") + 1
+    assert [str(p) for p in plan.problems] == [f"general.mode.md:{line}: teams: {ERROR_DEFAULT_FOR_EVERY_TEAM}"]
