@@ -13,7 +13,8 @@ from aptix.models import Membership
 from aptix.teams import team_list_for_user
 
 from .catalog import ModeValidationError, default_mode_for_team, mode_validate, modes_for_team, team_default_choice
-from .models import AgentMode, TeamDefaultMode
+from .models import AgentMode, CatalogEvent, TeamDefaultMode
+from .services import catalog_event_record
 
 ERROR_NOT_TEAM_OWNER = "Only the team's owners and administrators set the team's default mode."
 
@@ -36,15 +37,30 @@ def team_default_mode_set(*, team: Any, mode: str, user: Any) -> TeamDefaultMode
     if not team_default_mode_can_set(user=user, team=team):
         raise PermissionDenied(ERROR_NOT_TEAM_OWNER)
     if not (mode or "").strip():
-        TeamDefaultMode.objects.filter(team=team).delete()
-        # audit: team default mode changed (cleared: the catalog's default applies) — by `user`, for `team`
+        cleared = TeamDefaultMode.objects.filter(team=team).select_related("mode").first()
+        if cleared is not None:
+            cleared.delete()
+            catalog_event_record(
+                action=CatalogEvent.Action.DEFAULT_CHANGED,
+                mode_key=cleared.mode.key,
+                user=user,
+                note=f"no longer team {team.slug}'s default: the catalog's default applies",
+            )
         return None
     try:
         target = mode_validate(mode, team=team)
     except ModeValidationError as exc:
         raise ValidationError({"mode": str(exc)}) from exc
+    before = TeamDefaultMode.objects.filter(team=team).values_list("mode_id", flat=True).first()
     choice, _ = TeamDefaultMode.objects.update_or_create(team=team, defaults={"mode": target, "set_by": user})
-    # audit: team default mode changed — by `user`, for `team`, to `target` (its version `target.version`)
+    if before != target.pk:
+        catalog_event_record(
+            action=CatalogEvent.Action.DEFAULT_CHANGED,
+            mode_key=target.key,
+            user=user,
+            version=target.version,
+            note=f"team {team.slug}'s default",
+        )
     return choice
 
 

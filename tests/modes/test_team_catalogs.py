@@ -15,7 +15,7 @@ from modes.catalog import (
     mode_validate,
     modes_for_team,
 )
-from modes.models import AgentMode, TeamDefaultMode
+from modes.models import AgentMode, CatalogEvent, TeamDefaultMode
 from modes.services import ERROR_DEFAULT_FOR_EVERY_TEAM, mode_make_default
 from modes.teams import ERROR_NOT_TEAM_OWNER, team_default_mode_set, team_default_rows
 from tests.helpers import inline_db, mode_admin_form
@@ -83,6 +83,22 @@ def test_an_owner_sets_the_teams_default_and_a_member_cannot(team_a, alice, bob)
     assert default_mode_for_team(team_a) == "data-analysis"
     assert team_default_mode_set(team=team_a, mode="", user=alice) is None  # back to the catalog's
     assert default_mode_for_team(team_a) == "general" and not TeamDefaultMode.objects.exists()
+    team_default_mode_set(team=team_a, mode="", user=alice)  # nothing to clear: nothing to audit
+
+
+def test_a_teams_default_changed_or_cleared_is_in_the_catalogs_audit(team_a, alice):
+    team_default_mode_set(team=team_a, mode="data-analysis", user=alice)
+    team_default_mode_set(team=team_a, mode="data-analysis", user=alice)  # the same again: no change
+    team_default_mode_set(team=team_a, mode="", user=alice)
+    rows = list(
+        CatalogEvent.objects.filter(action=CatalogEvent.Action.DEFAULT_CHANGED)
+        .order_by("id")
+        .values_list("mode_key", "user", "version", "note")
+    )
+    assert rows == [
+        ("data-analysis", alice.pk, 1, "team team-a's default"),
+        ("data-analysis", alice.pk, None, "no longer team team-a's default: the catalog's default applies"),
+    ]
 
 
 def test_an_owner_of_another_team_cannot_set_this_ones(team_a, team_b, carol):
