@@ -36,10 +36,14 @@ ACTIONS = ("publish", "approve", "reject", "review", "try")
 
 
 def prompt_table(old: str, new: str, old_label: str, new_label: str) -> str:
-    """The prompt as a side-by-side line diff (difflib's HTML table; it escapes the text)."""
-    return difflib.HtmlDiff(wrapcolumn=70).make_table(
+    """The prompt as a side-by-side line diff (difflib's HTML table; it escapes the text). Long lines wrap
+    in their cell (static/css/admin.css), not at a column count that overflows a narrow page."""
+    table = difflib.HtmlDiff().make_table(
         (old or "").splitlines(), (new or "").splitlines(), old_label, new_label, context=False
     )
+    # difflib keeps spaces as &nbsp;, so a long line could only break mid-word: the cells keep spaces
+    # with `white-space: pre-wrap` instead, and wrap between words.
+    return table.replace("&nbsp;", " ")
 
 
 def compare_rows(old: ModeVersion, new: ModeVersion) -> list[dict[str, Any]]:

@@ -80,6 +80,7 @@ def test_compare_shows_the_prompt_as_a_line_diff_and_lists_by_item(client, curat
     client.login(username=curator.username, password=password)
     page = client.get(reverse("admin:modes_agentmode_compare", args=[mode.pk]) + "?a=1&b=2").content.decode()
     assert "Cite the table." in text(page) and 'class="diff_add"' in page
+    assert "Cite the table." in page  # real spaces (not difflib's &nbsp;): a long line wraps between words
     assert '<li class="item-added">fresh.*</li>' in page
     assert 'data-field="tools"' in page and "tools (changed)" in page
 
