@@ -100,6 +100,7 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
             "branch": c.branch,
             "source": c.source,
             "turnId": c.turn_id,
+            "modeVersion": c.mode_version,  # the version of the mode the session moved to
             "at": _iso(c.created_at),
         }
         for c in mode_change_list(session=session)
@@ -112,6 +113,7 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
             "finishedAt": _iso(t.finished_at),
             "execution": t.execution,
             "mode": t.mode,
+            "modeVersion": (t.trace or {}).get("mode_version"),  # the catalog version the turn ran with
             "responseMode": t.response_mode,
             "status": t.status,
             "model": t.model_label,
@@ -162,7 +164,9 @@ def _fenced(text: str, lang: str = "") -> str:
 
 
 def _markdown_turn(turn: dict[str, Any]) -> list[str]:
-    out = [f"## Turn {turn['index']} · {turn['execution']} · {turn['mode']} · {turn['createdAt']}", ""]
+    version = turn.get("modeVersion")
+    mode = f"{turn['mode']} v{version}" if isinstance(version, int) else turn["mode"]
+    out = [f"## Turn {turn['index']} · {turn['execution']} · {mode} · {turn['createdAt']}", ""]
     if turn.get("replacedBy"):
         out += [f"_Replaced by turn {turn['replacedBy']}: no longer part of the conversation._", ""]
     out += ["**You:**", "", turn["message"] or "_(no message)_", ""]

@@ -156,6 +156,8 @@ def _traced_turn(session):
     ]
     for seq, (kind, payload) in enumerate(calls, start=1):
         TurnEvent.objects.create(turn=turn, seq=seq, type=kind, payload=payload)
+    turn.trace = {"mode_version": 3}  # what the run recorded: the version of the mode it ran with
+    turn.save(update_fields=["trace"])
     return turn
 
 
@@ -175,6 +177,8 @@ def test_the_json_export_holds_turns_tool_calls_mode_changes_and_image_links(sig
     assert first["image"] == f"http://testserver/media/images/{session.id}/{IMAGE}.png"
     assert second == {"id": "c2", "name": "sql__query", "kind": "mcp", "arguments": '{"sql": "select ```"}', "ok": None}
     assert exported["modeChanges"][0]["newMode"] == "data-analysis" and exported["modeChanges"][0]["reason"] == "charts"
+    assert exported["modeVersion"] == 3  # the catalog version the turn ran with
+    assert exported["modeChanges"][0]["modeVersion"] == 1  # data-analysis's published version it moved to
     assert data["modeChanges"] == exported["modeChanges"]
 
 
@@ -190,6 +194,7 @@ def test_the_markdown_export_reads_as_a_transcript(signed_in, session, alice):
     assert '````\n{"sql": "select ```"}\n````' in text  # a fence longer than the backticks inside
     assert "`sql__query` (mcp, not finished)" in text
     assert "**Mode changed:** general → data-analysis — charts" in text
+    assert "## Turn 1 · ask · general v3 · " in text
 
 
 def test_an_unknown_export_format_is_404(signed_in, session):
