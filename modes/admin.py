@@ -60,6 +60,7 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
                 ]
             },
         ),
+        ("Tests", {"fields": ["test_utterances", "checks"]}),
         ("Record", {"fields": ["id", "created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 

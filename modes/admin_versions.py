@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from .models import AgentMode, ModeVersion
-from .versioning import FIELD_NAMES, LIST_FIELDS, VERSIONED_FIELDS, snapshot_diff
+from .versioning import FIELD_NAMES, LIST_FIELDS, VERSIONED_FIELDS, item_text, snapshot_diff
 from .versions import (
     PERM_PUBLISH,
     UNPUBLISHED,
@@ -57,8 +57,9 @@ def compare_rows(old: ModeVersion, new: ModeVersion) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"name": FIELD_NAMES.get(field, field), "changed": field in changed}
         if field in LIST_FIELDS:
             left_items, right_items = list(left or []), list(right or [])
-            row["left"] = [(item, item not in right_items) for item in left_items]  # (item, removed)
-            row["right"] = [(item, item not in left_items) for item in right_items]  # (item, added)
+            # (item, removed) and (item, added); a check shows as one line of JSON
+            row["left"] = [(item_text(item), item not in right_items) for item in left_items]
+            row["right"] = [(item_text(item), item not in left_items) for item in right_items]
             row["is_list"] = True
         else:
             row["left"], row["right"] = left, right

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape
@@ -9,6 +11,7 @@ from django.utils.html import escape
 from .catalog import ModeValidationError, mode_validate
 from .models import AgentMode, TeamDefaultMode
 from .services import mode_teams_check
+from .validators import normal_checks, validate_checks
 
 TEAMS_HELP = "None: every team. Chosen teams: only their members see and use this mode."
 
@@ -39,9 +42,57 @@ class LinesField(forms.Field):
         return self.to_python(initial) != self.to_python(data)
 
 
+class ChecksField(forms.Field):
+    """The checks as pretty-printed JSON in a textarea; an error names the check and its key."""
+
+    widget = forms.Textarea(attrs={"rows": 12, "cols": 80, "spellcheck": "false"})
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(*args, **kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return json.dumps(normal_checks(value), indent=2, ensure_ascii=False) if value else ""
+        return value
+
+    def to_python(self, value):
+        if isinstance(value, list):
+            return value
+        if not value or not str(value).strip():
+            return []
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"Not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}.", code="bad_json"
+            ) from None
+        validate_checks(parsed)
+        return normal_checks(parsed)
+
+    def has_changed(self, initial, data):
+        try:
+            return self.to_python(initial) != self.to_python(data)
+        except ValidationError:
+            return True
+
+
 class AgentModeForm(forms.ModelForm):
     human_role_hints = LinesField(label="Human role hints")
     example_utterances = LinesField(label="Example utterances")
+    test_utterances = LinesField(
+        label="Test utterances",
+        help_text="One request per line that belongs to this mode, for routing tests. Unlike the example "
+        "utterances, these are never shown to the model.",
+    )
+    checks = ChecksField(
+        label="Checks",
+        help_text=escape(
+            'A JSON list; each check: {"prompt": "...", "execution": "ask" or "agent", "expect": {"tool": "...", '
+            '"contains": "...", "not_contains": "...", "status": "completed"}} — expect needs one or more of '
+            "its keys; execution defaults to ask, status to completed."
+        ),
+    )
     tool_policy = LinesField(
         label="Tool policy",
         # Escaped: the admin renders help text as HTML, where "<server>" would be read as a tag.
@@ -78,6 +129,8 @@ class AgentModeForm(forms.ModelForm):
             "system_prompt",
             "human_role_hints",
             "example_utterances",
+            "test_utterances",
+            "checks",
             "tool_policy",
             "approval_policy",
             "model",

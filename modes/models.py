@@ -6,7 +6,15 @@ from django.db import models
 
 from aptix.ids import new_hex_id
 
-from .validators import validate_approval_policy, validate_mode_key, validate_string_list, validate_tool_policy
+from .validators import (
+    normal_checks,
+    validate_approval_policy,
+    validate_checks,
+    validate_mode_key,
+    validate_string_list,
+    validate_test_utterances,
+    validate_tool_policy,
+)
 
 DEFAULT_MODE_KEY = "general"
 
@@ -40,6 +48,20 @@ class AgentMode(models.Model):
     )
     human_role_hints = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     example_utterances = models.JSONField(default=list, blank=True, validators=[validate_string_list])
+    test_utterances = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_test_utterances],
+        help_text="Requests that belong to this mode, kept for routing tests: unlike the example utterances "
+        "they are never shown to the model.",
+    )
+    checks = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_checks],
+        help_text='What a turn in this mode must do: a list of {"prompt", "execution": "ask"|"agent", "expect": '
+        '{"tool", "contains", "not_contains", "status"}}.',
+    )
     tool_policy = models.JSONField(
         default=list,
         blank=True,
@@ -108,6 +130,10 @@ class AgentMode(models.Model):
     def __str__(self) -> str:
         return f"{self.display_name} ({self.key})"
 
+    def save(self, *args, **kwargs) -> None:
+        self.checks = normal_checks(self.checks)  # stored in canonical form, however it was written
+        super().save(*args, **kwargs)
+
     def validate_constraints(self, exclude=None) -> None:
         # The single-default constraint is kept by modes.services.mode_save, which unsets the
         # previous default in the same transaction; validating it here would refuse every switch.
@@ -115,6 +141,7 @@ class AgentMode(models.Model):
 
     def clean(self) -> None:
         self.key = (self.key or "").strip().lower()
+        self.checks = normal_checks(self.checks)
         if self.is_default and not self.is_active:
             raise ValidationError({"is_active": ERROR_DEFAULT_MUST_BE_ACTIVE})
         if not self.is_default and not self._state.adding:

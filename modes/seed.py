@@ -222,3 +222,78 @@ SEED_MODES: list[dict] = [
         "ordering": 40,
     },
 ]
+
+# The seed modes' routing tests and checks (AgentMode.test_utterances and .checks), filled in by the
+# migration 0018_seed_tests_and_checks, for new installs and existing ones alike (fields added after
+# 0002 do not belong in SEED_MODES above). The test utterances are distinct from each mode's examples;
+# the checks are ones the built-in offline model passes (tests/modes/test_seed_checks.py runs them).
+SEED_TESTS_AND_CHECKS: dict[str, dict[str, list]] = {
+    "general": {
+        "test_utterances": [
+            "Give me three ideas for a team offsite activity",
+            "Proofread this sentence for grammar mistakes",
+            "Write a short thank-you note to a colleague who covered my shift",
+            "What is the date next Friday?",
+            "Turn these meeting notes into a list of action items",
+        ],
+        "checks": [
+            {"prompt": "Hello there", "execution": "ask", "expect": {"contains": "offline model"}},
+            {
+                "prompt": "What modes are there?",
+                "execution": "ask",
+                "expect": {"tool": "agent_list_modes", "contains": "Data Analysis"},
+            },
+        ],
+    },
+    "ddr-authoring": {
+        "test_utterances": [
+            "Start a new DDR about retiring the legacy login service",
+            "Which section of the design record should list the non-goals?",
+            "Check whether this decision record has testable contract clauses",
+            "Write the purpose and scope for a DDR on rate limiting",
+            "Mark DDR TUL-012 as superseded by TUL-015",
+        ],
+        "checks": [
+            {
+                "prompt": "Draft a DDR for our new caching layer",
+                "execution": "ask",
+                "expect": {"tool": "document_write", "contains": "DDR: Our new caching layer"},
+            },
+            {
+                "prompt": "Please draft a DDR for API versioning",
+                "execution": "agent",
+                "expect": {"tool": "document_write", "contains": "DDR: API versioning"},
+            },
+        ],
+    },
+    "workflow-authoring": {
+        "test_utterances": [
+            "Automate the steps for closing a customer support ticket",
+            "Design the approval chain for travel expense claims",
+            "What should the retry policy be when the payroll export step fails?",
+            "Sketch the trigger and the steps of a contract renewal pipeline",
+            "Add an escalation to the on-call manager when nobody approves within a day",
+        ],
+        "checks": [
+            {"prompt": "Hello", "execution": "ask", "expect": {"contains": "offline model", "not_contains": "Sorry"}},
+            {"prompt": "What modes are there?", "execution": "agent", "expect": {"tool": "agent_list_modes"}},
+        ],
+    },
+    "data-analysis": {
+        "test_utterances": [
+            "How many orders did we get last month?",
+            "Which product category brings in the most revenue?",
+            "List the top customers by total spend",
+            "What is the average order value per month?",
+            "Show revenue per region as a table",
+        ],
+        "checks": [
+            {
+                "prompt": "What was the revenue by month?",
+                "execution": "agent",
+                "expect": {"tool": "sql__query", "not_contains": "Sorry"},
+            },
+            {"prompt": "What modes are there?", "execution": "ask", "expect": {"tool": "agent_list_modes"}},
+        ],
+    },
+}

@@ -69,3 +69,84 @@ def validate_approval_policy(value) -> None:
             params={"entries": ", ".join(repr(b) for b in bad)},
             code="bad_approval_policy",
         )
+
+
+# A mode's checks (AgentMode.checks): each a prompt run in a new session in the mode, with what the
+# turn must show. The keys in the order an exported file writes them.
+CHECK_KEYS = ("prompt", "execution", "expect")
+EXPECT_KEYS = ("tool", "contains", "not_contains", "status")
+CHECK_EXECUTIONS = ("ask", "agent")
+CHECK_STATUSES = (
+    "completed",
+    "failed",
+    "cancelled",
+    "limit_reached",
+    "requires_action",
+    "awaiting_approval",
+)  # a Turn's final statuses (agents.models.Turn.Status, which modes does not import)
+MAX_CHECKS = 20
+
+
+def validate_test_utterances(value) -> None:
+    """The routing tests: like the example utterances, a list of non-empty strings."""
+    validate_string_list(value)
+
+
+def _check_problem(index: int, path: str, message: str) -> ValidationError:
+    return ValidationError(f"checks[{index}]{path}: {message}", code="bad_check")
+
+
+def validate_check(index: int, check) -> None:
+    """One check; the error names the item and the key: "checks[1].expect.tool: expected a string"."""
+    if not isinstance(check, dict):
+        raise _check_problem(index, "", "expected a mapping with prompt, execution and expect")
+    if unknown := [key for key in check if key not in CHECK_KEYS]:
+        raise _check_problem(index, f".{unknown[0]}", "unknown key; a check has " + ", ".join(CHECK_KEYS))
+    prompt = check.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise _check_problem(index, ".prompt", "expected a non-empty string")
+    if len(prompt) > MAX_ITEM_LENGTH * 4:
+        raise _check_problem(index, ".prompt", f"longer than {MAX_ITEM_LENGTH * 4} characters")
+    if "execution" in check and check["execution"] not in CHECK_EXECUTIONS:
+        raise _check_problem(index, ".execution", "expected ask or agent")
+    expect = check.get("expect")
+    if not isinstance(expect, dict) or not expect:
+        raise _check_problem(index, ".expect", "expected a mapping with one or more of " + ", ".join(EXPECT_KEYS))
+    for key, item in expect.items():
+        if key not in EXPECT_KEYS:
+            raise _check_problem(index, f".expect.{key}", "unknown key; expect has " + ", ".join(EXPECT_KEYS))
+        if not isinstance(item, str) or not item.strip():
+            raise _check_problem(index, f".expect.{key}", "expected a string")
+        if len(item) > MAX_ITEM_LENGTH:
+            raise _check_problem(index, f".expect.{key}", f"longer than {MAX_ITEM_LENGTH} characters")
+    if "status" in expect and expect["status"] not in CHECK_STATUSES:
+        raise _check_problem(index, ".expect.status", "expected a turn status: " + ", ".join(CHECK_STATUSES))
+
+
+def validate_checks(value) -> None:
+    if not isinstance(value, list):
+        raise ValidationError("checks: expected a list of checks.", code="not_a_list")
+    if len(value) > MAX_CHECKS:
+        raise ValidationError(f"checks: at most {MAX_CHECKS} checks.", code="too_many_items")
+    for index, check in enumerate(value):
+        validate_check(index, check)
+
+
+def normal_checks(value) -> list:
+    """The checks in canonical form when they are valid; as they are otherwise (their validator says why)."""
+    try:
+        validate_checks(value)
+    except ValidationError:
+        return value
+    return [normal_check(check) for check in value]
+
+
+def normal_check(check: dict) -> dict:
+    """A valid check in its canonical form: its keys and expect's in a fixed order (CHECK_KEYS,
+    EXPECT_KEYS), the execution given (default ask)."""
+    expect = check.get("expect") or {}
+    return {
+        "prompt": check["prompt"],
+        "execution": check.get("execution") or "ask",
+        "expect": {key: expect[key] for key in EXPECT_KEYS if key in expect},
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 from typing import Any
 
 from .models import AgentMode
@@ -24,6 +25,8 @@ VERSIONED_FIELDS: list[str] = [
     "ordering",
     "human_role_hints",
     "example_utterances",
+    "test_utterances",
+    "checks",
     "tool_policy",
     "approval_policy",
     "model",
@@ -43,6 +46,8 @@ FRONT_MATTER_NAMES: dict[str, str] = {
     "order": "ordering",
     "roles": "human_role_hints",
     "examples": "example_utterances",
+    "tests": "test_utterances",
+    "checks": "checks",
     "tools": "tool_policy",
     "approvals": "approval_policy",
     "model": "model",
@@ -54,7 +59,15 @@ FIELD_NAMES: dict[str, str] = {field: name for name, field in FRONT_MATTER_NAMES
 
 # Catalog state rather than content: a restore keeps the entry's current values of these.
 CATALOG_STATE_FIELDS = ("is_default", "is_active")
-LIST_FIELDS = ("human_role_hints", "example_utterances", "tool_policy", "approval_policy", "teams")
+LIST_FIELDS = (
+    "human_role_hints",
+    "example_utterances",
+    "test_utterances",
+    "checks",
+    "tool_policy",
+    "approval_policy",
+    "teams",
+)
 TEXT_FIELDS = ("system_prompt", "system_prompt_summary", "description")
 
 
@@ -84,6 +97,11 @@ def mode_with_snapshot(mode: AgentMode, snapshot: dict[str, Any]) -> AgentMode:
         if name != "teams" and name in snapshot:
             setattr(candidate, name, copy.deepcopy(snapshot[name]))
     return candidate
+
+
+def item_text(item: Any) -> str:
+    """A list item as a line: a string as it is, a check (a mapping) as compact JSON."""
+    return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
 
 
 def _text_lines(value: Any) -> list[str]:
@@ -125,8 +143,8 @@ def diff_text(changes: list[dict[str, Any]]) -> str:
             out.extend("  " + line for line in change["lines"][2:])
         elif change["kind"] == "list":
             out.append(f"{change['name']}:")
-            out.extend(f"  + {item}" for item in change["added"])
-            out.extend(f"  - {item}" for item in change["removed"])
+            out.extend(f"  + {item_text(item)}" for item in change["added"])
+            out.extend(f"  - {item_text(item)}" for item in change["removed"])
         else:
             out.append(f"{change['name']}: {change['from']!r} → {change['to']!r}")
     return "\n".join(out)

@@ -46,7 +46,7 @@ STATUS_OF_CATALOG_CODE = {CODE_FORBIDDEN: 403, CODE_NEEDS_REVIEW: 409, CODE_STAT
 ERROR_NOT_CURATOR = "The catalog API needs the permission to change or to publish agent modes."
 TEXT_FIELDS = ("name", "description", "summary", "prompt", "model", "execution")
 FLAG_FIELDS = ("default", "active")
-LIST_FIELDS = ("tools", "approvals", "roles", "examples", "teams")
+LIST_FIELDS = ("tools", "approvals", "roles", "examples", "tests", "teams")
 
 
 def _curator(user: Any) -> None:
@@ -89,6 +89,7 @@ def parse_draft_fields(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
             or (name == "order" and isinstance(value, int) and not isinstance(value, bool) and value >= 0)
             or (name in LIST_FIELDS and isinstance(value, list) and all(isinstance(v, str) for v in value))
             or (name == "ask_followup" and (value is None or isinstance(value, bool)))
+            or (name == "checks" and isinstance(value, list))  # each check: the field's validator
         )
         if not ok:
             raise ApiError(400, f"'{name}' has the wrong type.", name)

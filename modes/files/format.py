@@ -5,11 +5,12 @@ FIELDS is the one table between front-matter keys and AgentMode fields: reading,
 preview and the import's diff all go through it, in its order (the order keys are written in). A field
 added to the catalog is one row here. A key a file leaves out takes the field's default (no teams:
 every team; no model: the deployment's default), so the file is the whole entry. `execution`,
-`model`, `ask_followup` and `teams` are left out of an exported file when at their default; every
-other key is always written, so an edit in a text editor is a one-line diff.
+`model`, `tests`, `checks`, `ask_followup` and `teams` are left out of an exported file when at their
+default; every other key is always written, so an edit in a text editor is a one-line diff.
 
-`tests` and `checks` (the catalog's routing tests and checks) are names the format keeps for them: until
-the catalog stores them, a file that has one is refused, saying so, rather than imported without them.
+`tests` (the routing test utterances, a list of strings) and `checks` (a list of mappings: `prompt`,
+`execution`, `expect` with `tool`, `contains`, `not_contains`, `status`) are written in block style, each
+check's keys and its expect's in that fixed order (modes/validators.py CHECK_KEYS, EXPECT_KEYS).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.db import models
 from django.utils.text import slugify
 
 from ..models import AgentMode
+from ..validators import normal_checks
 from .frontmatter import Document, FrontMatterError, Problem, join, parse
 
 SUFFIX = ".mode.md"
@@ -71,8 +73,7 @@ OPTIONAL_BOOL = Kind(_is_optional_bool, "expected true, false or null (null: the
 WHOLE_NUMBER = Kind(_is_whole_number, "expected a whole number, 0 or more")
 STRING_LIST = Kind(_is_string_list, "expected a list of strings")
 EXECUTION = Kind(_is_execution, "expected ask or agent (leave it out to keep the session's)")
-# A list of structured items (mappings), for fields whose own validators check each item: the routing
-# tests and checks will be `Field("tests", "<their field>", LIST)` once the catalog stores them.
+# A list of structured items (mappings), for fields whose own validators check each item (the checks).
 LIST = Kind(_is_list, "expected a list")
 
 
@@ -98,16 +99,14 @@ FIELDS: tuple[Field, ...] = (
     Field("approvals", "approval_policy", STRING_LIST),
     Field("roles", "human_role_hints", STRING_LIST),
     Field("examples", "example_utterances", STRING_LIST),
+    Field("tests", "test_utterances", STRING_LIST, omit_default=True),
+    Field("checks", "checks", LIST, omit_default=True),
     Field("ask_followup", "ask_followup", OPTIONAL_BOOL, omit_default=True),
     Field("teams", TEAMS, STRING_LIST, omit_default=True),
 )
 BY_KEY = {f.key: f for f in FIELDS}
 BY_ATTR = {f.attr: f for f in FIELDS}
 COLUMNS = (*(f.attr for f in FIELDS if f.attr != TEAMS), PROMPT)  # AgentMode columns a file sets
-NOT_YET_SUPPORTED = {
-    "tests": "the catalog does not store routing tests yet; remove the key to import this file",
-    "checks": "the catalog does not store checks yet; remove the key to import this file",
-}
 UNKNOWN_KEY = "unknown key; a mode file has " + ", ".join(f.key for f in FIELDS) + " (and the prompt as its body)"
 
 
@@ -141,7 +140,11 @@ def render(values: dict[str, Any]) -> str:
         value = values.get(spec.attr, default_of(spec.attr))
         if spec.omit_default and value == default_of(spec.attr):
             continue
-        front[spec.key] = sorted(value) if spec.attr == TEAMS else value
+        if spec.attr == TEAMS:
+            value = sorted(value)
+        elif spec.attr == "checks":
+            value = normal_checks(value)  # each check's keys in a fixed order, whatever the store kept
+        front[spec.key] = value
     return join(front, values.get(PROMPT, ""))
 
 
@@ -188,7 +191,7 @@ def from_document(source: str, document: Document) -> tuple[ModeFile | None, lis
     for key, entry in document.entries.items():
         spec = BY_KEY.get(key)
         if spec is None:
-            problems.append(Problem(source, entry.line, key, NOT_YET_SUPPORTED.get(key, UNKNOWN_KEY)))
+            problems.append(Problem(source, entry.line, key, UNKNOWN_KEY))
             continue
         if not spec.kind.check(entry.value):
             problems.append(Problem(source, entry.line, key, spec.kind.expected))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,8 @@ NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 READERS = {MODE: mode_format.read, VSCODE: read_vscode_agent, CLAUDE: read_claude_subagent}
 MAX_DIFF_LINES = 40
 MAX_CONTEXT_WIDTH = 100
+ITEM_OF_CHECK = re.compile(r"^checks\[(\d+)\]")
+ITEM_OF_LIST = re.compile(r"^Item (\d+) ")
 ERROR_NO_DEFAULT = "the catalog has no default mode: set default: true in one file"
 ERROR_NOTHING_TO_IMPORT = "No mode files found"
 ERROR_PLAN_HAS_PROBLEMS = "The files have problems: nothing was imported."
@@ -119,6 +122,17 @@ def _check_teams(mode_file: ModeFile, slugs: list[str], teams: set[str]) -> list
     return problems
 
 
+def _line_of(mode_file: ModeFile, attr: str, message: str) -> int:
+    """The line of the field, or of the item a message names ("checks[1].expect.tool: …", "Item 2 …")."""
+    item = ITEM_OF_CHECK.match(message) if attr == "checks" else ITEM_OF_LIST.match(message)
+    lines = mode_file.item_lines.get(attr, ())
+    if item is not None:
+        position = int(item.group(1)) - (0 if attr == "checks" else 1)
+        if 0 <= position < len(lines):
+            return lines[position]
+    return mode_file.line_of(attr)
+
+
 def _check_model(mode_file: ModeFile, values: dict[str, Any], current: AgentMode | None) -> list[Problem]:
     """The catalog's own validation (modes/validators.py, AgentMode.clean) on the entry as it would be."""
     candidate = AgentMode(**{attr: values[attr] for attr in COLUMNS})
@@ -129,7 +143,7 @@ def _check_model(mode_file: ModeFile, values: dict[str, Any], current: AgentMode
         candidate.full_clean()
     except ValidationError as exc:
         return [
-            Problem(mode_file.source, mode_file.line_of(attr), _field_name(attr), message)
+            Problem(mode_file.source, _line_of(mode_file, attr, message), _field_name(attr), message)
             for attr, messages in exc.message_dict.items()
             for message in messages
             # Whether the catalog keeps a default is decided across all the files (_check_default).

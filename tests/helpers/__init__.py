@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.db import connections
@@ -47,6 +49,8 @@ def mode_admin_form(mode, **changes) -> dict:
         "system_prompt": mode.system_prompt,
         "human_role_hints": "\n".join(mode.human_role_hints),
         "example_utterances": "\n".join(mode.example_utterances),
+        "test_utterances": "\n".join(mode.test_utterances),
+        "checks": json.dumps(mode.checks),
         "tool_policy": "\n".join(mode.tool_policy),
         "approval_policy": "\n".join(mode.approval_policy),
         "model": mode.model,

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from modes.models import DEFAULT_MODE_KEY, AgentMode
-from modes.seed import SEED_MODES
+from modes.seed import SEED_MODES, SEED_TESTS_AND_CHECKS
 
 
 class Command(BaseCommand):
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         has_default = AgentMode.objects.filter(is_default=True).exists()
         created = []
         for entry in SEED_MODES:
-            values = dict(entry)
+            values = {**entry, **SEED_TESTS_AND_CHECKS.get(entry["key"], {})}
             if has_default:
                 values["is_default"] = False
             _, was_created = AgentMode.objects.get_or_create(key=values.pop("key"), defaults=values)

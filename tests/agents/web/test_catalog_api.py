@@ -155,3 +155,23 @@ async def test_mode_history_keeps_the_version_the_session_moved_to(alice, team_a
 
     entry = await sync_to_async(switch)()
     assert (entry.new_mode, entry.mode_version) == ("data-analysis", 2)
+
+
+async def test_a_draft_carries_tests_and_checks_and_a_bad_check_is_named(curator_token):
+    check = {"expect": {"tool": "agent_list_modes"}, "prompt": "What modes are there?"}
+    status, body = await call("POST", f"{BASE}/drafts", curator_token, {"tests": ["Plan my week"], "checks": [check]})
+    assert (status, body["state"]) == (201, "draft")
+    status, body = await call("POST", f"{BASE}/versions/{body['version']}/publish", curator_token)
+    assert status == 200
+    mode = await AgentMode.objects.aget(key="general")
+    assert mode.test_utterances == ["Plan my week"]
+    assert mode.checks == [
+        {"prompt": "What modes are there?", "execution": "ask", "expect": {"tool": "agent_list_modes"}}
+    ]
+
+    bad = [check, {"prompt": "Hi", "expect": {"tool": 3}}]
+    status, body = await call("POST", f"{BASE}/drafts", curator_token, {"checks": bad})
+    assert (status, body["error"]["field"]) == (400, "checks")
+    assert "checks[1].expect.tool: expected a string" in body["error"]["message"]
+    status, body = await call("POST", f"{BASE}/drafts", curator_token, {"tests": "Plan my week"})
+    assert (status, body["error"]["field"]) == (400, "tests")

@@ -34,6 +34,11 @@ def curated_catalog(team_a, team_b):
     ddr.approval_policy = ["notes.*: ask", "sql.*: auto"]
     ddr.system_prompt = "Line one\n\n  indented line\nlast line with trailing newline\n"
     ddr.description = "Two lines:\nthe second: with a colon # and a hash"
+    ddr.test_utterances = ["yes", "Review DDR: TUL-7 # now", "  leading spaces"]
+    ddr.checks = [
+        {"expect": {"not_contains": "Sorry", "tool": "document_write"}, "prompt": "Draft a DDR:\nfor caching"},
+        {"prompt": "no", "execution": "agent", "expect": {"status": "failed", "contains": "null"}},
+    ]
     mode_save(mode=ddr)
     ddr.teams.set([team_b, team_a])
     workflow = AgentMode.objects.get(key="workflow-authoring")
@@ -102,6 +107,8 @@ def test_an_exported_file_reads_as_yaml_front_matter_and_the_prompt(tmp_path, te
         "approvals",
         "roles",
         "examples",
+        "tests",
+        "checks",
         "teams",
     ]
     assert "teams:\n  - team-a\n---\n\n" + general.system_prompt + "\n" in text

@@ -12,6 +12,25 @@ from modes.files.frontmatter import join, split
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)
 LINES = st.lists(TEXT, max_size=4)
+NONEMPTY = TEXT.filter(lambda t: t.strip())
+EXPECT = st.fixed_dictionaries(
+    {},
+    optional={
+        "tool": NONEMPTY,
+        "contains": NONEMPTY,
+        "not_contains": NONEMPTY,
+        "status": st.sampled_from(["completed", "failed"]),
+    },
+).filter(bool)
+CHECKS = st.lists(
+    st.builds(
+        lambda prompt, execution, expect: {"prompt": prompt, "execution": execution, "expect": expect},
+        NONEMPTY,
+        st.sampled_from(["ask", "agent"]),
+        EXPECT,
+    ),
+    max_size=3,
+)
 
 
 def values(**changes):
@@ -58,10 +77,12 @@ def test_the_prompt_comes_back_byte_for_byte(prompt):
     execution=st.sampled_from(["", "ask", "agent"]),
     roles=LINES,
     examples=LINES,
+    tests=LINES,
+    checks=CHECKS,
     teams=st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), max_size=3, unique=True),
 )
 def test_any_entry_round_trips_through_its_file(
-    description, summary, prompt, order, active, ask_followup, execution, roles, examples, teams
+    description, summary, prompt, order, active, ask_followup, execution, roles, examples, tests, checks, teams
 ):
     entry = values(
         description=description,
@@ -73,6 +94,8 @@ def test_any_entry_round_trips_through_its_file(
         execution=execution,
         human_role_hints=roles,
         example_utterances=examples,
+        test_utterances=tests,
+        checks=checks,
         teams=sorted(teams),
     )
     text = render(entry)
@@ -86,7 +109,7 @@ def test_keys_are_written_in_the_tables_order_and_defaults_of_optional_keys_are_
     written = ["key", "name", "description", "summary", "default", "active", "order", "tools", "approvals"]
     assert keys == [*written, "roles", "examples"]
     optional = {f.key for f in FIELDS if f.omit_default}
-    assert optional == {"execution", "model", "ask_followup", "teams"}
+    assert optional == {"execution", "model", "tests", "checks", "ask_followup", "teams"}
     full = render(values(execution="agent", model="gpt-4o", ask_followup=False, teams=["b", "a"]))
     assert "execution: agent\nmodel: gpt-4o\n" in full and "ask_followup: false\nteams:\n  - a\n  - b\n" in full
 
@@ -120,3 +143,19 @@ def test_join_writes_a_blank_line_between_front_matter_and_body():
     assert join({"key": "x"}, "Body") == "---\nkey: x\n---\n\nBody\n"
     assert join({"key": "x"}, "") == "---\nkey: x\n---\n"
     assert TEAMS == "teams"
+
+
+def test_checks_are_written_in_block_style_with_their_keys_in_a_fixed_order():
+    check = {"expect": {"status": "completed", "contains": "DDR", "tool": "document_write"}, "prompt": "Draft a DDR"}
+    text = render(values(test_utterances=["Start a DDR"], checks=[check], example_utterances=["Write a DDR"]))
+    assert (
+        "examples:\n  - Write a DDR\ntests:\n  - Start a DDR\nchecks:\n  - prompt: Draft a DDR\n    execution: ask\n"
+        "    expect:\n      tool: document_write\n      contains: DDR\n      status: completed\n"
+    ) in text
+    assert reread(text)["checks"] == [
+        {
+            "prompt": "Draft a DDR",
+            "execution": "ask",
+            "expect": {"tool": "document_write", "contains": "DDR", "status": "completed"},
+        }
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from modes.files.format import NOT_YET_SUPPORTED, UNKNOWN_KEY
+from modes.files.format import UNKNOWN_KEY
 from modes.files.plan import CHANGED, ERROR_PLAN_HAS_PROBLEMS, NEW, UNCHANGED, apply_plan, export_files, plan_import
 from modes.files.sources import MODE, VSCODE, Source
 from modes.models import ERROR_DEFAULT_CANNOT_BE_UNSET, ERROR_DEFAULT_MUST_BE_ACTIVE, AgentMode, ModeVersion
@@ -56,8 +56,15 @@ def test_a_valid_new_file_plans_as_new_with_its_values(team_a):
         ("order: 3\n", "order: 3\nexecution: fast\n", "ddr.mode.md:6: execution: expected ask or agent"),
         ("name: DDR\n", "name: 2024-01-01\n", "ddr.mode.md:3: name: expected a string"),
         ("order: 3\n", "order: 3\ncolour: red\n", f"ddr.mode.md:6: colour: {UNKNOWN_KEY}"),
-        ("order: 3\n", "order: 3\ntests: []\n", f"ddr.mode.md:6: tests: {NOT_YET_SUPPORTED['tests']}"),
-        ("order: 3\n", "order: 3\nchecks: []\n", f"ddr.mode.md:6: checks: {NOT_YET_SUPPORTED['checks']}"),
+        ("order: 3\n", "order: 3\ntests: Plan my week\n", "ddr.mode.md:6: tests: expected a list of strings"),
+        ("order: 3\n", "order: 3\ntests:\n  - Plan\n  - ''\n", "ddr.mode.md:8: tests: Item 2 must be a non-empty"),
+        ("order: 3\n", "order: 3\nchecks: {}\n", "ddr.mode.md:6: checks: expected a list"),
+        (
+            "order: 3\n",
+            "order: 3\nchecks:\n  - prompt: Hi\n    expect:\n      tool: a\n"
+            "  - prompt: Hi\n    expect:\n      tool: 3\n",
+            "ddr.mode.md:10: checks: checks[1].expect.tool: expected a string",
+        ),
         (
             "key: ddr\n",
             "key: ddr-authoring\n",
