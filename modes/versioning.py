@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from .models import AgentMode
+from .validators import normal_checks
 
 VERSIONED_FIELDS: list[str] = [
     "display_name",
@@ -100,8 +101,12 @@ def mode_with_snapshot(mode: AgentMode, snapshot: dict[str, Any]) -> AgentMode:
 
 
 def item_text(item: Any) -> str:
-    """A list item as a line: a string as it is, a check (a mapping) as compact JSON."""
-    return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+    """A list item as a line: a string as it is, a check (a mapping) as compact JSON with its keys in
+    the fixed order (a database may keep a JSON object's keys in an order of its own)."""
+    if isinstance(item, str):
+        return item
+    (item,) = normal_checks([item]) if isinstance(item, dict) else (item,)
+    return json.dumps(item, ensure_ascii=False)
 
 
 def _text_lines(value: Any) -> list[str]:
