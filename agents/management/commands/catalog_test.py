@@ -9,9 +9,11 @@ import argparse
 import asyncio
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from agents.catalog_tests import RoutingResult, routing_run, routing_team
 from agents.llm.catalog import models_config
@@ -31,6 +33,13 @@ def _fraction(text: str) -> float:
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+async def _run(**arguments: Any) -> RoutingResult:
+    try:
+        return await routing_run(**arguments)
+    finally:  # the database work ran on asgiref's sync thread: its connection ends with the run
+        await sync_to_async(connections.close_all)()
 
 
 class Command(BaseCommand):
@@ -63,7 +72,7 @@ class Command(BaseCommand):
             team = routing_team(user=user)
         except ValidationError as exc:
             raise CommandError(exc.messages[0]) from None
-        result = asyncio.run(routing_run(user=user, team=team, model=model))
+        result = asyncio.run(_run(user=user, team=team, model=model))
         self._print(result)
         threshold = options["min_accuracy"]
         if threshold is not None and (result.accuracy or 0.0) < threshold:
