@@ -121,6 +121,18 @@ async def test_a_mode_change_call_is_recorded_not_made_and_leaves_nothing_waitin
     assert await ModeHistory.objects.acount() == 0
 
 
+async def test_a_mode_change_call_waits_even_when_mode_changes_are_trusted(team_a, alice, model, llm):
+    await sync_to_async(set_catalog)()
+    [case] = [c for c in await sync_to_async(routing_cases)(team=team_a) if c.utterance.startswith("Chart")]
+    model.reply("", tool_calls=[switch("data-analysis")])
+    with override_settings(APTIX_MODE_CHANGE_CONSENT="trust"), use_runner(LocalRunner()):
+        result = await routing_run(user=alice, team=team_a, cases=[case])
+    assert [(c.got, c.status) for c in result.cases] == [("data-analysis", "awaiting_approval")]
+    assert await ModeHistory.objects.acount() == 0
+    assert (await AgentSession.objects.aget(catalog_test=True)).mode == "general"
+    assert model.calls == 1
+
+
 async def test_a_proposal_of_a_mode_by_its_name_only_counts_for_that_mode(team_a, alice, model, llm):
     await sync_to_async(set_catalog)()
     [case] = [c for c in await sync_to_async(routing_cases)(team=team_a) if c.utterance.startswith("Write")]
