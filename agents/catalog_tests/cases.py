@@ -25,6 +25,7 @@ from ..sessions import session_create, session_delete, session_set_model
 from ..turns import turn_start
 
 STAY = "stay"
+FAILED = "error"  # a case whose turn failed (a model error): no mode, and never right
 ERROR_NO_TEAM = "{user} is a member of no team, and there is no team to run the catalog's tests in."
 
 
@@ -86,8 +87,11 @@ def case_turn_start(*, user: Any, team: Team, utterance: str, model: str) -> Tur
 
 def case_outcome(*, turn: Turn) -> str:
     """The mode the turn moved towards: an agent_change_mode call's (waiting for consent, or made), a
-    proposal's in its answer, else STAY. A mode the catalog does not have is reported as named."""
+    proposal's in its answer, else STAY; FAILED when the turn failed. A mode the catalog does not
+    have is reported as named."""
     start = normalize_mode_key(turn.mode)
+    if turn.status == Turn.Status.FAILED:
+        return FAILED
     asked = ToolApproval.objects.filter(turn=turn, kind=ToolApproval.Kind.MODE_CHANGE)
     for approval in asked.order_by("requested_at"):
         wanted = requested_mode(approval.arguments)

@@ -72,7 +72,10 @@ class Command(BaseCommand):
             team = routing_team(user=user)
         except ValidationError as exc:
             raise CommandError(exc.messages[0]) from None
-        result = asyncio.run(_run(user=user, team=team, model=model))
+        try:
+            result = asyncio.run(_run(user=user, team=team, model=model))
+        except ValidationError as exc:  # a case's turn refused: the user's or team's quota is used up
+            raise CommandError(" ".join(exc.messages)) from None
         self._print(result)
         threshold = options["min_accuracy"]
         if threshold is not None and (result.accuracy or 0.0) < threshold:

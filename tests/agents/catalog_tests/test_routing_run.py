@@ -133,6 +133,17 @@ async def test_a_mode_change_call_waits_even_when_mode_changes_are_trusted(team_
     assert model.calls == 1
 
 
+async def test_a_case_whose_turn_fails_is_an_error_not_a_stay(team_a, alice, model, llm):
+    await sync_to_async(set_catalog)()
+    [case] = [c for c in await sync_to_async(routing_cases)(team=team_a) if c.utterance.startswith("Hello")]
+    model.error(500)
+    with use_runner(LocalRunner()):
+        result = await routing_run(user=alice, team=team_a, cases=[case])
+    assert [(c.got, c.ok, c.status) for c in result.cases] == [("error", False, "failed")]
+    assert result.accuracy == 0.0
+    assert (await AgentSession.objects.aget(catalog_test=True)).deleted_at is not None
+
+
 async def test_a_proposal_of_a_mode_by_its_name_only_counts_for_that_mode(team_a, alice, model, llm):
     await sync_to_async(set_catalog)()
     [case] = [c for c in await sync_to_async(routing_cases)(team=team_a) if c.utterance.startswith("Write")]
