@@ -4,6 +4,11 @@ built-in offline model gives one accuracy, every time."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -19,6 +24,7 @@ SEED_CASES = 23
 SEED_RIGHT = 23
 SEED_ACCURACY = round(SEED_RIGHT / SEED_CASES, 4)
 
+ROOT = Path(__file__).resolve().parents[3]
 committed_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
@@ -68,3 +74,26 @@ def test_the_command_refuses_an_unknown_model_a_user_and_a_kind(team_a, alice):
         call_command("catalog_test", "--user", "alice", "--kind", "checks")
     with pytest.raises(CommandError, match="between 0 and 1"):
         call_command("catalog_test", "--user", "alice", "--min-accuracy", "2")
+
+
+@pytest.mark.slow  # a real process: the setting is read at start-up
+def test_a_concurrency_below_one_stops_the_command_at_start(tmp_path):
+    env = {
+        **os.environ,
+        "DEBUG": "false",
+        "SECRET_KEY": "test-only",
+        "APTIX_VAR_DIR": str(tmp_path / "var"),
+        "APTIX_CATALOG_TEST_CONCURRENCY": "0",
+    }
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "catalog_test"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "APTIX_CATALOG_TEST_CONCURRENCY must be at least 1, not 0." in done.stderr
