@@ -90,10 +90,13 @@ def approval_kind(
     grants: Iterable[str],
     choice: dict[str, Any] | None,
     read_only: bool,
+    hold_mode_changes: bool = False,
 ) -> str | None:
-    """The ToolApproval kind a call must wait for, or None when it runs now."""
+    """The ToolApproval kind a call must wait for, or None when it runs now. `hold_mode_changes` (a
+    catalog test's session, whose mode change is recorded, never made): a mode change waits even
+    under `APTIX_MODE_CHANGE_CONSENT=trust`."""
     if name == MODE_CHANGE_TOOL:
-        return _mode_change_kind(arguments, current_mode, choice)
+        return _mode_change_kind(arguments, current_mode, choice, hold=hold_mode_changes)
     if kind == "internal":  # they act inside the session: they run, unless the policy names one to ask
         return Kind.TOOL if _named_decision(policy, name) == "ask" and name not in set(grants or []) else None
     if kind != "mcp":
@@ -106,8 +109,10 @@ def approval_kind(
     return Kind.TOOL if decision == "ask" else None
 
 
-def _mode_change_kind(arguments: str, current_mode: str, choice: dict[str, Any] | None) -> str | None:
-    if mode_change_consent() == "trust":
+def _mode_change_kind(
+    arguments: str, current_mode: str, choice: dict[str, Any] | None, *, hold: bool = False
+) -> str | None:
+    if mode_change_consent() == "trust" and not hold:
         return None
     requested = requested_mode(arguments)
     if requested is None or requested == normalize_mode_key(current_mode):

@@ -50,6 +50,9 @@ class AgentSession(models.Model):
     pinned_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # A catalog test run's session (agents/catalog_tests): run like any other, listed for nobody
+    # (session_list leaves it out, so no sidebar, search, page or API shows it), deleted after its case.
+    catalog_test = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -131,9 +131,12 @@ def session_set_model(*, session: AgentSession, model: str) -> AgentSession:
 
 def session_list(*, user) -> QuerySet[AgentSession]:
     """The user's own sessions in teams they still belong to, not deleted, newest first (archived ones
-    included: they leave the sidebar, not the user's reach)."""
+    included: they leave the sidebar, not the user's reach). A catalog test run's sessions are nobody's
+    to see: they are left out here, and so of every page, search and API call."""
     return (
-        AgentSession.objects.filter(user=user, team__memberships__user=user, deleted_at__isnull=True)
+        AgentSession.objects.filter(
+            user=user, team__memberships__user=user, deleted_at__isnull=True, catalog_test=False
+        )
         .select_related("team")
         .annotate(
             waiting_flag=Exists(Turn.objects.filter(session=OuterRef("pk"), status=Turn.Status.AWAITING_APPROVAL))

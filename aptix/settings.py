@@ -310,6 +310,7 @@ APTIX_AUTO_TITLES = read(env.APTIX_AUTO_TITLES)
 # option button, or the approval card); "trust" lets the model change the mode at once.
 APTIX_MODE_CHANGE_CONSENT = read(env.APTIX_MODE_CHANGE_CONSENT)
 APTIX_CATALOG_REVIEW = read(env.APTIX_CATALOG_REVIEW)
+APTIX_CATALOG_TEST_CONCURRENCY = read(env.APTIX_CATALOG_TEST_CONCURRENCY)
 # Seconds between a running turn's heartbeats; one silent for 6 of them is ended as interrupted.
 APTIX_RUN_HEARTBEAT = read(env.APTIX_RUN_HEARTBEAT)
 # Seconds a worker's running turns get to end when it is asked to stop (SIGTERM).

@@ -40,6 +40,7 @@ def wants_title(turn: Turn) -> bool:
         and turn.status == Turn.Status.COMPLETED
         and turn.index == 1
         and turn.origin == Turn.Origin.MESSAGE
+        and not turn.session.catalog_test  # a catalog test's session is nobody's to read, and deleted at once
     )
 
 

@@ -144,6 +144,7 @@ class ToolCalls:
             grants=run.turn.session.approval_grants or [],
             choice=run.turn.choice,
             read_only=bool(getattr(entry, "read_only", False)),
+            hold_mode_changes=run.turn.session.catalog_test,
         )
         if approval is None:
             return None

@@ -127,6 +127,13 @@ APTIX_CATALOG_REVIEW = Choice(
     "`two-person`: a draft is published only after another such curator approved it",
     choices=("off", "two-person"),
 )
+APTIX_CATALOG_TEST_CONCURRENCY = Integer(
+    "APTIX_CATALOG_TEST_CONCURRENCY",
+    4,
+    AGENT,
+    "cases of a catalog test run (`manage.py catalog_test`) that run at once",
+    minimum=1,
+)
 
 # --- MCP ------------------------------------------------------------------------------------------
 APTIX_MCP_CONFIG = Text(
