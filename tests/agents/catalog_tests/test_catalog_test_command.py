@@ -18,10 +18,11 @@ from agents.run.runners import LocalRunner
 from agents.runner import use_runner
 from tests.helpers import inline_db
 
-# The seed catalog's example utterances through the offline model: what it routes right (measured;
-# a change to the seed catalog or the offline model's routing shows here).
-SEED_CASES = 23
-SEED_RIGHT = 23
+# The seed catalog's example and test utterances through the offline model: what it routes right
+# (measured; a change to the seed catalog or the offline model's routing shows here). The six it gets
+# wrong are test utterances, which its keywords were not written for.
+SEED_CASES = 43
+SEED_RIGHT = 37
 SEED_ACCURACY = round(SEED_RIGHT / SEED_CASES, 4)
 
 ROOT = Path(__file__).resolve().parents[3]

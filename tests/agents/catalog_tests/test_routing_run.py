@@ -30,8 +30,9 @@ CATALOG = {
 
 
 def set_catalog() -> None:
+    """The catalog's utterances are exactly CATALOG's: examples, and no test utterances."""
     for key, utterances in CATALOG.items():
-        AgentMode.objects.filter(key=key).update(example_utterances=utterances)
+        AgentMode.objects.filter(key=key).update(example_utterances=utterances, test_utterances=[])
 
 
 def switch(mode: str) -> tuple[str, dict]:
@@ -48,6 +49,17 @@ async def test_the_cases_are_every_active_modes_utterances_with_stay_for_the_def
         ("Chart revenue by month", "data-analysis"),
         ("Sum the sales per region", "data-analysis"),
     ]
+
+
+async def test_a_modes_test_utterances_are_cases_after_its_examples_each_once(team_a):
+    """Test utterances are never shown to the model (unlike examples), so they measure routing honestly."""
+    await sync_to_async(set_catalog)()
+    await AgentMode.objects.filter(key="ddr-authoring").aupdate(
+        test_utterances=["Mark DDR TUL-012 as superseded", "Write a design decision record"]
+    )
+    cases = await sync_to_async(routing_cases)(team=team_a)
+    ddr = [c.utterance for c in cases if c.expected == "ddr-authoring"]
+    assert ddr == ["Write a design decision record", "Mark DDR TUL-012 as superseded"]
 
 
 async def test_an_inactive_modes_utterances_are_not_cases(team_a):
