@@ -14,6 +14,8 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
+from aptix.audit_admin import AuditTrailAdminMixin
+
 from .admin_versions import VersionsAdminMixin
 from .files.admin_views import export_view, import_view
 from .forms import AgentModeForm, TeamDefaultModeForm
@@ -232,7 +234,7 @@ def csv_download(name: str, header: list[str], rows: Iterable[list[Any]]) -> Htt
 
 
 @admin.register(ModeHistory)
-class ModeHistoryAdmin(admin.ModelAdmin):
+class ModeHistoryAdmin(AuditTrailAdminMixin, admin.ModelAdmin):
     """Read-only for everyone, superusers included: the audit trail is append-only."""
 
     list_display = [
@@ -286,15 +288,6 @@ class ModeHistoryAdmin(admin.ModelAdmin):
             text += f" at {date_format(timezone.localtime(entry.approval_at), 'H:i')}"
         return text
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
     def has_export_permission(self, request):
         return request.user.has_perm("modes.export_modehistory")
 
@@ -328,7 +321,7 @@ CATALOG_CSV_COLUMNS = ["created_at", "user", "action", "mode", "version", "note"
 
 
 @admin.register(CatalogEvent)
-class CatalogEventAdmin(admin.ModelAdmin):
+class CatalogEventAdmin(AuditTrailAdminMixin, admin.ModelAdmin):
     """The catalog's audit trail: read-only for everyone, superusers included; auditors export it."""
 
     list_display = ["created_at", "user", "action", "mode_key", "version", "note"]
@@ -337,15 +330,6 @@ class CatalogEventAdmin(admin.ModelAdmin):
     search_fields = ["mode_key", "note", "user__username"]
     list_select_related = ["user"]
     actions = ["export_csv"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_export_permission(self, request):
         return request.user.has_perm("modes.export_catalogevent")

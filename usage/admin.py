@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from aptix.audit_admin import AuditTrailAdminMixin
 from aptix.models import Team
 from modes.admin import csv_download
 from modes.models import AgentMode
@@ -90,16 +91,7 @@ def table_rows(rows: list[UsageRow]) -> SafeString:
 
 
 @admin.register(UsageDay)
-class UsageDayAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
+class UsageDayAdmin(AuditTrailAdminMixin, admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied

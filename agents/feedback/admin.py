@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from agents.models import AnswerFeedback
+from aptix.audit_admin import AuditTrailAdminMixin
 from modes.admin import csv_download
 
 from .selectors import (
@@ -76,16 +77,7 @@ def export_rows(mode: str) -> Any:
 
 
 @admin.register(AnswerFeedback)
-class AnswerFeedbackAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
+class AnswerFeedbackAdmin(AuditTrailAdminMixin, admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
