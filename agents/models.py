@@ -53,6 +53,9 @@ class AgentSession(models.Model):
     # A catalog test run's session (agents/catalog_tests): run like any other, listed for nobody
     # (session_list leaves it out, so no sidebar, search, page or API shows it), deleted after its case.
     catalog_test = models.BooleanField(default=False)
+    # ...run over the catalog with its drafts applied (each mode's latest unpublished draft stands in
+    # for its published entry, in the session's own mode and in the catalog the agent sees).
+    catalog_drafts = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -73,15 +73,26 @@ def routing_cases(*, team: Team) -> list[RoutingCase]:
     ]
 
 
-def case_turn_start(*, user: Any, team: Team, utterance: str, model: str) -> Turn:
+def case_session_create(
+    *, user: Any, team: Team, mode: str | None = None, execution: str = "ask", model: str = "", drafts: bool = False
+) -> AgentSession:
+    """A hidden session for one case: in `mode` (None: the team's default), `execution`, on `model` (a
+    models.json key, or "" for the mode's or the default model), over the published catalog or, with
+    `drafts`, the catalog with its drafts applied."""
+    session = session_create(team=team, user=user, mode=mode, execution=execution)
+    session.catalog_test = True
+    session.catalog_drafts = drafts
+    session.save(update_fields=["catalog_test", "catalog_drafts"])
+    if model:
+        session_set_model(session=session, model=model)
+    return session
+
+
+def case_turn_start(*, user: Any, team: Team, utterance: str, model: str, drafts: bool = False) -> Turn:
     """A hidden session in the team's default mode, Ask, and its first turn (queued; the caller
-    dispatches it). `model`: a models.json key, or "" for the mode's (or the default) model."""
+    dispatches it)."""
     with transaction.atomic():
-        session = session_create(team=team, user=user, execution="ask")
-        session.catalog_test = True
-        session.save(update_fields=["catalog_test"])
-        if model:
-            session_set_model(session=session, model=model)
+        session = case_session_create(user=user, team=team, model=model, drafts=drafts)
         return turn_start(session=session, text=utterance)
 
 
