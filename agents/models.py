@@ -56,6 +56,9 @@ class AgentSession(models.Model):
     # ...run over the catalog with its drafts applied (each mode's latest unpublished draft stands in
     # for its published entry, in the session's own mode and in the catalog the agent sees).
     catalog_drafts = models.BooleanField(default=False)
+    catalog_run = models.ForeignKey(
+        "agents.CatalogTestRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -455,3 +458,66 @@ class AnswerFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on {self.turn_id}"
+
+
+class CatalogTestRun(models.Model):
+    """A curator's run of the catalog's tests (agents/catalog_tests): routing cases, checks, or both,
+    over the published catalog, over it with the drafts applied, or both (`compare`). Runs in the
+    background in the process that started it, each case a real turn on the deployment's runner;
+    `done`/`total` are its progress, `results` what it found (kept, with the catalog's versions it ran
+    over, until someone deletes the run). Written only by agents/catalog_tests/runs.py and execute.py."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        STOPPED = "stopped", "Stopped"
+
+    class Catalog(models.TextChoices):
+        PUBLISHED = "published", "Published catalog"
+        DRAFTS = "drafts", "With the drafts applied"
+        COMPARE = "compare", "Compare: published and with the drafts"
+
+    class Kind(models.TextChoices):
+        ROUTING = "routing", "Routing"
+        CHECKS = "checks", "Checks"
+        BOTH = "both", "Routing and checks"
+
+    FINISHED = (Status.DONE, Status.FAILED, Status.STOPPED)
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    team = models.ForeignKey("aptix.Team", on_delete=models.CASCADE, related_name="+")
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    catalog = models.CharField(max_length=12, choices=Catalog.choices, default=Catalog.PUBLISHED)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.ROUTING)
+    model = models.CharField(
+        max_length=100, blank=True, help_text="A key of the models configuration; empty: the modes' own."
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    stop_requested = models.BooleanField(default=False)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    accuracy = models.FloatField(null=True, blank=True)  # the routing accuracy (with drafts, when compared)
+    checks_failed = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0)
+    # {"published": {mode key: version number}, "drafts": {mode key: draft version number}}: what ran.
+    versions = models.JSONField(default=dict, blank=True)
+    # {"routing": {...}, "checks": {...}} per catalog run ("published", "drafts"), and "changed" when compared.
+    results = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "catalog test run"
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} over the {self.catalog} catalog ({self.created_at:%Y-%m-%d %H:%M})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED

@@ -5,7 +5,8 @@ Importing this module has no side effect beyond loading Django. `router` is the 
 when this process serves its first scope: Daphne has no ASGI lifespan, so that is the moment a
 plain `daphne` process turns out to be a server. `manage.py aptix_serve` and `aptix_worker` run the
 hooks as soon as they start. The hooks start the MCP host (tools/mcp/host.py), whose servers come up
-in the background on its own thread, and the runner's orphan sweep; APTIX_MCP_AUTOSTART=false turns
+in the background on its own thread, the runner's orphan sweep and the catalog tests' taker (queued
+runs: agents/catalog_tests/execute.py); APTIX_MCP_AUTOSTART=false turns
 the MCP host off. migrate, shell and the tests import this module without starting anything.
 """
 
@@ -22,6 +23,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agents.catalog_tests.execute import start_catalog_tests  # noqa: E402
 from agents.run.runners import start_runs  # noqa: E402
 from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.origins import SameOriginValidator  # noqa: E402
@@ -38,4 +40,4 @@ router = ProtocolTypeRouter(
 
 configure("web")  # traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (aptix/tracing.py); else nothing
 # Start-up hooks: run once, on the first scope this process serves (see the docstring).
-application = RunOnFirstScope(TracingMiddleware(router), hooks=[start_mcp_host, start_runs])
+application = RunOnFirstScope(TracingMiddleware(router), hooks=[start_mcp_host, start_runs, start_catalog_tests])

@@ -7,6 +7,7 @@ app's soft delete, as a user's) once its case is recorded."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,9 @@ from ..turns import turn_start
 
 STAY = "stay"
 FAILED = "error"  # a case whose turn failed (a model error): no mode, and never right
+# The catalog test run (CatalogTestRun id) whose cases this task runs: its sessions are marked with it,
+# so stopping or deleting the run finds them (agents/catalog_tests/execute.py sets it per run).
+case_run: ContextVar[str | None] = ContextVar("aptix_catalog_case_run", default=None)
 ERROR_NO_TEAM = "{user} is a member of no team, and there is no team to run the catalog's tests in."
 
 
@@ -82,7 +86,8 @@ def case_session_create(
     session = session_create(team=team, user=user, mode=mode, execution=execution)
     session.catalog_test = True
     session.catalog_drafts = drafts
-    session.save(update_fields=["catalog_test", "catalog_drafts"])
+    session.catalog_run_id = case_run.get()
+    session.save(update_fields=["catalog_test", "catalog_drafts", "catalog_run"])
     if model:
         session_set_model(session=session, model=model)
     return session

@@ -3,6 +3,7 @@ from django.urls import path
 from . import (
     api,
     api_catalog,
+    api_catalog_tests,
     api_conversations,
     api_documents,
     api_feedback,
@@ -44,6 +45,9 @@ urlpatterns = [
         api_catalog.catalog_version_action_api,
         name="api-catalog-version-action",
     ),
+    path("catalog/test-runs", api_catalog_tests.test_runs_api, name="api-catalog-test-runs"),
+    path("catalog/test-runs/<str:run_id>", api_catalog_tests.test_run_api, name="api-catalog-test-run"),
+    path("catalog/test-runs/<str:run_id>/stop", api_catalog_tests.test_run_stop_api, name="api-catalog-test-run-stop"),
     path("files", api_files.files_api, name="api-files"),
     path("files/<str:file_id>", api_files.file_api, name="api-file"),
     path("files/<str:file_id>/content", api_files.file_content_api, name="api-file-content"),
