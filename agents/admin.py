@@ -17,6 +17,7 @@ from modes.models import AgentMode
 from tools.mcp import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
+from .catalog_tests import admin as catalog_tests_admin  # noqa: F401  (registers the catalog tests' pages)
 from .feedback import admin as feedback_admin  # noqa: F401  (registers the feedback page)
 from .feedback.selectors import feedback_exists
 from .llm.catalog import model_for, models_config
