@@ -80,6 +80,7 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/prompt_size.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/session_page.py
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/catalog_routing.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/catalog_yield.py
 	DEBUG=false SECRET_KEY=bench-only bin/with-postgres $(PY) bench/usage.py  # a year of turns: PostgreSQL only
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/files.py
 	DEBUG=false SECRET_KEY=bench-only bin/with-redis $(PY) bench/channel_layer.py
