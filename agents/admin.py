@@ -18,6 +18,7 @@ from tools.mcp import McpConfigError, load_config
 from tools.registry import internal_registry, mcp_registry
 
 from .catalog_tests import admin as catalog_tests_admin  # noqa: F401  (registers the catalog tests' pages)
+from .catalog_tests.runs import last_comparison, may_test
 from .feedback import admin as feedback_admin  # noqa: F401  (registers the feedback page)
 from .feedback.selectors import feedback_exists
 from .llm.catalog import model_for, models_config
@@ -303,6 +304,12 @@ class AgentModeBudgetAdmin(AgentModeAdmin):
     """The catalog admin (modes/admin.py) plus a warning when a mode's tool policy allows more tools
     than one request carries (APTIX_MAX_TOOLS), and a draft's "Try it" session. It lives here because
     only this layer knows the tools a policy reaches and the sessions; modes imports neither."""
+
+    def draft_tests(self, mode, version):
+        return last_comparison(mode_key=mode.key, number=version.number)
+
+    def can_test(self, request):
+        return may_test(request.user)
 
     def try_draft(self, request, version):
         try:

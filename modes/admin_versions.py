@@ -86,13 +86,29 @@ class VersionsAdminMixin:
         mode = self.get_object(request, object_id)  # type: ignore[attr-defined]
         extra = dict(extra_context or {})
         if mode is not None and self.has_view_or_change_permission(request, mode):  # type: ignore[attr-defined]
+            versions = versions_of(mode)
             extra.update(
-                mode_versions=versions_of(mode),
+                mode_versions=versions,
+                # (version, its draft's last comparison or None): the warning beside Publish
+                mode_version_rows=[
+                    (version, self.draft_tests(mode, version) if version.state in UNPUBLISHED else None)
+                    for version in versions
+                ],
                 can_publish=request.user.has_perm(PERM_PUBLISH),
                 can_change=self.has_change_permission(request, mode),  # type: ignore[attr-defined]
                 review_on=review_required(),
             )
         return super().change_view(request, object_id, form_url, extra)  # type: ignore[misc]
+
+    def draft_tests(self, mode: AgentMode, version: ModeVersion) -> dict[str, Any] | None:
+        """The last comparison of the catalog with this draft against the published one (its accuracy
+        and checks), for the publish and review pages: the catalog tests live above modes, which
+        overrides this (agents/admin.py); None: no comparison ran."""
+        return None
+
+    def can_test(self, request: HttpRequest) -> bool:
+        """Whether the user may start a comparison from the review page (overridden in agents/admin.py)."""
+        return False
 
     def _mode(self, request: HttpRequest, object_id: str) -> AgentMode:
         mode = self.get_object(request, object_id)  # type: ignore[attr-defined]
@@ -187,6 +203,11 @@ class VersionsAdminMixin:
                 f"version {version.number}",
             ),
             "rows": compare_rows(published, version),
+            "draft": version.state in UNPUBLISHED,
+            "publishable": version.state in UNPUBLISHED
+            and (not review_required() or version.state == ModeVersion.State.APPROVED),
+            "last_test": self.draft_tests(mode, version) if version.state in UNPUBLISHED else None,
+            "can_test": self.can_test(request),
         }
         return TemplateResponse(request, "admin/modes/agentmode/compare.html", context)
 

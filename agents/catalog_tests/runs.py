@@ -226,3 +226,30 @@ def test_run_json(run: CatalogTestRun) -> dict[str, Any]:
         changed = (run.results or {}).get("changed") or {}
         body["changed"] = {"cases": changed.get("cases") or [], "checks": changed.get("checks") or []}
     return body
+
+
+# --- what the publish and review pages show of a draft ------------------------------------------------
+
+
+def last_comparison(*, mode_key: str, number: int) -> dict[str, Any] | None:
+    """The latest finished comparison (published catalog against the drafts) that ran with version
+    `number` of `mode_key` as its draft: both accuracies, whether the drafts lowered accuracy, and the
+    checks that passed on the published catalog and fail with the drafts. None when none ran."""
+    runs = CatalogTestRun.objects.filter(
+        catalog=CatalogTestRun.Catalog.COMPARE, status=CatalogTestRun.Status.DONE
+    ).filter(**{f"versions__drafts__{mode_key}": number})
+    run = runs.order_by("-created_at").first()
+    if run is None:
+        return None
+    body = test_run_json(run)
+    before, after = body["published"]["accuracy"], body["accuracy"]
+    broken = body["changed"]["checks"]
+    return {
+        "run": run,
+        "published": before,
+        "drafts": after,
+        "dropped": before is not None and after is not None and after < before,
+        "broken_checks": broken,
+        "changed_cases": len(body["changed"]["cases"]),
+        "warn": (before is not None and after is not None and after < before) or bool(broken),
+    }
