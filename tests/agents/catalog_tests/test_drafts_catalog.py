@@ -14,6 +14,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
+from agents.approvals import UserDecision, approval_decide
 from agents.catalog_tests import STAY, RoutingCase, routing_cases, routing_run
 from agents.catalog_tests.cases import case_session_create
 from agents.models import AgentSession, Turn
@@ -144,6 +145,17 @@ def test_a_drafts_teams_and_default_apply_with_it(team_a, team_b):
     assert expected["data-analysis"] == STAY and expected["general"] == "general"
 
 
+def test_there_is_one_default_with_drafts_applied_as_publishing_them_would_leave_it(team_a):
+    draft_save(mode="general", fields={"is_default": False}, author=None)  # handed on to no one
+    with drafts_applied():
+        assert default_mode_key() == "general"  # publishing it keeps it the default until another is
+        assert [m.key for m in active_modes(team=team_a) if m.is_default] == ["general"]
+    draft_save(mode="ddr-authoring", fields={"is_default": True}, author=None)
+    with drafts_applied():
+        assert [m.key for m in active_modes(team=team_a) if m.is_default] == ["ddr-authoring"]
+    assert [m.key for m in active_modes(team=team_a) if m.is_default] == ["general"]
+
+
 def test_reading_the_published_catalog_costs_one_query_whatever_the_drafts(team_a, django_assert_num_queries):
     drafted_catalog()
     with django_assert_num_queries(1):
@@ -202,6 +214,27 @@ def test_a_mode_change_over_the_drafts_may_go_to_a_mode_only_a_draft_makes_activ
         session_manager.set_session_mode_sync(session.id, TRAVEL, "Travel request.", team_a, alice)
     session.refresh_from_db()
     assert session.mode == TRAVEL
+
+
+async def test_an_approved_mode_change_over_the_drafts_may_go_where_only_a_draft_leads(team_a, alice, model, llm):
+    """As a check run approves what its turn asks for: the change is validated against the run's catalog."""
+    await sync_to_async(new_mode_as_draft)()
+    switch = json.dumps({"mode": TRAVEL, "branch": False, "reason": "A travel request."})
+    outcomes = {}
+    for drafts in (False, True):
+        session = await sync_to_async(case_session_create)(user=alice, team=team_a, drafts=drafts)
+        asked = model.reply("", tool_calls=[("agent_change_mode", switch)])
+        turn = await sync_to_async(turn_start)(session=session, text=TRAVEL_TEST)
+        await in_own_task(Reasoner().run(turn.id))
+        assert (await Turn.objects.aget(pk=turn.id)).status == "awaiting_approval"
+        decision = UserDecision(asked.tool_calls[0].id, True)
+        assert await sync_to_async(approval_decide)(turn=turn, decisions=[decision], user=alice)
+        await in_own_task(Reasoner().run(turn.id))
+        [result] = [e.payload async for e in turn.events.filter(type="tool.result")]
+        outcomes[drafts] = ((await AgentSession.objects.aget(pk=session.id)).mode, result["ok"], result.get("error"))
+    assert outcomes[True] == (TRAVEL, True, None)
+    mode, ok, error = outcomes[False]
+    assert (mode, ok) == ("general", False) and "Unknown or inactive mode 'travel-planning'" in error
 
 
 async def test_a_turn_over_the_drafts_runs_its_modes_draft_and_any_other_the_published(team_a, alice, model, llm):
