@@ -2,7 +2,7 @@
 what changed between them (docs/curating-the-catalog.md "Drafts against the published catalog").
 
     result = await routing_compare(user=user, team=team, model="")
-    result.published_accuracy, result.drafts_accuracy, result.dropped   # 0.86, 0.72, True
+    result.published_accuracy, result.drafts_accuracy, result.dropped   # 0.86, 0.73, True
     result.changed     # [CaseChange(utterance, got_before, got_after, ok_before, ok_after, ...)]
     result.drafts      # {"data-analysis": 7}: the drafts applied, by mode, their version numbers
 
