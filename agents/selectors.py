@@ -18,7 +18,7 @@ from django.db.models import F, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Length
 
-from modes.catalog import usable_by
+from modes.catalog import active_modes, catalog_drafts_applied, usable_by
 from modes.models import AgentMode, ModeHistory
 
 from .models import AgentSession, Turn, TurnEvent
@@ -397,7 +397,14 @@ def mode_key_named(*, name: str) -> str:
 def mode_proposed(*, key: str | None, name: str, team: Any = None) -> tuple[str, str] | None:
     """(key, display name) of the active catalog mode a proposal offers: by its key when the text
     gives one (the key is what consent is given to), else by the name; None when the catalog has no
-    such active mode, or `team` (the session's) cannot use it."""
+    such active mode, or `team` (the session's) cannot use it. Under `catalog_drafts_applied` (a run
+    over the catalog with its drafts applied), that catalog's active modes."""
+    if catalog_drafts_applied.get():
+        names = {key.strip().lower()} if key is not None else {name.strip().lower()}
+        for found in active_modes(team=team):
+            if found.key in names or (key is None and found.display_name.lower() in names):
+                return found.key, found.display_name
+        return None
     modes = AgentMode.objects.filter(is_active=True).filter(usable_by(team))
     if key is not None:
         mode = modes.filter(key__iexact=key.strip()).first()

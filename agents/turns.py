@@ -32,7 +32,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from aptix.models import Team
-from modes.catalog import default_mode_for_team, mode_usable
+from modes.catalog import default_mode_for_team, drafts_applied, mode_usable
 from modes.models import AgentMode, ModeHistory
 from usage.quotas import quota_refuse
 
@@ -210,15 +210,17 @@ CLOSED_TO_TEAM_REASON = (
 def leave_deactivated_mode(session: AgentSession) -> None:
     """A session whose mode a curator deactivated, or no longer offers to the session's team, moves to
     the team's default mode (else the catalog's) before its next turn, with a ModeHistory row (source
-    "system") that the timeline shows: such a mode serves no turn."""
-    if mode_usable(session.mode, session.team_id):
-        return
-    previous = session.mode
-    active = AgentMode.objects.filter(key=previous, is_active=True).exists()
-    reason = (CLOSED_TO_TEAM_REASON if active else DEACTIVATED_REASON).format(mode=previous)
-    session_manager.set_session_mode_sync(
-        session.pk, default_mode_for_team(session.team_id), reason, None, None, source=ModeHistory.Source.SYSTEM
-    )
+    "system") that the timeline shows: such a mode serves no turn. A session over the catalog with its
+    drafts applied (a catalog test's) asks that catalog: a mode only a draft makes active serves it."""
+    with drafts_applied(session.catalog_drafts):
+        if mode_usable(session.mode, session.team_id):
+            return
+        previous = session.mode
+        active = AgentMode.objects.filter(key=previous, is_active=True).exists()
+        reason = (CLOSED_TO_TEAM_REASON if active else DEACTIVATED_REASON).format(mode=previous)
+        session_manager.set_session_mode_sync(
+            session.pk, default_mode_for_team(session.team_id), reason, None, None, source=ModeHistory.Source.SYSTEM
+        )
     session.refresh_from_db(fields=["mode"])
 
 

@@ -10,10 +10,17 @@ admin, metrics and system code only.
 A full fetch per call is what TUL-010 §4.4 allows, and the catalog is tens of rows: reading it
 every time means an admin edit is visible on the very next call, in every process, with no cache
 to invalidate.
+
+Drafts: under `catalog_drafts_applied` (set by a run of a session over the catalog with its drafts
+applied, `AgentSession.catalog_drafts`, or by `drafts_applied()`), every function here reads the
+catalog as publishing every draft would make it (modes/drafts.py): the drafts' fields, active flags,
+teams and default. Without it (the default) they read the published rows and nothing else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,6 +28,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import Exists, OuterRef, Q
 
+from .drafts import catalog_with_drafts, usable_with_drafts
 from .models import DEFAULT_MODE_KEY, AgentMode, TeamDefaultMode
 
 ALL_TEAMS: Any = object()  # `team=ALL_TEAMS`: no team restriction (the admin's and system code's view)
@@ -28,6 +36,19 @@ ALL_TEAMS: Any = object()  # `team=ALL_TEAMS`: no team restriction (the admin's 
 # The team whose turn is running (set by the reasoner for its run): the built-in offline model, which
 # reads the catalog itself to propose a mode, proposes only from that team's catalog.
 catalog_team: ContextVar[Any] = ContextVar("aptix_catalog_team", default=ALL_TEAMS)
+# Whether what reads the catalog reads it with its drafts applied (modes/drafts.py): set by the reasoner
+# for a run of a session with `catalog_drafts`, and by `drafts_applied()` around a service call.
+catalog_drafts_applied: ContextVar[bool] = ContextVar("aptix_catalog_drafts_applied", default=False)
+
+
+@contextmanager
+def drafts_applied(applied: bool = True) -> Iterator[None]:
+    """Read the catalog with its drafts applied (or, `applied=False`, published) inside the block."""
+    token = catalog_drafts_applied.set(bool(applied))
+    try:
+        yield
+    finally:
+        catalog_drafts_applied.reset(token)
 
 
 class ModeValidationError(ValueError):
@@ -82,10 +103,21 @@ def usable_by(team: Any) -> Q:
 
 def active_modes(*, team: Any = ALL_TEAMS) -> list[AgentMode]:
     """The active catalog, in its order; with `team`, only the modes that team may use."""
+    if catalog_drafts_applied.get():
+        return _drafted_active(team)
     modes = AgentMode.objects.filter(is_active=True)
     if team is not ALL_TEAMS:
         modes = modes.filter(usable_by(team))
     return list(modes.order_by("ordering", "display_name"))
+
+
+def _drafted_active(team: Any) -> list[AgentMode]:
+    """active_modes() over the catalog with its drafts applied."""
+    entries = [entry for entry in catalog_with_drafts() if entry.mode.is_active]
+    if team is not ALL_TEAMS:
+        team_id = team_id_of(team)
+        entries = [entry for entry in entries if usable_with_drafts(entry, team_id)]
+    return [entry.mode for entry in entries]
 
 
 def modes_for_team(team: Any) -> list[AgentMode]:
@@ -96,6 +128,10 @@ def modes_for_team(team: Any) -> list[AgentMode]:
 def modes_for_teams(teams: Any) -> list[AgentMode]:
     """The active modes any of `teams` may use (a user's teams: their Settings' default-mode choices and
     the sidebar's filter), in the catalog's order."""
+    if catalog_drafts_applied.get():
+        ids = {team_id_of(team) for team in teams}
+        entries = [entry for entry in catalog_with_drafts() if entry.mode.is_active]
+        return [entry.mode for entry in entries if any(usable_with_drafts(entry, team_id) for team_id in ids)]
     condition = Q(pk__in=[])
     for team in teams:
         condition |= usable_by(team)
@@ -116,11 +152,15 @@ def team_catalogs(teams: Any) -> tuple[dict[str, str], dict[str, str]]:
 
 def mode_usable(key: str, team: Any) -> bool:
     """Whether `key` is an active mode `team` may use."""
+    if catalog_drafts_applied.get():
+        return any(mode.key == normalize_mode_key(key) for mode in active_modes(team=team))
     return AgentMode.objects.filter(key=normalize_mode_key(key), is_active=True).filter(usable_by(team)).exists()
 
 
 def default_mode_key() -> str:
     """The catalog's default mode (for every team: the admin refuses teams on it)."""
+    if catalog_drafts_applied.get():
+        return next((e.mode.key for e in catalog_with_drafts() if e.mode.is_default), DEFAULT_MODE_KEY)
     key = AgentMode.objects.filter(is_default=True).values_list("key", flat=True).first()
     return key or DEFAULT_MODE_KEY
 

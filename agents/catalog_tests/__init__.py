@@ -4,21 +4,29 @@ agent moved towards (docs/curating-the-catalog.md "Routing runs").
 
     cases = routing_cases(team=team)                    # every active mode's utterances, with the expected mode
     result = await routing_run(user=user, team=team, model="")   # RoutingResult: cases, modes, accuracy, matrix
+    result = await routing_run(user=user, team=team, drafts=True)  # over the catalog with its drafts applied
+    compared = await routing_compare(user=user, team=team)        # CompareResult: both accuracies, what changed
 """
 
 from __future__ import annotations
 
 from .cases import STAY, RoutingCase, routing_cases, routing_team, utterances_of
+from .compare import CaseChange, CompareResult, cases_changed, checks_changed, routing_compare
 from .routing import CaseResult, RoutingResult, routing_case_run, routing_run
 from .summary import routing_summary
 
 __all__ = [
     "STAY",
+    "CaseChange",
     "CaseResult",
+    "CompareResult",
     "RoutingCase",
     "RoutingResult",
+    "cases_changed",
+    "checks_changed",
     "routing_case_run",
     "routing_cases",
+    "routing_compare",
     "routing_run",
     "routing_summary",
     "routing_team",

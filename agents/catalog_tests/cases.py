@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from aptix.models import Membership, Team
-from modes.catalog import active_modes, default_mode_for_team, normalize_mode_key
+from modes.catalog import active_modes, default_mode_for_team, drafts_applied, normalize_mode_key
 from modes.models import AgentMode, ModeHistory
 from modes.proposal import find_proposal
 
@@ -67,12 +67,16 @@ def routing_team(*, user: Any) -> Team:
     return team
 
 
-def routing_cases(*, team: Team) -> list[RoutingCase]:
-    """Every utterance of every active mode `team` may use, in the catalog's order."""
-    default = default_mode_for_team(team)
+def routing_cases(*, team: Team, drafts: bool = False) -> list[RoutingCase]:
+    """Every utterance of every active mode `team` may use, in the catalog's order: of the published
+    catalog, or, with `drafts`, of the catalog with its drafts applied (modes/drafts.py: the drafts'
+    utterances, the modes a draft makes active, without those a draft deactivates)."""
+    with drafts_applied(drafts):
+        default = default_mode_for_team(team)
+        modes = active_modes(team=team)
     return [
         RoutingCase(utterance=text, expected=STAY if mode.key == default else mode.key, mode=mode.key)
-        for mode in active_modes(team=team)
+        for mode in modes
         for text in utterances_of(mode)
     ]
 
@@ -82,8 +86,9 @@ def case_session_create(
 ) -> AgentSession:
     """A hidden session for one case: in `mode` (None: the team's default), `execution`, on `model` (a
     models.json key, or "" for the mode's or the default model), over the published catalog or, with
-    `drafts`, the catalog with its drafts applied."""
-    session = session_create(team=team, user=user, mode=mode, execution=execution)
+    `drafts`, the catalog with its drafts applied (then `mode` may be one only a draft makes active)."""
+    with drafts_applied(drafts):
+        session = session_create(team=team, user=user, mode=mode, execution=execution)
     session.catalog_test = True
     session.catalog_drafts = drafts
     session.catalog_run_id = case_run.get()
@@ -121,7 +126,8 @@ def case_outcome(*, turn: Turn) -> str:
     if proposal is None:
         return STAY
     session = AgentSession.objects.select_related("team").get(pk=turn.session_id)
-    found = mode_proposed(key=proposal.key, name=proposal.display_name, team=session.team)
+    with drafts_applied(session.catalog_drafts):  # a mode only a draft makes active is one it may propose
+        found = mode_proposed(key=proposal.key, name=proposal.display_name, team=session.team)
     key = found[0] if found else normalize_mode_key(proposal.key or proposal.display_name)
     return STAY if key == start else key
 

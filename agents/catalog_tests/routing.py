@@ -51,10 +51,15 @@ def concurrency() -> int:
     return max(1, int(getattr(settings, "APTIX_CATALOG_TEST_CONCURRENCY", 4)))
 
 
-async def routing_case_run(*, case: RoutingCase, user: Any, team: Any, model: str = "") -> CaseResult:
-    """Run one case to its end and read where the agent moved; its session is deleted after."""
+async def routing_case_run(
+    *, case: RoutingCase, user: Any, team: Any, model: str = "", drafts: bool = False
+) -> CaseResult:
+    """Run one case to its end and read where the agent moved; its session is deleted after. With
+    `drafts` the case's session runs over the catalog with its drafts applied."""
     began = time.monotonic()
-    submitted = await turn_submit(lambda: case_turn_start(user=user, team=team, utterance=case.utterance, model=model))
+    submitted = await turn_submit(
+        lambda: case_turn_start(user=user, team=team, utterance=case.utterance, model=model, drafts=drafts)
+    )
     turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
     got = await sync_to_async(case_outcome)(turn=turn)
     status = turn.status
@@ -75,18 +80,25 @@ async def routing_case_run(*, case: RoutingCase, user: Any, team: Any, model: st
 
 
 async def routing_run(
-    *, user: Any, team: Any, model: str = "", cases: list[RoutingCase] | None = None, limit: int | None = None
+    *,
+    user: Any,
+    team: Any,
+    model: str = "",
+    cases: list[RoutingCase] | None = None,
+    limit: int | None = None,
+    drafts: bool = False,
 ) -> RoutingResult:
     """Every case (the active catalog's, by default) with at most `limit` (the setting's) at once; the
-    results in the cases' order, with their summary."""
+    results in the cases' order, with their summary. With `drafts`, over the catalog with its drafts
+    applied: its cases, and its sessions' every read of the catalog."""
     began = time.monotonic()
     if cases is None:
-        cases = await sync_to_async(routing_cases)(team=team)
+        cases = await sync_to_async(routing_cases)(team=team, drafts=drafts)
     gate = asyncio.Semaphore(limit or concurrency())
 
     async def one(case: RoutingCase) -> CaseResult:
         async with gate:
-            return await routing_case_run(case=case, user=user, team=team, model=model)
+            return await routing_case_run(case=case, user=user, team=team, model=model, drafts=drafts)
 
     results = list(await asyncio.gather(*(one(case) for case in cases)))
     modes, accuracy, matrix = routing_summary(results)

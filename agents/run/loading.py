@@ -8,6 +8,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import Max, OuterRef
 
 from files.services import session_files_exist
+from modes.drafts import catalog_draft_of
 from modes.models import AgentMode
 from modes.versioning import mode_with_snapshot
 from modes.versions import UNPUBLISHED
@@ -24,18 +25,23 @@ class LoadedRun:
     has_files: bool = False  # whether the session has files (the files tools are offered only then)
     has_documents: bool = False  # whether the session has documents (the system prompt carries them then)
     mode_version: int | None = None  # the number of the mode's version the run uses (None: mode deleted)
-    draft: bool = False  # the session is its curator's "Try it" of a draft version (AgentSession.mode_draft)
+    # the run uses a draft of its mode: its curator's "Try it" (AgentSession.mode_draft), or a session over
+    # the catalog with its drafts applied (AgentSession.catalog_drafts) when the mode has one
+    draft: bool = False
 
 
 def run_mode(turn: Turn) -> tuple[AgentMode | None, int | None, bool]:
     """The catalog entry the turn runs with, its version's number, and whether that is a draft: the
-    published entry, unless the session tries a draft of the turn's mode (its curator's "Try it"),
-    whose fields then stand in for the entry's."""
+    published entry, unless the session tries a draft of the turn's mode (its curator's "Try it"), or
+    runs over the catalog with its drafts applied and the mode has a draft (modes/drafts.py): that
+    draft's fields then stand in for the entry's."""
     mode = AgentMode.objects.filter(key=turn.mode).first()
     if mode is None:
         return None, None, False
     draft = turn.session.mode_draft
     if draft is not None and draft.mode_id == mode.pk and draft.state in UNPUBLISHED:
+        return mode_with_snapshot(mode, draft.snapshot), draft.number, True
+    if turn.session.catalog_drafts and (draft := catalog_draft_of(mode)) is not None:
         return mode_with_snapshot(mode, draft.snapshot), draft.number, True
     return mode, mode.version, False
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from aptix import logcontext, metrics
 from aptix.logging import admin_logger
-from modes.catalog import catalog_team
+from modes.catalog import catalog_drafts_applied, catalog_team
 from modes.models import AgentMode
 from tools.registry import ToolRegistry, mcp_registry
 
@@ -103,6 +103,9 @@ class Reasoner:
         turn = loaded.turn
         logcontext.bind(turn_id=turn.id, session_id=turn.session_id, user_id=turn.session.user_id)
         catalog_team.set(turn.session.team_id)  # this run's task: the offline model proposes from its catalog
+        # and everything the run reads of the catalog (tools, proposals, mode changes) is the published
+        # one, or, for a catalog test over the drafts, the catalog with its drafts applied
+        catalog_drafts_applied.set(turn.session.catalog_drafts)
         if turn.is_finished:  # ended before it got here (cancelled while queued, ended as an orphan)
             return turn
         spec = model_for(session_model=turn.session.model, mode_model=loaded.mode.model if loaded.mode else "")
