@@ -29,6 +29,7 @@ from ..models import CatalogTestRun
 from ..runner import get_runner
 from ..turns import turn_cancel
 from .cases import RoutingCase, case_run, routing_cases
+from .compare import cases_changed, checks_changed
 from .routing import concurrency, routing_case_run
 from .runs import HEARTBEAT, run_sessions_delete, run_turns_open, user_turns_live
 from .summary import routing_summary
@@ -122,9 +123,7 @@ def plan(run: CatalogTestRun) -> list[Item]:
     for catalog in catalogs_of(run):
         drafts = catalog == "drafts"
         for kind in kinds_of(run):
-            cases: list[Any] = (
-                routing_cases(team=run.team, **({"drafts": True} if drafts else {})) if kind == "routing" else []
-            )
+            cases: list[Any] = routing_cases(team=run.team, drafts=drafts) if kind == "routing" else []
             items += [Item(len(items) + n, catalog, kind, case) for n, case in enumerate(cases)]
     return items
 
@@ -174,6 +173,8 @@ class Progress:
             if routing:
                 modes, accuracy, matrix = routing_summary(SimpleNamespace(**case) for case in routing["cases"])
                 routing.update(modes=modes, accuracy=accuracy, matrix=matrix)
+        if self.run.catalog == CatalogTestRun.Catalog.COMPARE:
+            results["changed"] = changed(results.get("published", {}), results.get("drafts", {}))
         return results
 
     def _save(self, **fields: Any) -> None:
@@ -190,11 +191,27 @@ class Progress:
         )
 
 
+def changed(published: dict[str, Any], drafts: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """What the drafts change (compare.py): every case whose result differs, every check that passed
+    on the published catalog and fails with the drafts."""
+    before = [SimpleNamespace(**case) for case in (published.get("routing") or {}).get("cases", [])]
+    after = [SimpleNamespace(**case) for case in (drafts.get("routing") or {}).get("cases", [])]
+    checks_before = [SimpleNamespace(**check) for check in published.get("checks", [])]
+    checks_after = {(c["mode"], c["prompt"]): c for c in drafts.get("checks", [])}
+    return {
+        "cases": [change.as_dict() for change in cases_changed(before, after)],  # type: ignore[arg-type]
+        "checks": [
+            checks_after[(check.mode, check.prompt)]
+            for check in checks_changed(checks_before, [SimpleNamespace(**c) for c in checks_after.values()])
+        ],
+    }
+
+
 async def _run_item(run: CatalogTestRun, item: Item) -> Any:
-    drafts = {"drafts": True} if item.catalog == "drafts" else {}
+    drafts = item.catalog == "drafts"
     if item.kind == "routing":
         case: RoutingCase = item.case
-        return await routing_case_run(case=case, user=run.started_by, team=run.team, model=run.model, **drafts)
+        return await routing_case_run(case=case, user=run.started_by, team=run.team, model=run.model, drafts=drafts)
     raise ValueError(f"unknown kind {item.kind!r}")
 
 

@@ -21,6 +21,7 @@ from ..llm.catalog import models_config
 from ..models import AgentSession, CatalogTestRun, Turn
 from ..sessions import session_delete
 from .cases import routing_team
+from .compare import drafts_applied_versions
 
 ERROR_NOT_CURATOR = "Catalog tests need the permission to change or to publish agent modes."
 ERROR_CATALOG = "'catalog' must be one of: {choices}."
@@ -66,13 +67,11 @@ def test_run_create(
     if model and config.get(model) is None:
         raise ValidationError({"model": ERROR_MODEL.format(model=model, available=", ".join(config.models))})
     team = routing_team(user=user)
+    versions: dict[str, Any] = {"published": published_versions(team)}
+    if catalog != CatalogTestRun.Catalog.PUBLISHED:
+        versions["drafts"] = drafts_applied_versions()
     return CatalogTestRun.objects.create(
-        team=team,
-        started_by=user,
-        catalog=catalog,
-        kind=kind,
-        model=model,
-        versions={"published": published_versions(team)},
+        team=team, started_by=user, catalog=catalog, kind=kind, model=model, versions=versions
     )
 
 
