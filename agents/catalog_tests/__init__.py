@@ -4,19 +4,32 @@ agent moved towards (docs/curating-the-catalog.md "Routing runs").
 
     cases = routing_cases(team=team)                    # every active mode's utterances, with the expected mode
     result = await routing_run(user=user, team=team, model="")   # RoutingResult: cases, modes, accuracy, matrix
+
+A check run runs each active mode's checks (a prompt, an execution, what the turn must show) in a new,
+hidden session in that mode, approving what the turn asks for that run alone ("Check runs").
+
+    cases = check_cases(team=team)                      # every active mode's checks, in catalog order
+    result = await checks_run(user=user, team=team)     # ChecksResult: checks, passed, failed, seconds
 """
 
 from __future__ import annotations
 
 from .cases import STAY, RoutingCase, routing_cases, routing_team, utterances_of
+from .checks import CheckCase, CheckResult, ChecksResult, check_case_run, check_cases, checks_run
 from .routing import CaseResult, RoutingResult, routing_case_run, routing_run
 from .summary import routing_summary
 
 __all__ = [
     "STAY",
     "CaseResult",
+    "CheckCase",
+    "CheckResult",
+    "ChecksResult",
     "RoutingCase",
     "RoutingResult",
+    "check_case_run",
+    "check_cases",
+    "checks_run",
     "routing_case_run",
     "routing_cases",
     "routing_run",
