@@ -1,6 +1,7 @@
 """`manage.py catalog_test`: the routing run of the active catalog, printed (each case, each mode's
-precision and recall, the accuracy), exiting 1 below --min-accuracy. The seed catalog routed by the
-built-in offline model gives one accuracy, every time."""
+precision and recall, the accuracy), exiting 1 below --min-accuracy; with `--kind checks` or `both`,
+the catalog's checks too, each with why it failed, exiting 1 on a failed check. The seed catalog
+routed by the built-in offline model gives one accuracy, every time, and passes all its checks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from agents.catalog_tests import STAY, routing_run
 from agents.models import AgentSession
 from agents.run.runners import LocalRunner
 from agents.runner import use_runner
+from modes.models import AgentMode
+from modes.seed import SEED_TESTS_AND_CHECKS
 from tests.helpers import inline_db
 
 # The seed catalog's example and test utterances through the offline model: what it routes right
@@ -71,10 +74,69 @@ def test_the_command_refuses_an_unknown_model_a_user_and_a_kind(team_a, alice):
         call_command("catalog_test", "--user", "alice", "--model", "nope")
     with pytest.raises(CommandError, match="No user 'nobody'"):
         call_command("catalog_test", "--user", "nobody")
-    with pytest.raises(CommandError, match="invalid choice: 'checks'"):
-        call_command("catalog_test", "--user", "alice", "--kind", "checks")
+    with pytest.raises(CommandError, match="invalid choice: 'everything'"):
+        call_command("catalog_test", "--user", "alice", "--kind", "everything")
     with pytest.raises(CommandError, match="between 0 and 1"):
         call_command("catalog_test", "--user", "alice", "--min-accuracy", "2")
+
+
+SEED_CHECKS = sum(len(cases["checks"]) for cases in SEED_TESTS_AND_CHECKS.values())
+FAILING = {"prompt": "Hello there", "expect": {"contains": "zebra"}}
+
+
+def add_failing_check() -> None:
+    general = AgentMode.objects.get(key="general")
+    general.checks = [*general.checks, FAILING]
+    general.save(update_fields=["checks"])
+
+
+@committed_db
+@pytest.mark.usefixtures("mcp_sql_tool")  # the data-analysis check queries the demo database's server
+def test_the_command_prints_the_checks_and_exits_0_when_all_pass(team_a, alice, capsys):
+    call_command("catalog_test", "--kind", "checks", "--user", "alice")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["mode", "prompt", "ok", "reasons"]
+    rows = lines[1 : 1 + SEED_CHECKS]
+    assert [row.split()[0] for row in rows] == [
+        key for key, cases in SEED_TESTS_AND_CHECKS.items() for _ in cases["checks"]
+    ]
+    assert all(row.rstrip().endswith("yes") for row in rows)
+    assert lines[-1].startswith(f"checks {SEED_CHECKS}/{SEED_CHECKS} passed (0 failed")
+    assert "accuracy" not in "\n".join(lines)  # no routing run with --kind checks
+
+
+@committed_db
+@pytest.mark.usefixtures("mcp_sql_tool")
+def test_the_command_exits_1_on_a_failed_check_naming_why(team_a, alice, capsys):
+    add_failing_check()
+    with pytest.raises(CommandError) as failed:
+        call_command("catalog_test", "--kind", "checks", "--user", "alice")
+    assert failed.value.returncode == 1 and str(failed.value) == f"1 of {SEED_CHECKS + 1} checks failed."
+    [row] = [line for line in capsys.readouterr().out.splitlines() if " NO " in line]
+    assert row.split()[:3] == ["general", "Hello", "there"]
+    assert row.endswith("answer does not contain 'zebra'")
+
+
+@committed_db
+@pytest.mark.usefixtures("mcp_sql_tool")
+def test_both_runs_routing_and_checks_and_names_every_failure(team_a, alice, capsys):
+    add_failing_check()
+    with pytest.raises(CommandError) as failed:
+        call_command("catalog_test", "--kind", "both", "--user", "alice", "--min-accuracy", "0.9")
+    assert failed.value.returncode == 1
+    assert str(failed.value) == f"Accuracy {SEED_ACCURACY:.2f} is below 0.90. 1 of {SEED_CHECKS + 1} checks failed."
+    out = capsys.readouterr().out
+    assert f"accuracy {SEED_ACCURACY:.2f} ({SEED_RIGHT}/{SEED_CASES} cases" in out
+    assert f"checks {SEED_CHECKS}/{SEED_CHECKS + 1} passed (1 failed" in out
+
+
+@committed_db
+@pytest.mark.usefixtures("mcp_sql_tool")
+def test_both_exits_0_when_accuracy_and_checks_hold(team_a, alice, capsys):
+    call_command("catalog_test", "--kind", "both", "--user", "alice", "--min-accuracy", "0.5")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["utterance", "expected", "got", "ok"]
+    assert f"checks {SEED_CHECKS}/{SEED_CHECKS} passed" in out
 
 
 @pytest.mark.slow  # a real process: the setting is read at start-up
