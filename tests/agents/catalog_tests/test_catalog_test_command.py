@@ -5,6 +5,7 @@ routed by the built-in offline model gives one accuracy, every time, and passes 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,9 @@ from agents.runner import use_runner
 from modes.models import AgentMode
 from modes.seed import SEED_TESTS_AND_CHECKS
 from tests.helpers import inline_db
+from tools.demo_data import build_demo_database
+from tools.mcp import host as host_module
+from tools.registry import mcp_registry
 
 # The seed catalog's example and test utterances through the offline model: what it routes right
 # (measured; a change to the seed catalog or the offline model's routing shows here). The six it gets
@@ -136,6 +140,39 @@ def test_both_exits_0_when_accuracy_and_checks_hold(team_a, alice, capsys):
     call_command("catalog_test", "--kind", "both", "--user", "alice", "--min-accuracy", "0.5")
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["utterance", "expected", "got", "ok"]
+    assert f"checks {SEED_CHECKS}/{SEED_CHECKS} passed" in out
+
+
+@pytest.fixture
+def sql_server_config(tmp_path, settings):
+    """This process's MCP host, when the command starts it, runs the demo database's SQL server (as
+    mcp.json's); stopped after."""
+    database = tmp_path / "demo.sqlite3"
+    build_demo_database(database)
+    config = tmp_path / "mcp.json"
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{database}"],
+        "cwd": str(ROOT),
+    }
+    config.write_text(json.dumps({"mcpServers": {"sql": server}}))
+    settings.APTIX_MCP_CONFIG, settings.APTIX_MCP_AUTOSTART, settings.VAR_DIR = config, True, tmp_path
+    assert host_module.mcp_host() is None
+    yield
+    started = host_module.mcp_host()
+    if started is not None:
+        started.stop()
+        host_module._host = None
+    assert not [name for name, _ in mcp_registry if name.startswith("sql__")]
+
+
+@pytest.mark.slow  # a real MCP server process
+@committed_db
+def test_checks_run_in_process_get_the_mcp_servers_the_command_starts(sql_server_config, team_a, alice, capsys):
+    call_command("catalog_test", "--kind", "checks", "--user", "alice")
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if "What was the revenue by month?" in line]
+    assert row.split()[0] == "data-analysis" and row.rstrip().endswith("yes")  # it called sql__query
     assert f"checks {SEED_CHECKS}/{SEED_CHECKS} passed" in out
 
 
