@@ -216,24 +216,23 @@ async def check_case_run(
     *, case: CheckCase, user: Any, team: Any, model: str = "", drafts: bool = False
 ) -> CheckResult:
     """Run one check to its end, answering what its turn waits for (the module's docstring), and
-    judge it; its session is deleted after."""
+    judge it; its session is deleted after, whatever happened."""
     began = time.monotonic()
     submitted = await turn_submit(lambda: check_turn_start(case=case, user=user, team=team, model=model, drafts=drafts))
-    turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
     answers, rounds = _Answers(), 0
     expects_pause = case.expect.get("status") == ASKS
-    while turn.status == ASKS and not expects_pause and rounds < MAX_APPROVAL_ROUNDS:
-        rounds += 1
-        try:
-            turn = await answers.round(turn, user)
-        except ValidationError:  # the turn ended meanwhile (stale): take it as it is
-            turn = await Turn.objects.select_related("session").aget(pk=turn.pk)
-    status, answer = turn.status, turn.answer or ""
-    called = await sync_to_async(_called)(turn.pk)
-    if not turn.is_finished:  # left waiting (the rounds ran out, or a pause expected): nothing stays pending
-        await turn_cancel(turn=turn)
-        await turn.arefresh_from_db()
-    await sync_to_async(case_session_delete)(session_id=turn.session_id)
+    try:
+        turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
+        while turn.status == ASKS and not expects_pause and rounds < MAX_APPROVAL_ROUNDS:
+            rounds += 1
+            try:
+                turn = await answers.round(turn, user)
+            except ValidationError:  # the turn ended meanwhile (stale): take it as it is
+                turn = await Turn.objects.select_related("session").aget(pk=turn.pk)
+        status, answer = turn.status, turn.answer or ""
+        called = await sync_to_async(_called)(turn.pk)
+    finally:
+        turn = await _ended(submitted.turn)
     failed = check_failures(expect=case.expect, called=called, answer=answer, status=status)
     if status == ASKS and not expects_pause:
         failed.append(REASON_ROUNDS.format(rounds=rounds))
@@ -249,6 +248,17 @@ async def check_case_run(
         status=status,
         declined=answers.declined,
     )
+
+
+async def _ended(started: Turn) -> Turn:
+    """The check's turn, ended (one left waiting — the rounds ran out, a pause expected — is cancelled,
+    which closes what waits), and its session deleted."""
+    turn = await Turn.objects.select_related("session").aget(pk=started.pk)
+    if not turn.is_finished:
+        await turn_cancel(turn=turn)
+        await turn.arefresh_from_db()
+    await sync_to_async(case_session_delete)(session_id=turn.session_id)
+    return turn
 
 
 async def checks_run(
