@@ -185,12 +185,12 @@ class _Answers:
         questions = [row for row in pending if row.kind == Kind.ELICITATION]
         if questions:
             return await self._decline_questions(turn, user, questions)
-        decisions = []
-        for row in pending:
-            approve = row.kind == Kind.TOOL  # mode changes refused, connects declined (the docstring's why)
-            (self.approved if approve else self.declined).append(row.tool)
-            decisions.append(UserDecision(row.tool_call_id, approve=approve, scope=ToolApproval.Scope.ONCE))
+        # Tool approvals approved once; mode changes refused, connects declined (the module's docstring).
+        approve = {row.tool_call_id: row.kind == Kind.TOOL for row in pending}
+        decisions = [UserDecision(call, approve=yes, scope=ToolApproval.Scope.ONCE) for call, yes in approve.items()]
         submitted = await turn_submit(lambda: _decided(turn=turn, decisions=decisions, user=user))
+        for row in pending:  # recorded (a stale turn raised before this): listed
+            (self.approved if approve[row.tool_call_id] else self.declined).append(row.tool)
         if submitted is None:
             return await Turn.objects.select_related("session").aget(pk=turn.pk)
         return await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
