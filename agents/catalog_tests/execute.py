@@ -29,6 +29,7 @@ from ..models import CatalogTestRun
 from ..runner import get_runner
 from ..turns import turn_cancel
 from .cases import RoutingCase, case_run, routing_cases
+from .checks import CheckCase, check_case_run, check_cases
 from .compare import cases_changed, checks_changed
 from .routing import concurrency, routing_case_run
 from .runs import HEARTBEAT, run_sessions_delete, run_turns_open, user_turns_live
@@ -123,7 +124,11 @@ def plan(run: CatalogTestRun) -> list[Item]:
     for catalog in catalogs_of(run):
         drafts = catalog == "drafts"
         for kind in kinds_of(run):
-            cases: list[Any] = routing_cases(team=run.team, drafts=drafts) if kind == "routing" else []
+            cases: list[Any] = (
+                routing_cases(team=run.team, drafts=drafts)
+                if kind == "routing"
+                else check_cases(team=run.team, drafts=drafts)
+            )
             items += [Item(len(items) + n, catalog, kind, case) for n, case in enumerate(cases)]
     return items
 
@@ -212,7 +217,8 @@ async def _run_item(run: CatalogTestRun, item: Item) -> Any:
     if item.kind == "routing":
         case: RoutingCase = item.case
         return await routing_case_run(case=case, user=run.started_by, team=run.team, model=run.model, drafts=drafts)
-    raise ValueError(f"unknown kind {item.kind!r}")
+    check: CheckCase = item.case
+    return await check_case_run(case=check, user=run.started_by, team=run.team, model=run.model, drafts=drafts)
 
 
 @sync_to_async

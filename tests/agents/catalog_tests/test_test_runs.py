@@ -180,3 +180,39 @@ async def test_a_queued_run_is_taken_by_the_process_that_looks_once_only(member_
         await runs_wait()
     await run.arefresh_from_db()
     assert (run.status, run.done) == ("done", 3) and len(model.requests) == 3
+
+
+async def test_a_compare_run_of_routing_and_checks_lists_what_the_drafts_change(member_curator, model, llm):
+    """Over the published catalog, then with the drafts: routing cases, then checks, each way; the
+    record keeps both, the drafts' as its answer, and what changed: cases and broken checks."""
+    from modes.versions import draft_save
+
+    check = {"prompt": "Say hello", "execution": "ask", "expect": {"contains": "hello"}}
+    await AgentMode.objects.filter(key="general").aupdate(checks=[check])
+    await AgentMode.objects.exclude(key="general").aupdate(checks=[])
+    draft = await sync_to_async(draft_save)(mode="general", fields={"description": "Anything."}, author=None)
+    for reply in ("Hi!", proposal_text("Data Analysis", "data-analysis"), "Sure."):  # published routing
+        model.reply(reply)
+    model.reply("Hello to you!")  # the published check passes
+    for reply in ("Hi!", "Sure.", "Sure."):  # with the drafts, "Chart revenue by month" now stays
+        model.reply(reply)
+    model.reply("Good morning.")  # the check fails with the drafts
+    run = await sync_to_async(run_create)(user=member_curator, catalog="compare", kind="both")
+    assert run.versions["drafts"] == {"general": draft.number}
+    with override_settings(APTIX_CATALOG_TEST_CONCURRENCY=1), use_runner(LocalRunner()):
+        await run_execute(run.pk)
+    run = await CatalogTestRun.objects.select_related("started_by").aget(pk=run.pk)
+    assert (run.status, run.done, run.total, run.checks_failed) == ("done", 8, 8, 1)
+    body = await sync_to_async(run_json)(run)
+    assert (body["published"]["accuracy"], body["accuracy"]) == (
+        pytest.approx(0.6667, abs=1e-4),
+        pytest.approx(0.3333, abs=1e-4),
+    )
+    assert [(c["mode"], c["ok"]) for c in body["published"]["checks"]] == [("general", True)]
+    assert [(c["mode"], c["ok"], c["failed"]) for c in body["checks"]] == [
+        ("general", False, ["answer does not contain 'hello'"])
+    ]
+    assert [(c["utterance"], c["got_before"], c["got_after"]) for c in body["changed"]["cases"]] == [
+        ("Chart revenue by month", "data-analysis", STAY)
+    ]
+    assert [(c["mode"], c["prompt"]) for c in body["changed"]["checks"]] == [("general", "Say hello")]
