@@ -32,7 +32,7 @@ from .cases import RoutingCase, case_run, routing_cases
 from .checks import CheckCase, check_case_run, check_cases
 from .compare import cases_changed, checks_changed
 from .routing import concurrency, routing_case_run
-from .runs import HEARTBEAT, run_sessions_delete, run_turns_open, user_turns_live
+from .runs import HEARTBEAT, run_sessions_delete, run_turns_open, test_run_expire, user_turns_live
 from .summary import routing_summary
 
 logger = logging.getLogger("aptix.catalog_tests")
@@ -74,6 +74,9 @@ def test_run_launch_soon(run_id: str) -> bool:
 
 @sync_to_async
 def _queued() -> list[str]:
+    """The queued runs; on the way, a running run whose process is gone is ended (runs.py)."""
+    for run in CatalogTestRun.objects.filter(status=CatalogTestRun.Status.RUNNING):
+        test_run_expire(run)
     return list(CatalogTestRun.objects.filter(status=CatalogTestRun.Status.QUEUED).values_list("pk", flat=True))
 
 

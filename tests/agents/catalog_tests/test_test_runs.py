@@ -216,3 +216,20 @@ async def test_a_compare_run_of_routing_and_checks_lists_what_the_drafts_change(
         ("Chart revenue by month", "data-analysis", STAY)
     ]
     assert [(c["mode"], c["prompt"]) for c in body["changed"]["checks"]] == [("general", "Say hello")]
+
+
+async def test_a_run_whose_process_died_is_ended_as_failed_by_the_next_look(member_curator):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run = await sync_to_async(run_create)(user=member_curator)
+    silent = timezone.now() - timedelta(seconds=31)
+    await CatalogTestRun.objects.filter(pk=run.pk).aupdate(status="running", started_at=silent, heartbeat_at=silent)
+    assert await execute.test_runs_take() == 0
+    await run.arefresh_from_db()
+    assert (
+        run.status == "failed"
+        and run.error == "The process running this test stopped before it finished (a restart or a crash)."
+    )
+    assert run.finished_at is not None
