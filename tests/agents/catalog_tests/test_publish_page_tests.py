@@ -52,7 +52,7 @@ async def test_a_draft_that_empties_data_analysis_shows_the_drop_on_its_publish_
 
     listing = (await client.get(f"/admin/modes/agentmode/{mode.pk}/change/")).content.decode()
     row = re.search(rf'<tr class="mode-version" data-version="{draft.number}".*?</tr>', listing, re.S).group(0)
-    assert "⚠ routing 0.86 → 0.73" in row
+    assert "Tests: routing 0.86 → 0.73" in row
 
     page = (await client.get(f"/admin/agents/catalogtestrun/{run.pk}/change/")).content.decode()
     assert 'id="accuracy-dropped"' in page
