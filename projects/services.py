@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from aptix.ids import HEX_ID
-from aptix.models import Membership
+from aptix.models import Membership, Team
 from modes.catalog import ModeValidationError, mode_validate
 
 from .models import Project
@@ -224,3 +224,13 @@ def project_delete(*, project: Project, user: Any) -> None:
     if not project_can_manage(user=user, project=project):
         raise PermissionDenied(ERROR_DELETE)
     project.delete()
+
+
+def project_teams(*, user: Any) -> list[Any]:
+    """The teams `user` may make a project in (their own), each with `people`: its members by username
+    (whom a project of that team may have as members)."""
+    teams = list(Team.objects.filter(memberships__user=user).order_by("name").distinct())
+    people = get_user_model().objects.filter(is_active=True).order_by("username")
+    for team in teams:
+        team.people = list(people.filter(memberships__team=team))  # type: ignore[attr-defined]
+    return teams
