@@ -1,19 +1,24 @@
 """Projects in a real browser, with the scripted model: alice makes a project from the sidebar's
 Projects link, starts a session from its page's New session (in the project's default mode), the
 model receives the project's instructions, the sidebar shows the session under the project and the
-project's page lists it. axe finds nothing on the project's page.
+project's page lists it. axe finds nothing on the project's page. A session that gets a new turn moves
+to the top of its own group, not above the project's heading.
 Screenshots: var/test-artifacts/projects-*.png."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from agents.models import AgentSession
+from agents.sessions import session_create
+from projects.services import project_create
 from tests.helpers import async_db
 
 from .axe import AXE_PAGE, violations
-from .live import ARTIFACTS, expect, scripted_env, turn_ended, turns
+from .live import ARTIFACTS, expect, open_session, scripted_env, turn_ended, turns
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
@@ -60,3 +65,39 @@ async def test_a_session_started_from_a_projects_page_runs_with_its_instructions
     await expect(page.locator("#project-sessions")).to_contain_text("Revenue in Q3?")
     assert await violations(page) == []
     await shot(page, "project")
+
+
+async def test_a_session_with_a_new_turn_moves_to_the_top_of_its_own_project_group(sign_in, alice, team_a, model):
+    def sessions():
+        sales = project_create(team=team_a, user=alice, name="Sales")
+        older = session_create(team=team_a, user=alice, project=sales, title="Older in Sales")
+        session_create(team=team_a, user=alice, project=sales, title="Newer in Sales")
+        session_create(team=team_a, user=alice, title="Loose")  # the most recent of all, in no project
+        return older
+
+    older = await sync_to_async(sessions)()
+    model.reply("Done.")
+    page = await sign_in(alice)
+    await open_session(page, older.id)
+    titles = page.locator("#session-list li")
+    await expect(titles).to_have_text(
+        [
+            re.compile("Sales"),
+            re.compile("Newer in Sales"),
+            re.compile("Older in Sales"),
+            "No project",
+            re.compile("Loose"),
+        ]
+    )
+    await page.locator("#message").fill("Once more")
+    await page.locator("#message").press("Enter")
+    await turn_ended(turns(page).last)
+    await expect(titles).to_have_text(
+        [
+            re.compile("Sales"),
+            re.compile("Older in Sales"),
+            re.compile("Newer in Sales"),
+            "No project",
+            re.compile("Loose"),
+        ]
+    )

@@ -132,6 +132,7 @@ def sidebar_context(
     filters = {k: v for k, v in (("q", q), ("mode", mode), ("view", view)) if v}
     return {
         "sessions": sessions,
+        "grouped": grouped,  # by project: each session's row names its group (aptix.js moves it within it)
         "filter_q": q,
         "filter_mode": mode,
         "filter_view": view,
