@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from agents.branching import session_branch
 from agents.conversations import session_start
 from agents.models import AgentSession
 from agents.sessions import (
@@ -19,8 +20,11 @@ from agents.sessions import (
 from aptix.models import Membership
 from modes.models import AgentMode
 from projects.services import project_create, project_delete
+from tests.helpers.turns import add_events, ended_turn
 
 pytestmark = pytest.mark.django_db
+
+BRANCH = {"previousMode": "general", "newMode": "data-analysis", "reason": "Data questions", "branch": True}
 
 
 @pytest.fixture
@@ -85,3 +89,12 @@ def test_deleting_a_project_moves_its_sessions_to_no_project(team_a, alice, sale
     project_delete(project=sales, user=alice)
     session.refresh_from_db()
     assert session.project is None and session.deleted_at is None
+
+
+def test_a_branch_opens_in_its_parents_project_while_its_user_is_a_member(team_a, alice, sales):
+    session = session_create(team=team_a, user=alice, project=sales, mode="general")
+    ended_turn(session, status="completed", message="Chart revenue by month")
+    turn = ended_turn(session, status="completed", index=2, message="3", state={"mode_changes": [BRANCH]})
+    add_events(turn, ("turn.completed", {"branch": {"mode": "data-analysis", "reason": "Data questions"}}))
+    child, _ = session_branch(session=session, turn_id=turn.id, user=alice)
+    assert (child.parent, child.project, child.mode) == (session, sales, "data-analysis")
