@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from modes.models import AgentMode
+from projects.services import project_member
 
 from .events.payloads import Branch
 from .models import AgentSession, ToolApproval, Turn
@@ -61,6 +62,8 @@ def session_branch(*, session: AgentSession, turn_id: str, user: Any) -> tuple[A
             mode=branch["mode"],
             execution=_branch_execution(branch["mode"], session.execution),
             title=(text or session.title)[:80],
+            # In its parent's project, while the user is still a member of it.
+            project=session.project if session.project and project_member(user, session.project) else None,
         )
         child.parent = session
         child.save(update_fields=["parent"])

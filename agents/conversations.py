@@ -21,6 +21,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from projects.models import Project
+
 from .models import AgentSession, Turn
 from .sessions import session_create
 from .turns import CODE_INVALID, turn_start
@@ -55,14 +57,16 @@ def session_start(
     choice: dict[str, Any] | None = None,
     files: list[str] | None = None,
     resources: list[dict[str, str]] | None = None,
+    project: Project | None = None,
 ) -> tuple[AgentSession, Turn]:
     """A new session (session_create) and its first turn (turn_start, queued), or neither: bad input
     (an empty message, an unknown mode…) raises ValidationError naming the field and writes nothing.
     Callers authorise first (the user's own team) and dispatch the turn's run (agents/submit.py).
     The home page's composer and the JSON API both start a conversation here; `files` (ids of the
-    user's uploads) are attached to the new session with the first message."""
+    user's uploads) are attached to the new session with the first message; `project` (one of the
+    user's, in `team`) is the project the session starts in."""
     with transaction.atomic():
-        session = session_create(team=team, user=user, mode=mode, execution=execution, title=title)
+        session = session_create(team=team, user=user, mode=mode, execution=execution, title=title, project=project)
         turn = turn_start(session=session, text=text, choice=choice, files=files, resources=resources)
     return session, turn
 

@@ -48,6 +48,11 @@ class AgentSession(models.Model):
     # leave it (still readable), deleted ones are gone for the user everywhere (page, stream, API,
     # images) but the row stays, so ModeHistory (PROTECT), ToolApproval and the turns keep their audit.
     pinned_at = models.DateTimeField(null=True, blank=True)
+    # The project the session belongs to (at most one; projects/). Deleting the project moves its
+    # sessions to "No project" (SET_NULL): a conversation is never lost with it.
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
+    )
     archived_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
     # A catalog test run's session (agents/catalog_tests): run like any other, listed for nobody

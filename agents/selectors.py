@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import F, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Length
+from django.db.models.functions import Cast, Length, Lower
 
 from modes.catalog import active_modes, catalog_drafts_applied, usable_by
 from modes.models import AgentMode, ModeHistory
@@ -37,6 +37,27 @@ def session_list_filtered(*, user: Any, q: str, mode: str, archived: bool) -> Qu
     if mode:
         sessions = sessions.filter(mode=mode)
     return sessions.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at")
+
+
+def sessions_grouped_by_project(*, user: Any) -> bool:
+    """Whether the sidebar groups the user's sessions by project: when any of them is in one."""
+    return session_list(user=user).filter(project__isnull=False).exists()
+
+
+def by_project(sessions: QuerySet[AgentSession]) -> QuerySet[AgentSession]:
+    """`sessions` in the sidebar's groups: each project's (by name), then those in none ("No project");
+    in each, the sidebar's own order (pinned first, then the most recently updated)."""
+    return sessions.select_related("project").order_by(
+        Lower("project__name").asc(nulls_last=True), "project_id", F("pinned_at").desc(nulls_last=True), "-updated_at"
+    )
+
+
+def project_sessions(*, user: Any, project: Any) -> list[AgentSession]:
+    """A project's page: the user's own sessions in it and those teammates shared with the team, not
+    archived, the most recently active first (another member's unshared session stays theirs)."""
+    own = session_list(user=user).filter(project=project, archived_at__isnull=True).select_related("user")
+    shared = session_shared_list(user=user).filter(project=project)
+    return sorted([*own, *shared], key=lambda s: s.updated_at, reverse=True)
 
 
 def session_list_own(*, user: Any, limit: int) -> list[AgentSession]:

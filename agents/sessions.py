@@ -17,8 +17,10 @@ from django.utils import timezone
 
 from aptix.models import Membership
 from files.services import session_files_purge
-from modes.catalog import ModeValidationError, default_mode_for_team, mode_validate, normalize_mode_key
+from modes.catalog import ModeValidationError, default_mode_for_team, mode_usable, mode_validate, normalize_mode_key
 from modes.models import ModeHistory, ModeVersion
+from projects.models import Project
+from projects.services import project_member
 
 from .documents.services import documents_purge
 from .llm.catalog import models_config
@@ -30,6 +32,7 @@ ERROR_BAD_EXECUTION = "Execution must be 'ask' or 'agent'."
 TITLE_MAX = 200
 ERROR_TITLE_EMPTY = "Give the session a title."
 ERROR_TITLE_TOO_LONG = f"A title has at most {TITLE_MAX} characters."
+CODE_NO_PROJECT = "no_project"  # the API answers 404: someone else's project is as good as none
 ERROR_SESSION_BUSY = "A turn of this session is still running: stop it before deleting the session."
 
 
@@ -52,14 +55,22 @@ class SessionReadOnlyError(PermissionDenied):
         self.session_id = session_id
 
 
-def session_create(*, team, user, mode: str | None = None, execution: str = "ask", title: str = "") -> AgentSession:
-    """Create a session in `mode` or, when the caller names none, the team's default mode, else the
-    catalog's (AGN-011 §3.1: the caller's mode wins, then the team's default, then the catalog's). A
-    mode the team cannot use is refused as an unknown one.
+def session_create(
+    *, team, user, mode: str | None = None, execution: str = "ask", title: str = "", project: Project | None = None
+) -> AgentSession:
+    """Create a session in `mode` or, when the caller names none, the project's default mode (in a
+    `project` that has one the team may still use), else the team's default mode, else the catalog's
+    (AGN-011 §3.1: the caller's mode wins, then the project's, the team's default, the catalog's). A
+    mode the team cannot use is refused as an unknown one; a project the user is not a member of, or
+    of another team, as an unknown project.
 
     Callers authorise first: views and the API only offer the user's own teams."""
     if execution not in Execution.values:
         raise ValidationError({"execution": ERROR_BAD_EXECUTION})
+    if project is not None:
+        _check_project(project=project, team=team, user=user)
+    if (mode is None or not str(mode).strip()) and project is not None and project.default_mode:
+        mode = project.default_mode if mode_usable(project.default_mode, team) else None
     if mode is None or not str(mode).strip():
         key = default_mode_for_team(team)
     else:
@@ -67,9 +78,36 @@ def session_create(*, team, user, mode: str | None = None, execution: str = "ask
             key = mode_validate(mode, team=team).key
         except ModeValidationError as exc:
             raise ValidationError({"mode": str(exc)}) from exc
-    session = AgentSession(team=team, user=user, mode=key, execution=execution, title=title.strip()[:200])
+    session = AgentSession(
+        team=team, user=user, mode=key, execution=execution, title=title.strip()[:200], project=project
+    )
     session.full_clean()
     session.save()
+    return session
+
+
+ERROR_NO_PROJECT = "No project with this id in your projects."
+ERROR_PROJECT_OTHER_TEAM = "The project belongs to another team than the session."
+
+
+def _check_project(*, project: Project, team, user) -> None:
+    """`project` is one of `user`'s (project_member) and of `team`, else a ValidationError naming it."""
+    if not project_member(user, project):
+        raise ValidationError({"project": ERROR_NO_PROJECT}, code=CODE_NO_PROJECT)
+    if project.team_id != team.pk:
+        raise ValidationError({"project": ERROR_PROJECT_OTHER_TEAM})
+
+
+def session_set_project(*, session: AgentSession, user, project: Project | None) -> AgentSession:
+    """Move the session into `project`, or out of any (None: "No project"). Only its owner moves it
+    (callers found it with session_get, which refuses a reader), into a project of the session's team
+    they are a member of. Its mode stays: a project's default mode is for the sessions started in it."""
+    if session.user_id != user.pk:
+        raise SessionReadOnlyError(session.pk)
+    if project is not None:
+        _check_project(project=project, team=session.team, user=user)
+    session.project = project
+    session.save(update_fields=["project"])  # no activity in it: the sidebar keeps its order
     return session
 
 

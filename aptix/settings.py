@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "files",
     "tools",
     "usage",
+    "projects",
     "agents",
     "identity",
     "connections",
@@ -277,6 +278,8 @@ APTIX_MCP_AUTOSTART = read(env.APTIX_MCP_AUTOSTART)
 # environment only, never a file under var/: a copy of the database must not carry its key.
 APTIX_SECRETS_KEY = read(env.APTIX_SECRETS_KEY) or []
 APTIX_MCP_INSTRUCTIONS_CHARS = read(env.APTIX_MCP_INSTRUCTIONS_CHARS)
+# A project's instructions in its sessions' system prompt (agents/run/pipeline.py), within this many characters.
+APTIX_PROJECT_INSTRUCTIONS_CHARS = read(env.APTIX_PROJECT_INSTRUCTIONS_CHARS)
 # Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the
 # tests turn it off and sweep when they mean to.
 APTIX_RUN_SWEEP = read(env.APTIX_RUN_SWEEP)

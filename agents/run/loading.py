@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db.models import Max, OuterRef
 
 from files.services import session_files_exist
@@ -12,6 +13,8 @@ from modes.drafts import catalog_draft_of
 from modes.models import AgentMode
 from modes.versioning import mode_with_snapshot
 from modes.versions import UNPUBLISHED
+from projects.models import Project
+from projects.prompt import project_instructions_prompt
 
 from ..documents.services import documents_exist
 from ..models import Turn
@@ -28,6 +31,7 @@ class LoadedRun:
     # the run uses a draft of its mode: its curator's "Try it" (AgentSession.mode_draft), or a session over
     # the catalog with its drafts applied (AgentSession.catalog_drafts) when the mode has one
     draft: bool = False
+    project_instructions: str = ""  # the system prompt's section for the session's project (projects/prompt.py)
 
 
 def run_mode(turn: Turn) -> tuple[AgentMode | None, int | None, bool]:
@@ -51,7 +55,7 @@ def load_run(turn_id: str) -> LoadedRun:
     # One query for the turn, its session, and whether the session has files and documents.
     session = OuterRef("session_id")
     turn = (
-        Turn.objects.select_related("session__team", "session__user", "session__mode_draft")
+        Turn.objects.select_related("session__team", "session__user", "session__mode_draft", "session__project")
         .annotate(has_files=session_files_exist(session), has_documents=documents_exist(session))
         .get(pk=turn_id)
     )
@@ -67,4 +71,11 @@ def load_run(turn_id: str) -> LoadedRun:
         last_seq=last_seq,
         has_files=turn.has_files,
         has_documents=turn.has_documents,
+        project_instructions=_project_instructions(turn.session.project),
     )
+
+
+def _project_instructions(project: Project | None) -> str:
+    if project is None:
+        return ""
+    return project_instructions_prompt(project.name, project.instructions, settings.APTIX_PROJECT_INSTRUCTIONS_CHARS)

@@ -321,17 +321,22 @@ def mcp_instructions(selection: ToolSelection) -> str:
     return instructions_prompt(servers, settings.APTIX_MCP_INSTRUCTIONS_CHARS)
 
 
-def build_system_prompt(*, mode, execution: str, selection: ToolSelection, instructions: str = "") -> str:
+def build_system_prompt(
+    *, mode, execution: str, selection: ToolSelection, instructions: str = "", project_instructions: str = ""
+) -> str:
     """The base prompt, the mode's prompt and the tools' usage guidance, each rule said once: the mode
     switch rule lives in the mode change tool's usage, and a usage text that only repeats the tool's
     schema description (an MCP tool's: its description and a parenthesised note of its annotations,
     which the approval flow acts on) is left out, since the schema already goes with the request.
-    `instructions` (the MCP servers' own, `mcp_instructions`) come last."""
+    `project_instructions` (the session's project's, `project_instructions_prompt`) follow the mode's
+    prompt; `instructions` (the MCP servers' own, `mcp_instructions`) come last."""
     parts = [
         BASE_PROMPT,
         f"Current mode: {mode.key}\nExecution: {execution}",
         f"# Mode: {mode.display_name}\n{mode.system_prompt or mode.description}",
     ]
+    if project_instructions:
+        parts.append(project_instructions)
     if not always_offered() & set(selection.kinds):  # the mode change's usage says the rule otherwise
         parts.append(SWITCH_PROPOSAL)
     described = {

@@ -191,7 +191,11 @@ class Reasoner:
             )
         counter = self._counter(run)
         system_prompt = build_system_prompt(
-            mode=mode, execution=turn.execution, selection=selection, instructions=mcp_instructions(selection)
+            mode=mode,
+            execution=turn.execution,
+            selection=selection,
+            instructions=mcp_instructions(selection),
+            project_instructions=loaded.project_instructions,
         )
         if loaded.has_documents:  # the session's documents as they are now (a user's edit included)
             system_prompt += await documents_context(turn.session_id, counter, context_budget(run.llm.context_tokens))

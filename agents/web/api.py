@@ -27,7 +27,7 @@ from agents.models import Execution
 from agents.run.pipeline import normalize_turn_mode
 from agents.runner import get_runner
 from agents.selectors import turn_continued_aget, turn_last, turn_of_user_aget
-from agents.sessions import ERROR_BAD_EXECUTION
+from agents.sessions import ERROR_BAD_EXECUTION, ERROR_NO_PROJECT
 from agents.state import PausedState, turn_state
 from agents.submit import turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
@@ -36,6 +36,7 @@ from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from modes.catalog import mode_usable
+from projects.services import ProjectNotFoundError, project_get
 from tools.registry import TOOL_NAME_RE, internal_registry, mcp_registry
 
 from .api_answers import answer_of, answer_question, question_fields
@@ -43,6 +44,10 @@ from .api_support import ApiError, authenticate, conversation_get, json_body, no
 
 if TYPE_CHECKING:
     from agents.models import AgentSession, Turn
+    from projects.models import Project
+
+
+ERROR_PROJECT_WITH_CONVERSATION = "'projectId' starts a new conversation: send it without 'conversationId'."
 
 
 @dataclass
@@ -58,6 +63,7 @@ class ExecuteRequest:
     resume: bool = False  # "continue": carry on after a turn that stopped at a limit
     files: list[str] = field(default_factory=list)  # ids of the user's uploads the message carries
     resources: Any = None  # MCP resources the message carries ({"server", "uri"}; checked by turn_start)
+    project_id: str | None = None  # the project a new conversation starts in
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -80,6 +86,7 @@ EXECUTE_FIELDS = frozenset(
         "choice",
         "continue",
         "files",
+        "projectId",
     }
 )
 
@@ -102,7 +109,10 @@ def parse_execute_request(raw: bytes) -> ExecuteRequest:
         mode=_optional_str(body, "mode"),
         execution=_optional_str(body, "execution"),
         message=_optional_str(body, "message"),
+        project_id=_optional_str(body, "projectId") or None,
     )
+    if request.project_id and request.conversation_id:
+        raise ApiError(400, ERROR_PROJECT_WITH_CONVERSATION, "projectId")
     if request.execution is not None and request.execution not in Execution.values:
         raise ApiError(400, ERROR_BAD_EXECUTION, "execution")
     request.tools = _parse_tools(body.get("tools"))
@@ -220,13 +230,17 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
     try:
         if request.conversation_id:
             return _next_turn(user=user, request=request, conversation_id=request.conversation_id)
-        team = api_team(user)
+        project = _project(user, request.project_id)
+        team = project.team if project is not None else api_team(user)
         if team is None:
             raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
         mode, execution = _user_defaults(user, team)
+        if project is not None and project.default_mode:
+            mode = None  # the project's default mode comes before the user's own (session_create)
         _session, turn = session_start(
             team=team,
             user=user,
+            project=project,
             text=request.message or "",
             mode=request.mode or mode,
             execution=request.execution or execution,
@@ -237,6 +251,17 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
         return turn
     except ValidationError as exc:
         raise ApiError.refused(exc) from None
+
+
+def _project(user: Any, project_id: str | None) -> Project | None:
+    """The project `projectId` names, one of the user's, or a 404 naming the field (anyone else's
+    project is as good as none)."""
+    if not project_id:
+        return None
+    try:
+        return project_get(user=user, project_id=project_id)
+    except ProjectNotFoundError:
+        raise ApiError(404, ERROR_NO_PROJECT, "projectId") from None
 
 
 def api_team(user: Any) -> Any:

@@ -36,6 +36,7 @@ def conversation_json(session: AgentSession) -> dict[str, Any]:
         "author": session.user.get_username(),
         "mode": session.mode,
         "execution": session.execution,
+        "projectId": session.project_id,  # the project the conversation belongs to (None: no project)
         "shared": session.shared_at is not None,
         "sharedAt": _iso(session.shared_at),
         "readOnly": session.read_only,

@@ -14,6 +14,8 @@ class SessionCreateForm(forms.Form):
     title = forms.CharField(max_length=200, required=False)
     # The first message (checked by the turn service, whose reasons the page shows): it creates the session.
     message = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    # The project a "New session" of a project's page starts in (its id; checked by the service).
+    project = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
 
     def __init__(self, *args, teams, modes, default_mode: str, **kwargs):
         super().__init__(*args, **kwargs)

@@ -44,6 +44,13 @@ APTIX_LLM_MAX_RETRIES = Integer("APTIX_LLM_MAX_RETRIES", 2, MODELS, "SDK retries
 
 # --- Agent runs -----------------------------------------------------------------------------------
 APTIX_MAX_STEPS = Integer("APTIX_MAX_STEPS", 10, AGENT, "model calls per Agent turn", minimum=1)
+APTIX_PROJECT_INSTRUCTIONS_CHARS = Integer(
+    "APTIX_PROJECT_INSTRUCTIONS_CHARS",
+    8000,
+    AGENT,
+    "characters of a project's instructions that go into each request of its sessions (the rest is cut; 0: none)",
+    minimum=0,
+)
 APTIX_MAX_REPEATS = Integer(
     "APTIX_MAX_REPEATS",
     2,

@@ -20,6 +20,7 @@ ICONS: dict[str, str] = {
     "pin": "M6 2h4M7 2v4L4.5 9h7L9 6V2M8 9v5",
     "download": "M8 2v8M4.5 7 8 10.5 11.5 7M3 13.5h10",
     "menu": "M2.5 4h11M2.5 8h11M2.5 12h11",
+    "folder": "M1.5 4v8.5h13V5.5H7.5L6 4z",
     "more": "M3.5 8h.01M8 8h.01M12.5 8h.01",
     "check": "M3 8.5 6.5 12 13 4.5",
     "cross": "M4 4l8 8M12 4l-8 8",

@@ -348,8 +348,16 @@
       var item = link && link.closest("li");
       if (!item || item.classList.contains("pinned")) return;
       var list = item.parentElement;
-      var pinned = list.querySelectorAll(":scope > li.pinned");
-      var after = pinned.length ? pinned[pinned.length - 1].nextElementSibling : list.firstElementChild;
+      // Grouped by project: to the top of its own group (after the group's heading and pinned sessions).
+      var heading = list.querySelector(':scope > li.project-group[data-group="' + (item.dataset.group || "") + '"]');
+      var after;
+      if (heading) {
+        after = heading.nextElementSibling;
+        while (after && after !== item && after.classList.contains("pinned")) after = after.nextElementSibling;
+      } else {
+        var pinned = list.querySelectorAll(":scope > li.pinned");
+        after = pinned.length ? pinned[pinned.length - 1].nextElementSibling : list.firstElementChild;
+      }
       if (after !== item) list.insertBefore(item, after);
     });
   });

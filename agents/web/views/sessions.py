@@ -30,6 +30,7 @@ from aptix.teams import team_list_for_user
 from files.models import SessionFile
 from files.services import file_describe, file_get, session_files
 from modes.catalog import default_mode_for_team, mode_usable, modes_for_team, modes_for_teams, team_catalogs
+from projects.services import ProjectNotFoundError, project_get, project_list
 from usage.quotas import quota_state
 
 from ..document_panel import PANEL_TEMPLATE, panel_context
@@ -43,8 +44,9 @@ if TYPE_CHECKING:
     from agents.models import AgentSession, Turn
 
 
-def _create_form(user: Any, data: QueryDict | None = None) -> SessionCreateForm:
-    """The new-session form, starting from the user's defaults (settings page) where they still apply."""
+def _create_form(user: Any, data: QueryDict | None = None, project: Any = None) -> SessionCreateForm:
+    """The new-session form, starting from the user's defaults (settings page) where they still apply;
+    in a `project` (its page's "New session"), from the project's team and default mode."""
     teams = team_list_for_user(user=user)
     # Team catalogs: the modes the user's teams may use (one team: exactly its catalog); the service
     # refuses a mode the chosen team cannot use. The preselected mode is the user's default where their
@@ -54,13 +56,15 @@ def _create_form(user: Any, data: QueryDict | None = None) -> SessionCreateForm:
     preferences = preferences_get(user=user)
     preferred = preferences.default_mode
     mode = preferred if preferred and mode_usable(preferred, first) else default_mode_for_team(first)
-    return SessionCreateForm(
-        data,
-        teams=teams,
-        modes=modes,
-        default_mode=mode,
-        initial={"execution": preferences.default_execution},
-    )
+    initial = {"execution": preferences.default_execution}
+    if project is not None:
+        mode = (
+            project.default_mode
+            if mode_usable(project.default_mode, project.team)
+            else default_mode_for_team(project.team)
+        )
+        initial.update(team=project.team_id, project=project.id)
+    return SessionCreateForm(data, teams=teams, modes=modes, default_mode=mode, initial=initial)
 
 
 def get_session_or_404(request: HttpRequest, session_id: str, *, read: bool = False) -> AgentSession:
@@ -77,17 +81,32 @@ def get_session_or_404(request: HttpRequest, session_id: str, *, read: bool = Fa
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """The composer of a new session (mode and Ask/Agent beside it). Nothing is created until a send."""
-    return _home_page(request, _create_form(request.user))
+    """The composer of a new session (mode and Ask/Agent beside it). Nothing is created until a send.
+    `?project=<id>` (a project page's "New session"): the session starts in that project."""
+    project = _project(request, request.GET.get("project", ""))
+    return _home_page(request, _create_form(request.user, project=project), project=project)
 
 
-def _home_page(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
+def _project(request: HttpRequest, project_id: str) -> Any:
+    """The user's project with this id, None for none asked, a 404 for anyone else's."""
+    if not project_id:
+        return None
+    try:
+        return project_get(user=request.user, project_id=project_id)
+    except ProjectNotFoundError:
+        raise Http404("No such project.") from None
+
+
+def _home_page(
+    request: HttpRequest, form: SessionCreateForm, *, status: int = 200, project: Any = None
+) -> HttpResponse:
     """The home page; again with the posted form (the draft and the reason) when nothing was sent."""
     teams = team_list_for_user(user=request.user)
     user_id = cast(int, request.user.pk)  # signed in (login_required)
     context = {
         **sidebar_context(request, whole_page=True),
         "form": form,
+        "project": project,
         "has_team": teams.exists(),  # a user with no team posting the form gets the page that says so
         "teams_count": teams.count(),
         "model": describe_provider(),
@@ -130,6 +149,7 @@ async def session_new(request: HttpRequest) -> HttpResponse:
     if isinstance(form, HttpResponse):
         return form
     data = dict(form.cleaned_data)
+    data["project"] = await sync_to_async(_project)(request, data.pop("project", ""))
     try:
         submitted = await turn_submit(
             partial(
@@ -168,7 +188,7 @@ def _refused(request: HttpRequest, form: SessionCreateForm, exc: ValidationError
 
 def _nothing_sent(request: HttpRequest, form: SessionCreateForm) -> HttpResponse:
     messages.error(request, "Nothing was sent: see the reason under the message.")
-    return _home_page(request, form, status=400)
+    return _home_page(request, form, status=400, project=_project(request, request.POST.get("project", "")))
 
 
 def _form_errors(form: SessionCreateForm, exc: ValidationError) -> None:
@@ -216,6 +236,8 @@ def detail_page(
         "link_days": LINK_DAYS,
         "link_default_days": DEFAULT_DAYS,
         "public_links": public_links_on(),
+        # The session menu's "Move to project…": the projects of the session's team the user is in.
+        "projects": [] if reader else list(project_list(user=request.user, team=session.team)),
         **timeline,
     }
     context.update(mode_context(session, modes_for_team(session.team_id)))

@@ -1,4 +1,5 @@
-"""The sidebar's session list: filtered (text, mode, active or archived), pinned sessions first, in
+"""The sidebar's session list: filtered (text, mode, active or archived), grouped by project once any
+of the user's sessions is in one (each project by name, then "No project"), pinned sessions first, in
 pages of PAGE_SIZE ("Show more" fetches the next page), and for a text filter a snippet of where each
 session matches."""
 
@@ -11,7 +12,13 @@ from urllib.parse import urlencode
 
 from django.http import HttpRequest
 
-from agents.selectors import session_list_filtered, session_shared_with, turn_matches
+from agents.selectors import (
+    by_project,
+    session_list_filtered,
+    session_shared_with,
+    sessions_grouped_by_project,
+    turn_matches,
+)
 from aptix.teams import team_list_for_user
 from modes.catalog import modes_for_teams
 
@@ -81,6 +88,21 @@ def _attach_snippets(sessions: list[AgentSession], q: str) -> None:
         session.snippet = found.get(session.id)  # type: ignore[attr-defined]  # shown by _session_list.html
 
 
+@dataclass(frozen=True)
+class Group:
+    """A heading of the sidebar's list: a project (its page's link) or "No project" (`project` None)."""
+
+    project: Any
+
+
+def _mark_groups(sessions: list[AgentSession], previous: AgentSession | None) -> None:
+    """`group` on each session that starts a group (`previous`: the row before the first, if any)."""
+    last = previous.project_id if previous is not None else ...
+    for session in sessions:
+        session.group = Group(session.project) if session.project_id != last else None  # type: ignore[attr-defined]
+        last = session.project_id
+
+
 def sidebar_context(
     request: HttpRequest, current: AgentSession | None = None, *, whole_page: bool = False
 ) -> dict[str, Any]:
@@ -93,15 +115,24 @@ def sidebar_context(
     view = ARCHIVED if request.GET.get("view") == ARCHIVED else ""
     page = _page_number(request.GET.get("page", "1"))
     listed = session_list_filtered(user=request.user, q=q, mode=mode, archived=view == ARCHIVED)
+    grouped = sessions_grouped_by_project(user=request.user)
+    if grouped:
+        listed = by_project(listed)
     first = 0 if whole_page else (page - 1) * PAGE_SIZE
-    rows = list(listed[first : page * PAGE_SIZE + 1])
+    # With groups, the row before the page too: a page that goes on with its group draws no new heading.
+    before = 1 if grouped and first else 0
+    rows = list(listed[first - before : page * PAGE_SIZE + 1])
+    previous, rows = (rows[0] if before and rows else None), rows[before:]
     shown = page * PAGE_SIZE - first
     sessions, more = rows[:shown], len(rows) > shown
+    if grouped:
+        _mark_groups(sessions, previous)
     if q:
         _attach_snippets(sessions, q)
     filters = {k: v for k, v in (("q", q), ("mode", mode), ("view", view)) if v}
     return {
         "sessions": sessions,
+        "grouped": grouped,  # by project: each session's row names its group (aptix.js moves it within it)
         "filter_q": q,
         "filter_mode": mode,
         "filter_view": view,
