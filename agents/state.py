@@ -98,6 +98,7 @@ class OpenTask:
     task_id: str
     server: str
     resumable: bool  # False for a stdio server: its task ends with the process that started it
+    session: str = ""  # the MCP session the task was created in (a server may know it there only)
     resumes: int = 0  # how many times a process took the task over (claims.py MAX_TASK_RESUMES)
     rest: list[PendingCall] = field(default_factory=list)  # the reply's calls after this one
 
@@ -108,6 +109,7 @@ class OpenTask:
             "taskId": self.task_id,
             "server": self.server,
             "resumable": self.resumable,
+            "session": self.session,
             "resumes": self.resumes,
             "rest": [dict(c) for c in self.rest],
         }
@@ -123,6 +125,7 @@ class OpenTask:
             task_id=str(data.get("taskId", "")),
             server=str(data.get("server", "")),
             resumable=bool(data.get("resumable")),
+            session=str(data.get("session", "")),
             resumes=int(data.get("resumes", 0)),
             rest=[PendingCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data.get("rest") or []],
         )
