@@ -19,6 +19,7 @@ from agents.elicitations import elicitation_answer_to_resume
 from agents.models import ToolApproval, Turn, TurnEvent
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_start
+from agents.web.timeline import render_turn
 from aptix.tokens import api_token_create
 from modes.models import AgentMode
 from tests.helpers import ServerLikeAsyncClient, async_db
@@ -74,6 +75,10 @@ async def test_a_server_that_dies_while_its_question_waits_closes_the_question(
     decided = await TurnEvent.objects.aget(turn_id=turn.id, type="approval.decided")
     assert decided.payload["decisions"][0]["id"] == row.tool_call_id  # the card goes
     assert "while its question waited" in decided.payload["decisions"][0]["reason"]
+    stored = [e async for e in TurnEvent.objects.filter(turn_id=turn.id).order_by("seq")]
+    page = await sync_to_async(render_turn)(turn, stored)  # the card, as the page draws it
+    assert "Closed: MCP server &quot;old&quot; stopped" in page
+    assert "question-form" not in page  # nothing left to answer
 
     with pytest.raises(ValidationError) as refused:  # a late answer, from the card or the API
         await sync_to_async(elicitation_answer_to_resume)(
