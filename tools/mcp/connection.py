@@ -60,6 +60,7 @@ from .transport import ChildProcess, stdio_transport
 logger = logging.getLogger("aptix.mcp")
 
 PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
+LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_MAX = 0.5, 30.0  # seconds before a lost listen stream is opened again
 NOBODY = CallContext.of(None)  # a call nobody made in particular: no questions asked, no task watched
 
 # (progress, total, message): what a `notifications/progress` of a call says
@@ -291,7 +292,9 @@ class Connection:
     async def listen_for_changes(self) -> None:
         """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-, prompt-
         and resource-list changes (those its capabilities say it sends); returns at once for servers
-        that send none."""
+        that send none. A stream that ends while the connection is up (the server closed it, or
+        restarted: a 2026-07-28 HTTP server has no session for us to lose) is opened again, after a
+        backoff, and what it may have missed meanwhile is listed again (the SDK replays nothing)."""
         client = self._client()
         capabilities = client.server_capabilities
         wanted = {
@@ -306,28 +309,41 @@ class Connection:
             return
         events = {ToolsListChanged: self.tools_changed, PromptsListChanged: self.prompts_changed}
         events[ResourcesListChanged] = self.resources_changed
-        try:
-            async with client.listen(
-                tools_list_changed=wanted["tools"],
-                prompts_list_changed=wanted["prompts"],
-                resources_list_changed=wanted["resources"],
-            ) as subscription:
-                async for event in subscription:
-                    changed = events.get(type(event))
-                    if changed is not None:
-                        changed.set()
-        except (ListenNotSupportedError, SubscriptionLost, anyio.ClosedResourceError):
-            return  # handshake-era server (plain notifications), or the connection is going away
-        except Exception as exc:  # noqa: BLE001 - without change events the tools still work
-            if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-                return
-            logger.warning(
-                'MCP server "%s": no list change events (%s: %s)',
-                self.config.name,
-                type(exc).__name__,
-                exc,
-                extra={"server": self.config.name},
-            )
+        missed = [events[kind] for kind, on in zip(events, wanted.values(), strict=True) if on]
+        delay, reopened, warned = LISTEN_BACKOFF_FIRST, False, False
+        while not self.lost.is_set():
+            try:
+                async with client.listen(
+                    tools_list_changed=wanted["tools"],
+                    prompts_list_changed=wanted["prompts"],
+                    resources_list_changed=wanted["resources"],
+                ) as subscription:
+                    if reopened:  # changes made while no stream was open are not sent again
+                        for stale in missed:
+                            stale.set()
+                    delay, warned = LISTEN_BACKOFF_FIRST, False
+                    async for event in subscription:
+                        changed = events.get(type(event))
+                        if changed is not None:
+                            changed.set()
+            except ListenNotSupportedError:
+                return  # handshake-era server: plain notifications (`_on_message`)
+            except (SubscriptionLost, anyio.ClosedResourceError):
+                pass  # dropped: opened again below, unless the connection is going away
+            except Exception as exc:  # noqa: BLE001 - without change events the tools still work
+                if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+                    return
+                if not warned:  # once until a stream is open again
+                    warned = True
+                    logger.warning(
+                        'MCP server "%s": no list change events (%s: %s); trying again',
+                        self.config.name,
+                        type(exc).__name__,
+                        exc,
+                        extra={"server": self.config.name},
+                    )
+            await anyio.sleep(delay)
+            delay, reopened = min(delay * 2, LISTEN_BACKOFF_MAX), True
 
     async def call_tool(
         self, tool: str, arguments: dict, context: CallContext = NOBODY, on_progress: Progress | None = None
