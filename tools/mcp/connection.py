@@ -61,6 +61,8 @@ logger = logging.getLogger("aptix.mcp")
 
 PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
 LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_MAX = 0.5, 30.0  # seconds before a lost listen stream is opened again
+# A server's answers refusing `subscriptions/listen` itself: not asked again on that connection.
+LISTEN_REFUSED = frozenset({types.METHOD_NOT_FOUND, types.INVALID_REQUEST, types.INVALID_PARAMS})
 NOBODY = CallContext.of(None)  # a call nobody made in particular: no questions asked, no task watched
 
 # (progress, total, message): what a `notifications/progress` of a call says
@@ -333,15 +335,19 @@ class Connection:
             except Exception as exc:  # noqa: BLE001 - without change events the tools still work
                 if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                     return
-                if not warned:  # once until a stream is open again
+                refused = isinstance(exc, MCPError) and exc.code in LISTEN_REFUSED
+                if refused or not warned:  # once until a stream is open again
                     warned = True
                     logger.warning(
-                        'MCP server "%s": no list change events (%s: %s); trying again',
+                        'MCP server "%s": no list change events (%s: %s)%s',
                         self.config.name,
                         type(exc).__name__,
                         exc,
+                        "" if refused else "; trying again",
                         extra={"server": self.config.name},
                     )
+                if refused:  # the server answered that it does not serve the stream: no use asking again
+                    return
             await anyio.sleep(delay)
             delay, reopened = min(delay * 2, LISTEN_BACKOFF_MAX), True
 
