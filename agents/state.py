@@ -103,16 +103,16 @@ class OpenTask:
     rest: list[PendingCall] = field(default_factory=list)  # the reply's calls after this one
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "call": dict(self.call),
             "kind": self.kind,
             "taskId": self.task_id,
             "server": self.server,
             "resumable": self.resumable,
-            "session": self.session,
             "resumes": self.resumes,
             "rest": [dict(c) for c in self.rest],
         }
+        return {**data, "session": self.session} if self.session else data  # none for stdio servers
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OpenTask:
