@@ -42,6 +42,7 @@ ERROR_LOST = (
     "(a restart), so the question cannot be answered any more. Send your message again."
 )
 ERROR_OWNER_ONLY = "Only the session's owner can answer this question."
+ERROR_CLOSED = "This question is closed: {reason}"
 ACTION_DECISIONS = {"accept": Decision.ACCEPTED, "decline": Decision.DECLINED, "cancel": Decision.CANCELLED}
 DECISION_ACTIONS: dict[str, Action] = {
     Decision.ACCEPTED: "accept",
@@ -126,9 +127,11 @@ def _answer(*, turn: Turn, item_id: str, action: str, content: Any, user: Any) -
         locked = Turn.objects.select_for_update().select_related("session").get(pk=turn.pk)
         if locked.session.user_id != getattr(user, "pk", None):
             raise ValidationError({"toolCallId": ValidationError(ERROR_OWNER_ONLY, code="owner")})
+        row = locked.approvals.filter(tool_call_id=item_id, kind=Kind.ELICITATION).first()
+        if row is not None and (reason := row.request.get("closed")):
+            raise ValidationError({"toolCallId": ValidationError(ERROR_CLOSED.format(reason=reason), CODE_STALE)})
         if locked.status != Turn.Status.AWAITING_APPROVAL:
             raise ValidationError({"toolCallId": ValidationError(ERROR_NOT_WAITING, code=CODE_STALE)})
-        row = locked.approvals.filter(tool_call_id=item_id, kind=Kind.ELICITATION).first()
         if row is None or not row.is_pending:
             raise ValidationError({"toolCallId": ValidationError(ERROR_UNKNOWN_CALL.format(id=item_id), CODE_STALE)})
         answered = None
@@ -146,6 +149,31 @@ def _answer(*, turn: Turn, item_id: str, action: str, content: Any, user: Any) -
         Turn.objects.filter(pk=locked.pk).update(status=Turn.Status.RUNNING, state={})
     locked.refresh_from_db()
     return locked, False
+
+
+def elicitation_close(turn_id: str, item_id: str, reason: str) -> dict[str, Any] | None:
+    """Close a question a run held whose call ended without its answer (its server went away, or
+    withdrew the request): the row reads "cancelled" by nobody, keeps `reason` (a late answer is
+    refused with it: `question_closed`), and the turn runs again. The approval.decided entry (with
+    the reason) for the run to write, or None when the question was answered or closed already."""
+    with transaction.atomic():
+        locked = Turn.objects.select_for_update().get(pk=turn_id)
+        row = locked.approvals.filter(tool_call_id=item_id, kind=Kind.ELICITATION).first()
+        if row is None or not row.is_pending:
+            return None
+        row.decision, row.decided_at = Decision.CANCELLED, timezone.now()
+        row.request = {**row.request, "closed": reason}
+        row.save(update_fields=["decision", "decided_at", "request"])
+        if locked.status == Turn.Status.AWAITING_APPROVAL:
+            Turn.objects.filter(pk=locked.pk).update(status=Turn.Status.RUNNING, state={})
+    return {**_decided(row), "reason": reason}
+
+
+def question_closed(turn: Turn, item_id: str) -> str | None:
+    """Why the turn's question `item_id` was closed without an answer (`elicitation_close`), else None."""
+    row = turn.approvals.filter(tool_call_id=item_id, kind=Kind.ELICITATION).only("request").first()
+    reason = row.request.get("closed") if row is not None else None
+    return ERROR_CLOSED.format(reason=reason) if reason else None
 
 
 def decided_payload(turn_id: str, item_id: str) -> dict[str, Any]:

@@ -98,11 +98,12 @@ class OpenTask:
     task_id: str
     server: str
     resumable: bool  # False for a stdio server: its task ends with the process that started it
+    session: str = ""  # the MCP session the task was created in (a server may know it there only)
     resumes: int = 0  # how many times a process took the task over (claims.py MAX_TASK_RESUMES)
     rest: list[PendingCall] = field(default_factory=list)  # the reply's calls after this one
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "call": dict(self.call),
             "kind": self.kind,
             "taskId": self.task_id,
@@ -111,6 +112,7 @@ class OpenTask:
             "resumes": self.resumes,
             "rest": [dict(c) for c in self.rest],
         }
+        return {**data, "session": self.session} if self.session else data  # none for stdio servers
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OpenTask:
@@ -123,6 +125,7 @@ class OpenTask:
             task_id=str(data.get("taskId", "")),
             server=str(data.get("server", "")),
             resumable=bool(data.get("resumable")),
+            session=str(data.get("session", "")),
             resumes=int(data.get("resumes", 0)),
             rest=[PendingCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data.get("rest") or []],
         )

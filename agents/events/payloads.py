@@ -177,6 +177,7 @@ class ApprovalDecision(TypedDict):
     scope: str
     branch: bool | None
     decided_by: str | None
+    reason: NotRequired[str]  # a question closed because its call ended first (agents/elicitations.py)
 
 
 class ApprovalDecided(TypedDict):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 
+from tools.base import InvokeResult
 from tools.mcp import Answer, Ask, InputPause, Request, Resume
 
 from .. import turns
@@ -24,6 +25,7 @@ from ..elicitations import (
     closed,
     decided_payload,
     elicitation_answered,
+    elicitation_close,
     elicitation_request,
     resume_details,
 )
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from .run import Call, Run
 
 POLL = 0.5  # seconds between looks at the answer while the user thinks (nothing on any hot path)
+WITHDRAWN = "The MCP server withdrew its question before it was answered."
+TOOL_FAILED = "The tool call ended before the question was answered."
 
 
 def asking_for(run: Run, call: Call) -> Ask:
@@ -56,6 +60,11 @@ async def _ask(run: Run, call: Call, request: Request) -> Answer:
     try:
         while (answer := await sync_to_async(elicitation_answered)(run.turn.id, item["id"])) is None:
             await asyncio.sleep(POLL)
+    except asyncio.CancelledError:
+        # The server's request is gone (its process died, or it withdrew the question): the call ends
+        # with what happened, and `question_cut_close` closes the question with that.
+        run.question_cut = item["id"]
+        raise
     finally:
         state.awaiting = []
     if await sync_to_async(closed)(run.turn.id, item["id"]):
@@ -65,6 +74,19 @@ async def _ask(run: Run, call: Call, request: Request) -> Answer:
     decided = await sync_to_async(decided_payload)(run.turn.id, item["id"])
     await run.recorder.emit("approval.decided", {"decisions": [decided]})
     return answer
+
+
+async def question_cut_close(run: Run, result: InvokeResult) -> None:
+    """The call whose question was cut off unanswered has ended: the question is closed (its card
+    goes, a late answer is refused) with the call's failure as the reason, and the turn runs on (the
+    model gets that failure as the call's result)."""
+    item_id, run.question_cut = run.question_cut, ""
+    reason = (result.error_message or TOOL_FAILED) if not result.successful else WITHDRAWN
+    decided = await sync_to_async(elicitation_close)(run.turn.id, item_id, reason)
+    if decided is None:  # answered or closed meanwhile
+        return
+    run.turn.status = turns.Status.RUNNING
+    await run.recorder.emit("approval.decided", {"decisions": [decided]})
 
 
 async def question_paused(run: Run, call: Call, pause: InputPause) -> None:

@@ -107,9 +107,10 @@ def progress_label(payload: dict) -> str:
 class TaskRelay:
     """A call's MCP task (tools/mcp/tasks.py) as `tool.task` events, in order, one per new status:
     `report` (the TaskWatch's callback) runs on the MCP host's loop and hands each state to the run's
-    loop. `on_created` runs once, with the first state (the task's id): the run stores what a resume
-    needs (the TurnWrite it returns goes with that first event). Use as `async with TaskRelay(...)`
-    around the call."""
+    loop. `on_created` runs once, with the first state (the task's id) and the MCP session the task
+    was created in (never in events: it is the session's key): the run stores what a resume needs
+    (the TurnWrite it returns goes with that first event). Use as `async with TaskRelay(...)` around
+    the call."""
 
     def __init__(
         self,
@@ -119,12 +120,13 @@ class TaskRelay:
         *,
         server: str,
         resumable: bool,
-        on_created: Callable[[ToolTask], Awaitable[TurnWrite]],
+        on_created: Callable[[ToolTask, str], Awaitable[TurnWrite]],
     ) -> None:
         self.recorder = recorder
         self.base = {"id": call_id, "name": name, "server": server, "resumable": resumable}
         self.on_created = on_created
         self.task_id = ""  # set once the server answered with a task
+        self.session = ""  # the MCP session the task lives in (HTTP servers)
         self._queue: asyncio.Queue[ToolTask] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task | None = None
@@ -146,6 +148,7 @@ class TaskRelay:
             await asyncio.gather(self._task, return_exceptions=True)
 
     def report(self, state: Any) -> None:  # on the MCP host's loop
+        self.session = getattr(state, "session", "") or self.session
         payload: ToolTask = {
             **self.base,  # type: ignore[typeddict-item]
             "taskId": state.task_id,
@@ -168,7 +171,7 @@ class TaskRelay:
                 write = None
                 if payload["taskId"] != self.task_id:  # the task's first status: what a resume needs, stored with it
                     self.task_id = payload["taskId"]
-                    write = await self.on_created(payload)
+                    write = await self.on_created(payload, self.session)
                 await self.recorder.emit("tool.task", payload, turn_write=write)
             finally:
                 self._queue.task_done()

@@ -88,6 +88,7 @@ class Run:
     ask_followup: bool = False  # Ask's second model call allowed (reasoner.ask_followup)
     quota: QuotaState | None = None  # the month's quota as of the last model call (metering.py); None: unlimited
     ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
+    question_cut: str = ""  # the question its call's server cut off unanswered, closed once the call ends (asking.py)
     rest: list[Call] = field(default_factory=list)  # the reply's calls after the one running (a task's resume)
 
     @property

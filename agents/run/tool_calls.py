@@ -31,7 +31,7 @@ from ..events.payloads import DocumentUpdated, ToolResult, ToolTask
 from ..events.writer import TurnWrite
 from ..models import ToolApproval, Turn
 from ..state import ModeChange, OpenTask, PausedState, PendingApproval, PendingCall
-from .asking import QuestionClosed, asking_for, question_paused, resume_of
+from .asking import QuestionClosed, asking_for, question_cut_close, question_paused, resume_of
 from .context import MIN_RESULT_CHARS, TokenCounter, budgeted, result_room
 from .pipeline import MCP_SEPARATOR, with_current_mode
 from .progress import ProgressRelay, TaskRelay
@@ -162,7 +162,7 @@ class ToolCalls:
         """A run resumed after the process that ran it died while an MCP server ran one of its calls
         as a task (an HTTP server keeps it): follow that task by its id rather than call the tool
         again, then run the rest of that reply's calls."""
-        await self._call(run, Call(**task.call), task.kind, resume=task.task_id)
+        await self._call(run, Call(**task.call), task.kind, resume=task.task_id, resume_session=task.session)
         if rest := [Call(**c) for c in task.rest]:
             await self.run_reply(run, rest)
 
@@ -170,11 +170,12 @@ class ToolCalls:
         """What the first status of a call's task writes with it: the run's state and the task, so the
         sweep can hand the turn to another process if this one dies (agents/run/runners.py)."""
 
-        async def saved(payload: ToolTask) -> TurnWrite:
+        async def saved(payload: ToolTask, session: str) -> TurnWrite:
             task = OpenTask(
                 call=_pending(call),
                 kind=kind,
                 task_id=payload["taskId"],
+                session=session,
                 server=payload["server"],
                 resumable=payload["resumable"],
                 resumes=run.resumes,
@@ -185,10 +186,18 @@ class ToolCalls:
         return saved
 
     async def _call(
-        self, run: Run, call: Call, kind: str | None, *, resume: str = "", answered: Resume | None = None
+        self,
+        run: Run,
+        call: Call,
+        kind: str | None,
+        *,
+        resume: str = "",
+        resume_session: str = "",
+        answered: Resume | None = None,
     ) -> None:
-        """Run the call (`resume`: follow that task of its server instead; `answered`: a call paused on
-        its server's question, sent again with the answer)."""
+        """Run the call (`resume`: follow that task of its server instead, in `resume_session`, the MCP
+        session it was created in; `answered`: a call paused on its server's question, sent again with
+        the answer)."""
         session = run.turn.session
         started = time.monotonic()
         with tool_span(call.name, call.id, kind, call.arguments) as span:
@@ -212,10 +221,12 @@ class ToolCalls:
                         turn_id=run.turn.id,
                         tool_call_id=call.id,
                         asker=Asker.here(asking_for(run, call), durable=True),
-                        watch=TaskWatch(tasks.report, resume=resume),
+                        watch=TaskWatch(tasks.report, resume=resume, resume_session=resume_session),
                         resume=answered,
                     )
                     result = await self._execute(call, kind, context, run.paused_state, progress.report)
+                if run.question_cut:
+                    await question_cut_close(run, result)
                 if run.ended_while_asking:
                     raise QuestionClosed
             except InputPause as pause:  # the turn waits for the answer like an approval; no result yet

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
 from agents.approvals import CODE_STALE
-from agents.elicitations import elicitation_answer_to_resume, events_last_seq, turn_after_answer
+from agents.elicitations import elicitation_answer_to_resume, events_last_seq, question_closed, turn_after_answer
 from agents.selectors import turn_last
 from agents.submit import turn_submit
 from agents.turns import Status
@@ -59,6 +59,8 @@ class NotAQuestion(Exception):
 def _record(user: Any, conversation: str, call: str, decision: str, content: Any) -> tuple[Turn, int, bool]:
     session = conversation_get(user=user, conversation_id=conversation)
     turn = turn_last(session=session)
+    if turn is not None and (closed := question_closed(turn, call)):
+        raise ApiError(409, closed, "approvals[0].toolCallId")
     if turn is None or turn.status != Status.AWAITING_APPROVAL:
         raise ApiError(409, "This conversation is not waiting for approvals.", "approvals")
     awaiting = (turn.state or {}).get("awaiting") or []

@@ -285,6 +285,8 @@ def decided(decision: Mapping[str, Any]) -> dict[str, Any]:
         elif decision.get("scope") == "session":
             label += " for this session"
     by = decision.get("decided_by")
+    if decision.get("reason"):  # closed by nobody: its call ended first (agents/elicitations.py)
+        label = f"Closed: {decision['reason']}"
     return {"decision": decision.get("decision", ""), "decided_label": label + (f" by {by}" if by else "")}
 
 

@@ -40,22 +40,29 @@ from .elicitation import InputPause, Resume, Round, answer
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
+from .task_session import SessionTaskRequests
 from .tasks import (
     Follow,
+    TaskFailed,
     TaskFollower,
     TasksExtension,
     TaskState,
+    TaskWatch,
     call_legacy,
     modern,
     requires_task,
     server_runs_tasks,
     state_of,
+    unrecoverable,
 )
 from .transport import ChildProcess, stdio_transport
 
 logger = logging.getLogger("aptix.mcp")
 
 PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
+LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_MAX = 0.5, 30.0  # seconds before a lost listen stream is opened again
+# A server's answers refusing `subscriptions/listen` itself: not asked again on that connection.
+LISTEN_REFUSED = frozenset({types.METHOD_NOT_FOUND, types.INVALID_REQUEST, types.INVALID_PARAMS})
 NOBODY = CallContext.of(None)  # a call nobody made in particular: no questions asked, no task watched
 
 # (progress, total, message): what a `notifications/progress` of a call says
@@ -75,23 +82,42 @@ class OpenCall:
     timeout: float = math.inf
     started: float = 0.0
     longest: float = math.inf
+    answered: int = 0  # the server's questions answered so far
+    waiting: int = 0  # its questions waiting for their answer now
+    question_cut: bool = False  # a question was cut off unanswered (its server went away, or withdrew it)
+
+    @property
+    def asking(self) -> bool:
+        """Whether a question of the call waits for its answer, or was cut off unanswered."""
+        return self.waiting > 0 or self.question_cut
 
     @contextmanager
     def person_answering(self) -> Iterator[None]:
         """While a person answers the server's question the call's clock stands still: the time
         asked counts neither against its `timeout` nor its `longest`, and `timeout` runs anew from
-        the answer."""
+        the answer. A question cut off meanwhile (the SDK cancels it when the server goes away) is
+        noted, so that the call's failure can say so."""
         scope = self.scope
-        if scope is None or scope.deadline == math.inf:  # no limit now (a task being followed)
-            yield
-            return
-        asked_at, scope.deadline = anyio.current_time(), math.inf
+        asked_at = anyio.current_time()
+        stands_still = scope is not None and scope.deadline != math.inf  # else no limit now (a task)
+        if stands_still:
+            assert scope is not None
+            scope.deadline = math.inf
+        self.waiting += 1
         try:
             yield
+            self.answered += 1
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                self.question_cut = True
+            raise
         finally:
-            now = anyio.current_time()
-            self.started += now - asked_at
-            scope.deadline = min(now + self.timeout, self.started + self.longest)
+            self.waiting -= 1
+            if stands_still:
+                assert scope is not None
+                now = anyio.current_time()
+                self.started += now - asked_at
+                scope.deadline = min(now + self.timeout, self.started + self.longest)
 
 
 # The call the current task is making: set by Connection.call_tool around the call, read by the SDK's
@@ -268,7 +294,9 @@ class Connection:
     async def listen_for_changes(self) -> None:
         """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-, prompt-
         and resource-list changes (those its capabilities say it sends); returns at once for servers
-        that send none."""
+        that send none. A stream that ends while the connection is up (the server closed it, or
+        restarted: a 2026-07-28 HTTP server has no session for us to lose) is opened again, after a
+        backoff, and what it may have missed meanwhile is listed again (the SDK replays nothing)."""
         client = self._client()
         capabilities = client.server_capabilities
         wanted = {
@@ -283,28 +311,45 @@ class Connection:
             return
         events = {ToolsListChanged: self.tools_changed, PromptsListChanged: self.prompts_changed}
         events[ResourcesListChanged] = self.resources_changed
-        try:
-            async with client.listen(
-                tools_list_changed=wanted["tools"],
-                prompts_list_changed=wanted["prompts"],
-                resources_list_changed=wanted["resources"],
-            ) as subscription:
-                async for event in subscription:
-                    changed = events.get(type(event))
-                    if changed is not None:
-                        changed.set()
-        except (ListenNotSupportedError, SubscriptionLost, anyio.ClosedResourceError):
-            return  # handshake-era server (plain notifications), or the connection is going away
-        except Exception as exc:  # noqa: BLE001 - without change events the tools still work
-            if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-                return
-            logger.warning(
-                'MCP server "%s": no list change events (%s: %s)',
-                self.config.name,
-                type(exc).__name__,
-                exc,
-                extra={"server": self.config.name},
-            )
+        missed = [events[kind] for kind, on in zip(events, wanted.values(), strict=True) if on]
+        delay, reopened, warned = LISTEN_BACKOFF_FIRST, False, False
+        while not self.lost.is_set():
+            try:
+                async with client.listen(
+                    tools_list_changed=wanted["tools"],
+                    prompts_list_changed=wanted["prompts"],
+                    resources_list_changed=wanted["resources"],
+                ) as subscription:
+                    if reopened:  # changes made while no stream was open are not sent again
+                        for stale in missed:
+                            stale.set()
+                    delay, warned = LISTEN_BACKOFF_FIRST, False
+                    async for event in subscription:
+                        changed = events.get(type(event))
+                        if changed is not None:
+                            changed.set()
+            except ListenNotSupportedError:
+                return  # handshake-era server: plain notifications (`_on_message`)
+            except (SubscriptionLost, anyio.ClosedResourceError):
+                pass  # dropped: opened again below, unless the connection is going away
+            except Exception as exc:  # noqa: BLE001 - without change events the tools still work
+                if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+                    return
+                refused = isinstance(exc, MCPError) and exc.code in LISTEN_REFUSED
+                if refused or not warned:  # once until a stream is open again
+                    warned = True
+                    logger.warning(
+                        'MCP server "%s": no list change events (%s: %s)%s',
+                        self.config.name,
+                        type(exc).__name__,
+                        exc,
+                        "" if refused else "; trying again",
+                        extra={"server": self.config.name},
+                    )
+                if refused:  # the server answered that it does not serve the stream: no use asking again
+                    return
+            await anyio.sleep(delay)
+            delay, reopened = min(delay * 2, LISTEN_BACKOFF_MAX), True
 
     async def call_tool(
         self, tool: str, arguments: dict, context: CallContext = NOBODY, on_progress: Progress | None = None
@@ -334,7 +379,11 @@ class Connection:
                     # A task runs as long as the server works on it: each poll is bounded, not the task.
                     scope.deadline = math.inf
                     follower = TaskFollower(
-                        client.session, version=client.protocol_version, timeout=timeout, watch=context.watch
+                        client.session,
+                        version=client.protocol_version,
+                        timeout=timeout,
+                        watch=context.watch,
+                        session_id=self._session_id(),
                     )
                     return await follower.follow(state)
 
@@ -347,21 +396,26 @@ class Connection:
                     self._open.remove(call)
                     _CALL.reset(current)
             # Only the deadline ends the scope without a result.
+            since = " since its question was answered (the time the question waited is not counted)"
             if progressed and scope.deadline >= call.started + longest:
                 raise CallTimedOut(f'ran for its maximum of {longest:g} s ("maxTimeout") and was stopped')
-            raise CallTimedOut(f"timed out after {timeout:g} s" + (" without progress" if progressed else ""))
+            raise CallTimedOut(
+                f"timed out after {timeout:g} s"
+                + (" without progress" if progressed else "")
+                + (since if call.answered else "")
+            )
         except MCPError as exc:
             if self.session_gone:
                 raise SessionGone() from exc
             if exc.code == CONNECTION_CLOSED:
                 self.lost.set()
-                raise ConnectionLost() from exc
+                raise ConnectionLost(asking=call.asking) from exc
             if self.http and self.http.auth_failure:
                 raise MCPError(code=exc.code, message=self.http.auth_failure) from exc
             raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             self.lost.set()
-            raise ConnectionLost() from exc
+            raise ConnectionLost(asking=call.asking) from exc
         except BaseExceptionGroup as group:  # the SDK's task group around the question's callback
             if isinstance(pause := _leaf(group), InputPause):
                 raise pause from None
@@ -379,7 +433,7 @@ class Connection:
         elicitation.py)."""
         watch = call.context.watch
         if watch is not None and watch.resume:
-            return await call.follow(TaskState(watch.resume, "working"))
+            return await self._follow_resumed(client, call, watch)
         if tool in self._task_tools and not modern(client.protocol_version) and self.runs_tasks():
             raw = await call_legacy(client.session, tool, arguments, self.config.timeout, reported)
             if isinstance(raw.get("task"), dict):
@@ -387,6 +441,41 @@ class Connection:
             return types.CallToolResult.model_validate(raw)
         # A 2026-07-28 server may answer with a task (tasks.py: followed with `call.follow`).
         return await client.call_tool(tool, arguments, progress_callback=reported, **_seeds(call.context.resume))
+
+    def _session_id(self) -> str:
+        """The MCP session of this connection (HTTP servers' `Mcp-Session-Id`; "" for stdio)."""
+        return (self.http.session_id or "") if self.http is not None else ""
+
+    async def _follow_resumed(self, client: Client, call: OpenCall, watch: TaskWatch) -> types.CallToolResult:
+        """A task created by a caller that is gone (a resume after its process died), followed by its
+        id: in the session it was created in when that is another one (a server may scope task ids to
+        their session: task_session.py), else on this connection. A server that does not know the
+        task any more answers with an error, said as "its result could not be recovered"."""
+        state = TaskState(watch.resume, "working")
+        old = watch.resume_session
+        try:
+            if self.http is None or not old or old == self.http.session_id:
+                return await call.follow(state)
+            if call.scope is not None:
+                call.scope.deadline = math.inf  # a task runs as long as the server works on it
+            requests = SessionTaskRequests(self.config.url, dict(self.config.headers), old, client.protocol_version)
+            follower = TaskFollower(
+                client.session,
+                version=client.protocol_version,
+                timeout=self.config.timeout,
+                watch=watch,
+                session_id=old,
+                request=requests,
+            )
+            result = await follower.follow(state)
+            await requests.end()  # its caller is gone: end the session it left behind
+            return result
+        except TaskFailed:
+            raise
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise
+            raise unrecoverable(watch.resume, exc) from exc
 
     async def _ping(self) -> None:
         # 2026-07-28 removed `ping` (the SDK warns); such a server answers "method not found", which
@@ -425,7 +514,12 @@ class CallTimedOut(TimeoutError):
 
 
 class ConnectionLost(Exception):
-    """The server went away during a call."""
+    """The server went away during a call; `asking`: while a question of the call waited for its
+    answer (the question is gone with the server's request)."""
+
+    def __init__(self, *, asking: bool = False) -> None:
+        super().__init__()
+        self.asking = asking
 
 
 class SessionGone(ConnectionLost):

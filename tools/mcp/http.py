@@ -45,6 +45,7 @@ class HttpWatch:
         self.server = server
         self.url = url
         self.auth_failure: str | None = None
+        self.session_id: str | None = None  # the MCP session the server gave us (its `Mcp-Session-Id`)
         self._on_session_gone = on_session_gone
         self._errors: dict[Any, str] = {}  # JSON-RPC request id -> "HTTP 400 Bad Request: <the server's text>"
 
@@ -67,6 +68,8 @@ class HttpWatch:
 
     async def _response(self, response: httpx2.Response) -> None:
         status = response.status_code
+        if status < 400 and (session := response.headers.get(SESSION_HEADER)):
+            self.session_id = session
         if status < 400:
             self.auth_failure = None
             return

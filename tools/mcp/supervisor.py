@@ -50,6 +50,7 @@ BACKOFF_FIRST = 0.5  # seconds before the first restart; doubles per attempt
 BACKOFF_MAX = 30.0
 STABLE_AFTER = 30.0  # a server that ran this long before dying starts again from the first delay
 END_MESSAGE_WAIT = 10.0  # covers the transport's stop sequence (grace + SIGTERM + SIGKILL)
+WHILE_ASKING = "while its question waited for an answer"  # a call cut off with its question (connection.py)
 
 
 @dataclass(frozen=True)
@@ -338,7 +339,8 @@ class ServerSupervisor:
         if isinstance(exc, TimeoutError):
             return InvokeResult.from_error(f'MCP tool "{name}" timed out after {self.config.timeout:g} s')
         if isinstance(exc, ConnectionLost):
-            return InvokeResult.from_error(await self._lost_message(connection))
+            message = await self._lost_message(connection)
+            return InvokeResult.from_error(while_asking(message) if exc.asking else message)
         if isinstance(exc, MCPError):
             return InvokeResult.from_error(f'MCP tool "{name}" failed: {exc.message}')
         # e.g. a result that breaks the protocol
@@ -413,6 +415,15 @@ class ServerSupervisor:
             return await asyncio.wait_for(asyncio.shield(connection.end_message), END_MESSAGE_WAIT)
         except TimeoutError:
             return f'MCP server "{self.name}" stopped unexpectedly; restarting'
+
+
+def while_asking(message: str) -> str:
+    """'MCP server "x" stopped unexpectedly (exit code -9) while its question waited for an answer;
+    restarting': the end of a call whose question was waiting for the user when its server went."""
+    head, separator, tail = message.rpartition("; ")
+    if not separator:
+        head, tail = message, ""
+    return f"{head} {WHILE_ASKING}" + (f"; {tail}" if tail else "")
 
 
 def _leaf(exc: BaseException) -> BaseException:

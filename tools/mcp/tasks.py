@@ -28,6 +28,8 @@ connection. A watch with `resume` set follows that task instead of calling the t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -54,21 +56,29 @@ _INPUT_REQUEST: TypeAdapter[types.InputRequest] = TypeAdapter(types.InputRequest
 @dataclass(frozen=True)
 class TaskState:
     """What a poll says of a task: its id, status (working, input_required, completed, failed,
-    cancelled), the server's status message and the poll interval it suggests (seconds)."""
+    cancelled), the server's status message and the poll interval it suggests (seconds); `session`:
+    the MCP session (HTTP `Mcp-Session-Id`) it was created in, which a server may scope it to."""
 
     task_id: str
     status: str
     message: str = ""
     poll: float = DEFAULT_POLL
+    session: str = ""
 
 
 @dataclass(frozen=True)
 class TaskWatch:
     """The caller's side of its call's task: `on_status` gets each new state (on the host loop: the
-    caller hands it on to its own loop); `resume`: follow this task instead of calling the tool."""
+    caller hands it on to its own loop); `resume`: follow this task instead of calling the tool, in
+    `resume_session` (the session it was created in, when known: a server may know the task there only)."""
 
     on_status: Callable[[TaskState], None]
     resume: str = ""
+    resume_session: str = ""
+
+
+# A task request on some session: (method, task id, timeout, params) -> the answer as a dict.
+TaskRequest = Callable[..., Awaitable[dict[str, Any]]]
 
 
 # Follows a task to its result (the connection's, for the call being made).
@@ -192,20 +202,33 @@ async def call_legacy(
 
 
 class TaskFollower:
-    """Polls one task of one session until it ends; `timeout` bounds each request (not the task)."""
+    """Polls one task of one session until it ends; `timeout` bounds each request (not the task).
+    `session_id`: the MCP session the task lives in, told with each state; `request`: how its task
+    requests are sent (default: on `session`; a resumed task may live in another session)."""
 
-    def __init__(self, session: ClientSession, *, version: str | None, timeout: float, watch: TaskWatch | None) -> None:
+    def __init__(
+        self,
+        session: ClientSession,
+        *,
+        version: str | None,
+        timeout: float,
+        watch: TaskWatch | None,
+        session_id: str = "",
+        request: TaskRequest | None = None,
+    ) -> None:
         self.session = session
         self.modern = modern(version)
         self.timeout = timeout
         self.watch = watch
+        self.session_id = session_id
+        self._request: TaskRequest = request or functools.partial(task_request, session)
         self._answered: set[str] = set()  # inputRequests keys already answered (they repeat per poll)
         self._last: tuple[str, str] | None = None
 
     def _report(self, state: TaskState) -> None:
         if self.watch is not None and (state.status, state.message) != self._last:
             self._last = (state.status, state.message)
-            self.watch.on_status(state)
+            self.watch.on_status(dataclasses.replace(state, session=self.session_id))
 
     async def follow(self, state: TaskState) -> types.CallToolResult:
         """The task's result as a tool result. Raises MCPError for a failed task (or one the server
@@ -217,7 +240,7 @@ class TaskFollower:
             # ignored: the call is stopped either way.
             wait = min(CANCEL_WAIT, self.timeout)
             with anyio.CancelScope(shield=True), anyio.move_on_after(wait), contextlib.suppress(Exception):
-                await task_request(self.session, "tasks/cancel", state.task_id, self.timeout)
+                await self._request("tasks/cancel", state.task_id, self.timeout)
             raise
 
     async def _poll(self, state: TaskState) -> types.CallToolResult:
@@ -227,7 +250,7 @@ class TaskFollower:
                 return await self._legacy_result(state)
             if not (self.modern and state.status in TERMINAL):  # a terminal seed: its result is one get away
                 await anyio.sleep(state.poll)
-            data = await task_request(self.session, "tasks/get", state.task_id, self.timeout)
+            data = await self._request("tasks/get", state.task_id, self.timeout)
             state = state_of({**data, "taskId": data.get("taskId") or state.task_id})
             self._report(state)
             if self.modern:
@@ -242,7 +265,7 @@ class TaskFollower:
         if state.status == "failed":
             error = data.get("error")
             error = error if isinstance(error, dict) else {}
-            raise MCPError(code=int(error.get("code", types.INTERNAL_ERROR)), message=_failed(state, error))
+            raise TaskFailed(code=int(error.get("code", types.INTERNAL_ERROR)), message=_failed(state, error))
         if state.status == "cancelled":
             return cancelled_result(state)
         return None
@@ -252,7 +275,7 @@ class TaskFollower:
             return cancelled_result(state)
         # Terminal, or waiting for input: `tasks/result` answers once the task ended (a server asks
         # the user meanwhile over the ordinary elicitation request). No deadline: the task decides.
-        data = await task_request(self.session, "tasks/result", state.task_id, None)
+        data = await self._request("tasks/result", state.task_id, None)
         result = types.CallToolResult.model_validate({"content": [], **data})
         self._report(TaskState(state.task_id, "failed" if result.is_error else "completed", state.message, state.poll))
         return result
@@ -271,7 +294,20 @@ class TaskFollower:
                 answer = types.ElicitResult(action="cancel")
             responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
         if responses:
-            await task_request(self.session, "tasks/update", state.task_id, self.timeout, input_responses=responses)
+            await self._request("tasks/update", state.task_id, self.timeout, input_responses=responses)
+
+
+class TaskFailed(MCPError):
+    """The server says the task failed (not that it does not know the task)."""
+
+
+def unrecoverable(task_id: str, exc: MCPError) -> MCPError:
+    """A resumed task the server answers for with an error: it does not know the task (any more, or
+    in this session), so its result is lost; said so, with the server's words."""
+    detail = f" ({exc.message})" if exc.message else ""
+    return MCPError(
+        code=exc.code, message=f"the server no longer knows task {task_id}: its result could not be recovered{detail}"
+    )
 
 
 def cancelled_result(state: TaskState) -> types.CallToolResult:

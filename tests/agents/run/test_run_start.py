@@ -37,3 +37,10 @@ def test_a_running_turn_with_an_open_task_follows_it():
 def test_a_task_is_open_only_while_the_turn_runs():
     assert OpenTask.of(Turn(status=Turn.Status.AWAITING_APPROVAL, state={"task": TASK})) is None
     assert OpenTask.of(Turn(status=Turn.Status.RUNNING, state={"task": "not a task"})) is None
+
+
+def test_a_task_keeps_the_mcp_session_it_was_created_in():
+    task = {**TASK, "session": "0f3c…"}  # a server may know the task in that session only
+    start = start_of(Turn(status=Turn.Status.RUNNING, state={"messages": [], "task": task}))
+    assert isinstance(start, FollowTask) and start.task.session == "0f3c…"
+    assert start.task.to_json() == task

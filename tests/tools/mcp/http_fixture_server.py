@@ -10,11 +10,15 @@ does not know is answered as servers built on the TypeScript SDK's examples do (
 `everything` server): HTTP 400 with a JSON-RPC error without an id, "Bad Request: No valid session
 ID provided", rather than the specification's 404. A call whose arguments hold FAIL_WITH_503 is
 answered HTTP 503 with a plain-text reason, as a proxy in front of a server does. With `--tasks`, it
-serves task_server.py's tools (tasks, per the 2026-07-28 extension: give `--modern` too) instead."""
+serves task_server.py's tools (tasks, per the 2026-07-28 extension: give `--modern` too) instead. With
+`--extra-tool NAME`, it also has a tool NAME from the start (a new version of the server, restarted).
+When it is stopped (SIGTERM) it ends its `subscriptions/listen` streams gracefully, as a server shut
+down for a new version does (the SDK's ListenHandler.close)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
 import socket
@@ -112,10 +116,18 @@ def main() -> None:
     parser.add_argument("--sse", action="store_true", help="the legacy HTTP+SSE transport")
     parser.add_argument("--ts-sessions", action="store_true", help="400 for an unknown session, as TypeScript servers")
     parser.add_argument("--tasks", action="store_true", help="task_server.py's tools, which run as tasks")
+    parser.add_argument("--extra-tool", default="", help="one more tool, there from the start")
     options = parser.parse_args()
     served = server
     if options.tasks:
         from task_server import server as served
+    if options.extra_tool:
+        extra = options.extra_tool
+
+        def extra_tool() -> str:
+            return f"{extra} is in this version"
+
+        served.add_tool(extra_tool, name=extra, description="A tool of a newer version of the server.")
     if not options.modern:
         served._lowlevel_server.add_request_handler("server/discover", types.RequestParams, no_discover)
     app = served.sse_app() if options.sse else served.streamable_http_app()
@@ -124,7 +136,29 @@ def main() -> None:
     if options.token:
         app = require_token(app, options.token)
     listener = socket.socket(fileno=options.fd)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(sockets=[listener])
+    listen = served._lowlevel_server._request_handlers.get("subscriptions/listen")
+    GracefulServer(uvicorn.Config(app, log_level="warning", lifespan="on"), listen).run(sockets=[listener])
+
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn's server that ends the open listen streams (their final frame) while it shuts down,
+    also those opened meanwhile (uvicorn waits for every request in flight to finish)."""
+
+    def __init__(self, config: uvicorn.Config, listen) -> None:
+        super().__init__(config)
+        self.listen = getattr(listen, "handler", None)
+
+    async def shutdown(self, sockets=None) -> None:
+        closing = asyncio.ensure_future(self._keep_closing())
+        try:
+            await super().shutdown(sockets)
+        finally:
+            closing.cancel()
+
+    async def _keep_closing(self) -> None:
+        while hasattr(self.listen, "close"):
+            self.listen.close()
+            await asyncio.sleep(0.05)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""An MCP server on the mcp SDK 1.30 (protocol 2025-11-25), run by the Python of its own virtualenv
+(tests/helpers/sdk1.py makes it): over stdio, or over streamable HTTP with `sdk1_server.py --http
+<fd>` (serving on the listening socket inherited as file descriptor <fd>). It imports nothing of
+Aptix: it runs on another SDK.
+
+- `ask(then_sleep)`: asks the user with an ordinary `elicitation/create` request during the call (a
+  form with a name), waits `then_sleep` seconds and says what was answered.
+- `research(topic, stages, stage_seconds)`: runs only as a task (`taskSupport: "required"`), with
+  the SDK's default task handlers: the task's id is scoped to the session that created it (another
+  session asking for it hears "Task not found"). A status message per stage, then a report.
+- `pid()`: the server's process id.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import warnings
+
+import anyio
+from mcp import types
+from mcp.server.experimental.task_context import ServerTaskContext
+from mcp.server.lowlevel import Server
+
+server = Server("sdk1")
+with warnings.catch_warnings():  # "deprecated": 1.30 is the SDK of servers that still run them
+    warnings.simplefilter("ignore", DeprecationWarning)
+    server.experimental.enable_tasks()
+
+NAME = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}, "required": ["name"]}
+READ_ONLY = types.ToolAnnotations(readOnlyHint=True)  # runs without an approval first
+
+
+@server.list_tools()
+async def list_tools() -> list[types.Tool]:
+    research = {
+        "type": "object",
+        "properties": {
+            "topic": {"type": "string"},
+            "stages": {"type": "integer", "default": 3},
+            "stage_seconds": {"type": "number", "default": 0.2},
+        },
+        "required": ["topic"],
+    }
+    return [
+        types.Tool(
+            name="ask",
+            description="Ask the user for a name, then (after `then_sleep` seconds) say what was answered.",
+            inputSchema={"type": "object", "properties": {"then_sleep": {"type": "number", "default": 0}}},
+            annotations=READ_ONLY,
+        ),
+        types.Tool(
+            name="research",
+            description="Research a topic in stages (a task).",
+            inputSchema=research,
+            annotations=READ_ONLY,
+            execution=types.ToolExecution(taskSupport="required"),
+        ),
+        types.Tool(name="pid", description="The server's process id.", inputSchema={"type": "object"}),
+    ]
+
+
+def _text(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+@server.call_tool()
+async def call_tool(name: str, arguments: dict) -> types.CallToolResult | types.CreateTaskResult:
+    ctx = server.request_context
+    if name == "pid":
+        return _text(str(os.getpid()))
+    if name == "ask":
+        got = await ctx.session.elicit_form("What is your name?", NAME, related_request_id=ctx.request_id)
+        await anyio.sleep(float(arguments.get("then_sleep", 0)))
+        return _text(f"{got.action} {got.content}")
+    if name == "research":
+        topic, stages = str(arguments["topic"]), int(arguments.get("stages", 3))
+        stage_seconds = float(arguments.get("stage_seconds", 0.2))
+
+        async def work(task: ServerTaskContext) -> types.CallToolResult:
+            for stage in range(1, stages + 1):
+                await task.update_status(f"Stage {stage} of {stages}: reading about {topic}")
+                await anyio.sleep(stage_seconds)
+            return _text(f"Report on {topic}: {stages} stages done")
+
+        return await ctx.experimental.run_task(work)
+    raise ValueError(f"unknown tool {name}")
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--http"]:
+        import contextlib
+
+        import uvicorn
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        manager = StreamableHTTPSessionManager(app=server)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app):
+            async with manager.run():
+                yield
+
+        class Endpoint:  # an ASGI app (a plain function would be taken for a request handler)
+            async def __call__(self, scope, receive, send) -> None:
+                await manager.handle_request(scope, receive, send)
+
+        app = Starlette(routes=[Route("/mcp", endpoint=Endpoint())], lifespan=lifespan)
+        listener = socket.socket(fileno=int(sys.argv[2]))
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(sockets=[listener])
+        return
+
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()
