@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -36,7 +37,8 @@ from .runs import HEARTBEAT, run_sessions_delete, run_turns_open, test_run_expir
 from .summary import routing_summary
 
 logger = logging.getLogger("aptix.catalog_tests")
-WATCH_EVERY = 0.5  # seconds between looks at the stop flag and at people's turns
+WATCH_EVERY = 0.5  # seconds between looks at the stop flag (and, while a case waits, at people's turns)
+PEOPLE_FRESH = 0.1  # seconds a look at people's turns holds for the cases about to start
 ERROR_CRASHED = "The run failed: {error}"
 
 _tasks: set[asyncio.Task] = set()  # the runs this process drives (a reference keeps each task alive)
@@ -255,10 +257,24 @@ async def test_run_execute(run_id: str) -> None:
     await sync_to_async(progress._save)(status=status, finished_at=timezone.now())
 
 
+class People:
+    """Whether a person's turn is live, looked up as a case is about to start (at most every
+    PEOPLE_FRESH seconds however many cases wait), so a turn that starts is seen at once."""
+
+    def __init__(self) -> None:
+        self.looked, self.seen = -PEOPLE_FRESH, False
+
+    async def live(self) -> bool:
+        now = time.monotonic()
+        if now - self.looked >= PEOPLE_FRESH:
+            self.looked, self.seen = now, await sync_to_async(user_turns_live)()
+        return self.seen
+
+
 async def _drive(run: CatalogTestRun, items: list[Item], progress: Progress) -> str:
     limit = concurrency()
     in_flight = 0
-    people = await sync_to_async(user_turns_live)()  # a person's turn is live (the watcher looks again)
+    people = People()
     stopping = asyncio.Event()
     slot = asyncio.Condition()
 
@@ -266,7 +282,7 @@ async def _drive(run: CatalogTestRun, items: list[Item], progress: Progress) -> 
         nonlocal in_flight
         async with slot:
             # At most `limit` at once; one at a time while people's turns are live (they go first).
-            while not stopping.is_set() and (in_flight >= limit or (in_flight and people)):
+            while not stopping.is_set() and (in_flight >= limit or (in_flight and await people.live())):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(slot.wait(), WATCH_EVERY)
             if stopping.is_set():
@@ -281,10 +297,8 @@ async def _drive(run: CatalogTestRun, items: list[Item], progress: Progress) -> 
                 slot.notify_all()
 
     async def watch() -> None:
-        nonlocal people
         since_beat = 0.0
         while not await _stop_requested(run.pk):
-            people = await sync_to_async(user_turns_live)()
             await asyncio.sleep(WATCH_EVERY)
             since_beat += WATCH_EVERY
             if since_beat >= HEARTBEAT.total_seconds():
