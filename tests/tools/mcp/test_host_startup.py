@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from agents.catalog_tests.execute import start_catalog_tests
 from agents.run.runners import start_runs
 from aptix.asgi import application, router
 from aptix.startup import RunOnFirstScope
@@ -76,10 +77,11 @@ def test_autostart_off_starts_nothing_even_when_serving(tmp_path):
 
 
 def test_the_application_wraps_the_router_with_the_start_up_hooks():
+    """The MCP host, the runner's orphan sweep, and the taker of queued catalog test runs."""
     assert isinstance(application, RunOnFirstScope)
     assert isinstance(application.app, TracingMiddleware)  # the spans of requests and websockets (aptix/tracing.py)
     assert application.app.app is router
-    assert application.hooks == (start_mcp_host, start_runs)
+    assert application.hooks == (start_mcp_host, start_runs, start_catalog_tests)
 
 
 async def test_hooks_run_once_before_the_first_scope_is_handed_on():
