@@ -11,7 +11,7 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.models import AgentSession, ToolApproval
+from agents.models import AgentSession, ToolApproval, Turn
 from agents.sessions import session_create
 from modes.models import ModeHistory
 from tests.helpers import async_db
@@ -96,6 +96,11 @@ async def test_a_typed_choice_shows_the_mode_card_and_switch_runs_it(sign_in, al
     await expect(page.locator("#session-waiting")).to_have_text("")
     [history] = [h async for h in ModeHistory.objects.all()]
     assert (history.previous_mode, history.new_mode) == ("general", "ddr-authoring")
+    # The switch carries the request on in the new mode: a follow-up turn, which ends too (a test
+    # that left it running had its database flushed under the follow-up's writes).
+    await expect(turns(page)).to_have_count(3)
+    await turn_ended(turns(page).nth(2))
+    assert (await Turn.objects.order_by("-index").afirst()).mode == "ddr-authoring"
 
 
 async def test_a_cards_buttons_are_one_height_on_one_line(sign_in, alice, make_session):
