@@ -24,6 +24,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 APPLICATION = "aptix.asgi:application"
+# Seconds a websocket's opening handshake may take, the application's accept included. Daphne's
+# command line uses its `--websocket_connect_timeout` (default 5) for both, and Autobahn drops a
+# handshake past it with no HTTP answer at all: a socket whose accept waits behind a busy process
+# (fifty tabs reconnecting after a restart, a deploy's migration locking a table) was cut, and the
+# browser's reconnect added to the load that cut it. 20 is what Daphne's own Server defaults to;
+# `-- --websocket_connect_timeout N` still sets it.
+WS_CONNECT_TIMEOUT = 20
 logger = logging.getLogger("aptix.startup")
 
 
@@ -83,6 +90,8 @@ class Command(BaseCommand):
         # process refuses to start without them, other commands (migrate) do not need them.
         self.check(tags=["identity"], include_deployment_checks=True)
         extra = [a for a in options["daphne"] if a != "--"]
+        if not any(a.startswith("--websocket_connect_timeout") for a in extra):
+            extra = ["--websocket_connect_timeout", str(WS_CONNECT_TIMEOUT), *extra]
         cli = CommandLineInterface()
         cli.server_class = StartingServer
         cli.run(["-b", options["bind"], "-p", str(options["port"]), *extra, APPLICATION])
