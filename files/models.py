@@ -33,6 +33,11 @@ class SessionFile(models.Model):
     session = models.ForeignKey(
         "agents.AgentSession", on_delete=models.PROTECT, null=True, blank=True, related_name="files"
     )
+    # A project's file (docs/workspace.md#projects): stored once, used by every session of the project;
+    # it then belongs to no session. By name: files never imports projects.
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.PROTECT, null=True, blank=True, related_name="files"
+    )
     name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # What the content was found to be: csv, tsv, xlsx, parquet, json, jsonl, pdf, docx, markdown,
@@ -60,6 +65,7 @@ class SessionFile(models.Model):
         indexes = [
             models.Index(fields=["session", "created_at"], name="file_session_recent"),
             models.Index(fields=["owner", "deleted_at"], name="file_owner_live"),
+            models.Index(fields=["project", "created_at"], name="file_project_recent"),
         ]
 
     def __str__(self) -> str:
