@@ -56,6 +56,7 @@ class AgentModeAdmin(VersionsAdminMixin, admin.ModelAdmin):
                     "example_utterances",
                     "tool_policy",
                     "approval_policy",
+                    "knowledge_scope",
                     "model",
                     "execution",
                     "ask_followup",

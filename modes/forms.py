@@ -11,7 +11,7 @@ from django.utils.html import escape
 from .catalog import ModeValidationError, mode_validate
 from .models import AgentMode, TeamDefaultMode
 from .services import mode_teams_check
-from .validators import normal_checks, validate_checks
+from .validators import KNOWLEDGE_NONE, KNOWLEDGE_PROJECT, normal_checks, validate_checks
 
 TEAMS_HELP = "None: every team. Chosen teams: only their members see and use this mode."
 
@@ -77,6 +77,32 @@ class ChecksField(forms.Field):
             return True
 
 
+class KnowledgeScopeField(forms.Field):
+    """A mode's knowledge scope as lines: "project" or "none" alone, or one project id or name a line."""
+
+    widget = forms.Textarea(attrs={"rows": 2, "cols": 80})
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(*args, **kwargs)
+
+    def prepare_value(self, value):
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value):
+        if isinstance(value, list):
+            return value
+        lines = [line.strip() for line in str(value or "").splitlines() if line.strip()]
+        if not lines:
+            return KNOWLEDGE_PROJECT
+        if len(lines) == 1 and lines[0].casefold() in (KNOWLEDGE_PROJECT, KNOWLEDGE_NONE):
+            return lines[0].casefold()
+        return lines
+
+    def has_changed(self, initial, data):
+        return self.to_python(initial) != self.to_python(data)
+
+
 class AgentModeForm(forms.ModelForm):
     human_role_hints = LinesField(label="Human role hints")
     example_utterances = LinesField(label="Example utterances")
@@ -92,6 +118,12 @@ class AgentModeForm(forms.ModelForm):
             '"contains": "...", "not_contains": "...", "status": "completed"}} — expect needs one or more of '
             "its keys; execution defaults to ask, status to completed."
         ),
+    )
+    knowledge_scope = KnowledgeScopeField(
+        label="Knowledge scope",
+        help_text="What knowledge_search searches in this mode: project (the session's project; empty means "
+        "this too), none, or one project id or name per line that the mode always searches. A search never "
+        "returns a passage of a project the user is not a member of.",
     )
     tool_policy = LinesField(
         label="Tool policy",
@@ -131,6 +163,7 @@ class AgentModeForm(forms.ModelForm):
             "example_utterances",
             "test_utterances",
             "checks",
+            "knowledge_scope",
             "tool_policy",
             "approval_policy",
             "model",

@@ -7,9 +7,11 @@ from django.db import models
 from aptix.ids import new_hex_id
 
 from .validators import (
+    KNOWLEDGE_PROJECT,
     normal_checks,
     validate_approval_policy,
     validate_checks,
+    validate_knowledge_scope,
     validate_mode_key,
     validate_string_list,
     validate_test_utterances,
@@ -17,6 +19,11 @@ from .validators import (
 )
 
 DEFAULT_MODE_KEY = "general"
+
+
+def default_knowledge_scope() -> str:
+    return KNOWLEDGE_PROJECT
+
 
 ERROR_DEFAULT_MUST_BE_ACTIVE = "The default mode cannot be deactivated. Make another mode the default first."
 ERROR_DEFAULT_CANNOT_BE_UNSET = (
@@ -61,6 +68,15 @@ class AgentMode(models.Model):
         validators=[validate_checks],
         help_text='What a turn in this mode must do: a list of {"prompt", "execution": "ask"|"agent", "expect": '
         '{"tool", "contains", "not_contains", "status"}}.',
+    )
+    knowledge_scope = models.JSONField(
+        default=default_knowledge_scope,
+        blank=True,
+        validators=[validate_knowledge_scope],
+        verbose_name="Knowledge scope",
+        help_text='What knowledge_search searches in this mode: "project" (the session\'s project), "none", or '
+        "a list of project ids or names it always searches (a company-wide policy library). A search never "
+        "returns a passage of a project the user is not a member of.",
     )
     tool_policy = models.JSONField(
         default=list,

@@ -87,6 +87,30 @@ CHECK_STATUSES = (
 MAX_CHECKS = 20
 
 
+KNOWLEDGE_PROJECT, KNOWLEDGE_NONE = "project", "none"
+MAX_KNOWLEDGE_PROJECTS = 20
+ERROR_KNOWLEDGE_SCOPE = (
+    'Expected "project" (the session\'s project), "none", or a list of project ids or names the mode always searches.'
+)
+
+
+def validate_knowledge_scope(value) -> None:
+    """A mode's knowledge scope (docs/workspace.md#knowledge-scopes): "project", "none", or a list of
+    project ids or names (resolved among the projects the session's user is a member of when it searches)."""
+    if value in (KNOWLEDGE_PROJECT, KNOWLEDGE_NONE):
+        return
+    if not isinstance(value, list) or not value:
+        raise ValidationError(ERROR_KNOWLEDGE_SCOPE, code="bad_scope")
+    if len(value) > MAX_KNOWLEDGE_PROJECTS:
+        raise ValidationError(f"At most {MAX_KNOWLEDGE_PROJECTS} projects.", code="too_many_items")
+    validate_string_list(value)
+    seen: set[str] = set()
+    for position, item in enumerate(value, start=1):
+        if item.strip().casefold() in seen:
+            raise ValidationError(f"Item {position} names a project already in the list.", code="duplicate")
+        seen.add(item.strip().casefold())
+
+
 def validate_test_utterances(value) -> None:
     """The routing tests: like the example utterances, a list of non-empty strings."""
     validate_string_list(value)

@@ -90,6 +90,7 @@ def parse_draft_fields(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
             or (name in LIST_FIELDS and isinstance(value, list) and all(isinstance(v, str) for v in value))
             or (name == "ask_followup" and (value is None or isinstance(value, bool)))
             or (name == "checks" and isinstance(value, list))  # each check: the field's validator
+            or (name == "knowledge" and isinstance(value, (str, list)))  # "project", "none" or names: the validator
         )
         if not ok:
             raise ApiError(400, f"'{name}' has the wrong type.", name)

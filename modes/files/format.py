@@ -5,8 +5,9 @@ FIELDS is the one table between front-matter keys and AgentMode fields: reading,
 preview and the import's diff all go through it, in its order (the order keys are written in). A field
 added to the catalog is one row here. A key a file leaves out takes the field's default (no teams:
 every team; no model: the deployment's default), so the file is the whole entry. `execution`,
-`model`, `tests`, `checks`, `ask_followup` and `teams` are left out of an exported file when at their
-default; every other key is always written, so an edit in a text editor is a one-line diff.
+`model`, `tests`, `checks`, `knowledge`, `ask_followup` and `teams` are left out of an exported file
+when at their default; every other key is always written, so an edit in a text editor is a one-line
+diff. `knowledge` is `project` (the default), `none`, or a list of project ids or names.
 
 `tests` (the routing test utterances, a list of strings) and `checks` (a list of mappings: `prompt`,
 `execution`, `expect` with `tool`, `contains`, `not_contains`, `status`) are written in block style, each
@@ -55,6 +56,10 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, list)
 
 
+def _is_knowledge_scope(value: Any) -> bool:
+    return isinstance(value, str) or _is_string_list(value)
+
+
 def _is_execution(value: Any) -> bool:
     return value in (None, "", "ask", "agent")
 
@@ -73,6 +78,7 @@ OPTIONAL_BOOL = Kind(_is_optional_bool, "expected true, false or null (null: the
 WHOLE_NUMBER = Kind(_is_whole_number, "expected a whole number, 0 or more")
 STRING_LIST = Kind(_is_string_list, "expected a list of strings")
 EXECUTION = Kind(_is_execution, "expected ask or agent (leave it out to keep the session's)")
+KNOWLEDGE = Kind(_is_knowledge_scope, "expected project, none or a list of project ids or names")
 # A list of structured items (mappings), for fields whose own validators check each item (the checks).
 LIST = Kind(_is_list, "expected a list")
 
@@ -101,6 +107,7 @@ FIELDS: tuple[Field, ...] = (
     Field("examples", "example_utterances", STRING_LIST),
     Field("tests", "test_utterances", STRING_LIST, omit_default=True),
     Field("checks", "checks", LIST, omit_default=True),
+    Field("knowledge", "knowledge_scope", KNOWLEDGE, omit_default=True),
     Field("ask_followup", "ask_followup", OPTIONAL_BOOL, omit_default=True),
     Field("teams", TEAMS, STRING_LIST, omit_default=True),
 )

@@ -79,10 +79,23 @@ def test_the_prompt_comes_back_byte_for_byte(prompt):
     examples=LINES,
     tests=LINES,
     checks=CHECKS,
+    knowledge=st.one_of(st.sampled_from(["project", "none"]), st.lists(NONEMPTY, min_size=1, max_size=3)),
     teams=st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), max_size=3, unique=True),
 )
 def test_any_entry_round_trips_through_its_file(
-    description, summary, prompt, order, active, ask_followup, execution, roles, examples, tests, checks, teams
+    description,
+    summary,
+    prompt,
+    order,
+    active,
+    ask_followup,
+    execution,
+    roles,
+    examples,
+    tests,
+    checks,
+    knowledge,
+    teams,
 ):
     entry = values(
         description=description,
@@ -96,6 +109,7 @@ def test_any_entry_round_trips_through_its_file(
         example_utterances=examples,
         test_utterances=tests,
         checks=checks,
+        knowledge_scope=knowledge,
         teams=sorted(teams),
     )
     text = render(entry)
@@ -109,7 +123,7 @@ def test_keys_are_written_in_the_tables_order_and_defaults_of_optional_keys_are_
     written = ["key", "name", "description", "summary", "default", "active", "order", "tools", "approvals"]
     assert keys == [*written, "roles", "examples"]
     optional = {f.key for f in FIELDS if f.omit_default}
-    assert optional == {"execution", "model", "tests", "checks", "ask_followup", "teams"}
+    assert optional == {"execution", "model", "tests", "checks", "knowledge", "ask_followup", "teams"}
     full = render(values(execution="agent", model="gpt-4o", ask_followup=False, teams=["b", "a"]))
     assert "execution: agent\nmodel: gpt-4o\n" in full and "ask_followup: false\nteams:\n  - a\n  - b\n" in full
 
