@@ -12,8 +12,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import RawPostDataException
 
+ERROR_FORM_NOT_JSON = (
+    "This address takes a JSON body (Content-Type: application/json), not form data (multipart/form-data)."
+)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -52,6 +56,14 @@ class RejectUnstorableInput:
             if problem := unstorable(text):
                 return HttpResponse(f"The {where} contains {problem}.", status=400, content_type="text/plain")
         return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A multipart form sent where a JSON body is read: this middleware parsed the form's fields
+        (to check them), after which Django refuses the raw body (RawPostDataException) — a 415
+        saying what to send instead of a 500. Only the upload endpoints take multipart."""
+        if isinstance(exception, RawPostDataException):
+            return JsonResponse({"error": {"message": ERROR_FORM_NOT_JSON, "field": None}}, status=415)
+        return None
 
     @staticmethod
     def _texts(request: HttpRequest):

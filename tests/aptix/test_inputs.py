@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from agents.models import AgentSession, Turn
 from agents.sessions import session_create
+from aptix.inputs import ERROR_FORM_NOT_JSON
 from aptix.tokens import api_token_create
 
 API = "/api/v1/agent/execute"
@@ -49,6 +50,17 @@ def test_the_api_refuses_unstorable_strings_naming_the_field(client, token, body
 def test_the_api_refuses_json_nested_too_deeply(client, token):
     status, answer = api(client, token, "[" * 100_000 + "]" * 100_000)
     assert status == 400 and "nested too deeply" in answer["error"]["message"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", [API, "/api/v1/catalog/modes/general/drafts", "/api/v1/projects"])
+def test_a_form_sent_where_json_is_read_gets_a_415_saying_so_not_a_500(client, token, path):
+    """`curl -F message=hi`: the middleware that checks form fields parsed the multipart body, after
+    which Django refuses a JSON view the raw body (it answered 500)."""
+    response = client.post(path, data={"message": "hi"}, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 415
+    assert json.loads(response.content)["error"]["message"] == ERROR_FORM_NOT_JSON
+    assert not Turn.objects.exists()
 
 
 @pytest.mark.django_db
