@@ -194,6 +194,7 @@ class VersionsAdminMixin:
             "old": published,
             "new": version,
             "review": True,
+            "review_on": review_required(),  # approving is for two-person review only
             "own": version.author_id == request.user.pk,
             "can_publish": request.user.has_perm(PERM_PUBLISH),
             "prompt_table": prompt_table(

@@ -109,6 +109,16 @@ def test_two_person_review_in_the_admin(client, settings, curator, reviewer, pas
     assert AgentMode.objects.get(pk=mode.pk).system_prompt == "Needs a second pair of eyes."
 
 
+def test_without_two_person_review_a_draft_is_published_not_approved(client, curator, password):
+    mode = AgentMode.objects.get(key="general")
+    draft_save(mode=mode, fields={"system_prompt": "My own draft."}, author=curator)
+    client.login(username=curator.username, password=password)
+    review = client.get(version_url(mode, 2, "review")).content.decode()
+    assert 'name="publish-version"' in review  # review is off: its author may publish it ...
+    assert "another publisher has to approve it" not in review and 'name="approve"' not in review  # ... no approval
+    assert 'name="reject"' in review  # a draft can still be set aside
+
+
 def test_restore_from_the_admin_is_a_new_version(client, curator, password):
     mode = AgentMode.objects.get(key="general")
     original = mode.system_prompt
