@@ -91,14 +91,17 @@ def session_deleted_project_tables(session_id: str, user_id: Any) -> dict[str, S
     return {table["name"]: upload for upload in gone for table in upload.tables}
 
 
-def session_deleted_project_files(session_id: str) -> list[SessionFile]:
-    """The session's project's files deleted since the session began, newest first: its page says they
-    are gone (the caller checked who may see the session)."""
+def session_deleted_project_files(session_id: str, user_id: Any) -> list[SessionFile]:
+    """The files of the session's project deleted since the session began, newest first, if `user_id`
+    is a member of the project: the session's page says they are gone."""
+    if not session_id or user_id is None:
+        return []
     return list(
         SessionFile.objects.filter(
             project__sessions__id=session_id,
             deleted_at__gte=F("project__sessions__created_at"),
         )
+        .filter(member_of_project_q(user_id))
         .distinct()
         .order_by("-deleted_at", "-id")
     )

@@ -19,7 +19,7 @@ from projects.files import project_file_delete, project_file_list, project_file_
 from projects.models import Project
 from projects.services import ProjectNotFoundError, project_get
 
-from .api_files import ERROR_FILE_FIELD, ERROR_NO_FILE, _user
+from .api_files import ERROR_FILE_FIELD, ERROR_NO_FILE, bearer_or_401
 from .api_projects import NOT_FOUND
 from .api_support import ApiError
 
@@ -44,7 +44,7 @@ def project_file_json(upload: SessionFile) -> dict[str, Any]:
 def project_files_api(request: HttpRequest, project_id: str) -> JsonResponse:
     """GET: the project's files; POST: store the uploaded file as the project's (201 with its description)."""
     try:
-        user = _user(request)
+        user = bearer_or_401(request)
         if request.method not in ("GET", "POST"):
             raise ApiError(405, "Use GET or POST.")
         project = _project(user, project_id)
@@ -70,7 +70,7 @@ def project_files_api(request: HttpRequest, project_id: str) -> JsonResponse:
 def project_file_api(request: HttpRequest, project_id: str, file_id: str) -> HttpResponse:
     """DELETE: the project's file, for every session of the project (its content goes; the audit keeps it)."""
     try:
-        user = _user(request)
+        user = bearer_or_401(request)
         if request.method != "DELETE":
             raise ApiError(405, "Use DELETE.")
         project = _project(user, project_id)
