@@ -62,6 +62,16 @@ def session_project_files(session_id: str, user_id: Any) -> list[SessionFile]:
     return list(found)
 
 
+def session_project_files_named(session_id: str, user_id: Any) -> list[SessionFile]:
+    """`session_project_files`, each table under the name the session's queries use (the session's own
+    files keep theirs: the module's docstring), for the session's Files panel."""
+    taken = {table["name"] for upload in session_files(session_id) for table in upload.tables}
+    shared = session_project_files(session_id, user_id)
+    for upload in shared:
+        upload.tables = unique_tables(upload.tables, taken)
+    return shared
+
+
 def session_visible_files(session_id: str, user_id: Any) -> list[SessionFile]:
     """What the files tools see in a session for its user: the session's own files (theirs), then its
     project's (each with `from_project` True), the project's tables renamed in memory where one of

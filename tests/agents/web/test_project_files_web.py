@@ -12,6 +12,7 @@ from django.urls import reverse
 from agents.sessions import session_create
 from agents.sharing.services import session_share
 from files.models import SessionFile
+from files.services import file_upload
 from projects.files import project_file_delete, project_file_upload
 from projects.services import project_create
 from tests.helpers.file_uploads import SALES_CSV
@@ -109,6 +110,18 @@ def test_the_session_page_shows_the_projects_files_and_says_when_one_is_deleted(
     page = client.get(reverse("session-detail", args=[session.id])).content.decode()
     assert 'id="project-files-gone"' in page and "<strong>sales.csv</strong> was deleted from the project" in page
     assert reverse("project-file-download", args=[project.id, stored.pk]) not in page
+
+
+def test_a_session_moved_in_shows_the_projects_table_under_the_name_it_queries(client, team_a, project, alice):
+    session = session_create(team=team_a, user=alice)
+    upload_into = uploaded("sales.csv", SALES_CSV)
+    file_upload(owner=alice, uploaded=upload_into, session=session)
+    project_file_upload(user=alice, project=project, uploaded=uploaded("sales.csv", SALES_CSV))
+    client.force_login(alice)
+    client.post(reverse("session-project", args=[session.id]), {"project": project.id})
+    page = client.get(reverse("session-detail", args=[session.id])).content.decode()
+    project_part = page[page.index('id="project-files-body"') :]
+    assert "table <code>sales_2</code>" in project_part
 
 
 def test_a_shared_sessions_reader_outside_the_project_never_gets_its_files(client, team_a, alice, bob):
