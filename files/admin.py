@@ -10,10 +10,10 @@ from .models import FileAudit
 
 @admin.register(FileAudit)
 class FileAuditAdmin(admin.ModelAdmin):
-    list_display = ["at", "action", "actor_name", "name", "size", "sha256", "session_id", "file_id"]
+    list_display = ["at", "action", "actor_name", "name", "size", "sha256", "session_id", "project_id", "file_id"]
     list_filter = ["action", "at"]
     date_hierarchy = "at"
-    search_fields = ["name", "actor_name", "sha256", "file_id", "session_id"]
+    search_fields = ["name", "actor_name", "sha256", "file_id", "session_id", "project_id"]
 
     def has_add_permission(self, request):
         return False

@@ -94,6 +94,7 @@ class FileAudit(models.Model):
     size = models.BigIntegerField()
     sha256 = models.CharField(max_length=64)
     session_id = models.CharField(max_length=32, blank=True)
+    project_id = models.CharField(max_length=32, blank=True, db_index=True)  # a project's file: its project
 
     class Meta:
         ordering = ["-at", "-id"]

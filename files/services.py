@@ -15,7 +15,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Exists, QuerySet, Sum
+from django.db.models import BooleanField, Exists, ExpressionWrapper, Q, QuerySet, Sum
 from django.utils import timezone
 
 from aptix.ids import HEX_ID, new_hex_id
@@ -33,9 +33,11 @@ __all__ = [
     "file_describe",
     "file_get",
     "file_open",
+    "file_remove",
     "file_thumbnail_open",
     "file_upload",
     "files_attach",
+    "project_files_purge",
     "session_files",
     "session_files_purge",
     "session_has_files",
@@ -46,10 +48,13 @@ CHUNK = 1 << 20
 NAME_CHARS = 255
 
 
-def file_upload(*, owner: Any, uploaded: Any, session: Any = None) -> SessionFile:
+def file_upload(*, owner: Any, uploaded: Any, session: Any = None, project: Any = None) -> SessionFile:
     """Store and ingest an uploaded file (a Django UploadedFile or File: streamed, never read whole)
-    for `owner`, attached to `session` when given (`owner`'s own session, else DoesNotExist).
+    for `owner`, attached to `session` when given (`owner`'s own session, else DoesNotExist), or
+    given to `project` (the caller, projects/files.py, checked that `owner` is one of its members).
     FileRefused: 413 too large or over the quota, 415 not a kind we take, 422 unreadable."""
+    if session is not None and project is not None:
+        raise ValueError("A file belongs to a session or to a project, not both.")
     if session is not None and getattr(session, "user_id", None) != owner.pk:
         raise SessionFile.DoesNotExist("No such session.")  # files are the session owner's alone
     name = clean_name(getattr(uploaded, "name", "") or "upload")
@@ -95,6 +100,8 @@ def file_upload(*, owner: Any, uploaded: Any, session: Any = None) -> SessionFil
             )
             if session is not None:
                 _attach(upload, session)
+            elif project is not None:
+                _give_to_project(upload, project)
             upload.save(force_insert=True)
             _audit(FileAudit.Action.UPLOAD, upload, actor=owner)
         stored.clear()  # the row names them now
@@ -110,7 +117,8 @@ def file_get(user: Any, file_id: str) -> SessionFile:
     a malformed id): callers answer 404 without saying which."""
     if not isinstance(file_id, str) or not HEX_ID.fullmatch(file_id) or not getattr(user, "pk", None):
         raise SessionFile.DoesNotExist("No such file.")
-    return SessionFile.objects.get(pk=file_id, owner_id=user.pk, deleted_at__isnull=True)
+    # A project's file is the project's members' (projects/files.py), not its uploader's alone.
+    return SessionFile.objects.get(pk=file_id, owner_id=user.pk, project__isnull=True, deleted_at__isnull=True)
 
 
 def file_in_session_get(file_id: str) -> SessionFile:
@@ -130,6 +138,28 @@ def file_delete(user: Any, file_id: str) -> SessionFile:
     return upload
 
 
+def file_remove(upload: SessionFile, *, actor: Any) -> SessionFile:
+    """Delete a file the caller found through its own check (a project's file, projects/files.py):
+    as file_delete, its content goes, the row stays for the audit."""
+    with transaction.atomic():
+        upload = SessionFile.objects.select_for_update().get(pk=upload.pk, deleted_at__isnull=True)
+        _drop_content(upload)
+        _audit(FileAudit.Action.DELETE, upload, actor=actor)
+    return upload
+
+
+def project_files_purge(project_id: str, *, actor: Any = None) -> list[SessionFile]:
+    """The project is being deleted: its live files' content goes (each a purge row in the audit, with
+    the project's id), and every file of it, live or deleted, is let go of the project (the rows stay
+    for the audit). Returns the files purged."""
+    purged = list(SessionFile.objects.filter(project_id=project_id, deleted_at__isnull=True))
+    for upload in purged:
+        _drop_content(upload)
+        _audit(FileAudit.Action.PURGE, upload, actor=actor)
+    SessionFile.objects.filter(project_id=project_id).update(project=None)
+    return purged
+
+
 def files_attach(user: Any, file_ids: Iterable[str], session: Any) -> list[SessionFile]:
     """Attach `user`'s files to `session` (theirs too), in the order given. DoesNotExist, naming no
     file, when any id is not a live file of `user`'s or is attached to another session already."""
@@ -142,7 +172,7 @@ def files_attach(user: Any, file_ids: Iterable[str], session: Any) -> list[Sessi
         found = {
             f.pk: f
             for f in SessionFile.objects.select_for_update().filter(
-                pk__in=ids, owner_id=user.pk, deleted_at__isnull=True
+                pk__in=ids, owner_id=user.pk, project__isnull=True, deleted_at__isnull=True
             )
         }
         if len(found) != len(ids) or any(f.session_id not in (None, session.pk) for f in found.values()):
@@ -160,12 +190,18 @@ def session_files(session_id: str) -> list[SessionFile]:
 
 
 def session_has_files(session_id: str | None) -> bool:
-    return bool(session_id) and _live_files(session_id).exists()
+    """Whether the session has live files of its own or its project has (the files tools are offered then)."""
+    return bool(session_id) and (_live_files(session_id).exists() or _live_project_files(session_id).exists())
 
 
-def session_files_exist(session: Any) -> Exists:
+def session_files_exist(session: Any) -> ExpressionWrapper:
     """`session_has_files` as an expression (`session`: an OuterRef), to annotate another query with."""
-    return Exists(_live_files(session))
+    either = Q(Exists(_live_files(session))) | Q(Exists(_live_project_files(session)))
+    return ExpressionWrapper(either, output_field=BooleanField())
+
+
+def _live_project_files(session: Any) -> QuerySet[SessionFile]:
+    return SessionFile.objects.filter(project__sessions__id=session, deleted_at__isnull=True)
 
 
 def _live_files(session: Any) -> QuerySet[SessionFile]:
@@ -281,24 +317,42 @@ def _check_quota(owner: Any, size: int) -> None:
 
 
 def _attach(upload: SessionFile, session: Any) -> None:
-    """Make `upload` the session's, its tables renamed where another of the session's files took
-    the name (sales, sales_2, …)."""
-    taken = {
-        table["name"]
-        for other in SessionFile.objects.filter(session_id=session.pk, deleted_at__isnull=True).exclude(pk=upload.pk)
-        for table in other.tables
-    }
+    """Make `upload` the session's, its tables renamed where another of the session's files, or a
+    file of the session's project, took the name (sales, sales_2, …): see `project_tables_taken`."""
+    live = SessionFile.objects.filter(deleted_at__isnull=True).exclude(pk=upload.pk)
+    taken = _table_names(live.filter(session_id=session.pk))
+    if getattr(session, "project_id", None):
+        taken |= _table_names(live.filter(project_id=session.project_id))
+    upload.tables = unique_tables(upload.tables, taken)
+    upload.session = session
+    upload.attached_at = timezone.now()
+
+
+def _give_to_project(upload: SessionFile, project: Any) -> None:
+    """Make `upload` the project's, its tables named apart from every live table of the project and of
+    the sessions in it: so the name the upload answers is the one files_query takes in each session."""
+    live = SessionFile.objects.filter(deleted_at__isnull=True).exclude(pk=upload.pk)
+    taken = _table_names(live.filter(project_id=project.pk)) | _table_names(live.filter(session__project_id=project.pk))
+    upload.tables = unique_tables(upload.tables, taken)
+    upload.project = project
+    upload.attached_at = timezone.now()
+
+
+def _table_names(files: QuerySet[SessionFile]) -> set[str]:
+    return {table["name"] for tables in files.values_list("tables", flat=True) for table in tables or []}
+
+
+def unique_tables(tables: list[dict[str, Any]], taken: set[str]) -> list[dict[str, Any]]:
+    """`tables` renamed where `taken` (updated) has the name: sales, sales_2, sales_3, …"""
     renamed = []
-    for table in upload.tables:
+    for table in tables:
         name, n = table["name"], 1
         while name in taken:
             n += 1
             name = f"{table['name']}_{n}"
         taken.add(name)
         renamed.append({**table, "name": name})
-    upload.tables = renamed
-    upload.session = session
-    upload.attached_at = timezone.now()
+    return renamed
 
 
 def _drop_content(upload: SessionFile) -> None:
@@ -319,4 +373,5 @@ def _audit(action: str, upload: SessionFile, *, actor: Any) -> None:
         size=upload.size,
         sha256=upload.sha256,
         session_id=upload.session_id or "",
+        project_id=upload.project_id or "",
     )

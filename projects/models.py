@@ -39,3 +39,31 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ProjectAudit(models.Model):
+    """Who created or deleted a project, or changed its members, when: append-only (projects/services.py
+    writes it, the admin shows it to auditors). Copies the project's id and name so it outlives it."""
+
+    class Action(models.TextChoices):
+        CREATED = "created"
+        DELETED = "deleted"
+        MEMBER_ADDED = "member_added"
+        MEMBER_REMOVED = "member_removed"
+
+    action = models.CharField(max_length=16, choices=Action.choices)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    actor_name = models.CharField(max_length=150, blank=True)
+    project_id = models.CharField(max_length=32, db_index=True)
+    project_name = models.CharField(max_length=120)
+    # What changed: the member's username, or "whole team" when the project went to (or left) the whole team.
+    detail = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "project audit entry"
+        verbose_name_plural = "project audit"
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.project_name}"

@@ -8,6 +8,7 @@ deleting the project, is for its creator and the team's owners (PermissionDenied
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -17,9 +18,11 @@ from django.db.models import Q, QuerySet
 
 from aptix.ids import HEX_ID
 from aptix.models import Membership, Team
+from files.services import project_files_purge
 from modes.catalog import ModeValidationError, mode_validate
 
-from .models import Project
+from .models import Project, ProjectAudit
+from .signals import project_file_removed
 
 NAME_MAX = 120
 DESCRIPTION_MAX = 2_000
@@ -177,7 +180,33 @@ def project_create(
     project.save()
     if chosen:
         project.members.set({*chosen, user})
+    _audit(ProjectAudit.Action.CREATED, project, actor=user, detail="whole team" if project.whole_team else "")
+    for member in sorted({*chosen, user} if chosen else [], key=lambda u: u.username):
+        _audit(ProjectAudit.Action.MEMBER_ADDED, project, actor=user, detail=member.username)
     return project
+
+
+def _audit(action: str, project: Project, *, actor: Any, detail: str = "") -> None:
+    ProjectAudit.objects.create(
+        action=action,
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_name=getattr(actor, "username", "") or "",
+        project_id=project.pk,
+        project_name=project.name,
+        detail=detail[:255],
+    )
+
+
+def _audit_members(project: Project, *, actor: Any, was_whole: bool, before: set[str], after: set[str]) -> None:
+    """Membership changes as audit rows: who was added, who removed, and the whole team given or taken."""
+    if was_whole and not project.whole_team:
+        _audit(ProjectAudit.Action.MEMBER_REMOVED, project, actor=actor, detail="whole team")
+    for name in sorted(after - before):
+        _audit(ProjectAudit.Action.MEMBER_ADDED, project, actor=actor, detail=name)
+    for name in sorted(before - after):
+        _audit(ProjectAudit.Action.MEMBER_REMOVED, project, actor=actor, detail=name)
+    if project.whole_team and not was_whole:
+        _audit(ProjectAudit.Action.MEMBER_ADDED, project, actor=actor, detail="whole team")
 
 
 UNCHANGED: Any = object()
@@ -205,6 +234,8 @@ def project_update(
     if default_mode is not UNCHANGED:
         project.default_mode = _default_mode(project.team, default_mode)
     chosen: list[Any] = []
+    was_whole = project.whole_team
+    before = set() if was_whole else set(project.members.values_list("username", flat=True))
     if members is not UNCHANGED:
         if not project_can_manage(user=user, project=project):
             raise PermissionDenied(ERROR_MANAGE_MEMBERS)
@@ -214,16 +245,28 @@ def project_update(
     project.save()
     if members is not UNCHANGED:
         project.members.set(chosen)
+        after = {u.username for u in chosen}
+        _audit_members(project, actor=user, was_whole=was_whole, before=before, after=after)
     return project
 
 
 @transaction.atomic
 def project_delete(*, project: Project, user: Any) -> None:
     """Delete the project. Its sessions stay, with no project ("No project" in the sidebar): the
-    foreign key is SET_NULL, so nobody loses a conversation with it."""
+    foreign key is SET_NULL, so nobody loses a conversation with it. Its files' content goes (each a
+    FileAudit purge row naming the project); their rows stay for the audit, with no project."""
     if not project_can_manage(user=user, project=project):
         raise PermissionDenied(ERROR_DELETE)
+    purged = project_files_purge(project.pk, actor=user)
+    _audit(ProjectAudit.Action.DELETED, project, actor=user)
+    project_id = project.pk
     project.delete()
+    for upload in purged:  # the knowledge index forgets them too (projects/signals.py)
+        transaction.on_commit(partial(_removed, project_id, upload))
+
+
+def _removed(project_id: str, upload: Any) -> None:
+    project_file_removed.send(sender=Project, project=None, project_id=project_id, file=upload)
 
 
 def project_teams(*, user: Any) -> list[Any]:

@@ -25,7 +25,7 @@ ERROR_NO_FILE = "No file with this id."
 ERROR_FILE_FIELD = "Send the file as the multipart/form-data field 'file'."
 
 
-def _user(request: HttpRequest) -> Any:
+def bearer_or_401(request: HttpRequest) -> Any:
     """The token's user, before anything else (429 past the API's rates, 401 without a valid token)."""
     try:
         user = bearer_user(request)
@@ -59,7 +59,7 @@ def files_api(request: HttpRequest) -> JsonResponse:
     """POST: store the uploaded file; 201 with its description. 413 over APTIX_UPLOAD_MAX_BYTES or the
     user's quota, 415 for a kind that is not accepted (both say what was found and what is allowed)."""
     try:
-        user = _user(request)
+        user = bearer_or_401(request)
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
         session = None
@@ -84,7 +84,7 @@ def files_api(request: HttpRequest) -> JsonResponse:
 def file_api(request: HttpRequest, file_id: str) -> HttpResponse:
     """GET: the file's description; DELETE: the file (its content and tables; the audit keeps the record)."""
     try:
-        user = _user(request)
+        user = bearer_or_401(request)
         if request.method not in ("GET", "DELETE"):
             raise ApiError(405, "Use GET or DELETE.")
         stored = _readable(user, file_id, delete=request.method == "DELETE")
@@ -100,7 +100,7 @@ def file_api(request: HttpRequest, file_id: str) -> HttpResponse:
 def file_content_api(request: HttpRequest, file_id: str) -> HttpResponseBase:
     """GET: the file as uploaded, as a download (Content-Disposition: attachment; nosniff)."""
     try:
-        user = _user(request)
+        user = bearer_or_401(request)
         if request.method != "GET":
             raise ApiError(405, "Use GET.")
         stored = _readable(user, file_id)

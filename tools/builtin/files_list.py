@@ -1,5 +1,6 @@
-"""files_list: the session's uploaded files for the model: id, name, kind, size; each table's SQL
-name, columns (name, type) and rows; each document's pages. Read-only."""
+"""files_list: the session's uploaded files for the model, then its project's (marked `"project": true`):
+id, name, kind, size; each table's SQL name, columns (name, type) and rows; each document's pages.
+Read-only."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ class FilesListTool(AgentTool):
     def get_schema() -> dict:
         return function_schema(
             FilesListTool.TOOL_NAME,
-            "Lists the files attached to this session: tables with their columns and row counts, documents "
-            "with their pages, images.",
+            "Lists the files attached to this session and its project's files (marked project: true): tables "
+            "with their columns and row counts, documents with their pages, images.",
             {},
         )
 
@@ -41,6 +42,8 @@ class FilesListTool(AgentTool):
         listed = []
         for upload in files:
             entry: dict = {"fileId": upload.pk, "name": upload.name, "kind": upload.kind, "size": upload.size}
+            if getattr(upload, "from_project", False):
+                entry["project"] = True  # the session's project's file, shared by all its sessions
             if upload.kind == "table":
                 entry["tables"] = [table_describe(t) for t in upload.tables]
             elif upload.kind == "document":

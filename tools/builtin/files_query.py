@@ -5,8 +5,12 @@ with the row count."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import ClassVar
 
+from asgiref.sync import sync_to_async
+
+from files.project_files import session_deleted_project_tables
 from files.sandbox import QueryRefused, QueryResult, run_query, session_tables
 
 from ..base import AgentTool, InvokeResult, ToolContext, function_schema
@@ -15,6 +19,7 @@ from .files_support import ArgumentsError, arguments, budget, files_for
 
 MAX_ROWS = 200
 ERROR_SQL = 'files_query requires "sql": one SELECT statement over the session\'s tables.'
+MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
 ERROR_NO_TABLES = "None of this session's files is a table. Read documents with files_read."
 
 
@@ -54,13 +59,35 @@ class FilesQueryTool(AgentTool):
         if isinstance(files, InvokeResult):
             return files
         tables = session_tables(files)
-        if not tables:
-            return InvokeResult.from_error(ERROR_NO_TABLES)
         try:
+            # With no table left, the query still runs (over none): a table it names that went with a
+            # deleted project file is then named in the error.
             result = await asyncio.to_thread(run_query, tables, sql, max_rows=MAX_ROWS)
         except QueryRefused as exc:
-            return InvokeResult.from_error(str(exc))
+            gone = await sync_to_async(deleted_table_error)(context, str(exc))
+            return InvokeResult.from_error(gone or (str(exc) if tables else ERROR_NO_TABLES))
+        if not tables:
+            return InvokeResult.from_error(ERROR_NO_TABLES)
         return InvokeResult.create(result_text(result, budget()))
+
+
+def deleted_table_error(context: ToolContext | None, refusal: str) -> str | None:
+    """When the query failed on a missing table that was in a file of the session's project since
+    deleted: the error names the file, so the model tells the user it is gone rather than guess."""
+    missing = MISSING_TABLE.search(refusal)
+    if missing is None:
+        return None
+    gone = session_deleted_project_tables(
+        getattr(context, "session_id", None) or "", getattr(getattr(context, "user", None), "id", None)
+    )
+    upload = gone.get(missing.group(1))
+    if upload is None:
+        return None
+    return (
+        f"The table {missing.group(1)} was in “{upload.name}”, a file of the session's project that was deleted "
+        f"on {upload.deleted_at:%Y-%m-%d %H:%M} UTC: its data is gone. Tell the user; files_list gives the "
+        "tables there are."
+    )
 
 
 def result_text(result: QueryResult, limit: int) -> str:

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from aptix.ids import HEX_ID
 from files.models import SessionFile
-from files.services import session_files
+from files.project_files import session_visible_files
 
 from ..base import InvokeResult, ToolContext
 
@@ -39,12 +39,13 @@ def arguments(arguments_json: str | None, example: str) -> dict[str, Any]:
 
 
 async def files_for(context: ToolContext | None) -> list[SessionFile] | InvokeResult:
-    """The live files of the context's session that belong to its user, or the tool error to return."""
+    """The live files of the context's session that belong to its user, then those of its project when
+    the user is a member of it (files/project_files.py), or the tool error to return."""
     session_id = getattr(context, "session_id", None)
     user_id = getattr(getattr(context, "user", None), "id", None)
     if not session_id or user_id is None:
         return InvokeResult.from_error(ERROR_NO_SESSION)
-    files = [f for f in await sync_to_async(session_files)(session_id) if f.owner_id == user_id]
+    files = await sync_to_async(session_visible_files)(session_id, user_id)
     return files or InvokeResult.from_error(ERROR_NO_FILES)
 
 

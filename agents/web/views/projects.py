@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents.selectors import project_sessions
 from agents.sessions import session_set_project
 from modes.catalog import modes_for_team, modes_for_teams
+from projects.files import project_file_list
 from projects.services import (
     DESCRIPTION_MAX,
     INSTRUCTIONS_MAX,
@@ -79,7 +80,7 @@ class ProjectForm(forms.Form):
             del self.fields["who"], self.fields["members"]
 
 
-def _found(request: HttpRequest, project_id: str) -> Any:
+def project_or_404(request: HttpRequest, project_id: str) -> Any:
     try:
         return project_get(user=request.user, project_id=project_id)
     except ProjectNotFoundError:
@@ -152,6 +153,7 @@ def _detail_page(request: HttpRequest, project: Any, form: ProjectForm, *, statu
         "members": project_members(project=project),
         "sessions": project_sessions(user=request.user, project=project),
         "can_manage": project_can_manage(user=request.user, project=project),
+        "files": project_file_list(user=request.user, project=project),
         "form": form,
     }
     return render(request, "projects/project_detail.html", context, status=status)
@@ -160,19 +162,19 @@ def _detail_page(request: HttpRequest, project: Any, form: ProjectForm, *, statu
 @require_GET
 @login_required
 def project_detail(request: HttpRequest, project_id: str) -> HttpResponse:
-    project = _found(request, project_id)
+    project = project_or_404(request, project_id)
     return _detail_page(request, project, _edit_form(request, project))
 
 
 @require_POST
 @login_required
 def project_edit(request: HttpRequest, project_id: str) -> HttpResponse:
-    project = _found(request, project_id)
+    project = project_or_404(request, project_id)
     form = _edit_form(request, project, request.POST)
     saved = _saved(form, lambda team, **fields: project_update(project=project, user=request.user, **fields))
     if saved is None:
         messages.error(request, "The project was not changed. See the form for details.")
-        return _detail_page(request, _found(request, project_id), form, status=400)
+        return _detail_page(request, project_or_404(request, project_id), form, status=400)
     messages.success(request, "Project saved.")
     return see_other(reverse("project-detail", args=[project.id]))
 
@@ -180,7 +182,7 @@ def project_edit(request: HttpRequest, project_id: str) -> HttpResponse:
 @require_POST
 @login_required
 def project_delete_view(request: HttpRequest, project_id: str) -> HttpResponse:
-    project = _found(request, project_id)
+    project = project_or_404(request, project_id)
     project_delete(project=project, user=request.user)  # PermissionDenied: a 403 saying who may
     messages.success(request, f"“{project.name}” was deleted; its sessions are under No project.")
     return see_other(reverse("projects"))
@@ -192,7 +194,7 @@ def session_project_view(request: HttpRequest, session_id: str) -> HttpResponse:
     """The session menu's "Move to project…": `project` a project id, or empty for "No project"."""
     session = get_session_or_404(request, session_id)
     project_id = request.POST.get("project", "")
-    project = _found(request, project_id) if project_id else None
+    project = project_or_404(request, project_id) if project_id else None
     try:
         session_set_project(session=session, user=request.user, project=project)
     except ValidationError as exc:

@@ -28,6 +28,7 @@ from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
 from files.models import SessionFile
+from files.project_files import session_deleted_project_files, session_project_files_named
 from files.services import file_describe, file_get, session_files
 from modes.catalog import default_mode_for_team, mode_usable, modes_for_team, modes_for_teams, team_catalogs
 from projects.services import ProjectNotFoundError, project_get, project_list
@@ -228,6 +229,9 @@ def detail_page(
         **session_model_context(session),
         "tools": None if reader else tool_panel(session),
         "files": session_files(session.id),
+        # Its project's files (for a member of the project only), and those deleted since it began.
+        "project_files": session_project_files_named(session.id, request.user.pk),
+        "gone_project_files": session_deleted_project_files(session.id, request.user.pk),
         "busy": session_busy(session=session),
         # The month's quota at 80% or more: a notice under the composer (usage/quotas.py).
         "quota": None if reader else quota_state(team_id=session.team_id, user_id=session.user_id),

@@ -1,0 +1,75 @@
+"""A project's files used from a new session of it, with the built-in offline model: the sample sales
+CSV and travel policy PDF (aptix/demo_data/) uploaded once to the project; a session started in the
+project afterwards is offered the files tools and answers a table question and a policy question from
+them. A session of the same user outside the project is offered none of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.core.files import File
+
+from agents.llm import build_llm_client
+from agents.run.reasoner import Reasoner
+from projects.files import project_file_upload
+from projects.services import project_create
+from tests.helpers import inline_db
+from tests.helpers.events import events_of
+from tests.helpers.files import media  # noqa: F401 - media: autouse fixture
+
+pytestmark = inline_db
+SAMPLES = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    client = build_llm_client()
+    assert client.is_offline
+    return client
+
+
+@pytest.fixture
+async def project(team_a, alice):
+    def make():
+        project = project_create(team=team_a, user=alice, name="Sales")
+        for name in ("quarterly_sales.csv", "travel_policy.pdf"):
+            with open(SAMPLES / name, "rb") as handle:
+                project_file_upload(user=alice, project=project, uploaded=File(handle, name=name))
+        return project
+
+    return await sync_to_async(make)()
+
+
+async def ask(run_turn, session, offline, text):
+    turn = await run_turn(session, text=text, reasoner=Reasoner(llm=offline))
+    assert turn.status == "completed", turn.error
+    return turn, await events_of(turn, "tool.result")
+
+
+async def test_a_new_session_of_the_project_answers_from_its_csv(make_session, run_turn, project, offline, bob):
+    session = await make_session(user=bob, project=project, mode="data-analysis", execution="agent")
+    turn, results = await ask(run_turn, session, offline, "What is the total revenue?")
+    await offline.client.close()
+    assert [r["name"] for r in results][:2] == ["files_list", "files_query"]
+    assert '"project": true' in results[0]["result"]
+    assert "The total revenue is **1581500" in turn.answer, turn.answer
+
+
+async def test_a_new_session_of_the_project_reads_its_policy(make_session, run_turn, project, offline):
+    session = await make_session(project=project, mode="data-analysis", execution="agent")
+    turn, results = await ask(run_turn, session, offline, "What does the travel policy say about hotels?")
+    await offline.client.close()
+    assert [r["name"] for r in results] == ["files_list", "files_read"]
+    assert "180 euros a night" in turn.answer and "[page 2" in turn.answer
+
+
+async def test_a_session_outside_the_project_is_not_offered_its_files(make_session, run_turn, project, offline):
+    session = await make_session(mode="data-analysis", execution="agent")
+    turn, results = await ask(run_turn, session, offline, "What is the total revenue?")
+    await offline.client.close()
+    assert not {r["name"] for r in results} & {"files_list", "files_query", "files_read"}
+    assert "1581500" not in turn.answer
