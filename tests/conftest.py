@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
+import django_ratelimit.core
 import pytest
 from asgiref.sync import SyncToAsync
 from django.contrib.auth.models import Group
@@ -207,6 +210,16 @@ def _fresh_rate_limits():
     cache, with REDIS_URL set, is left alone: clearing it would flush the whole database.)"""
     if isinstance(caches["default"], LocMemCache):
         caches["default"].clear()
+
+
+@pytest.fixture(autouse=True)
+def _rate_windows_stand_still(monkeypatch):
+    """django-ratelimit counts in fixed windows aligned to the clock (its `_get_window`), so a test
+    whose requests straddle a window's edge — a "2/m" limit reached at hh:mm:59.9 — saw its count
+    start again and the third request pass (a flake under load). Its clock stands still for each test:
+    no test waits for a window to end. Processes a test starts count on the real clock."""
+    now = time.time()
+    monkeypatch.setattr(django_ratelimit.core, "time", SimpleNamespace(time=lambda: now))
 
 
 @pytest.fixture(scope="session")
