@@ -19,11 +19,10 @@ Design
   `HostedServer` (entry.py ServerPort: its transport, whether it acts as each user), which its
   tools' entries call through; a call for a server still starting (a turn resumed by an approval
   right after a restart) waits for it with `wait_started()`.
-- Requests. `call_tool` (an entry's, with the call's CallContext), `read_resource`, `get_prompt`
-  and `prompts` go to the server's runner on the host loop; a web request's carry its user.
-- Status. `status()` returns one immutable `ServerStatus` per configured server, readable from
-  any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`).
-  `logs(name)` holds the last lines of a server's MCP log messages and stderr (logs.py).
+- Requests. `call_tool` (an entry's, with the call's CallContext), `read_resource`, `get_prompt`,
+  `complete` and `prompts` go to the server's runner on the host loop; a web request's carry its user.
+- Status. `status()`: one immutable `ServerStatus` per configured server, for any thread;
+  `wait_until()` awaits a condition on it from any loop; `logs(name)` a server's last lines (logs.py).
 - Live changes. `reload()` re-reads the config and starts, stops or restarts only the servers whose
   parsed entry changed; `restart(name)` restarts one server. Both run on the host loop; a
   replaced supervisor's late status updates and tool lists are ignored, and its successor starts
@@ -31,9 +30,8 @@ Design
   itself when the config file or the reload request file changes, and restarts the servers named
   in new lines of the restart request file (reload.py says why files); `request_restart()` writes
   such a line and applies it here at once (the admin's Restart buttons).
-- Shutdown. An atexit hook stops the host: every session is closed, which closes each child's
-  stdin, then SIGTERMs/SIGKILLs its process group. Children that outlive a killed web process are
-  killed by the kernel (PR_SET_PDEATHSIG, see transport.py).
+- Shutdown. An atexit hook stops the host: every session is closed (each child's stdin, then
+  SIGTERM/SIGKILL of its group; the kernel kills those of a killed process, transport.py).
 """
 
 from __future__ import annotations
@@ -55,6 +53,7 @@ from aptix.logging import admin_logger
 from tools.base import CallContext, InvokeResult
 from tools.registry import ToolRegistry, mcp_registry
 
+from .completion import NONE, CompletionRequest, Suggestions, check_target
 from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
 from .connection import Progress
 from .logs import ServerLog
@@ -135,8 +134,7 @@ class McpHost:
                 self.registry.add_server(config.name, HostedServer(self, config.name))
             asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch, restarts), self._loop)
 
-    def _started_loop(self) -> asyncio.AbstractEventLoop:
-        """The host loop; only called once `start()` has created it."""
+    def _started_loop(self) -> asyncio.AbstractEventLoop:  # only called once start() created it
         assert self._loop is not None
         return self._loop
 
@@ -361,14 +359,8 @@ class McpHost:
         previous = self._statuses.get(status.name)
         self._statuses[status.name] = status
         if previous is None or previous.state != status.state:
-            pid = f" (pid {status.pid})" if status.pid else ""
-            logger.info(
-                'MCP server "%s": %s%s',
-                status.name,
-                status.describe(),
-                pid,
-                extra={"server": status.name, "state": status.state},
-            )
+            pid, extra = f" (pid {status.pid})" if status.pid else "", {"server": status.name, "state": status.state}
+            logger.info('MCP server "%s": %s%s', status.name, status.describe(), pid, extra=extra)
         self._notify()
 
     def _notify(self) -> None:
@@ -490,6 +482,16 @@ class McpHost:
         if runner is None:
             raise PromptRefused(404, f'MCP server "{server}" is not configured any more.', "server")
         return rendered(server, prompt, await self._bridge_alone(runner.get_prompt(name, cleaned, user_id=user_id)))
+
+    async def complete(self, server: str, request: CompletionRequest, *, user_id: int | None) -> Suggestions:
+        """`completion/complete` of a prompt's or template's argument (completion.py); PromptRefused."""
+        status = next((s for s in self.status() if s.name == server and s.state == "ready"), None)
+        if status is None or (runner := self._supervisors.get(server)) is None:
+            raise PromptRefused(404, f'No MCP server "{server}" is running here.', "server")
+        check_target(request, status.prompts, status.resources, server)
+        if status.handshake is not None and "completions" not in status.handshake.server_capabilities:
+            return NONE  # the server offers none (a per-user pool's status has no handshake: it asks)
+        return await self._bridge_alone(runner.complete(request, user_id=user_id))
 
     async def _bridge(self, coro: Coroutine) -> Any:
         """Run `coro` on the host loop and await it from the caller's loop."""

@@ -23,6 +23,7 @@ from mcp import MCPError
 from aptix.logging import admin_logger
 from tools.base import CallContext, InvokeResult
 
+from .completion import CompletionRequest, Suggestions, complete
 from .config import ServerConfig
 from .connection import (
     CallTimedOut,
@@ -405,6 +406,25 @@ class ServerSupervisor:
             status, field = (400, "arguments") if exc.code == types.INVALID_PARAMS else (502, None)
             raise PromptRefused(status, f'MCP server "{self.name}": {exc.message}', field) from None
         except Exception as exc:  # noqa: BLE001 - e.g. an answer that breaks the protocol: said, not raised on
+            raise PromptRefused(502, f'MCP server "{self.name}" failed: {describe_error(exc)}') from None
+
+    async def complete(self, request: CompletionRequest, *, user_id: int | None = None) -> Suggestions:
+        """`completion/complete` on the live session (none when the server does not declare
+        `completions`; `user_id` is for a per-user pool's signature). Raises PromptRefused (502)."""
+        connection = self._connection
+        if connection is None or connection.client is None:
+            raise PromptRefused(502, self.unavailable_message(), "server")
+        try:
+            with anyio.fail_after(self.config.timeout):
+                return await complete(connection.client, request)
+        except TimeoutError:
+            raise PromptRefused(
+                502, f'MCP server "{self.name}" did not answer within {self.config.timeout:g} s'
+            ) from None
+        except MCPError as exc:
+            status, field = (400, "argument") if exc.code == types.INVALID_PARAMS else (502, None)
+            raise PromptRefused(status, f'MCP server "{self.name}": {exc.message}', field) from None
+        except Exception as exc:  # noqa: BLE001 - an answer that breaks the protocol: said, not raised on
             raise PromptRefused(502, f'MCP server "{self.name}" failed: {describe_error(exc)}') from None
 
     def unavailable_message(self) -> str:
