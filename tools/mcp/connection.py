@@ -36,7 +36,7 @@ from mcp_types import CONNECTION_CLOSED
 from tools.base import CallContext
 
 from .config import ServerConfig
-from .elicitation import InputPause, Resume, Round, answer
+from .elicitation import URL_REQUIRED, InputPause, Resume, Round, answer
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
@@ -534,7 +534,7 @@ def _follow_of_call() -> Follow | None:
 
 def _seeds(resume: Resume | None) -> dict[str, Any]:
     """What a call resumed after its question carries: the answer and the server's state."""
-    if resume is None:
+    if resume is None or resume.key == URL_REQUIRED:  # the latter: the same call again, as it was
         return {}
     return {"input_responses": resume.input_responses(), "request_state": resume.request_state}
 

@@ -35,7 +35,7 @@ from .connection import (
     connect,
     describe_error,
 )
-from .elicitation import InputPause
+from .elicitation import URL_DECLINED, URL_REQUIRED, URL_STILL_REQUIRED, InputPause, url_required
 from .handshake import handshake_of
 from .logs import ServerLog
 from .prompts import PromptRefused, list_prompts
@@ -306,6 +306,9 @@ class ServerSupervisor:
                 return InvokeResult.from_error(f"{self.unavailable_message()}; {waited}")
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
+        if (resume := context.resume) is not None and resume.key == URL_REQUIRED and resume.answer.action != "accept":
+            url = resume.request_state or "its page"  # a URL question's resume keeps the URL there
+            return InvokeResult.from_error(URL_DECLINED.format(name=name, url=url, action=resume.answer.action))
         try:
             result = await connection.call_tool(tool, arguments, context, on_progress)
         except SessionGone:
@@ -314,7 +317,7 @@ class ServerSupervisor:
                 return InvokeResult.from_error(self.unavailable_message())
             return await self._call(connection, tool, name, arguments, context, on_progress=on_progress)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
-            return await self._failed(connection, exc, name)
+            return await self._failed(connection, exc, name, context)
         return format_result(result, name)
 
     async def _call(
@@ -330,11 +333,13 @@ class ServerSupervisor:
         try:
             return format_result(await connection.call_tool(tool, arguments, context, on_progress), name)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
-            return await self._failed(connection, exc, name)
+            return await self._failed(connection, exc, name, context)
 
-    async def _failed(self, connection: Connection, exc: Exception, name: str) -> InvokeResult:
+    async def _failed(self, connection: Connection, exc: Exception, name: str, context: CallContext) -> InvokeResult:
         if isinstance(exc, InputPause):  # not a failure: the caller pauses for the user's answer
             raise exc
+        if isinstance(exc, MCPError) and exc.code == types.URL_ELICITATION_REQUIRED:
+            return self._url_required(exc, name, context)
         if isinstance(exc, CallTimedOut):
             return InvokeResult.from_error(f'MCP tool "{name}" {exc}')
         if isinstance(exc, TimeoutError):
@@ -347,6 +352,21 @@ class ServerSupervisor:
         # e.g. a result that breaks the protocol
         admin_logger.add_exception(_leaf(exc), "McpTool.Failed", tool=name, server=self.name)
         return InvokeResult.from_error(f'MCP tool "{name}" failed: {describe_error(exc)}')
+
+    def _url_required(self, exc: MCPError, name: str, context: CallContext) -> InvokeResult:
+        """URLElicitationRequired (-32042): a durable caller is asked the error's URL question (the call
+        pauses, InputPause; elicitation.py), unless this call is already the retry after it; anyone
+        else gets a failure naming the page."""
+        request = url_required(self.name, exc.error)
+        resume, asker = context.resume, context.asker
+        retried = resume is not None and resume.key == URL_REQUIRED
+        if request is not None and not retried and asker is not None and asker.durable:
+            raise InputPause(request, URL_REQUIRED, request.url)
+        if resume is not None and retried:
+            url = request.url if request is not None else resume.request_state
+            return InvokeResult.from_error(URL_STILL_REQUIRED.format(name=name, url=url, message=exc.message))
+        page = f" (visit {request.url}, then call it again)" if request is not None else ""
+        return InvokeResult.from_error(f'MCP tool "{name}" failed: {exc.message}{page}')
 
     def _coming_back(self) -> bool:
         """Whether the server is (re)starting: a connection is on its way, unless it fails."""
