@@ -21,8 +21,9 @@ The modules, in layers (`[tool.importlinter]`: a module imports only from the la
   connection    one live session: the SDK's Client over a transport, calls with their CallContext
   http | transport | listing    streamable HTTP and its errors; the stdio child; tools/list checked tool by tool
   status        ServerStatus: what the admin page, the Tools panel and /readyz show of a server
-  protocol      prompts | resources | completion | tasks | elicitation | handshake | rich | logs: what MCP's
-                messages mean (listing and parsing prompts and resources, tasks and their polls,
+  protocol      prompts | resources | completion | subscriptions | tasks | elicitation | handshake | rich
+                | logs: what MCP's messages mean (listing and parsing prompts and resources, argument
+                completion, resource subscriptions and who is told of a change, tasks and their polls,
                 a server's questions and their forms, results as tool results), no connection of their own
   userauth | ssrf | reload      ${user:NAME} and "auth"; fetching URLs from a server's answers;
                 what a reload changes and the request files
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from .reload import RELOAD_POLL, Signature, signature
     from .rich import RichResult, store_attachments
     from .status import ServerStatus
+    from .subscriptions import set_resource_listener
     from .tasks import TaskState, TaskWatch
 
 # name → the module (inside this package) that defines it
@@ -98,6 +100,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("RELOAD_POLL", "Signature", "signature"), "reload"),
     **dict.fromkeys(("RichResult", "store_attachments"), "rich"),
     "ServerStatus": "status",
+    "set_resource_listener": "subscriptions",
     **dict.fromkeys(("TaskState", "TaskWatch"), "tasks"),
 }
 
@@ -142,6 +145,7 @@ __all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks t
     "not_offered",
     "parse_request",
     "pending_server",
+    "set_resource_listener",
     "signature",
     "start_mcp_host",
     "store_attachments",

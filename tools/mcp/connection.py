@@ -175,6 +175,7 @@ class Connection:
         self.tools_changed = asyncio.Event()
         self.prompts_changed = asyncio.Event()
         self.resources_changed = asyncio.Event()
+        self.resource_updated: Callable[[str], None] | None = None  # the supervisor's, once it is up
         # What a call that lost its server reports; set by the supervisor once the cause is known.
         self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.client: Client | None = None
@@ -278,6 +279,8 @@ class Connection:
             self.prompts_changed.set()
         elif isinstance(message, types.ResourceListChangedNotification):
             self.resources_changed.set()
+        elif isinstance(message, types.ResourceUpdatedNotification) and self.resource_updated is not None:
+            self.resource_updated(str(message.params.uri))  # a subscribed resource changed (subscriptions.py)
 
     async def list_tools(self) -> list[types.Tool]:
         client = self._client()

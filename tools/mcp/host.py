@@ -20,7 +20,8 @@ Design
   tools' entries call through; a call for a server still starting (a turn resumed by an approval
   right after a restart) waits for it with `wait_started()`.
 - Requests. `call_tool` (an entry's, with the call's CallContext), `read_resource`, `get_prompt`,
-  `complete` and `prompts` go to the server's runner on the host loop; a web request's carry its user.
+  `complete`, `subscribe_resource` and `prompts` go to the server's runner on the host loop; a web
+  request's carry its user.
 - Status. `status()`: one immutable `ServerStatus` per configured server, for any thread;
   `wait_until()` awaits a condition on it from any loop; `logs(name)` a server's last lines (logs.py).
 - Live changes. `reload()` re-reads the config and starts, stops or restarts only the servers whose
@@ -222,6 +223,8 @@ class McpHost:
         self._tasks[config.name] = asyncio.create_task(run(), name=f"mcp-{config.name}")
 
     async def _stop_servers(self) -> None:
+        ending = [s.end_subscriptions() for s in self._supervisors.values() if isinstance(s, ServerSupervisor)]
+        await asyncio.wait_for(asyncio.gather(*ending, return_exceptions=True), STOP_TIMEOUT / 3)
         for supervisor in self._supervisors.values():
             supervisor.stop()
         if self._watch is not None:
@@ -410,10 +413,8 @@ class McpHost:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def server_config(self, server: str) -> ServerConfig | None:
-        """The entry `server` runs with here (None: it does not run here)."""
-        runner = self._supervisors.get(server)
-        return runner.config if runner is not None else None
+    def server_config(self, server: str) -> ServerConfig | None:  # None: it does not run here
+        return runner.config if (runner := self._supervisors.get(server)) is not None else None
 
     async def call_tool(
         self,
@@ -461,16 +462,19 @@ class McpHost:
             return await self._bridge_alone(runner.read_resource(uri, user_id=user_id))
         return await self._bridge(runner.read_resource(uri))
 
+    async def subscribe_resource(self, server: str, uri: str) -> bool:
+        """Subscribe to `server`'s `uri` (subscriptions.py): whether it took it; False for a per-user one."""
+        runner = self._supervisors.get(server)
+        return isinstance(runner, ServerSupervisor) and await self._bridge(runner.subscribe_resource(uri))
+
     def prompts(self) -> list[dict[str, Any]]:
         """Every running server's prompts, in `mcp.json` order, as `PromptInfo.as_json`."""
         return [p.as_json(s.name) for s in self.status() if s.state == "ready" for p in s.prompts]
 
     def _prompt(self, server: str, name: str) -> PromptInfo:
-        for status in self.status():
-            if status.name == server and status.state == "ready":
-                for prompt in status.prompts:
-                    if prompt.name == name:
-                        return prompt
+        ready = [s for s in self.status() if s.name == server and s.state == "ready"]
+        if prompt := next((p for s in ready for p in s.prompts if p.name == name), None):
+            return prompt
         raise not_offered(server, name)
 
     async def get_prompt(self, server: str, name: str, arguments: Any, *, user_id: int | None) -> RenderedPrompt:
@@ -508,8 +512,7 @@ class McpHost:
         return await asyncio.create_task(self._bridge(coro), context=contextvars.Context())
 
     def logs(self, server: str) -> ServerLog | None:
-        """The last lines of the server's MCP log messages and stderr (None for a server that has
-        not run here)."""
+        """The last lines of the server's MCP log messages and stderr (None: it has not run here)."""
         return self._logs.get(server)
 
 

@@ -42,6 +42,7 @@ from .prompts import PromptRefused, list_prompts
 from .resources import as_blocks, list_resources
 from .rich import format_result
 from .status import ServerStatus
+from .subscriptions import can_subscribe, subscribe, tell_updated, unsubscribe
 
 __all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
 
@@ -92,6 +93,8 @@ class ServerSupervisor:
         self._renewing = False  # the HTTP session ended and a new one is on its way
         self._attempt = 0  # restart attempts since the server last ran for STABLE_AFTER seconds
         self._scope = anyio.CancelScope()  # construct on the host loop (anyio needs a running loop)
+        self.subscribed: set[str] = set()  # resources subscribed to (subscriptions.py), kept across restarts
+        self._telling: set[asyncio.Task] = set()  # listeners being told of a change
 
     @property
     def name(self) -> str:
@@ -202,6 +205,10 @@ class ServerSupervisor:
         with anyio.move_on_after(self.config.timeout):  # extra: a slow listing does not hold the tools up
             resources = await list_resources(connection.client)
             prompts = await list_prompts(connection.client)
+        connection.resource_updated = self._resource_updated
+        for uri in sorted(self.subscribed) if can_subscribe(connection.client) else ():  # made again
+            with anyio.move_on_after(self.config.timeout):
+                await self._subscribe_on(connection, uri)
         self._connection = connection
         self._attempt_ended()
         self._update(
@@ -446,6 +453,58 @@ class ServerSupervisor:
             raise PromptRefused(status, f'MCP server "{self.name}": {exc.message}', field) from None
         except Exception as exc:  # noqa: BLE001 - an answer that breaks the protocol: said, not raised on
             raise PromptRefused(502, f'MCP server "{self.name}" failed: {describe_error(exc)}') from None
+
+    async def subscribe_resource(self, uri: str) -> bool:
+        """`resources/subscribe` of `uri` (subscriptions.py); whether the server took it (False: it
+        does not offer subscriptions on this session, or refused)."""
+        connection = self._connection
+        if connection is None or connection.client is None or not can_subscribe(connection.client):
+            return False
+        if uri in self.subscribed:
+            return True
+        with anyio.move_on_after(self.config.timeout):
+            return await self._subscribe_on(connection, uri)
+        return False
+
+    async def _subscribe_on(self, connection: Connection, uri: str) -> bool:
+        try:
+            await subscribe(connection.client, uri)
+        except MCPError as exc:
+            logger.info('MCP server "%s" refused the subscription to %s: %s', self.name, uri, exc.message)
+            self.subscribed.discard(uri)
+            return False
+        self.subscribed.add(uri)
+        return True
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """`resources/unsubscribe` of `uri` (nothing when not subscribed; a failure is only logged)."""
+        if uri not in self.subscribed:
+            return
+        self.subscribed.discard(uri)
+        connection = self._connection
+        if connection is None or connection.client is None:
+            return
+        try:
+            with anyio.fail_after(self.config.timeout):
+                await unsubscribe(connection.client, uri)
+        except Exception as exc:  # noqa: BLE001 - the session's end ends it anyway
+            logger.info('MCP server "%s": unsubscribing from %s failed (%s)', self.name, uri, describe_error(exc))
+
+    async def end_subscriptions(self) -> None:
+        """Unsubscribe from everything (Aptix stops)."""
+        for uri in sorted(self.subscribed):
+            await self.unsubscribe_resource(uri)
+
+    def _resource_updated(self, uri: str) -> None:
+        """The server says `uri` changed (the connection's notification handler, on the host loop)."""
+        if uri in self.subscribed:
+            task = asyncio.get_running_loop().create_task(self._tell_updated(uri))
+            self._telling.add(task)
+            task.add_done_callback(self._telling.discard)
+
+    async def _tell_updated(self, uri: str) -> None:
+        if not await tell_updated(self.name, uri):
+            await self.unsubscribe_resource(uri)  # no attachment needs it any more
 
     def unavailable_message(self) -> str:
         return f'MCP server "{self.name}" is unavailable: {self.status.describe()}'
