@@ -315,8 +315,8 @@ class McpHost:
         self._statuses[name] = self._initial_status(name, entry)
 
     def _replace(self, name: str, config: ServerConfig) -> None:
-        """Stop the server's supervisor, if any, and start one for `config` once it has ended. Its
-        tools stay registered meanwhile (calls say it is starting) and are replaced when it is up."""
+        """Stop the server's supervisor, if any, and start one for `config` once it has ended (its tools
+        stay registered meanwhile, calls saying it is starting; its resource subscriptions go over)."""
         old = self._supervisors.pop(name, None)
         previous = self._tasks.pop(name, None)
         if old is not None:
@@ -326,6 +326,8 @@ class McpHost:
             previous.add_done_callback(self._retired.discard)
         self._statuses[name] = ServerStatus(name, config.type, "starting")
         self._spawn(config, after=previous)
+        if isinstance(old, ServerSupervisor) and isinstance(new := self._supervisors[name], ServerSupervisor):
+            new.subscribed = set(old.subscribed)  # made again on its session
         self._notify()
 
     def _retire(self, name: str) -> None:
@@ -354,8 +356,7 @@ class McpHost:
 
     # --- status -------------------------------------------------------------------------------
 
-    def status(self) -> list[ServerStatus]:
-        """One snapshot per configured server, in config order."""
+    def status(self) -> list[ServerStatus]:  # one snapshot per configured server, in config order
         return list(self._statuses.values())
 
     def _status_changed(self, status: ServerStatus) -> None:

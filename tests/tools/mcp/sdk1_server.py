@@ -41,6 +41,11 @@ async def list_resources() -> list[types.Resource]:
     return [types.Resource(uri=NOTE, name="today", mimeType="text/plain")]
 
 
+@server.list_resource_templates()
+async def list_resource_templates() -> list[types.ResourceTemplate]:
+    return []
+
+
 @server.read_resource()
 async def read_resource(uri) -> str:
     if str(uri) != NOTE:

@@ -78,6 +78,19 @@ def test_a_subscribed_resources_changes_reach_the_listener_until_it_is_not_neede
         assert asyncio.run(host.subscribe_resource("nobody", NOTE)) is False
 
 
+def test_a_subscription_is_made_again_when_the_server_restarts(tmp_path, listener):
+    registry = ToolRegistry("mcp")
+    with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=registry) as host:
+        assert asyncio.run(host.subscribe_resource("sdk1", NOTE)) is True
+        before = call(registry, "sdk1__pid")
+        assert host.restart("sdk1")
+        host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].restarts == 0 and s[0].pid != int(before), 60)
+        assert call(registry, "sdk1__pid") != before  # a new process, which knows nothing of the old one's
+        assert call(registry, "sdk1__subscriptions") == NOTE
+        call(registry, "sdk1__edit_note", '{"text": "Call Ada."}')
+        assert listener.event.wait(10) and listener.told[-1][:2] == ("sdk1", NOTE)
+
+
 def test_stopping_the_host_ends_its_subscriptions(tmp_path, listener):
     registry = ToolRegistry("mcp")
     with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=registry) as host:
