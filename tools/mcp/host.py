@@ -75,7 +75,7 @@ from .reload import (
     same,
 )
 from .status import ServerStatus
-from .supervisor import Published, ServerSupervisor
+from .supervisor import Published, ServerSupervisor, end_subscriptions
 from .userpool import UserPool, make_runner, missing_credentials
 
 logger = logging.getLogger("aptix.mcp")
@@ -223,8 +223,7 @@ class McpHost:
         self._tasks[config.name] = asyncio.create_task(run(), name=f"mcp-{config.name}")
 
     async def _stop_servers(self) -> None:
-        ending = [s.end_subscriptions() for s in self._supervisors.values() if isinstance(s, ServerSupervisor)]
-        await asyncio.wait_for(asyncio.gather(*ending, return_exceptions=True), STOP_TIMEOUT / 3)
+        await end_subscriptions(self._supervisors.values(), STOP_TIMEOUT / 3)
         for supervisor in self._supervisors.values():
             supervisor.stop()
         if self._watch is not None:

@@ -10,9 +10,10 @@ Everything here runs on the MCP host's event loop (see host.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -303,6 +304,9 @@ class ServerSupervisor:
         the call's `context` (its connection asks its asker, tells its watch). A call refused because
         the HTTP session ended never ran: it is sent again on the new session. A call made while the
         server (re)starts waits for it, within the call timeout, as calls at Aptix's start-up do."""
+        if (resume := context.resume) is not None and resume.key == URL_REQUIRED and resume.answer.action != "accept":
+            url = resume.request_state or "its page"  # a URL question's resume keeps the URL there
+            return InvokeResult.from_error(URL_DECLINED.format(name=name, url=url, action=resume.answer.action))
         connection = self._connection
         if connection is None and self._renewing:
             connection = await self._next_connection(None)
@@ -313,9 +317,6 @@ class ServerSupervisor:
                 return InvokeResult.from_error(f"{self.unavailable_message()}; {waited}")
         if connection is None:
             return InvokeResult.from_error(self.unavailable_message())
-        if (resume := context.resume) is not None and resume.key == URL_REQUIRED and resume.answer.action != "accept":
-            url = resume.request_state or "its page"  # a URL question's resume keeps the URL there
-            return InvokeResult.from_error(URL_DECLINED.format(name=name, url=url, action=resume.answer.action))
         try:
             result = await connection.call_tool(tool, arguments, context, on_progress)
         except SessionGone:
@@ -514,6 +515,15 @@ class ServerSupervisor:
             return await asyncio.wait_for(asyncio.shield(connection.end_message), END_MESSAGE_WAIT)
         except TimeoutError:
             return f'MCP server "{self.name}" stopped unexpectedly; restarting'
+
+
+async def end_subscriptions(runners: Iterable[object], timeout: float) -> None:
+    """The resource subscriptions of every supervisor among `runners` ended (Aptix stops; a per-user
+    pool has none), for at most `timeout` seconds in all."""
+    supervisors = [runner for runner in runners if isinstance(runner, ServerSupervisor)]
+    ending = asyncio.gather(*(s.end_subscriptions() for s in supervisors), return_exceptions=True)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(ending, timeout)
 
 
 def while_asking(message: str) -> str:

@@ -1,7 +1,8 @@
 """An attached MCP resource whose server offers subscriptions (the mcp SDK 1.30 server, 2025-11-25):
 the turn that reads it subscribes to it, and when the server says it changed the message says
 "changed since attached" with the time (Turn.resources' `changedAt`), in the page; a message that
-attached another resource, or one of another server, is left alone."""
+attached another resource, or one of another server, is left alone, and the message sent again starts
+without the mark."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.models import Turn
+from agents.conversations import turn_resend
+from agents.models import AgentSession, Turn
 from aptix.tokens import api_token_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.mcp import guide_entry, ready_host
@@ -76,3 +78,9 @@ async def test_a_changed_resource_is_marked_on_the_message(serving, llm, model, 
     html = (await page.get(f"/sessions/{body['conversationId']}/")).content.decode()
     assert "changed since attached" in html
     assert f'<time datetime="{note_mark}">{note_mark[:10]} {note_mark[11:16]} UTC</time>' in html
+
+    # sent again (Regenerate), the message is read anew: not "changed since" it yet
+    session = await AgentSession.objects.aget(pk=body["conversationId"])
+    again = await sync_to_async(turn_resend)(session=session, turn_id=body["turnId"], kind="regenerate")
+    assert [r.get("changedAt") for r in again.resources] == [None, None]
+    assert [r["uri"] for r in again.resources] == ["note://today", "guide://readme"]
