@@ -16,9 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from mcp import MCPDeprecationWarning
-
-from .tasks import modern
+# Nothing of the SDK at import: agents' app config sets the listener in every process (manage.py too).
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -35,17 +33,23 @@ def set_resource_listener(listener: Listener | None) -> None:
 
 def can_subscribe(client: Any) -> bool:
     """Whether the server takes `resources/subscribe` on this session."""
+    from .tasks import modern
+
     resources = client.server_capabilities.resources
     return bool(resources is not None and resources.subscribe) and not modern(client.protocol_version)
 
 
 async def subscribe(client: Any, uri: str) -> None:
+    from mcp import MCPDeprecationWarning
+
     with warnings.catch_warnings():  # removed on 2026-07-28, which can_subscribe leaves out
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         await client.subscribe_resource(uri)
 
 
 async def unsubscribe(client: Any, uri: str) -> None:
+    from mcp import MCPDeprecationWarning
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         await client.unsubscribe_resource(uri)
