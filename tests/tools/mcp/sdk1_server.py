@@ -11,7 +11,8 @@ Aptix: it runs on another SDK.
 - `pid()`: the server's process id.
 - A resource `note://today` whose text `edit_note(text)` changes, telling the sessions subscribed to
   it (`notifications/resources/updated`; the server declares `resources.subscribe`);
-  `subscriptions()` lists the URIs subscribed to now.
+  `subscriptions()` lists the URIs subscribed to now. A URI template `note://day/{day}` whose `day`
+  the server completes (`completion/complete`).
 """
 
 from __future__ import annotations
@@ -41,9 +42,20 @@ async def list_resources() -> list[types.Resource]:
     return [types.Resource(uri=NOTE, name="today", mimeType="text/plain")]
 
 
+DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
+
+
 @server.list_resource_templates()
 async def list_resource_templates() -> list[types.ResourceTemplate]:
-    return []
+    return [types.ResourceTemplate(uriTemplate="note://day/{day}", name="day")]
+
+
+@server.completion()
+async def complete(ref, argument, context) -> types.Completion | None:
+    """The template's `day`, starting with what was typed (declares `completions`)."""
+    if isinstance(ref, types.ResourceTemplateReference) and argument.name == "day":
+        return types.Completion(values=[d for d in DAYS if d.startswith(argument.value.lower())], hasMore=False)
+    return None
 
 
 @server.read_resource()

@@ -1,7 +1,8 @@
 """Argument completion (`completion/complete`) against a real server: the values it suggests for a
 prompt's and a URI template's argument as typed so far (with the other arguments as context, at most
 the specification's 100, `hasMore` when it has more), requests for what the server does not list
-refused before it is asked, and a server without the `completions` capability suggesting nothing."""
+refused before it is asked, and a server without the `completions` capability suggesting nothing; on a
+2026-07-28 server (the mcp SDK 2.3) and a 2025-11-25 one (1.30)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncio
 import pytest
 
 from tests.helpers.mcp import by_name, guide_entry, ready_host
+from tests.helpers.sdk1 import sdk1_entry
 from tools.mcp import CompletionRequest, PromptRefused, Suggestions, parse_request
 from tools.mcp.completion import suggestions, template_variables
 from tools.mcp.host import McpHost
@@ -53,6 +55,15 @@ def test_the_server_declares_completions_and_suggests_a_prompts_argument(guide_h
 def test_a_uri_templates_argument_is_completed(guide_host):
     body = {"ref": {"type": "resource", "uri": "guide://people/{name}"}, "argument": {"name": "name", "value": "g"}}
     assert complete(guide_host, body).as_json() == {"values": ["Grace"], "hasMore": False}
+
+
+def test_a_handshake_era_server_completes_too(tmp_path):
+    """The same request to a 2025-11-25 server (the mcp SDK 1.30 one): a URI template's variable."""
+    with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=ToolRegistry("mcp")) as host:
+        handshake = by_name(host.status())["sdk1"].handshake
+        assert handshake.protocol_version == "2025-11-25" and "completions" in handshake.server_capabilities
+        body = {"ref": {"type": "resource", "uri": "note://day/{day}"}, "argument": {"name": "day", "value": "T"}}
+        assert complete(host, body, server="sdk1").as_json() == {"values": ["tuesday", "thursday"], "hasMore": False}
 
 
 def test_a_server_without_the_capability_suggests_nothing(guide_host):
