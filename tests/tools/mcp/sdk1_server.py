@@ -13,6 +13,7 @@ Aptix: it runs on another SDK.
   it (`notifications/resources/updated`; the server declares `resources.subscribe`);
   `subscriptions()` lists the URIs subscribed to now. A URI template `note://day/{day}` whose `day`
   the server completes (`completion/complete`).
+- `link()`: fails with URLElicitationRequired (-32042), naming a page.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import anyio
 from mcp import types
 from mcp.server.experimental.task_context import ServerTaskContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import UrlElicitationRequiredError
 
 server = Server("sdk1")
 with warnings.catch_warnings():  # "deprecated": 1.30 is the SDK of servers that still run them
@@ -124,6 +126,9 @@ async def list_tools() -> list[types.Tool]:
             inputSchema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
         ),
         types.Tool(name="subscriptions", description="The URIs subscribed to.", inputSchema={"type": "object"}),
+        types.Tool(
+            name="link", description="Fails: the user must link an account first.", inputSchema={"type": "object"}
+        ),
     ]
 
 
@@ -143,6 +148,11 @@ async def call_tool(name: str, arguments: dict) -> types.CallToolResult | types.
         return _text("edited")
     if name == "subscriptions":
         return _text(",".join(sorted(subscribed)))
+    if name == "link":
+        page = types.ElicitRequestURLParams(
+            mode="url", message="Link your account", url="https://bank.example/link/sdk1", elicitationId="link-sdk1"
+        )
+        raise UrlElicitationRequiredError([page])
     if name == "ask":
         got = await ctx.session.elicit_form("What is your name?", NAME, related_request_id=ctx.request_id)
         await anyio.sleep(float(arguments.get("then_sleep", 0)))

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.everything import everything_server
-from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, write_config
+from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, ready_host, write_config
+from tests.helpers.sdk1 import sdk1_entry
 from tools.base import CallContext
 from tools.mcp.elicitation import URL_REQUIRED, Answer, Asker, InputPause, Request, form_fields, validate_content
 from tools.mcp.host import McpHost
@@ -125,6 +126,28 @@ def test_url_elicitation_required_pauses_a_durable_caller_and_names_the_page_to_
         assert result.error_message == (
             'MCP tool "ask__link_account" failed: URL elicitation required '
             "(visit https://bank.example/link/never, then call it again)"
+        )
+
+
+def test_url_elicitation_required_of_a_handshake_era_server_pauses_too(tmp_path):
+    """The same -32042 from a 2025-11-25 server (the mcp SDK 1.30 one)."""
+    registry = ToolRegistry("mcp")
+    with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=registry):
+
+        async def ask(request: Request) -> Answer:
+            raise AssertionError("never asked in the call: the call has ended")
+
+        async def call():
+            context = CallContext.of(None, asker=Asker.here(ask, durable=True))
+            return await registry.get("sdk1__link").execute("{}", context)
+
+        with pytest.raises(InputPause) as paused:
+            asyncio.run(call())
+        request = paused.value.request
+        assert (request.mode, request.url, request.message) == (
+            "url",
+            "https://bank.example/link/sdk1",
+            "Link your account",
         )
 
 
