@@ -8,9 +8,13 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from django.core import checks
 
+        from tools.mcp import set_resource_listener
+
+        from .attachments import resource_changed
         from .llm.catalog import check_models_config
         from .run import gauges
         from .web import streams  # noqa: F401  (connects the signals that close sockets whose access ended)
 
+        set_resource_listener(resource_changed)  # an attached resource's server says it changed
         checks.register(check_models_config)
         gauges.register()  # the metrics read at scrape time

@@ -159,12 +159,14 @@ def user_message(text: str, files: list[AttachedFile], *, vision: bool) -> dict[
 
 
 class AttachedResource(TypedDict):
-    """One MCP resource of a turn's message (`Turn.resources`): what the server called it when sent."""
+    """One MCP resource of a turn's message (`Turn.resources`): what the server called it when sent,
+    and `changedAt` (ISO 8601) once its server said it changed since (a subscription: resource_changed)."""
 
     server: str
     uri: str
     name: str
     mime: str
+    changedAt: NotRequired[str]
 
 
 def clean_resources(value: Any) -> list[AttachedResource]:
@@ -203,3 +205,22 @@ def resources_note(resources: list[AttachedResource]) -> str:
     said = "sent with this message, not repeated here (mcp_read_resource reads it again)"
     lines = [f"- {r['name']} ({r['uri']}, MCP server {r['server']}): {said}." for r in resources]
     return RESOURCES_NOTE + "\n".join(lines)
+
+
+def resource_changed(server: str, uri: str) -> bool:
+    """`server` says its resource `uri` changed (tools.mcp's resource listener, subscriptions.py):
+    every message that attached it says so from now on, with the time (the latest change). Whether
+    any message attaches it (False: the subscription is no longer needed)."""
+    from django.utils import timezone
+
+    from .models import Turn
+
+    now = timezone.now().isoformat(timespec="seconds")
+    found = False
+    for turn_id, resources in Turn.objects.filter(resources__icontains=uri).values_list("id", "resources"):
+        hit = [r.get("server") == server and r.get("uri") == uri for r in resources]
+        if any(hit):
+            found = True
+            marked = [{**r, "changedAt": now} if h else r for r, h in zip(resources, hit, strict=True)]
+            Turn.objects.filter(pk=turn_id).update(resources=marked)
+    return found

@@ -92,7 +92,8 @@ def turn_resend(*, session: AgentSession, turn_id: str, kind: str, text: str = "
         turn = turn_start(session=locked, text=message, choice=choice)
         turn.origin = kind
         turn.files = target.files  # sent again with the files it carried (already in this session)
-        turn.resources = target.resources  # and its MCP resources (read again when it runs)
+        # and its MCP resources (read again when it runs, so not "changed since" this message yet)
+        turn.resources = [{k: v for k, v in r.items() if k != "changedAt"} for r in target.resources]
         turn.save(update_fields=["origin", "files", "resources"])
         replaced = locked.turns.filter(index__gte=target.index, index__lt=turn.index, replaced_by__isnull=True)
         replaced_ids = list(replaced.values_list("pk", flat=True))

@@ -3,7 +3,9 @@
 (as the session's user: a per-user server reads over their connection) and given to the model within
 the tool-result budget (APTIX_TOOL_RESULT_CHARS for all of a message's resources together): text as
 text, an image stored for the session and shown to a vision model with the message, any other file
-named. A resource that cannot be read is said so in its place (the turn goes on)."""
+named. A resource that cannot be read is said so in its place (the turn goes on). A resource read is
+subscribed to when its server offers subscriptions (tools/mcp/subscriptions.py): when it changes,
+the message says "changed since attached" (agents/attachments.py resource_changed)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ async def _read(resource: AttachedResource, session_id: str, user_id: int) -> tu
     result = await host.read_resource(resource["uri"], [resource["server"]], user_id=user_id)
     if not result.successful:
         return f"[It could not be read: {result.error_message}]", []
+    # told when it changes (a server that offers subscriptions): the message then says so
+    await host.subscribe_resource(resource["server"], resource["uri"])
     if isinstance(result, RichResult):
         stored = await asyncio.to_thread(store_attachments, result, session_id)
         images = [

@@ -33,6 +33,7 @@ urlpatterns = [
     path("mcp/servers", api_mcp.mcp_servers_api, name="api-mcp-servers"),
     path("mcp/prompts", api_mcp.mcp_prompts_api, name="api-mcp-prompts"),
     path("mcp/prompts/<str:server>/<path:name>", api_mcp.mcp_prompt_api, name="api-mcp-prompt"),
+    path("mcp/complete/<str:server>", api_mcp.mcp_complete_api, name="api-mcp-complete"),
     path("projects", api_projects.projects_api, name="api-projects"),
     path("projects/<str:project_id>", api_projects.project_api, name="api-project"),
     path("projects/<str:project_id>/files", api_project_files.project_files_api, name="api-project-files"),

@@ -63,6 +63,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/export.<str:fmt>", export.session_export, name="session-export"),
     path("mcp/prompts/", prompts.prompt_list, name="prompt-list"),
     path("prompts/<str:prompt_id>/use/", prompts.saved_prompt_use, name="saved-prompt-use"),
+    path("mcp/complete/<str:server>/", prompts.prompt_complete, name="prompt-complete"),
     path("mcp/prompts/<str:server>/<path:name>", prompts.prompt_get, name="prompt-get"),
     path("files/", files.file_upload_view, name="file-upload"),
     path("files/<str:file_id>/", files.file_download, name="file-download"),

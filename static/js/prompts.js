@@ -228,6 +228,7 @@
       if (argument.required) input.required = true;
       field.appendChild(label);
       field.appendChild(input);
+      if (prompt.kind === "mcp") suggestions(prompt, form, input, field, id + "-values");
       if (argument.description) {
         var hint = el("span", "why", argument.description);
         hint.id = id + "-hint";
@@ -258,6 +259,51 @@
     slot().appendChild(form);
     announce("");
     form.querySelector("input").focus();
+  }
+
+  // An MCP prompt's argument: as the user types, the server's suggestions (MCP completion, through
+  // data-complete-url) fill a <datalist> the input names; a server that offers none leaves it empty.
+  var SUGGEST_MS = 200;  // typing pauses this long before the server is asked
+  function suggestions(prompt, form, input, field, listId) {
+    var page = composer();
+    if (!page || !page.dataset.completeUrl) return;
+    var list = el("datalist");
+    list.id = listId;
+    input.setAttribute("list", listId);
+    field.appendChild(list);
+    var timer = null;
+    var asked = 0;
+    function ask() {
+      var context = {};
+      form.querySelectorAll("input[data-argument]").forEach(function (other) {
+        if (other !== input && other.value) context[other.dataset.argument] = other.value;
+      });
+      var mine = ++asked;
+      fetch(page.dataset.completeUrl.replace("SERVER", encodeURIComponent(prompt.server)), {
+        method: "POST",
+        credentials: "same-origin",
+        headers: {"Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken()},
+        body: JSON.stringify({
+          ref: {type: "prompt", name: prompt.name},
+          argument: {name: input.dataset.argument, value: input.value},
+          context: {arguments: context},
+        }),
+      }).then(function (response) { return response.ok ? response.json() : {values: []}; })
+        .then(function (answer) {
+          if (mine !== asked) return;  // typed on meanwhile: a later answer fills the list
+          list.replaceChildren();
+          (answer.values || []).forEach(function (value) {
+            var option = el("option");
+            option.value = value;
+            list.appendChild(option);
+          });
+        }, function () { /* no suggestions: the field stays a plain text box */ });
+    }
+    input.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(ask, SUGGEST_MS);
+    });
+    input.addEventListener("focus", function () { if (!list.children.length) ask(); });
   }
 
   function get(prompt, values, form) {

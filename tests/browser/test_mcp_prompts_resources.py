@@ -3,7 +3,8 @@ live server's MCP host, with the scripted model: "/" in the composer lists the s
 keyboard alone chooses one, fills its arguments (the required one checked first) and puts its text
 into the message box, which the model then receives; a resource attached from the Tools panel is a
 chip in the composer and its content reaches the model with the message; a resource link in a tool
-result opens the resource's content as plain text. axe finds nothing on the open list and the open
+result opens the resource's content as plain text; the prompt form's fields suggest the values the
+server completes as the user types (a <datalist>). axe finds nothing on the open list and the open
 form.
 Screenshots: var/test-artifacts/."""
 
@@ -105,6 +106,34 @@ async def test_a_prompt_is_chosen_with_the_keyboard_and_sent(sign_in, alice, age
     await page.keyboard.press("Enter")
     await turn_ended(turns(page).last)
     assert model.last_messages[-1] == {"role": "user", "content": "Write a formal greeting for Ada."}
+
+
+async def test_the_prompt_form_suggests_the_servers_values_as_the_user_types(sign_in, alice, agent_session, model):
+    session = await agent_session()
+    page = await sign_in(alice)
+    await open_session(page, session.id)
+    await wait_for_guide(page, session.id)
+
+    box = page.locator("#message")
+    await box.focus()
+    await page.keyboard.type("/gree")
+    options = page.get_by_role("listbox", name="Prompts of the MCP servers").get_by_role("option")
+    await expect(options).to_have_count(1)
+    await page.keyboard.press("Enter")
+    form = page.get_by_role("form", name="Greeting guide", exact=True)
+    name = form.get_by_label("name")
+    await expect(name).to_have_attribute("list", "prompt-arg-0-values")
+    values = form.locator("#prompt-arg-0-values option")
+    await expect(values).to_have_count(2)  # asked on focus: the server's first two, "Ada" and "Alan"
+    await page.keyboard.type("B")
+    await expect(values).to_have_count(1)
+    await expect(values.first).to_have_attribute("value", "Barbara")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type("f")  # the tone, completed with the name given as context
+    tones = form.locator("#prompt-arg-1-values option")
+    await expect(tones).to_have_count(2)
+    assert [await o.get_attribute("value") for o in await tones.all()] == ["formal", "friendly"]
+    assert model.calls == 0
 
 
 async def test_a_resource_link_opens_its_content(sign_in, alice, agent_session, model):

@@ -10,7 +10,7 @@ The modules, in layers (`[tool.importlinter]`: a module imports only from the la
 
   checks | usercheck | sql_server    system checks of mcp.json and the secrets key; the SQL server's command
   host          McpHost: the servers of one config on one background thread and loop; their
-                requests (tool calls, resources/read, prompts/get) and statuses, waiting on them;
+                requests (tool calls, resources/read, prompts/get, completion/complete) and statuses, waiting on them;
                 live reloads and restarts; HostedServer (a server by name, as entries see it);
                 start_mcp_host() and this process's host (mcp_host, mcp_status, …)
   publisher     a server's tools kept in step with the MCP registry
@@ -21,8 +21,9 @@ The modules, in layers (`[tool.importlinter]`: a module imports only from the la
   connection    one live session: the SDK's Client over a transport, calls with their CallContext
   http | transport | listing    streamable HTTP and its errors; the stdio child; tools/list checked tool by tool
   status        ServerStatus: what the admin page, the Tools panel and /readyz show of a server
-  protocol      prompts | resources | tasks | elicitation | handshake | rich | logs: what MCP's
-                messages mean (listing and parsing prompts and resources, tasks and their polls,
+  protocol      prompts | resources | completion | subscriptions | tasks | elicitation | handshake | rich
+                | logs: what MCP's messages mean (listing and parsing prompts and resources, argument
+                completion, resource subscriptions and who is told of a change, tasks and their polls,
                 a server's questions and their forms, results as tool results), no connection of their own
   userauth | ssrf | reload      ${user:NAME} and "auth"; fetching URLs from a server's answers;
                 what a reload changes and the request files
@@ -39,6 +40,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .completion import CompletionRequest, Suggestions, parse_request
     from .config import ENV_REF_RE, TOOL_SEPARATOR, EnvExpander, McpConfigError, ServerConfig, load_config
     from .elicitation import (
         ACTIONS,
@@ -61,10 +63,12 @@ if TYPE_CHECKING:
     from .reload import RELOAD_POLL, Signature, signature
     from .rich import RichResult, store_attachments
     from .status import ServerStatus
+    from .subscriptions import set_resource_listener
     from .tasks import TaskState, TaskWatch
 
 # name → the module (inside this package) that defines it
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("CompletionRequest", "Suggestions", "parse_request"), "completion"),
     **dict.fromkeys(
         ("ENV_REF_RE", "TOOL_SEPARATOR", "EnvExpander", "McpConfigError", "ServerConfig", "load_config"), "config"
     ),
@@ -96,6 +100,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("RELOAD_POLL", "Signature", "signature"), "reload"),
     **dict.fromkeys(("RichResult", "store_attachments"), "rich"),
     "ServerStatus": "status",
+    "set_resource_listener": "subscriptions",
     **dict.fromkeys(("TaskState", "TaskWatch"), "tasks"),
 }
 
@@ -108,6 +113,7 @@ __all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks t
     "Answer",
     "Ask",
     "Asker",
+    "CompletionRequest",
     "EnvExpander",
     "FormField",
     "InputPause",
@@ -123,6 +129,7 @@ __all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks t
     "ServerPort",
     "ServerStatus",
     "Signature",
+    "Suggestions",
     "TaskState",
     "TaskWatch",
     "authorization_complete",
@@ -136,7 +143,9 @@ __all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks t
     "mcp_kept_errors",
     "mcp_status",
     "not_offered",
+    "parse_request",
     "pending_server",
+    "set_resource_listener",
     "signature",
     "start_mcp_host",
     "store_attachments",

@@ -36,7 +36,7 @@ from mcp_types import CONNECTION_CLOSED
 from tools.base import CallContext
 
 from .config import ServerConfig
-from .elicitation import InputPause, Resume, Round, answer
+from .elicitation import URL_REQUIRED, InputPause, Resume, Round, answer
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
@@ -175,6 +175,7 @@ class Connection:
         self.tools_changed = asyncio.Event()
         self.prompts_changed = asyncio.Event()
         self.resources_changed = asyncio.Event()
+        self.resource_updated: Callable[[str], None] | None = None  # the supervisor's, once it is up
         # What a call that lost its server reports; set by the supervisor once the cause is known.
         self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.client: Client | None = None
@@ -278,6 +279,8 @@ class Connection:
             self.prompts_changed.set()
         elif isinstance(message, types.ResourceListChangedNotification):
             self.resources_changed.set()
+        elif isinstance(message, types.ResourceUpdatedNotification) and self.resource_updated is not None:
+            self.resource_updated(str(message.params.uri))  # a subscribed resource changed (subscriptions.py)
 
     async def list_tools(self) -> list[types.Tool]:
         client = self._client()
@@ -534,7 +537,7 @@ def _follow_of_call() -> Follow | None:
 
 def _seeds(resume: Resume | None) -> dict[str, Any]:
     """What a call resumed after its question carries: the answer and the server's state."""
-    if resume is None:
+    if resume is None or resume.key == URL_REQUIRED:  # the latter: the same call again, as it was
         return {}
     return {"input_responses": resume.input_responses(), "request_state": resume.request_state}
 

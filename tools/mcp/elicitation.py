@@ -14,6 +14,11 @@ connection finds it for either way (connection.py): the first way runs in the ca
 second is given the latest call still running on that connection. A request with nobody to ask (a
 call from `manage.py`, a test) is answered "cancel": no user made a choice.
 
+A tool call that fails with URLElicitationRequired (-32042: the server needs the user to visit a page
+first, e.g. to link an account) asks a durable caller the error's URL question (`url_required`) by
+raising InputPause under the key URL_REQUIRED; the answer "accept" (the user says they are done)
+sends the call again once, plainly; "decline" or "cancel" ends it with a clear result.
+
 Durable questions: a run's Asker is `durable`. A question that reaches the callback
 through a 2026-07-28 multi round-trip on an HTTP connection (`Round.http`) needs no open call: the
 callback raises `InputPause` (the request, the key it was asked under and the call's `request_state`,
@@ -107,6 +112,34 @@ class InputPause(Exception):
     def __init__(self, request: Request, key: str, request_state: str | None) -> None:
         super().__init__(f'MCP server "{request.server}" asks the user: {request.message}')
         self.request, self.key, self.request_state = request, key, request_state
+
+
+# A call that failed with URLElicitationRequired (-32042) pauses under this key: its Resume sends the
+# call again plainly (no input responses) once the user says they are done, or ends it on a refusal.
+URL_REQUIRED = "urlElicitationRequired"
+URL_DECLINED = (
+    'MCP tool "{name}" was not run: it needs you to visit a page of its server first ({url}), and the '
+    "question was {action}d."
+)
+URL_STILL_REQUIRED = (
+    'MCP tool "{name}" failed: it still needs a visit to a page of its server ({url}) after a retry: {message}'
+)
+
+
+def url_required(server: str, error: Any) -> Request | None:
+    """The URL question a URLElicitationRequired error (-32042, `error` the MCPError's ErrorData) asks:
+    its first http(s) page; None when it names none (the call then fails plainly)."""
+    from mcp.shared.exceptions import UrlElicitationRequiredError
+
+    try:
+        pages = UrlElicitationRequiredError.from_error(error).elicitations
+    except (ValueError, TypeError):
+        return None
+    for page in pages:
+        if page.url.startswith(("https://", "http://")):
+            message = page.message or error.message
+            return Request(server, message, "url", url=page.url, elicitation_id=page.elicitation_id or "")
+    return None
 
 
 def request_of(server: str, params: Any) -> Request:

@@ -19,11 +19,11 @@ Design
   `HostedServer` (entry.py ServerPort: its transport, whether it acts as each user), which its
   tools' entries call through; a call for a server still starting (a turn resumed by an approval
   right after a restart) waits for it with `wait_started()`.
-- Requests. `call_tool` (an entry's, with the call's CallContext), `read_resource`, `get_prompt`
-  and `prompts` go to the server's runner on the host loop; a web request's carry its user.
-- Status. `status()` returns one immutable `ServerStatus` per configured server, readable from
-  any thread; `wait_until()` awaits a condition on it from any loop (tests, `mcp_status`).
-  `logs(name)` holds the last lines of a server's MCP log messages and stderr (logs.py).
+- Requests. `call_tool` (an entry's, with the call's CallContext), `read_resource`, `get_prompt`,
+  `complete`, `subscribe_resource` and `prompts` go to the server's runner on the host loop; a web
+  request's carry its user.
+- Status. `status()`: one immutable `ServerStatus` per configured server, for any thread;
+  `wait_until()` awaits a condition on it from any loop; `logs(name)` a server's last lines (logs.py).
 - Live changes. `reload()` re-reads the config and starts, stops or restarts only the servers whose
   parsed entry changed; `restart(name)` restarts one server. Both run on the host loop; a
   replaced supervisor's late status updates and tool lists are ignored, and its successor starts
@@ -31,9 +31,8 @@ Design
   itself when the config file or the reload request file changes, and restarts the servers named
   in new lines of the restart request file (reload.py says why files); `request_restart()` writes
   such a line and applies it here at once (the admin's Restart buttons).
-- Shutdown. An atexit hook stops the host: every session is closed, which closes each child's
-  stdin, then SIGTERMs/SIGKILLs its process group. Children that outlive a killed web process are
-  killed by the kernel (PR_SET_PDEATHSIG, see transport.py).
+- Shutdown. An atexit hook stops the host: every session is closed (each child's stdin, then
+  SIGTERM/SIGKILL of its group; the kernel kills those of a killed process, transport.py).
 """
 
 from __future__ import annotations
@@ -55,6 +54,7 @@ from aptix.logging import admin_logger
 from tools.base import CallContext, InvokeResult
 from tools.registry import ToolRegistry, mcp_registry
 
+from .completion import NONE, CompletionRequest, Suggestions, check_target
 from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
 from .connection import Progress
 from .logs import ServerLog
@@ -75,7 +75,7 @@ from .reload import (
     same,
 )
 from .status import ServerStatus
-from .supervisor import Published, ServerSupervisor
+from .supervisor import Published, ServerSupervisor, end_subscriptions
 from .userpool import UserPool, make_runner, missing_credentials
 
 logger = logging.getLogger("aptix.mcp")
@@ -135,8 +135,7 @@ class McpHost:
                 self.registry.add_server(config.name, HostedServer(self, config.name))
             asyncio.run_coroutine_threadsafe(self._start_servers(configs, watch, restarts), self._loop)
 
-    def _started_loop(self) -> asyncio.AbstractEventLoop:
-        """The host loop; only called once `start()` has created it."""
+    def _started_loop(self) -> asyncio.AbstractEventLoop:  # only called once start() created it
         assert self._loop is not None
         return self._loop
 
@@ -224,6 +223,7 @@ class McpHost:
         self._tasks[config.name] = asyncio.create_task(run(), name=f"mcp-{config.name}")
 
     async def _stop_servers(self) -> None:
+        await end_subscriptions(self._supervisors.values(), STOP_TIMEOUT / 3)
         for supervisor in self._supervisors.values():
             supervisor.stop()
         if self._watch is not None:
@@ -314,8 +314,8 @@ class McpHost:
         self._statuses[name] = self._initial_status(name, entry)
 
     def _replace(self, name: str, config: ServerConfig) -> None:
-        """Stop the server's supervisor, if any, and start one for `config` once it has ended. Its
-        tools stay registered meanwhile (calls say it is starting) and are replaced when it is up."""
+        """Stop the server's supervisor, if any, and start one for `config` once it has ended (its tools
+        stay registered meanwhile, calls saying it is starting; its resource subscriptions go over)."""
         old = self._supervisors.pop(name, None)
         previous = self._tasks.pop(name, None)
         if old is not None:
@@ -325,6 +325,8 @@ class McpHost:
             previous.add_done_callback(self._retired.discard)
         self._statuses[name] = ServerStatus(name, config.type, "starting")
         self._spawn(config, after=previous)
+        if isinstance(old, ServerSupervisor) and isinstance(new := self._supervisors[name], ServerSupervisor):
+            new.subscribed = set(old.subscribed)  # made again on its session
         self._notify()
 
     def _retire(self, name: str) -> None:
@@ -353,22 +355,15 @@ class McpHost:
 
     # --- status -------------------------------------------------------------------------------
 
-    def status(self) -> list[ServerStatus]:
-        """One snapshot per configured server, in config order."""
+    def status(self) -> list[ServerStatus]:  # one snapshot per configured server, in config order
         return list(self._statuses.values())
 
     def _status_changed(self, status: ServerStatus) -> None:
         previous = self._statuses.get(status.name)
         self._statuses[status.name] = status
         if previous is None or previous.state != status.state:
-            pid = f" (pid {status.pid})" if status.pid else ""
-            logger.info(
-                'MCP server "%s": %s%s',
-                status.name,
-                status.describe(),
-                pid,
-                extra={"server": status.name, "state": status.state},
-            )
+            pid, extra = f" (pid {status.pid})" if status.pid else "", {"server": status.name, "state": status.state}
+            logger.info('MCP server "%s": %s%s', status.name, status.describe(), pid, extra=extra)
         self._notify()
 
     def _notify(self) -> None:
@@ -418,10 +413,8 @@ class McpHost:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def server_config(self, server: str) -> ServerConfig | None:
-        """The entry `server` runs with here (None: it does not run here)."""
-        runner = self._supervisors.get(server)
-        return runner.config if runner is not None else None
+    def server_config(self, server: str) -> ServerConfig | None:  # None: it does not run here
+        return runner.config if (runner := self._supervisors.get(server)) is not None else None
 
     async def call_tool(
         self,
@@ -469,16 +462,19 @@ class McpHost:
             return await self._bridge_alone(runner.read_resource(uri, user_id=user_id))
         return await self._bridge(runner.read_resource(uri))
 
+    async def subscribe_resource(self, server: str, uri: str) -> bool:
+        """Subscribe to `server`'s `uri` (subscriptions.py): whether it took it; False for a per-user one."""
+        runner = self._supervisors.get(server)
+        return isinstance(runner, ServerSupervisor) and await self._bridge(runner.subscribe_resource(uri))
+
     def prompts(self) -> list[dict[str, Any]]:
         """Every running server's prompts, in `mcp.json` order, as `PromptInfo.as_json`."""
         return [p.as_json(s.name) for s in self.status() if s.state == "ready" for p in s.prompts]
 
     def _prompt(self, server: str, name: str) -> PromptInfo:
-        for status in self.status():
-            if status.name == server and status.state == "ready":
-                for prompt in status.prompts:
-                    if prompt.name == name:
-                        return prompt
+        ready = [s for s in self.status() if s.name == server and s.state == "ready"]
+        if prompt := next((p for s in ready for p in s.prompts if p.name == name), None):
+            return prompt
         raise not_offered(server, name)
 
     async def get_prompt(self, server: str, name: str, arguments: Any, *, user_id: int | None) -> RenderedPrompt:
@@ -490,6 +486,16 @@ class McpHost:
         if runner is None:
             raise PromptRefused(404, f'MCP server "{server}" is not configured any more.', "server")
         return rendered(server, prompt, await self._bridge_alone(runner.get_prompt(name, cleaned, user_id=user_id)))
+
+    async def complete(self, server: str, request: CompletionRequest, *, user_id: int | None) -> Suggestions:
+        """`completion/complete` of a prompt's or template's argument (completion.py); PromptRefused."""
+        status = next((s for s in self.status() if s.name == server and s.state == "ready"), None)
+        if status is None or (runner := self._supervisors.get(server)) is None:
+            raise PromptRefused(404, f'No MCP server "{server}" is running here.', "server")
+        check_target(request, status.prompts, status.resources, server)
+        if status.handshake is not None and "completions" not in status.handshake.server_capabilities:
+            return NONE  # the server offers none (a per-user pool's status has no handshake: it asks)
+        return await self._bridge_alone(runner.complete(request, user_id=user_id))
 
     async def _bridge(self, coro: Coroutine) -> Any:
         """Run `coro` on the host loop and await it from the caller's loop."""
@@ -506,8 +512,7 @@ class McpHost:
         return await asyncio.create_task(self._bridge(coro), context=contextvars.Context())
 
     def logs(self, server: str) -> ServerLog | None:
-        """The last lines of the server's MCP log messages and stderr (None for a server that has
-        not run here)."""
+        """The last lines of the server's MCP log messages and stderr (None: it has not run here)."""
         return self._logs.get(server)
 
 

@@ -10,9 +10,10 @@ Everything here runs on the MCP host's event loop (see host.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -23,6 +24,7 @@ from mcp import MCPError
 from aptix.logging import admin_logger
 from tools.base import CallContext, InvokeResult
 
+from .completion import CompletionRequest, Suggestions, complete
 from .config import ServerConfig
 from .connection import (
     CallTimedOut,
@@ -34,13 +36,14 @@ from .connection import (
     connect,
     describe_error,
 )
-from .elicitation import InputPause
+from .elicitation import URL_DECLINED, URL_REQUIRED, URL_STILL_REQUIRED, InputPause, url_required
 from .handshake import handshake_of
 from .logs import ServerLog
 from .prompts import PromptRefused, list_prompts
 from .resources import as_blocks, list_resources
 from .rich import format_result
 from .status import ServerStatus
+from .subscriptions import can_subscribe, subscribe, tell_updated, unsubscribe
 
 __all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
 
@@ -91,6 +94,8 @@ class ServerSupervisor:
         self._renewing = False  # the HTTP session ended and a new one is on its way
         self._attempt = 0  # restart attempts since the server last ran for STABLE_AFTER seconds
         self._scope = anyio.CancelScope()  # construct on the host loop (anyio needs a running loop)
+        self.subscribed: set[str] = set()  # resources subscribed to (subscriptions.py), kept across restarts
+        self._telling: set[asyncio.Task] = set()  # listeners being told of a change
 
     @property
     def name(self) -> str:
@@ -201,6 +206,10 @@ class ServerSupervisor:
         with anyio.move_on_after(self.config.timeout):  # extra: a slow listing does not hold the tools up
             resources = await list_resources(connection.client)
             prompts = await list_prompts(connection.client)
+        connection.resource_updated = self._resource_updated
+        for uri in sorted(self.subscribed) if can_subscribe(connection.client) else ():  # made again
+            with anyio.move_on_after(self.config.timeout):
+                await self._subscribe_on(connection, uri)
         self._connection = connection
         self._attempt_ended()
         self._update(
@@ -295,6 +304,9 @@ class ServerSupervisor:
         the call's `context` (its connection asks its asker, tells its watch). A call refused because
         the HTTP session ended never ran: it is sent again on the new session. A call made while the
         server (re)starts waits for it, within the call timeout, as calls at Aptix's start-up do."""
+        if (resume := context.resume) is not None and resume.key == URL_REQUIRED and resume.answer.action != "accept":
+            url = resume.request_state or "its page"  # a URL question's resume keeps the URL there
+            return InvokeResult.from_error(URL_DECLINED.format(name=name, url=url, action=resume.answer.action))
         connection = self._connection
         if connection is None and self._renewing:
             connection = await self._next_connection(None)
@@ -313,7 +325,7 @@ class ServerSupervisor:
                 return InvokeResult.from_error(self.unavailable_message())
             return await self._call(connection, tool, name, arguments, context, on_progress=on_progress)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
-            return await self._failed(connection, exc, name)
+            return await self._failed(connection, exc, name, context)
         return format_result(result, name)
 
     async def _call(
@@ -329,11 +341,13 @@ class ServerSupervisor:
         try:
             return format_result(await connection.call_tool(tool, arguments, context, on_progress), name)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
-            return await self._failed(connection, exc, name)
+            return await self._failed(connection, exc, name, context)
 
-    async def _failed(self, connection: Connection, exc: Exception, name: str) -> InvokeResult:
+    async def _failed(self, connection: Connection, exc: Exception, name: str, context: CallContext) -> InvokeResult:
         if isinstance(exc, InputPause):  # not a failure: the caller pauses for the user's answer
             raise exc
+        if isinstance(exc, MCPError) and exc.code == types.URL_ELICITATION_REQUIRED:
+            return self._url_required(exc, name, context)
         if isinstance(exc, CallTimedOut):
             return InvokeResult.from_error(f'MCP tool "{name}" {exc}')
         if isinstance(exc, TimeoutError):
@@ -346,6 +360,21 @@ class ServerSupervisor:
         # e.g. a result that breaks the protocol
         admin_logger.add_exception(_leaf(exc), "McpTool.Failed", tool=name, server=self.name)
         return InvokeResult.from_error(f'MCP tool "{name}" failed: {describe_error(exc)}')
+
+    def _url_required(self, exc: MCPError, name: str, context: CallContext) -> InvokeResult:
+        """URLElicitationRequired (-32042): a durable caller is asked the error's URL question (the call
+        pauses, InputPause; elicitation.py), unless this call is already the retry after it; anyone
+        else gets a failure naming the page."""
+        request = url_required(self.name, exc.error)
+        resume, asker = context.resume, context.asker
+        retried = resume is not None and resume.key == URL_REQUIRED
+        if request is not None and not retried and asker is not None and asker.durable:
+            raise InputPause(request, URL_REQUIRED, request.url)
+        if resume is not None and retried:
+            url = request.url if request is not None else resume.request_state
+            return InvokeResult.from_error(URL_STILL_REQUIRED.format(name=name, url=url, message=exc.message))
+        page = f" (visit {request.url}, then call it again)" if request is not None else ""
+        return InvokeResult.from_error(f'MCP tool "{name}" failed: {exc.message}{page}')
 
     def _coming_back(self) -> bool:
         """Whether the server is (re)starting: a connection is on its way, unless it fails."""
@@ -407,6 +436,77 @@ class ServerSupervisor:
         except Exception as exc:  # noqa: BLE001 - e.g. an answer that breaks the protocol: said, not raised on
             raise PromptRefused(502, f'MCP server "{self.name}" failed: {describe_error(exc)}') from None
 
+    async def complete(self, request: CompletionRequest, *, user_id: int | None = None) -> Suggestions:
+        """`completion/complete` on the live session (none when the server does not declare
+        `completions`; `user_id` is for a per-user pool's signature). Raises PromptRefused (502)."""
+        connection = self._connection
+        if connection is None or connection.client is None:
+            raise PromptRefused(502, self.unavailable_message(), "server")
+        try:
+            with anyio.fail_after(self.config.timeout):
+                return await complete(connection.client, request)
+        except TimeoutError:
+            raise PromptRefused(
+                502, f'MCP server "{self.name}" did not answer within {self.config.timeout:g} s'
+            ) from None
+        except MCPError as exc:
+            status, field = (400, "argument") if exc.code == types.INVALID_PARAMS else (502, None)
+            raise PromptRefused(status, f'MCP server "{self.name}": {exc.message}', field) from None
+        except Exception as exc:  # noqa: BLE001 - an answer that breaks the protocol: said, not raised on
+            raise PromptRefused(502, f'MCP server "{self.name}" failed: {describe_error(exc)}') from None
+
+    async def subscribe_resource(self, uri: str) -> bool:
+        """`resources/subscribe` of `uri` (subscriptions.py); whether the server took it (False: it
+        does not offer subscriptions on this session, or refused)."""
+        connection = self._connection
+        if connection is None or connection.client is None or not can_subscribe(connection.client):
+            return False
+        if uri in self.subscribed:
+            return True
+        with anyio.move_on_after(self.config.timeout):
+            return await self._subscribe_on(connection, uri)
+        return False
+
+    async def _subscribe_on(self, connection: Connection, uri: str) -> bool:
+        try:
+            await subscribe(connection.client, uri)
+        except MCPError as exc:
+            logger.info('MCP server "%s" refused the subscription to %s: %s', self.name, uri, exc.message)
+            self.subscribed.discard(uri)
+            return False
+        self.subscribed.add(uri)
+        return True
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """`resources/unsubscribe` of `uri` (nothing when not subscribed; a failure is only logged)."""
+        if uri not in self.subscribed:
+            return
+        self.subscribed.discard(uri)
+        connection = self._connection
+        if connection is None or connection.client is None:
+            return
+        try:
+            with anyio.fail_after(self.config.timeout):
+                await unsubscribe(connection.client, uri)
+        except Exception as exc:  # noqa: BLE001 - the session's end ends it anyway
+            logger.info('MCP server "%s": unsubscribing from %s failed (%s)', self.name, uri, describe_error(exc))
+
+    async def end_subscriptions(self) -> None:
+        """Unsubscribe from everything (Aptix stops)."""
+        for uri in sorted(self.subscribed):
+            await self.unsubscribe_resource(uri)
+
+    def _resource_updated(self, uri: str) -> None:
+        """The server says `uri` changed (the connection's notification handler, on the host loop)."""
+        if uri in self.subscribed:
+            task = asyncio.get_running_loop().create_task(self._tell_updated(uri))
+            self._telling.add(task)
+            task.add_done_callback(self._telling.discard)
+
+    async def _tell_updated(self, uri: str) -> None:
+        if not await tell_updated(self.name, uri):
+            await self.unsubscribe_resource(uri)  # no attachment needs it any more
+
     def unavailable_message(self) -> str:
         return f'MCP server "{self.name}" is unavailable: {self.status.describe()}'
 
@@ -415,6 +515,15 @@ class ServerSupervisor:
             return await asyncio.wait_for(asyncio.shield(connection.end_message), END_MESSAGE_WAIT)
         except TimeoutError:
             return f'MCP server "{self.name}" stopped unexpectedly; restarting'
+
+
+async def end_subscriptions(runners: Iterable[object], timeout: float) -> None:
+    """The resource subscriptions of every supervisor among `runners` ended (Aptix stops; a per-user
+    pool has none), for at most `timeout` seconds in all."""
+    supervisors = [runner for runner in runners if isinstance(runner, ServerSupervisor)]
+    ending = asyncio.gather(*(s.end_subscriptions() for s in supervisors), return_exceptions=True)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(ending, timeout)
 
 
 def while_asking(message: str) -> str:

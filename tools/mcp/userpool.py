@@ -29,6 +29,7 @@ from asgiref.sync import sync_to_async
 
 from tools.base import CallContext, InvokeResult
 
+from .completion import CompletionRequest, Suggestions
 from .config import ServerConfig
 from .connection import Progress
 from .logs import ServerLog
@@ -255,6 +256,11 @@ class UserPool:
     async def get_prompt(self, name: str, arguments: dict[str, str], *, user_id: int | None) -> Any:
         """`prompts/get` over the user's own connection; PromptRefused (409) when they have not
         connected the server (or given its secrets)."""
+        return await self._over_user(user_id, lambda supervisor: supervisor.get_prompt(name, arguments))
+
+    async def _over_user(self, user_id: int | None, request: Callable[[ServerSupervisor], Awaitable[Any]]) -> Any:
+        """A web request's `request` over the user's own connection; PromptRefused (409) when they
+        have not connected the server (or given its secrets)."""
         connect_first = f'MCP server "{self.name}" acts as each user: connect it first.'
         if user_id is None:
             raise PromptRefused(409, connect_first, "server")
@@ -268,10 +274,14 @@ class UserPool:
         try:
             if not await self._ready(held.supervisor):
                 raise PromptRefused(502, held.supervisor.unavailable_message(), "server")
-            return await held.supervisor.get_prompt(name, arguments)
+            return await request(held.supervisor)
         finally:
             held.in_flight -= 1
             held.last_used = time.monotonic()
+
+    async def complete(self, request: CompletionRequest, *, user_id: int | None) -> Suggestions:
+        """`completion/complete` over the user's own connection (refused like get_prompt)."""
+        return await self._over_user(user_id, lambda supervisor: supervisor.complete(request))
 
     def _publish_tools(self, server: str, tools: list) -> Published:
         published = self._publish(server, tools)

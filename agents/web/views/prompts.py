@@ -1,6 +1,7 @@
 """The composer's `/` menu (static/js/prompts.js): the user's saved prompts (their own and their
 teams' shared ones, agents/prompts/) and the MCP servers' prompts the signed-in user may get, and one
-filled or got with the values of its form, as JSON for the script. The same lists and checks as the
+filled or got with the values of its form, and the values a server suggests for one of an MCP
+prompt's arguments as the user types it (MCP completion), as JSON for the script. The same lists and checks as the
 API's (agents/web/api_prompts.py, api_mcp.py); the POSTs carry the page's CSRF token."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from aptix.teams import team_list_for_user
 from tools.mcp import PromptRefused
 
-from ..api_mcp import prompt_get_for, prompts_for
+from ..api_mcp import completion_for, prompt_get_for, prompts_for
 from ..api_prompts import STATUSES, prompt_fill, prompts_json
 from ..api_support import ApiError
 
@@ -72,6 +73,23 @@ async def prompt_get(request: HttpRequest, server: str, name: str) -> JsonRespon
         return _refused(400, "The request body must be a JSON object.")
     try:
         return JsonResponse(await prompt_get_for(user, server, name, arguments))
+    except PromptRefused as exc:
+        return _refused(exc.status, exc.message, exc.field)
+
+
+@require_POST
+async def prompt_complete(request: HttpRequest, server: str) -> JsonResponse:
+    """What `server` suggests for an argument of the prompt form as the user types (`{"values",
+    "hasMore"}`, the API's POST /api/v1/mcp/complete/<server>)."""
+    user, refusal = await _member(request)
+    if refusal is not None:
+        return refusal
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return _refused(400, "The request body must be a JSON object.")
+    try:
+        return JsonResponse(await completion_for(user, server, body))
     except PromptRefused as exc:
         return _refused(exc.status, exc.message, exc.field)
 

@@ -1,7 +1,8 @@
 """An MCP server whose tools ask the user (elicitation), for the elicitation tests: over stdio, or over
 streamable HTTP with `ask_server.py --http <fd>` (serving on the listening socket inherited as file
 descriptor <fd>). On a 2026-07-28 connection a tool asks by answering the call with an
-`InputRequiredResult` and reads the answer when the client calls again (multi round-trip)."""
+`InputRequiredResult` and reads the answer when the client calls again (multi round-trip). One tool
+fails with URLElicitationRequired (-32042) until the user has been sent to its page."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import mcp_types as types
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import ToolAnnotations
 
 server = MCPServer("ask")
@@ -59,6 +61,25 @@ def sign_in(ctx: Context) -> str | types.InputRequiredResult:
     if isinstance(got, types.InputRequiredResult):
         return got
     return f"{got.action} {got.content}"
+
+
+LINKED: set[str] = set()  # accounts whose page the user was sent to once already
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def link_account(account: str) -> str:
+    """Use an account the user must first link on a page: the first call for an account fails with
+    URLElicitationRequired (-32042) naming the page; the next one works (the user went there). The
+    account "never" is never linked."""
+    if account == "never" or account not in LINKED:
+        LINKED.add(account)
+        page = types.ElicitRequestURLParams(
+            message=f"Link your {account} account first",
+            url=f"https://bank.example/link/{account}",
+            elicitation_id=f"link-{account}",
+        )
+        raise UrlElicitationRequiredError([page])
+    return f"Account {account} linked and used."
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """An MCP server with `instructions` (from GUIDE_INSTRUCTIONS, else a default), one tool, a few
-resources (a text, an HTML page, an image, a URI template) and two prompts (one with a required and an optional
-argument, one a short exchange), over stdio: the instructions, handshake, resource and prompt tests
-start it."""
+resources (a text, an HTML page, an image, a URI template), two prompts (one with a required and an
+optional argument, one a short exchange) and completions of their arguments, over stdio: the
+instructions, handshake, resource, prompt and completion tests start it."""
 
 from __future__ import annotations
 
@@ -62,6 +62,31 @@ def house_style() -> list[dict]:
         {"role": "assistant", "content": "By name, politely."},
         {"role": "user", "content": {"type": "resource", "resource": {"uri": "guide://readme", "text": "# Guide"}}},
     ]
+
+
+PEOPLE = ("Ada", "Alan", "Barbara", "Grace")
+TONES = ("formal", "friendly", "warm")
+
+
+async def suggest(ref, argument, context) -> types.Completion | None:
+    """The greeting's `name` and `tone` and the person template's `name`, starting with what was typed,
+    two at most; a `tone` with the name "Grace" already given is only "formal" (the context counts).
+    Not offered (no `completions` capability) with GUIDE_COMPLETIONS=off."""
+    if isinstance(ref, types.PromptReference) and ref.name == "greeting":
+        choices = {"name": PEOPLE, "tone": TONES}.get(argument.name, ())
+        given = (context.arguments or {}) if context is not None else {}
+        if argument.name == "tone" and given.get("name") == "Grace":
+            choices = ("formal",)
+    elif isinstance(ref, types.ResourceTemplateReference) and argument.name == "name":
+        choices = PEOPLE
+    else:
+        return None
+    values = [value for value in choices if value.lower().startswith(argument.value.lower())]
+    return types.Completion(values=values[:2], total=len(values), has_more=len(values) > 2)
+
+
+if os.environ.get("GUIDE_COMPLETIONS") != "off":
+    server.completion()(suggest)
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

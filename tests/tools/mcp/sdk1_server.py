@@ -9,6 +9,11 @@ Aptix: it runs on another SDK.
   the SDK's default task handlers: the task's id is scoped to the session that created it (another
   session asking for it hears "Task not found"). A status message per stage, then a report.
 - `pid()`: the server's process id.
+- A resource `note://today` whose text `edit_note(text)` changes, telling the sessions subscribed to
+  it (`notifications/resources/updated`; the server declares `resources.subscribe`);
+  `subscriptions()` lists the URIs subscribed to now. A URI template `note://day/{day}` whose `day`
+  the server completes (`completion/complete`).
+- `link()`: fails with URLElicitationRequired (-32042), naming a page.
 """
 
 from __future__ import annotations
@@ -22,11 +27,68 @@ import anyio
 from mcp import types
 from mcp.server.experimental.task_context import ServerTaskContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import UrlElicitationRequiredError
 
 server = Server("sdk1")
 with warnings.catch_warnings():  # "deprecated": 1.30 is the SDK of servers that still run them
     warnings.simplefilter("ignore", DeprecationWarning)
     server.experimental.enable_tasks()
+
+NOTE = "note://today"
+note = {"text": "Buy milk."}
+subscribed: dict[str, object] = {}  # uri → the session that subscribed (one client per test process)
+
+
+@server.list_resources()
+async def list_resources() -> list[types.Resource]:
+    return [types.Resource(uri=NOTE, name="today", mimeType="text/plain")]
+
+
+DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
+
+
+@server.list_resource_templates()
+async def list_resource_templates() -> list[types.ResourceTemplate]:
+    return [types.ResourceTemplate(uriTemplate="note://day/{day}", name="day")]
+
+
+@server.completion()
+async def complete(ref, argument, context) -> types.Completion | None:
+    """The template's `day`, starting with what was typed (declares `completions`)."""
+    if isinstance(ref, types.ResourceTemplateReference) and argument.name == "day":
+        return types.Completion(values=[d for d in DAYS if d.startswith(argument.value.lower())], hasMore=False)
+    return None
+
+
+@server.read_resource()
+async def read_resource(uri) -> str:
+    if str(uri) != NOTE:
+        raise ValueError(f"no resource {uri}")
+    return note["text"]
+
+
+@server.subscribe_resource()
+async def subscribe_resource(uri) -> None:
+    subscribed[str(uri)] = server.request_context.session
+
+
+@server.unsubscribe_resource()
+async def unsubscribe_resource(uri) -> None:
+    subscribed.pop(str(uri), None)
+
+
+_capabilities = server.get_capabilities
+
+
+def _with_subscribe(*args, **kwargs) -> types.ServerCapabilities:
+    """1.30's low-level server always declares `subscribe: false`; this one serves subscriptions."""
+    capabilities = _capabilities(*args, **kwargs)
+    if capabilities.resources is not None:
+        capabilities.resources.subscribe = True
+    return capabilities
+
+
+server.get_capabilities = _with_subscribe  # type: ignore[method-assign]
 
 NAME = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}, "required": ["name"]}
 READ_ONLY = types.ToolAnnotations(readOnlyHint=True)  # runs without an approval first
@@ -58,6 +120,15 @@ async def list_tools() -> list[types.Tool]:
             execution=types.ToolExecution(taskSupport="required"),
         ),
         types.Tool(name="pid", description="The server's process id.", inputSchema={"type": "object"}),
+        types.Tool(
+            name="edit_note",
+            description="Change the note (note://today).",
+            inputSchema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        ),
+        types.Tool(name="subscriptions", description="The URIs subscribed to.", inputSchema={"type": "object"}),
+        types.Tool(
+            name="link", description="Fails: the user must link an account first.", inputSchema={"type": "object"}
+        ),
     ]
 
 
@@ -70,6 +141,18 @@ async def call_tool(name: str, arguments: dict) -> types.CallToolResult | types.
     ctx = server.request_context
     if name == "pid":
         return _text(str(os.getpid()))
+    if name == "edit_note":
+        note["text"] = str(arguments["text"])
+        if (session := subscribed.get(NOTE)) is not None:
+            await session.send_resource_updated(NOTE)
+        return _text("edited")
+    if name == "subscriptions":
+        return _text(",".join(sorted(subscribed)))
+    if name == "link":
+        page = types.ElicitRequestURLParams(
+            mode="url", message="Link your account", url="https://bank.example/link/sdk1", elicitationId="link-sdk1"
+        )
+        raise UrlElicitationRequiredError([page])
     if name == "ask":
         got = await ctx.session.elicit_form("What is your name?", NAME, related_request_id=ctx.request_id)
         await anyio.sleep(float(arguments.get("then_sleep", 0)))

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.everything import everything_server
-from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, write_config
+from tests.helpers.mcp import START_TIMEOUT, all_settled, by_name, ready_host, write_config
+from tests.helpers.sdk1 import sdk1_entry
 from tools.base import CallContext
-from tools.mcp.elicitation import Answer, Asker, Request, form_fields, validate_content
+from tools.mcp.elicitation import URL_REQUIRED, Answer, Asker, InputPause, Request, form_fields, validate_content
 from tools.mcp.host import McpHost
 from tools.registry import ToolRegistry
 
@@ -96,6 +97,58 @@ def test_a_url_request_carries_the_link_and_never_content(ask_host):
 def test_a_call_nobody_can_answer_is_cancelled(ask_host):
     _, registry = ask_host
     assert call_asking(registry, "ask__profile", None)[0] == "cancel None"
+
+
+def test_url_elicitation_required_pauses_a_durable_caller_and_names_the_page_to_anyone_else(ask_host):
+    """-32042: a durable caller (a turn's run) gets an InputPause with the server's URL question; a
+    caller that cannot pause (no asker, or one that is not durable) gets a failure naming the page."""
+    _, registry = ask_host
+
+    async def ask(request: Request) -> Answer:
+        raise AssertionError("never asked in the call: the call has ended")
+
+    async def call(arguments: str, durable: bool | None):
+        asker = None if durable is None else Asker.here(ask, durable=durable)
+        return await registry.get("ask__link_account").execute(arguments, CallContext.of(None, asker=asker))
+
+    with pytest.raises(InputPause) as paused:
+        asyncio.run(call(json.dumps({"account": "shares"}), True))
+    request = paused.value.request
+    assert (request.mode, request.url, request.message, request.elicitation_id) == (
+        "url",
+        "https://bank.example/link/shares",
+        "Link your shares account first",
+        "link-shares",
+    )
+    assert paused.value.key == URL_REQUIRED
+    for durable in (None, False):
+        result = asyncio.run(call(json.dumps({"account": "never"}), durable))
+        assert result.error_message == (
+            'MCP tool "ask__link_account" failed: URL elicitation required '
+            "(visit https://bank.example/link/never, then call it again)"
+        )
+
+
+def test_url_elicitation_required_of_a_handshake_era_server_pauses_too(tmp_path):
+    """The same -32042 from a 2025-11-25 server (the mcp SDK 1.30 one)."""
+    registry = ToolRegistry("mcp")
+    with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=registry):
+
+        async def ask(request: Request) -> Answer:
+            raise AssertionError("never asked in the call: the call has ended")
+
+        async def call():
+            context = CallContext.of(None, asker=Asker.here(ask, durable=True))
+            return await registry.get("sdk1__link").execute("{}", context)
+
+        with pytest.raises(InputPause) as paused:
+            asyncio.run(call())
+        request = paused.value.request
+        assert (request.mode, request.url, request.message) == (
+            "url",
+            "https://bank.example/link/sdk1",
+            "Link your account",
+        )
 
 
 def test_a_server_initiated_request_of_a_handshake_era_server_reaches_the_caller(tmp_path):

@@ -126,7 +126,8 @@ def test_the_admin_page_shows_them(client, guide_host, curator, password):
     client.login(username="curtis", password=password)
     html = client.get("/admin/mcp/").content.decode()
     assert "<td class=\"mcp-handshake\">2026-07-28" in html
-    assert "<strong>Server declared:</strong> prompts (listChanged), resources (subscribe, listChanged), tools" in html
+    declared = "prompts (listChanged), resources (subscribe, listChanged), tools (listChanged), completions"
+    assert f"<strong>Server declared:</strong> {declared}" in html
     assert "<strong>Aptix declared:</strong>" in html
     assert "Instructions (2028 characters; the first 1000 go into the system prompt)" in html
 

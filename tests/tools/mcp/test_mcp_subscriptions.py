@@ -1,0 +1,113 @@
+"""Resource subscriptions against a real 2025-11-25 server (the mcp SDK 1.30 one, which declares
+`resources.subscribe`): McpHost.subscribe_resource subscribes (the server records it), the server's
+`notifications/resources/updated` reaches the resource listener, a listener that answers "no longer
+needed" makes the host unsubscribe (the server records that too), and stopping the host ends the
+subscriptions; a 2026-07-28 server (which offers them only on its listen stream) is not subscribed to."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from tests.helpers.mcp import by_name, guide_entry, ready_host
+from tests.helpers.sdk1 import sdk1_entry
+from tools.mcp import set_resource_listener
+from tools.mcp.host import McpHost
+from tools.registry import ToolRegistry
+
+pytestmark = pytest.mark.slow  # real subprocesses (servers)
+
+NOTE = "note://today"
+
+
+class Listener:
+    """The resource listener: records each change it is told of; `needed` is its answer."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str, str]] = []  # (server, uri, the thread it was told on)
+        self.needed = True
+        self.event = threading.Event()
+
+    def __call__(self, server: str, uri: str) -> bool:
+        self.told.append((server, uri, threading.current_thread().name))
+        self.event.set()
+        return self.needed
+
+
+@pytest.fixture
+def listener():
+    listening = Listener()
+    set_resource_listener(listening)
+    yield listening
+    set_resource_listener(None)
+
+
+def call(registry: ToolRegistry, tool: str, arguments: str = "{}") -> str:
+    result = asyncio.run(registry.get(tool).execute(arguments, None))
+    assert result.successful, result.error_message
+    return result.result
+
+
+def test_a_subscribed_resources_changes_reach_the_listener_until_it_is_not_needed(tmp_path, listener):
+    registry = ToolRegistry("mcp")
+    servers = {"sdk1": sdk1_entry(initTimeout=60), "guide": guide_entry()}
+    with ready_host(tmp_path, servers, registry=registry) as host:
+        statuses = by_name(host.status())
+        assert statuses["sdk1"].handshake.server_capabilities["resources"]["subscribe"] is True
+        assert statuses["sdk1"].handshake.protocol_version == "2025-11-25"
+        assert asyncio.run(host.subscribe_resource("sdk1", NOTE)) is True
+        assert call(registry, "sdk1__subscriptions") == NOTE
+
+        call(registry, "sdk1__edit_note", '{"text": "Buy bread."}')
+        assert listener.event.wait(10)
+        [(server, uri, thread)] = listener.told
+        assert (server, uri) == ("sdk1", NOTE) and thread != "aptix-mcp"  # off the host loop (it may use the DB)
+
+        listener.needed, listener.event = False, threading.Event()
+        call(registry, "sdk1__edit_note", '{"text": "Buy eggs."}')
+        assert listener.event.wait(10)
+        # nothing attaches it any more: unsubscribed (the server's list empties once it has handled it)
+        deadline = asyncio.run(_until(lambda: call(registry, "sdk1__subscriptions") == ""))
+        assert deadline
+
+        # a 2026-07-28 server offers subscriptions only on its listen stream: not subscribed to here
+        assert statuses["guide"].handshake.protocol_version == "2026-07-28"
+        assert asyncio.run(host.subscribe_resource("guide", "guide://readme")) is False
+        assert asyncio.run(host.subscribe_resource("nobody", NOTE)) is False
+
+
+def test_a_subscription_is_made_again_when_the_server_restarts(tmp_path, listener):
+    registry = ToolRegistry("mcp")
+    with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=registry) as host:
+        assert asyncio.run(host.subscribe_resource("sdk1", NOTE)) is True
+        before = call(registry, "sdk1__pid")
+        assert host.restart("sdk1")
+        host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].restarts == 0 and s[0].pid != int(before), 60)
+        assert call(registry, "sdk1__pid") != before  # a new process, which knows nothing of the old one's
+        assert call(registry, "sdk1__subscriptions") == NOTE
+        call(registry, "sdk1__edit_note", '{"text": "Call Ada."}')
+        assert listener.event.wait(10) and listener.told[-1][:2] == ("sdk1", NOTE)
+
+
+def test_stopping_the_host_ends_its_subscriptions(tmp_path, listener):
+    registry = ToolRegistry("mcp")
+    with ready_host(tmp_path, {"sdk1": sdk1_entry(initTimeout=60)}, registry=registry) as host:
+        assert asyncio.run(host.subscribe_resource("sdk1", NOTE)) is True
+        supervisor = host._supervisors["sdk1"]
+        assert supervisor.subscribed == {NOTE}
+        stopping: McpHost = host
+    # ready_host stopped it: the supervisor unsubscribed first
+    assert stopping._supervisors["sdk1"].subscribed == set()
+
+
+async def _until(condition, timeout: float = 10.0) -> bool:
+    """Whether `condition()` (a server request: it answers in its own time) holds within `timeout`."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        if await asyncio.to_thread(condition):
+            return True
+        await asyncio.sleep(0.05)
+    return False
