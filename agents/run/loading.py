@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -13,6 +13,7 @@ from modes.drafts import catalog_draft_of
 from modes.models import AgentMode
 from modes.versioning import mode_with_snapshot
 from modes.versions import UNPUBLISHED
+from projects.knowledge_scope import searchable_projects
 from projects.models import Project
 from projects.prompt import project_instructions_prompt
 
@@ -32,6 +33,9 @@ class LoadedRun:
     # the catalog with its drafts applied (AgentSession.catalog_drafts) when the mode has one
     draft: bool = False
     project_instructions: str = ""  # the system prompt's section for the session's project (projects/prompt.py)
+    # the projects whose documents the turn's knowledge search covers (projects/knowledge_scope.py); the
+    # tools that search them are offered only when there is one
+    knowledge_projects: list[str] = field(default_factory=list)
 
 
 def run_mode(turn: Turn) -> tuple[AgentMode | None, int | None, bool]:
@@ -72,6 +76,7 @@ def load_run(turn_id: str) -> LoadedRun:
         has_files=turn.has_files,
         has_documents=turn.has_documents,
         project_instructions=_project_instructions(turn.session.project),
+        knowledge_projects=searchable_projects(turn.session),
     )
 
 
