@@ -10,7 +10,8 @@ from typing import Any
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from files.knowledge import index_file, wait_idle
-from files.models import SessionFile
+from files.knowledge.indexing import index_now
+from files.models import KnowledgeIndex, SessionFile
 from files.services import file_upload
 
 POLICY_MD = """# Travel policy
@@ -37,12 +38,19 @@ A lost laptop is reported to the service desk within one hour; disks are encrypt
 """
 
 
-def project_document(owner: Any, project: Any, name: str, text: str | bytes, *, index: bool = True) -> SessionFile:
+def project_document(
+    owner: Any, project: Any, name: str, text: str | bytes, *, index: bool = True, now: bool = False
+) -> SessionFile:
+    """The project's document `name`; indexed in the background (`index`), or at once in this thread
+    (`now`: for a test in one transaction, which the indexer's thread would not see)."""
     data = text.encode() if isinstance(text, str) else text
     stored = file_upload(owner=owner, uploaded=SimpleUploadedFile(name, data))
     SessionFile.objects.filter(pk=stored.pk).update(project=project, session=None)
     stored.refresh_from_db()
-    if index:
+    if now:  # what index_file marks, then its thread's work
+        KnowledgeIndex.objects.create(file=stored, project=project)
+        index_now(stored.pk)
+    elif index:
         index_file(stored)
     return stored
 

@@ -6,8 +6,9 @@ context, `knowledge_projects`: projects/knowledge_scope.py), never an argument's
 
 from __future__ import annotations
 
-import asyncio
 from typing import ClassVar
+
+from asgiref.sync import sync_to_async
 
 from files.knowledge import Hit, SearchResult, search
 
@@ -67,7 +68,7 @@ class KnowledgeSearchTool(AgentTool):
         projects = list(getattr(context, "knowledge_projects", ()) or ())
         if not projects:
             return InvokeResult.from_error(ERROR_NO_PROJECT)
-        found = await asyncio.to_thread(search, projects, query.strip(), top_k)
+        found = await sync_to_async(search)(projects, query.strip(), top_k)
         return InvokeResult.create(result_text(query.strip(), found))
 
 
