@@ -11,16 +11,20 @@ The entry points the rest of the project calls:
     search(project_ids, query, top_k)  the best passages, for the tool and the API
 """
 
-from .indexing import forget_file, index_file, index_progress, sweep_pending, wait_idle
+from .indexing import forget_file, index_file, index_progress, start_knowledge_indexer, sweep_pending, wait_idle
 from .search import Hit, SearchResult, search
+from .viewing import document_view, project_document_get
 
 __all__ = [
     "Hit",
     "SearchResult",
+    "document_view",
     "forget_file",
     "index_file",
     "index_progress",
+    "project_document_get",
     "search",
+    "start_knowledge_indexer",
     "sweep_pending",
     "wait_idle",
 ]

@@ -72,6 +72,25 @@ def sweep_pending() -> int:
     return len(ids)
 
 
+def start_knowledge_indexer() -> None:
+    """The start-up hook (aptix/asgi.py): the sweep, on the indexer's thread (start-up never waits for
+    the database), then the passages a new embedding model has no vectors for yet."""
+    _submit_call(_sweep_then_embed)
+
+
+def _sweep_then_embed() -> None:
+    close_old_connections()
+    try:
+        sweep_pending()
+        from .embeddings import embed_missing
+
+        embed_missing()
+    except Exception:  # a failed sweep is logged; uploads are indexed all the same
+        logger.exception("The knowledge indexer's start-up sweep failed")
+    finally:
+        connection.close()
+
+
 def wait_idle(timeout: float | None = None) -> None:
     """Wait until the documents handed to this process's indexer so far are indexed (tests, bench)."""
     while True:
@@ -84,16 +103,28 @@ def wait_idle(timeout: float | None = None) -> None:
 
 
 def index_progress(project_id: str) -> list[dict[str, Any]]:
-    """Each document's indexing in the project: {"file_id", "state", "done", "total", "error"}."""
-    rows = KnowledgeIndex.objects.filter(project_id=project_id, file__deleted_at__isnull=True)
+    """Each document's indexing in the project, by name: {"file_id", "name", "state", "done", "total",
+    "error"} (the project page's progress)."""
+    rows = KnowledgeIndex.objects.filter(project_id=project_id, file__deleted_at__isnull=True).select_related("file")
     return [
-        {"file_id": r.file_id, "state": r.state, "done": r.passages_done, "total": r.passages_total, "error": r.error}
-        for r in rows.order_by("file_id")
+        {
+            "file_id": r.file_id,
+            "name": r.file.name,
+            "state": r.state,
+            "done": r.passages_done,
+            "total": r.passages_total,
+            "error": r.error,
+        }
+        for r in rows.order_by("file__name", "file_id")
     ]
 
 
 def _submit(file_id: str) -> None:
-    future = _pool().submit(_run, file_id)
+    _submit_call(_run, file_id)
+
+
+def _submit_call(function: Any, *args: Any) -> None:
+    future = _pool().submit(function, *args)
     with _executor_lock:
         _running.add(future)
     future.add_done_callback(_done)

@@ -31,7 +31,7 @@ def test_a_document_is_split_by_heading_and_indexed_in_the_background(alice, pro
     assert [p.page for p in passages] == [1, 2, 3, 4]
     assert all(p.project_id == project.pk and len(p.pk) == 32 for p in passages)
     assert index_progress(project.pk) == [
-        {"file_id": stored.pk, "state": "indexed", "done": 4, "total": 4, "error": ""}
+        {"file_id": stored.pk, "name": "travel.md", "state": "indexed", "done": 4, "total": 4, "error": ""}
     ]
 
 
