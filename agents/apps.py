@@ -8,9 +8,12 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from django.core import checks
 
-        from .llm.catalog import check_models_config
+        from files.knowledge.embeddings import configure
+
+        from .llm.catalog import check_models_config, embedding_model
         from .run import gauges
         from .web import streams  # noqa: F401  (connects the signals that close sockets whose access ended)
 
         checks.register(check_models_config)
+        configure(embedding_model)  # knowledge search embeds with the models file's embedding model
         gauges.register()  # the metrics read at scrape time
