@@ -16,8 +16,15 @@ from agents.run.pipeline import MCP_SEPARATOR, plan_offer, policy_allows, schema
 from agents.selectors import mode_get
 from agents.web.connections import Connection, connect_url, user_connections
 from files.services import session_has_files
+from projects.knowledge_scope import searchable_projects
 from tools.mcp import McpToolEntry, ServerStatus, mcp_config_error, mcp_status
-from tools.registry import always_offered, internal_registry, mcp_registry, needs_session_files
+from tools.registry import (
+    always_offered,
+    internal_registry,
+    mcp_registry,
+    needs_project_knowledge,
+    needs_session_files,
+)
 
 if TYPE_CHECKING:
     from agents.models import AgentSession
@@ -73,10 +80,14 @@ def tool_panel(session: AgentSession) -> dict:
 
     internal = []
     has_files: bool | None = None
+    knowledge: bool | None = None
     for name, tool in internal_registry():
         always = name in always_offered()
         blocked = "" if always else policy_reason(name)
-        if not blocked and needs_session_files(tool):
+        if needs_project_knowledge(tool):  # whatever the policy says, in a project whose documents it may search
+            knowledge = bool(searchable_projects(session)) if knowledge is None else knowledge
+            blocked = "" if knowledge else "offered in a project's sessions"
+        elif not blocked and needs_session_files(tool):
             has_files = session_has_files(session.pk) if has_files is None else has_files
             blocked = "" if has_files else "offered once the session has files"
         internal.append(
@@ -87,7 +98,7 @@ def tool_panel(session: AgentSession) -> dict:
                 always=always,
                 enabled=always or toggles.get(name) is not False,
                 blocked=blocked,
-                outside_policy=not always and bool(policy_reason(name)),
+                outside_policy=not always and not needs_project_knowledge(tool) and bool(policy_reason(name)),
             )
         )
 

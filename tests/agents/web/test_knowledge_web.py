@@ -98,3 +98,16 @@ def test_the_project_page_shows_each_documents_indexing(client, alice, project, 
 def test_a_non_member_does_not_get_the_progress_card(client, bob, project, policy):
     client.force_login(bob)
     assert client.get(f"/projects/{project.pk}/knowledge/").status_code == 404
+
+
+def test_the_tools_panel_says_where_knowledge_search_is_offered(team_a, alice, project):
+    from agents.sessions import session_create
+    from agents.web.toolpanel import tool_panel
+
+    def row(session):
+        return next(r for r in tool_panel(session)["internal"] if r.name == "knowledge_search")
+
+    alone = session_create(team=team_a, user=alice, mode="general", execution="agent")
+    assert row(alone).blocked == "offered in a project's sessions"
+    inside = session_create(team=team_a, user=alice, mode="general", execution="agent", project=project)
+    assert row(inside).blocked == "" and not row(inside).outside_policy  # whatever the mode's policy says
