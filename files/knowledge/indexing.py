@@ -180,5 +180,8 @@ def index_now(file_id: str) -> int:
     KnowledgeIndex.objects.filter(file_id=file_id).update(state=KnowledgeIndex.State.INDEXED)
     from .embeddings import embed_file  # the vectors come after: BM25 finds the passages meanwhile
 
-    embed_file(file_id)
+    try:
+        embed_file(file_id)
+    except Exception:  # the model server is down: BM25 serves (and says so) until the start-up sweep
+        logger.exception("Embedding the passages of file %s failed; its searches use BM25 alone", file_id)
     return len(passages)

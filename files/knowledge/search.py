@@ -1,5 +1,6 @@
 """A knowledge search: the best passages of the projects the caller may search (the caller decides
-which: projects/knowledge_scope.py for a turn, the API after its membership check). BM25 always;
+which: projects/knowledge_scope.py for a turn, the API after its membership check). BM25 always
+(PostgreSQL's full-text search there: ranking.py);
 with an embedding model whose vectors are ready, fused with the nearest passages by reciprocal rank
 ("hybrid"). While the vectors are being made (a new model), BM25 alone, and the result says so."""
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from ..models import Passage
 from . import embeddings
-from .ranking import bm25_ranked, rrf
+from .ranking import lexical_ranked, rrf
 
 CANDIDATES = 50  # each ranking's depth before fusion
 
@@ -41,7 +42,7 @@ def search(project_ids: list[str], query: str, top_k: int = 5) -> SearchResult:
     depth = max(top_k, CANDIDATES)
     lexical: list[tuple[str, float]] = []
     for project_id in project_ids:
-        lexical += bm25_ranked(project_id, query, depth)
+        lexical += lexical_ranked(project_id, query, depth)
     lexical.sort(key=lambda pair: (-pair[1], pair[0]))
     mode, note = "bm25", ""
     model = embeddings.current_model()

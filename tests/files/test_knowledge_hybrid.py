@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from agents.llm.catalog import reset_models_config
 from files.knowledge import search
 from files.knowledge.embeddings import embed_missing
-from files.models import Passage
+from files.models import KnowledgeIndex, Passage
 from projects.services import project_create
 from tests.helpers import inline_db
 from tests.helpers.knowledge import POLICY_MD, project_document
@@ -89,6 +89,24 @@ async def test_a_semantic_match_wins_with_embeddings_and_bm25_alone_misses_it(se
             assert again.mode == "hybrid" and again.hits[0].title == "Hotels"
             models = await sync_to_async(lambda: set(Passage.objects.values_list("embedding_model", flat=True)))()
             assert models == {"embedder-2"}
+        finally:
+            settings.APTIX_MODELS_CONFIG = str(tmp_path / "none.json")
+            reset_models_config()
+
+
+async def test_an_embedding_server_that_fails_leaves_the_document_searchable_with_bm25(
+    settings, tmp_path, alice, project
+):
+    model = ScriptedModel()  # no embedder: /v1/embeddings answers 500
+    async with loopback_server(model) as url:
+        settings.APTIX_MODELS_CONFIG = models_file(tmp_path, url)
+        reset_models_config()
+        try:
+            stored = await sync_to_async(project_document)(alice, project, "travel.md", POLICY_MD, now=True)
+            state = await sync_to_async(lambda: KnowledgeIndex.objects.get(file_id=stored.pk).state)()
+            assert state == "indexed" and model.embedding_requests
+            found = await sync_to_async(search)([project.pk], "hotel limit", 1)
+            assert found.mode == "bm25" and "BM25 alone" in found.note and found.hits[0].title == "Hotels"
         finally:
             settings.APTIX_MODELS_CONFIG = str(tmp_path / "none.json")
             reset_models_config()
