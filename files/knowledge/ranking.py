@@ -1,14 +1,16 @@
-"""The lexical ranking of a project's passages, chosen per database vendor.
+"""The lexical ranking of a project's passages (APTIX_KNOWLEDGE_RANKING).
 
-PostgreSQL: its full-text search — a stored tsvector of each passage (English stemming) with a GIN
-index (migration 0005), the query's words OR-ed, ranked by ts_rank_cd; nothing is held in the process.
+`postgres` on PostgreSQL: its full-text search — a stored tsvector of each passage (English stemming)
+with a GIN index (migration 0005), the query's words OR-ed, ranked by ts_rank_cd; nothing is held in
+the process, but every passage that has a word of the query is ranked: 86 ms p50 at 5,000 passages of
+prose-like text (bench/knowledge.py), so it is not the default.
 
-SQLite: BM25 with `bm25s` (the library and word folding of files_read, files/search.py `words`): one
-index per project kept in this process and built again when the project's passages change (its
-version: how many of its documents are indexed and when the last of them changed, one query). The
-index holds passage ids, not texts. A project's first search in a process builds it while it waits;
-after that a change is built in the background while searches use the index they have (a new
-document is found once its build is done: seconds for a project of 100,000 passages)."""
+`bm25s` (the default, and always on SQLite): BM25 with `bm25s` (the library and word folding of
+files_read, files/search.py `words`): one index per project kept in this process and built again when
+the project's passages change (its version: how many of its documents are indexed and when the last
+of them changed, one query). The index holds passage ids, not texts. A project's first search in a
+process builds it while it waits; after that a change is built in the background while searches use
+the index they have (a new document is found once its build is done: seconds for 100,000 passages)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.models import Count, Max
 
@@ -49,9 +52,9 @@ def project_version(project_id: str) -> tuple[Any, ...]:
 
 
 def lexical_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
-    """(passage id, score) of the project's passages that match `query`, best first: PostgreSQL's
-    full-text search there, BM25 (bm25s) elsewhere."""
-    if connection.vendor == "postgresql":
+    """(passage id, score) of the project's passages that match `query`, best first: BM25 (bm25s), or
+    PostgreSQL's full-text search when APTIX_KNOWLEDGE_RANKING says so and the database is PostgreSQL."""
+    if settings.APTIX_KNOWLEDGE_RANKING == "postgres" and connection.vendor == "postgresql":
         return full_text_ranked(project_id, query, limit)
     return bm25_ranked(project_id, query, limit)
 

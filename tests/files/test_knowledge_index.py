@@ -67,9 +67,8 @@ def test_the_index_follows_new_and_forgotten_documents(alice, project):
     assert search([project.pk], "laptop", 5).hits == []
     security = project_document(alice, project, "security.md", SECURITY_MD)
     indexed()
-    if connection.vendor != "postgresql":  # bm25s: the index at hand serves while the new one is built
-        search([project.pk], "laptop", 5)
-        wait_built(project.pk)
+    search([project.pk], "laptop", 5)  # bm25s: the index at hand serves while the new one is built
+    wait_built(project.pk)
     assert search([project.pk], "laptop", 5).hits[0].file_id == security.pk
     forget_file(security)
     assert search([project.pk], "laptop", 5).hits == []
@@ -113,12 +112,14 @@ def test_reciprocal_rank_fusion_adds_each_rankings_share():
     assert fused[1][1] == pytest.approx(1 / 63 + 1 / 61)
 
 
-def test_postgresql_ranks_with_its_full_text_search_and_sqlite_with_bm25s(alice, project):
-    from files.knowledge import ranking
+@pytest.mark.parametrize("ranking", ["bm25s", "postgres"])
+def test_the_ranking_is_bm25s_or_on_postgresql_its_full_text_search(settings, alice, project, ranking):
+    from files.knowledge import ranking as rankings
 
+    settings.APTIX_KNOWLEDGE_RANKING = ranking
     project_document(alice, project, "travel.md", POLICY_MD)
     indexed()
     found = search([project.pk], "Which hotels need receipts?", 2)  # plurals folded either way
-    assert found.hits[0].title == "Hotels"
-    in_process = project.pk in ranking._cache
-    assert in_process is (connection.vendor != "postgresql")  # PostgreSQL holds nothing in the process
+    assert found.hits[0].title == "Hotels" and found.hits[0].score > 0
+    full_text = ranking == "postgres" and connection.vendor == "postgresql"
+    assert (project.pk in rankings._cache) is not full_text  # PostgreSQL's holds nothing in the process
