@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from .conversation import Conversation, Plan, ToolResult
+from .data import is_data_question
 from .files import COUNT_PHRASES, GROWTH_WORDS, QUESTION, TOP
 from .text import text_words
 
@@ -32,7 +33,14 @@ def knowledge_step(conv: Conversation) -> Plan | None:
     words = set(text_words(text))
     if words & (TABLE_WORDS | GROWTH_WORDS) or TOP.search(text) or any(p in text.lower() for p in COUNT_PHRASES):
         return None  # a table's figures: the files path
+    if is_data_question(text):
+        return None  # the demo database's: the data path
     return Plan.call(KNOWLEDGE_SEARCH, {"query": text.strip()[:500], "top_k": 3})
+
+
+def found_nothing(result: ToolResult) -> bool:
+    """The search found no passage (or failed): the other paths may still answer."""
+    return not PASSAGE.search(result.content)
 
 
 def describe_knowledge_result(result: ToolResult) -> str:

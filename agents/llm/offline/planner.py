@@ -32,7 +32,7 @@ from .conversation import Conversation, Plan, ToolResult
 from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
 from .documents import DOCUMENT_WRITE, describe_document, document_step
 from .files import FILES_LIST, FILES_TOOLS, describe_files_result, files_step
-from .knowledge import KNOWLEDGE_SEARCH, describe_knowledge_result, knowledge_step
+from .knowledge import KNOWLEDGE_SEARCH, describe_knowledge_result, found_nothing, knowledge_step
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
 
@@ -287,6 +287,9 @@ def _after_tools(conv: Conversation) -> Plan:
         return step
     if any(r.name == FILES_LIST for r in conv.trailing) and (step := files_step(conv)):  # files listed: read
         return step
+    searched_knowledge = [r for r in conv.trailing if r.name == KNOWLEDGE_SEARCH]
+    if searched_knowledge and found_nothing(searched_knowledge[-1]) and (step := files_step(conv) or data_step(conv)):
+        return step  # nothing in the project's documents: the session's files or the database may answer
     if IMAGE_GEN in conv.offered and not conv.called(IMAGE_GEN):
         for result in conv.trailing:
             if is_data_result(result) and tool_error(result) is None and (chart := chart_of(result.content)):

@@ -104,3 +104,28 @@ async def test_the_tool_searches_only_the_projects_its_context_names(project, po
     for bad, message in [({}, "requires \"query\""), ({"query": "x", "top_k": 21}, "from 1 to 20")]:
         refused = await tool.execute(json.dumps(bad), context)
         assert not refused.successful and message in refused.error_message
+
+
+async def test_with_nothing_in_the_projects_documents_the_offline_model_reads_the_sessions_files(
+    make_session, run_turn, offline, project, alice
+):
+    from pathlib import Path
+
+    from django.core.files import File
+
+    from files.services import file_upload
+
+    session = await make_session(mode="general", execution="agent", project=project)  # a project without documents
+    sample = Path(__file__).resolve().parents[3] / "aptix" / "demo_data" / "travel_policy.pdf"
+
+    def attach():
+        with open(sample, "rb") as handle:
+            file_upload(owner=alice, uploaded=File(handle, name=sample.name), session=session)
+
+    await sync_to_async(attach)()
+    turn = await run_turn(session, text="What does the policy say about hotels?", reasoner=Reasoner(llm=offline))
+    await offline.client.close()
+    results = await events_of(turn, "tool.result")
+    assert [r["name"] for r in results] == ["knowledge_search", "files_list", "files_read"]
+    assert "No passage of the project's documents matches" in results[0]["result"]
+    assert "hotel" in turn.answer.lower() and "I found nothing" not in turn.answer
