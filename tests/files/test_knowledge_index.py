@@ -11,10 +11,11 @@ from files.knowledge import forget_file, index_file, index_progress, search, swe
 from files.knowledge.ranking import rrf, wait_built
 from files.models import KnowledgeIndex, Passage
 from projects.services import project_create
+from tests.helpers import async_db
 from tests.helpers.files import pdf_bytes
 from tests.helpers.knowledge import POLICY_MD, SECURITY_MD, indexed, project_document
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = async_db  # committed: the indexer's thread reads what the test wrote
 
 
 @pytest.fixture
