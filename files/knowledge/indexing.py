@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
 
 from .. import storage
 from ..models import KnowledgeIndex, Passage, SessionFile
@@ -177,7 +178,8 @@ def index_now(file_id: str) -> int:
     if not SessionFile.objects.filter(pk=file_id, deleted_at__isnull=True, project_id=file.project_id).exists():
         forget_file(file)  # deleted (or moved out) while it was indexed
         return 0
-    KnowledgeIndex.objects.filter(file_id=file_id).update(state=KnowledgeIndex.State.INDEXED)
+    # updated_at by hand: update() skips auto_now, and the project's version (ranking.py) reads it
+    KnowledgeIndex.objects.filter(file_id=file_id).update(state=KnowledgeIndex.State.INDEXED, updated_at=timezone.now())
     from .embeddings import embed_file  # the vectors come after: BM25 finds the passages meanwhile
 
     try:

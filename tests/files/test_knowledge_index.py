@@ -124,3 +124,15 @@ def test_the_ranking_is_bm25s_or_on_postgresql_its_full_text_search(settings, al
     assert found.hits[0].title == "Hotels" and found.hits[0].score > 0
     full_text = ranking == "postgres" and connection.vendor == "postgresql"
     assert (project.pk in rankings._cache) is not full_text  # PostgreSQL's holds nothing in the process
+
+
+def test_a_document_indexed_again_changes_the_projects_version(alice, project):
+    from files.knowledge.indexing import index_now
+    from files.knowledge.ranking import project_version
+
+    stored = project_document(alice, project, "travel.md", POLICY_MD)
+    indexed()
+    before = project_version(project.pk)
+    assert before[0] == 1
+    index_now(stored.pk)  # its passages made again: their ids are new, the cached index must go
+    assert project_version(project.pk) != before
