@@ -29,6 +29,7 @@ from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.origins import SameOriginValidator  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
 from aptix.tracing import TracingMiddleware, configure  # noqa: E402
+from files.knowledge import start_knowledge_indexer  # noqa: E402
 from tools.mcp import start_mcp_host  # noqa: E402
 
 router = ProtocolTypeRouter(
@@ -40,4 +41,6 @@ router = ProtocolTypeRouter(
 
 configure("web")  # traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (aptix/tracing.py); else nothing
 # Start-up hooks: run once, on the first scope this process serves (see the docstring).
-application = RunOnFirstScope(TracingMiddleware(router), hooks=[start_mcp_host, start_runs, start_catalog_tests])
+application = RunOnFirstScope(
+    TracingMiddleware(router), hooks=[start_mcp_host, start_runs, start_catalog_tests, start_knowledge_indexer]
+)

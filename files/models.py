@@ -103,3 +103,55 @@ class FileAudit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.name}"
+
+
+class Passage(models.Model):
+    """A passage of a project's document, as knowledge search finds and cites it (files/knowledge/).
+    Made from the document's pages by files/search.py's splitting; its id is what a citation names."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    file = models.ForeignKey(SessionFile, on_delete=models.CASCADE, related_name="passages")
+    # By name: files never imports projects.
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="passages")
+    page = models.IntegerField()  # the page (PDF) or section it is on, from 1
+    title = models.CharField(max_length=255, blank=True)  # the page's or section's heading
+    ordinal = models.IntegerField()  # its place in the document, from 0
+    text = models.TextField()
+    # The embedding model's vector as float32 bytes, and which model made it (blank: none yet).
+    embedding = models.BinaryField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=120, blank=True)
+
+    class Meta:
+        ordering = ["file", "ordinal"]
+        indexes = [
+            models.Index(fields=["project", "file"], name="passage_project_file"),
+            models.Index(fields=["file", "ordinal"], name="passage_file_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_id} #{self.ordinal}"
+
+
+class KnowledgeIndex(models.Model):
+    """Where the indexing of one project document stands (files/knowledge/indexing.py): the project page
+    shows it, the start-up sweep takes up the files left pending or indexing."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        INDEXING = "indexing"
+        INDEXED = "indexed"
+        FAILED = "failed"
+
+    file = models.OneToOneField(SessionFile, on_delete=models.CASCADE, primary_key=True, related_name="knowledge")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="knowledge_indexes")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING, db_index=True)
+    passages_done = models.IntegerField(default=0)
+    passages_total = models.IntegerField(default=0)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "knowledge indexes"
+
+    def __str__(self) -> str:
+        return f"{self.file_id} {self.state}"

@@ -30,7 +30,7 @@ class Passage:
 class _Document:
     def __init__(self, pages: list[dict[str, Any]]) -> None:
         self.pages = pages
-        self.passages = [p for page in pages for p in _passages(page)]
+        self.passages = [p for page in pages for p in page_passages(page)]
         self._index: Any = None
         self._lock = threading.Lock()
 
@@ -99,7 +99,7 @@ def forget(data_name: str) -> None:
         _cache.pop(data_name, None)
 
 
-def _passages(page: dict[str, Any]) -> list[Passage]:
+def page_passages(page: dict[str, Any]) -> list[Passage]:
     """A page's text in passages of about PASSAGE_CHARS, cut at paragraph or line ends."""
     passages: list[Passage] = []
     current = ""

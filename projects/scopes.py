@@ -20,6 +20,12 @@ from modes.validators import KNOWLEDGE_NONE, KNOWLEDGE_PROJECT
 from .services import project_list
 
 
+def searchable_projects(session: Any, scope: Any = KNOWLEDGE_PROJECT) -> list[str]:
+    """The ids of the projects a turn of `session` in a mode of knowledge scope `scope` searches (its
+    user's, resolved now: an archived project or one they left counts no more)."""
+    return knowledge_projects(user=session.user, session_project_id=session.project_id, scope=scope)
+
+
 def knowledge_projects(*, user: Any, session_project_id: str | None, scope: Any) -> list[str]:
     """The ids of the projects a search in a session of `user` (in `session_project_id`, or none) with a
     mode of knowledge scope `scope` reads, in the scope's order, each once."""

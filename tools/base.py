@@ -43,6 +43,8 @@ class ToolContext:
     user: Any  # the user: an object with at least id and username
     turn_id: str | None = None
     tool_call_id: str | None = None
+    # The projects whose documents knowledge_search may search (the run's: projects/knowledge_scope.py).
+    knowledge_projects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,10 @@ class CallContext(ToolContext):
         """`context` (None: nobody's) with the MCP parts given as keywords (asker, watch, resume)."""
         if context is None:
             return cls(session_id=None, org=None, user=None, **mcp)
-        fields = {name: getattr(context, name) for name in ("session_id", "org", "user", "turn_id", "tool_call_id")}
+        fields = {
+            name: getattr(context, name)
+            for name in ("session_id", "org", "user", "turn_id", "tool_call_id", "knowledge_projects")
+        }
         if isinstance(context, CallContext):
             fields.update(asker=context.asker, watch=context.watch, resume=context.resume)
         return cls(**{**fields, **mcp})

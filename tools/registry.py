@@ -25,6 +25,7 @@ INTERNAL_TOOLS: dict[str, str] = {
     "files_read": "tools.builtin.files_read.FilesReadTool",
     "document_write": "tools.builtin.documents.DocumentWriteTool",
     "document_read": "tools.builtin.documents.DocumentReadTool",
+    "knowledge_search": "tools.builtin.knowledge_search.KnowledgeSearchTool",
 }
 
 # Internal tools whose instance is a turn's (tools/base.py BuiltPerTurn): the run builds them from the
@@ -38,6 +39,12 @@ PER_TURN_TOOLS: dict[str, str] = {
 def needs_session_files(tool: Any) -> bool:
     """Whether a tool is offered only in a session that has files (the files_* tools declare it)."""
     return bool(getattr(tool, "NEEDS_SESSION_FILES", False))
+
+
+def needs_project_knowledge(tool: Any) -> bool:
+    """Whether a tool is offered only in a session whose project knowledge it may search, and then
+    whatever the mode's tool policy says (knowledge_search declares it)."""
+    return bool(getattr(tool, "NEEDS_PROJECT_KNOWLEDGE", False))
 
 
 class ToolRegistrationError(ValueError):

@@ -39,12 +39,24 @@ import openai
 from django.conf import settings
 from django.core import checks
 
+from files.knowledge.embeddings import EmbeddingModel
 from tools.mcp import ENV_REF_RE, EnvExpander, Signature, signature
 
 logger = logging.getLogger("aptix.models")
 
 PROVIDER_KEYS = {"baseUrl", "apiKey", "headers"}
-MODEL_KEYS = {"provider", "model", "label", "contextTokens", "tools", "vision", "reasoning", "askFollowup", "price"}
+MODEL_KEYS = {
+    "provider",
+    "model",
+    "label",
+    "contextTokens",
+    "tools",
+    "vision",
+    "reasoning",
+    "askFollowup",
+    "price",
+    "embedding",
+}
 OFFLINE_KEY = "offline"
 
 
@@ -78,6 +90,9 @@ class ModelSpec:
     # What the provider charges per million tokens: `"price": {"input": 2.5, "output": 10}` in the file.
     # None: the cost of its turns is unknown (their tokens are still counted).
     price: Price | None = None
+    # An embedding model (`"embedding": true`): knowledge search embeds passages with it through
+    # /v1/embeddings (files/knowledge/embeddings.py); never offered as a chat model.
+    embedding: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,9 +111,10 @@ MILLION = Decimal(1_000_000)
 
 @dataclass(frozen=True)
 class ModelsConfig:
-    models: dict[str, ModelSpec]
+    models: dict[str, ModelSpec]  # the chat models
     default: str
     source: str  # "file", "environment" or "offline"
+    embedding: ModelSpec | None = None  # the one `"embedding": true` entry, if any
 
     def get(self, key: str | None) -> ModelSpec | None:
         return self.models.get(key or "")
@@ -121,11 +137,19 @@ def parse_models_config(raw: Any, *, environ: Mapping[str, str], where: str = "m
     if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict) or not raw["models"]:
         raise ModelsConfigError(f'{where}: needs a "models" object with at least one model')
     providers = {name: _provider(name, entry, environ, where) for name, entry in (raw.get("providers") or {}).items()}
-    models = {key: _model(key, entry, providers, where) for key, entry in raw["models"].items()}
+    every = {key: _model(key, entry, providers, where) for key, entry in raw["models"].items()}
+    embeddings = [spec for spec in every.values() if spec.embedding]
+    if len(embeddings) > 1:
+        names = ", ".join(f'"{spec.key}"' for spec in embeddings)
+        raise ModelsConfigError(f'{where}: only one model may be "embedding": true; {names} are')
+    models = {key: spec for key, spec in every.items() if not spec.embedding}
+    if not models:
+        raise ModelsConfigError(f'{where}: needs at least one chat model besides the "embedding": true one')
     default = raw.get("default") or next(iter(models))
     if default not in models:
-        raise ModelsConfigError(f'{where}: "default" names "{default}", which is not in "models"')
-    return ModelsConfig(models=models, default=default, source="file")
+        what = "an embedding model" if default in every else 'not in "models"'
+        raise ModelsConfigError(f'{where}: "default" names "{default}", which is {what}')
+    return ModelsConfig(models=models, default=default, source="file", embedding=embeddings[0] if embeddings else None)
 
 
 def _provider(name: str, entry: Any, environ: Mapping[str, str], where: str) -> Provider:
@@ -174,6 +198,9 @@ def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> 
     flags = {name: entry.get(name, default) for name, default in defaults.items()}
     if not all(isinstance(v, bool) for v in flags.values()):
         raise fail('"tools", "vision" and "reasoning" must be true or false')
+    embedding = entry.get("embedding", False)
+    if not isinstance(embedding, bool):
+        raise fail(f'"embedding" must be true or false, not {json.dumps(embedding)}')
     ask_followup = entry.get("askFollowup")
     if ask_followup is not None and not isinstance(ask_followup, bool):
         raise fail(f'"askFollowup" must be true or false, not {json.dumps(ask_followup)}')
@@ -185,6 +212,7 @@ def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> 
         context_tokens=context,
         ask_followup=ask_followup,
         price=_price(entry.get("price"), fail),
+        embedding=embedding,
         **flags,
     )
 
@@ -305,6 +333,18 @@ def model_for(*, session_model: str = "", mode_model: str = "") -> ModelSpec:
         if spec := config.get(key):
             return spec
     return config.models[config.default]
+
+
+def embedding_model() -> EmbeddingModel | None:
+    """The configured embedding model as knowledge search calls it (files/knowledge/embeddings.py is
+    handed this function at start-up, agents/apps.py), or None: BM25 alone."""
+    spec = models_config().embedding
+    if spec is None or spec.provider is None:
+        return None
+    provider = spec.provider
+    return EmbeddingModel(
+        key=spec.key, model=spec.model, base_url=provider.base_url, api_key=provider.api_key, headers=provider.headers
+    )
 
 
 def sdk_client(spec: ModelSpec) -> openai.AsyncOpenAI:

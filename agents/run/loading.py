@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -11,10 +11,12 @@ from django.db.models import Max, OuterRef
 from files.services import session_files_exist
 from modes.drafts import catalog_draft_of
 from modes.models import AgentMode
+from modes.validators import KNOWLEDGE_PROJECT
 from modes.versioning import mode_with_snapshot
 from modes.versions import UNPUBLISHED
 from projects.models import Project
 from projects.prompt import project_instructions_prompt
+from projects.scopes import searchable_projects
 
 from ..documents.services import documents_exist
 from ..models import Turn
@@ -32,6 +34,9 @@ class LoadedRun:
     # the catalog with its drafts applied (AgentSession.catalog_drafts) when the mode has one
     draft: bool = False
     project_instructions: str = ""  # the system prompt's section for the session's project (projects/prompt.py)
+    # the projects whose documents the turn's knowledge search covers (projects/scopes.py); the
+    # tools that search them are offered only when there is one
+    knowledge_projects: list[str] = field(default_factory=list)
 
 
 def run_mode(turn: Turn) -> tuple[AgentMode | None, int | None, bool]:
@@ -72,7 +77,13 @@ def load_run(turn_id: str) -> LoadedRun:
         has_files=turn.has_files,
         has_documents=turn.has_documents,
         project_instructions=_project_instructions(turn.session.project),
+        knowledge_projects=searchable_projects(turn.session, _knowledge_scope(mode)),
     )
+
+
+def _knowledge_scope(mode: AgentMode | None) -> object:
+    """The scope of the mode the turn runs in (its draft's, on a draft): the default when it has none."""
+    return mode.knowledge_scope if mode is not None else KNOWLEDGE_PROJECT
 
 
 def _project_instructions(project: Project | None) -> str:

@@ -20,6 +20,7 @@ from tools.registry import (
     always_offered,
     internal_registry,
     mcp_registry,
+    needs_project_knowledge,
     needs_session_files,
     per_turn_registry,
     tools_with,
@@ -123,16 +124,18 @@ def select_tools(
     context_tokens: int | None = None,
     remembered: list[str] | None = None,
     session_has_files: bool = False,
+    knowledge: bool = False,
 ) -> ToolSelection:
     """The turn's tools: allowed by the policy and the toggles; when they do not fit (plan_offer), the
     pinned ones, the tool search and the `remembered` tools earlier searches found while they fit. Client
     tools (AGN-011 §4.3) are appended, never removed, and count. The files tools come only when the
-    session has files (`session_has_files`)."""
+    session has files (`session_has_files`); the knowledge tools only when the session's project knowledge
+    may be searched (`knowledge`), and then whatever the policy says."""
     registry = mcp if mcp is not None else mcp_registry
     candidates: list[tuple[str, Any, str]] = [
         (name, tool, "internal")
         for name, tool in internal_registry()
-        if policy_allows(policy, name)
+        if (knowledge if needs_project_knowledge(tool) else policy_allows(policy, name))
         and toggle_allows(toggles, name)
         and (session_has_files or not needs_session_files(tool))
     ]

@@ -120,6 +120,7 @@ class Reasoner:
         await meter_start(run)
         run.ask_followup = ask_followup(self.ask_followup, loaded.mode, spec)
         run.approval_policy = list(loaded.mode.approval_policy or []) if loaded.mode else []
+        run.knowledge_projects = loaded.knowledge_projects
         if isinstance(run.start, AfterDecisions | AfterClientTools) and not await turns.turn_resume(turn):
             # Ended while this run was on its way (a cancel, a new message): it owns nothing any more,
             # so nothing runs and nothing is written; the turn's end event was the last.
@@ -174,6 +175,7 @@ class Reasoner:
             mcp=self.mcp,
             context_tokens=run.llm.context_tokens,
             session_has_files=loaded.has_files,
+            knowledge=bool(loaded.knowledge_projects),
         )
         selection = select()
         if selection.on_demand and (remembered := await remembered_tools(turn.session_id, turn.index)):

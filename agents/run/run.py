@@ -90,6 +90,7 @@ class Run:
     ended_while_asking: bool = False  # an MCP server's question was closed by the turn's end (asking.py)
     question_cut: str = ""  # the question its call's server cut off unanswered, closed once the call ends (asking.py)
     rest: list[Call] = field(default_factory=list)  # the reply's calls after the one running (a task's resume)
+    knowledge_projects: list[str] = field(default_factory=list)  # what its knowledge search covers (loading.py)
 
     @property
     def agent(self) -> bool:

@@ -220,6 +220,7 @@ class ToolCalls:
                         user=session.user,
                         turn_id=run.turn.id,
                         tool_call_id=call.id,
+                        knowledge_projects=tuple(run.knowledge_projects),
                         asker=Asker.here(asking_for(run, call), durable=True),
                         watch=TaskWatch(tasks.report, resume=resume, resume_session=resume_session),
                         resume=answered,

@@ -16,8 +16,16 @@ from agents.run.pipeline import MCP_SEPARATOR, plan_offer, policy_allows, schema
 from agents.selectors import mode_get
 from agents.web.connections import Connection, connect_url, user_connections
 from files.services import session_has_files
+from modes.validators import KNOWLEDGE_NONE, KNOWLEDGE_PROJECT
+from projects.scopes import searchable_projects
 from tools.mcp import McpToolEntry, ServerStatus, mcp_config_error, mcp_status
-from tools.registry import always_offered, internal_registry, mcp_registry, needs_session_files
+from tools.registry import (
+    always_offered,
+    internal_registry,
+    mcp_registry,
+    needs_project_knowledge,
+    needs_session_files,
+)
 
 if TYPE_CHECKING:
     from agents.models import AgentSession
@@ -73,10 +81,15 @@ def tool_panel(session: AgentSession) -> dict:
 
     internal = []
     has_files: bool | None = None
+    knowledge: bool | None = None
     for name, tool in internal_registry():
         always = name in always_offered()
         blocked = "" if always else policy_reason(name)
-        if not blocked and needs_session_files(tool):
+        if needs_project_knowledge(tool):  # whatever the policy says, in a project whose documents it may search
+            scope = mode.knowledge_scope if mode else KNOWLEDGE_PROJECT
+            knowledge = bool(searchable_projects(session, scope)) if knowledge is None else knowledge
+            blocked = "" if knowledge else _knowledge_reason(scope, label)
+        elif not blocked and needs_session_files(tool):
             has_files = session_has_files(session.pk) if has_files is None else has_files
             blocked = "" if has_files else "offered once the session has files"
         internal.append(
@@ -87,7 +100,7 @@ def tool_panel(session: AgentSession) -> dict:
                 always=always,
                 enabled=always or toggles.get(name) is not False,
                 blocked=blocked,
-                outside_policy=not always and bool(policy_reason(name)),
+                outside_policy=not always and not needs_project_knowledge(tool) and bool(policy_reason(name)),
             )
         )
 
@@ -184,3 +197,12 @@ def _budget(
         "left_out": left_out,
         "on_demand": on_demand,
     }
+
+
+def _knowledge_reason(scope: object, label: str) -> str:
+    """Why knowledge_search is not offered: the mode searches no knowledge, or none it names is the user's."""
+    if scope == KNOWLEDGE_NONE:
+        return f"the {label} mode searches no knowledge"
+    if scope == KNOWLEDGE_PROJECT:
+        return "offered in a project's sessions"
+    return f"offered where the {label} mode's knowledge projects are yours"

@@ -67,6 +67,7 @@ urlpatterns = [
     path("mcp/prompts/<str:server>/<path:name>", prompts.prompt_get, name="prompt-get"),
     path("files/", files.file_upload_view, name="file-upload"),
     path("files/<str:file_id>/", files.file_download, name="file-download"),
+    path("files/<str:file_id>/view", files.file_view, name="file-view"),
     path("files/<str:file_id>/delete/", files.file_delete_view, name="file-delete"),
     path("sessions/<str:session_id>/documents/", documents.document_panel, name="document-panel"),
     path("sessions/<str:session_id>/documents/<str:document_id>/edit/", documents.document_edit, name="document-edit"),
@@ -82,6 +83,7 @@ urlpatterns = [
     path("projects/", projects.projects_page, name="projects"),
     path("projects/<str:project_id>/", projects.project_detail, name="project-detail"),
     path("projects/<str:project_id>/edit/", projects.project_edit, name="project-edit"),
+    path("projects/<str:project_id>/knowledge/", projects.project_knowledge, name="project-knowledge"),
     path("projects/<str:project_id>/delete/", projects.project_delete_view, name="project-delete"),
     path("projects/<str:project_id>/files/", project_files.project_file_upload_view, name="project-file-upload"),
     path(

@@ -3,7 +3,7 @@ use (files/). Read through the package: `env.X`."""
 
 from __future__ import annotations
 
-from aptix.envtypes import Integer, Number
+from aptix.envtypes import Choice, Integer, Number
 
 from .sections import FILES
 
@@ -35,4 +35,13 @@ APTIX_FILES_INGEST_CHILD_MEMORY_MB = Integer(
 )
 APTIX_FILES_INGEST_TIMEOUT = Number(
     "APTIX_FILES_INGEST_TIMEOUT", 120.0, FILES, "seconds the process that reads one upload may run", minimum=0.1
+)
+APTIX_KNOWLEDGE_RANKING = Choice(
+    "APTIX_KNOWLEDGE_RANKING",
+    "bm25s",
+    FILES,
+    "how knowledge search ranks a project's passages by their words: `bm25s` (BM25, an index per project kept "
+    "in each web process); `postgres`: PostgreSQL's full-text search (ts_rank_cd, nothing held in the process, "
+    "slower on large projects; on SQLite `bm25s` all the same)",
+    choices=("bm25s", "postgres"),
 )

@@ -14,9 +14,11 @@ back what the client sent:
     model.malformed()                      # a stream with a garbage event in it
     model.image(png_bytes)                 # the next POST /v1/images/generations answer
     model.image_error(500)                 # ... or an error from the Images API
+    model.embedder = lambda text: [...]    # answers POST /v1/embeddings with each input's vector
     client = openai_client(model)          # real AsyncOpenAI, in-process, streaming
     ...
     model.requests / model.last_messages / model.last_tools / model.calls / model.image_requests
+    model.embedding_requests
 
 With nothing queued it answers 500 "ScriptedModel: no reply queued" (with `x-should-retry: false`,
 so the SDK fails at once). Streams record their fate: `stream_finished` is set when a streamed reply
@@ -35,6 +37,7 @@ import base64
 import contextlib
 import json
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -136,6 +139,10 @@ class ScriptedModel:
         self.image_requests: list[dict] = []  # parsed JSON bodies of Images API requests
         self._images: deque[bytes | _Error] = deque()
         self._next_delay = 0.0
+        # POST /v1/embeddings: each input's vector (float or base64 float32, as the request asks);
+        # None answers 500, as a server without an embedding model does.
+        self.embedder: Callable[[str], list[float]] | None = None
+        self.embedding_requests: list[dict] = []  # parsed JSON bodies of the embeddings requests
 
     # -- scripting --------------------------------------------------------------------------
     def reply(
@@ -303,6 +310,8 @@ class ScriptedModel:
             )
         if method == "POST" and path.endswith("/images/generations"):
             return await self._image(json.loads(body or b"{}"), send)
+        if method == "POST" and path.endswith("/embeddings"):
+            return await self._embeddings(json.loads(body or b"{}"), send)
         if method != "POST" or not path.endswith("/chat/completions"):
             return await self._json(send, 404, _error_body(f"ScriptedModel: no route {method} {scope['path']}"))
         try:
@@ -322,6 +331,25 @@ class ScriptedModel:
         if isinstance(planned, _Error):
             return await self._json(send, planned.status, planned.body, planned.headers)
         await self._json(send, 200, {"created": 0, "data": [{"b64_json": base64.b64encode(planned).decode()}]})
+
+    async def _embeddings(self, request: dict, send) -> None:
+        self.embedding_requests.append(request)
+        if self.embedder is None:
+            body = _error_body("ScriptedModel: no embedding model", "server_error")
+            return await self._json(send, 500, body, {"x-should-retry": "false"})
+        texts = request.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = []
+        for index, text in enumerate(texts):
+            vector = [float(v) for v in self.embedder(text)]
+            if request.get("encoding_format") == "base64":  # the openai SDK's default: float32, little-endian
+                encoded: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            else:
+                encoded = vector
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(str(t).split()) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        await self._json(send, 200, {"object": "list", "data": data, "model": request.get("model"), "usage": usage})
 
     async def _complete(self, request: dict, receive, send) -> None:
         if not self._queue:

@@ -12,8 +12,8 @@ demo database, help);
 
 This module holds the rules; conversation.py reads the request, modes/proposal.py writes and
 recognises the mode proposal, data.py is the demo-database path (rule f), files.py the path over the
-session's uploaded files (rule k), code.py the code example (rule j), documents.py the DDR draft and
-its revision (rule l), and tables.py reads tables
+session's uploaded files (rule k), knowledge.py the search of a project's documents (rule m), code.py
+the code example (rule j), documents.py the DDR draft and its revision (rule l), and tables.py reads tables
 in tool results and chart values in the user's message.
 """
 
@@ -32,6 +32,7 @@ from .conversation import Conversation, Plan, ToolResult
 from .data import TOOL_SEARCH, data_step, describe_mcp_result, is_data_question, is_data_result
 from .documents import DOCUMENT_WRITE, describe_document, document_step
 from .files import FILES_LIST, FILES_TOOLS, describe_files_result, files_step
+from .knowledge import KNOWLEDGE_SEARCH, describe_knowledge_result, found_nothing, knowledge_step
 from .tables import chart_args, chart_kind, chart_of, humanise, parse_pairs
 from .text import content_text, keywords, parse_json, shorten
 
@@ -94,7 +95,8 @@ async def _plan(conv: Conversation, modes: list | None) -> Plan:
         return Plan(
             text=MODES_INTRO if conv.execution == "ask" else "", calls=[(LIST_MODES, {"includeExamples": False})]
         )
-    plan = _choice(conv) or _notes(conv) or document_step(conv) or _code(conv) or files_step(conv)  # c, h, l, j, k
+    plan = _choice(conv) or _notes(conv) or document_step(conv) or _code(conv)  # c, h, l, j
+    plan = plan or knowledge_step(conv) or files_step(conv)  # m, k
     plan = plan or await _propose_mode(conv, modes)  # rule d
     if plan is not None:
         return plan
@@ -285,6 +287,9 @@ def _after_tools(conv: Conversation) -> Plan:
         return step
     if any(r.name == FILES_LIST for r in conv.trailing) and (step := files_step(conv)):  # files listed: read
         return step
+    searched_knowledge = [r for r in conv.trailing if r.name == KNOWLEDGE_SEARCH]
+    if searched_knowledge and found_nothing(searched_knowledge[-1]) and (step := files_step(conv) or data_step(conv)):
+        return step  # nothing in the project's documents: the session's files or the database may answer
     if IMAGE_GEN in conv.offered and not conv.called(IMAGE_GEN):
         for result in conv.trailing:
             if is_data_result(result) and tool_error(result) is None and (chart := chart_of(result.content)):
@@ -358,6 +363,8 @@ def _describe(result: ToolResult) -> str:
         return f"Here is the {what} you asked for:\n\n![{alt}]({data['url']})"
     if result.name in FILES_TOOLS:
         return describe_files_result(result)
+    if result.name == KNOWLEDGE_SEARCH:
+        return describe_knowledge_result(result)
     if result.name == DOCUMENT_WRITE and isinstance(data, dict):
         return describe_document(data)
     if "__" in result.name:

@@ -8,9 +8,11 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.sessions import SessionNotFoundError, session_get
+from files.knowledge import document_view, project_document_get
 from files.models import SessionFile
 from files.services import (
     FileRefused,
@@ -23,6 +25,7 @@ from files.services import (
     file_upload,
 )
 from files.uploads import upload_refusal
+from projects.services import ProjectNotFoundError, project_get
 
 from ..fragments import files_panel
 from .sessions import get_session_or_404
@@ -90,6 +93,34 @@ def file_download(request: HttpRequest, file_id: str) -> HttpResponseBase:
         response["Cache-Control"] = "private, max-age=3600"
         return response
     return file_response(stored)
+
+
+@require_GET
+@login_required
+def file_view(request: HttpRequest, file_id: str) -> HttpResponse:
+    """A document's pages on the page, each passage marked: where a knowledge search citation opens it
+    (`?page=N#passage-<id>`). To its owner, a reader of the shared session it is in, or a member of
+    its project; a 404 for anyone else, a crafted id included."""
+    stored = citable_file_or_404(request, file_id)
+    if stored.kind != SessionFile.Kind.DOCUMENT:
+        raise Http404("No such document.")
+    page = request.GET.get("page", "")
+    context = {"file": stored, "pages": document_view(stored), "current": int(page) if page.isdigit() else None}
+    return render(request, "files/file_view.html", context)
+
+
+def citable_file_or_404(request: HttpRequest, file_id: str) -> SessionFile:
+    """A file the user may read (readable_file_or_404), or a document of a project they are a member of."""
+    try:
+        return readable_file_or_404(request, file_id)
+    except Http404:
+        pass
+    try:
+        stored = project_document_get(file_id)
+        project_get(user=request.user, project_id=str(stored.project_id))
+    except (SessionFile.DoesNotExist, ProjectNotFoundError):
+        raise Http404("No such file.") from None
+    return stored
 
 
 def file_response(stored: SessionFile) -> HttpResponseBase:

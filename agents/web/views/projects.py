@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents.selectors import project_sessions
 from agents.sessions import session_set_project
+from files.knowledge import index_progress
 from modes.catalog import modes_for_team, modes_for_teams
 from projects.files import project_file_list
 from projects.services import (
@@ -155,8 +156,24 @@ def _detail_page(request: HttpRequest, project: Any, form: ProjectForm, *, statu
         "can_manage": project_can_manage(user=request.user, project=project),
         "files": project_file_list(user=request.user, project=project),
         "form": form,
+        "knowledge": _knowledge(project),
     }
     return render(request, "projects/project_detail.html", context, status=status)
+
+
+def _knowledge(project: Any) -> dict[str, Any]:
+    """The knowledge search's documents and how far their indexing is (files/knowledge/)."""
+    documents = index_progress(project.pk)
+    busy = any(d["state"] in ("pending", "indexing") for d in documents)
+    return {"documents": documents, "busy": busy, "passages": sum(d["done"] for d in documents)}
+
+
+@require_GET
+@login_required
+def project_knowledge(request: HttpRequest, project_id: str) -> HttpResponse:
+    """The project page's knowledge card again: polled (HTMX) while documents are being indexed."""
+    project = project_or_404(request, project_id)
+    return render(request, "projects/_knowledge.html", {"project": project, "knowledge": _knowledge(project)})
 
 
 @require_GET

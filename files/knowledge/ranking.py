@@ -1,0 +1,178 @@
+"""The lexical ranking of a project's passages (APTIX_KNOWLEDGE_RANKING).
+
+`postgres` on PostgreSQL: its full-text search — a stored tsvector of each passage (English stemming)
+with a GIN index (migration 0005), the query's words OR-ed, ranked by ts_rank_cd; nothing is held in
+the process, but every passage that has a word of the query is ranked: 86 ms p50 at 5,000 passages of
+prose-like text (bench/knowledge.py), so it is not the default.
+
+`bm25s` (the default, and always on SQLite): BM25 with `bm25s` (the library and word folding of
+files_read, files/search.py `words`): one index per project kept in this process and built again when
+the project's passages change (its version: how many of its documents are indexed and when the last
+of them changed, one query). The index holds passage ids, not texts. A project's first search in a
+process builds it while it waits; after that a change is built in the background while searches use
+the index they have (a new document is found once its build is done: seconds for 100,000 passages)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.db.models import Count, Max
+
+from ..models import KnowledgeIndex, Passage
+from ..search import WORD, words
+
+CACHED_PROJECTS = 8
+
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
+
+
+@dataclass
+class _ProjectIndex:
+    version: tuple[Any, ...]
+    ids: list[str]
+    bm25: Any
+
+
+_cache: OrderedDict[str, _ProjectIndex] = OrderedDict()
+_lock = threading.Lock()
+_build_locks: dict[str, threading.Lock] = {}
+
+
+def project_version(project_id: str) -> tuple[Any, ...]:
+    """Changes whenever a document of the project is indexed, indexed again or forgotten."""
+    row = KnowledgeIndex.objects.filter(project_id=project_id, state=KnowledgeIndex.State.INDEXED).aggregate(
+        n=Count("file_id"), last=Max("updated_at")
+    )
+    return (row["n"], row["last"])
+
+
+def lexical_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+    """(passage id, score) of the project's passages that match `query`, best first: BM25 (bm25s), or
+    PostgreSQL's full-text search when APTIX_KNOWLEDGE_RANKING says so and the database is PostgreSQL."""
+    if settings.APTIX_KNOWLEDGE_RANKING == "postgres" and connection.vendor == "postgresql":
+        return full_text_ranked(project_id, query, limit)
+    return bm25_ranked(project_id, query, limit)
+
+
+FULL_TEXT_SQL = """
+SELECT p.id, ts_rank_cd(p.search, q, 1) AS score
+FROM files_passage p
+JOIN files_knowledgeindex k ON k.file_id = p.file_id AND k.state = %s,
+     to_tsquery('english', %s) q
+WHERE p.project_id = %s AND p.search @@ q
+ORDER BY score DESC, p.id
+LIMIT %s
+"""
+
+
+def full_text_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+    terms = sorted(set(WORD.findall(query.lower())))
+    if not terms:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(FULL_TEXT_SQL, [KnowledgeIndex.State.INDEXED, " | ".join(terms), project_id, limit])
+        return [(passage_id, float(score)) for passage_id, score in cursor.fetchall() if score > 0]
+
+
+def bm25_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+    """(passage id, score) of the project's passages that match `query`, best first (bm25s)."""
+    terms = words(query)
+    if not terms:
+        return []
+    index = _index(project_id)
+    if index is None or not index.ids:
+        return []
+    scores = index.bm25.get_scores(terms)
+    top: Any = range(len(index.ids))
+    if len(index.ids) > limit * 4:
+        import numpy as np
+
+        top = np.argpartition(-scores, limit)[:limit]
+    order = sorted((int(i) for i in top if scores[i] > 0), key=lambda i: (-float(scores[i]), i))
+    return [(index.ids[i], float(scores[i])) for i in order[:limit]]
+
+
+def rrf(*rankings: list[str], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: each id scores the sum of 1 / (k + its rank) over the rankings."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def forget_project(project_id: str) -> None:
+    with _lock:
+        _cache.pop(project_id, None)
+
+
+def _index(project_id: str) -> _ProjectIndex | None:
+    version = project_version(project_id)
+    with _lock:
+        cached = _cache.get(project_id)
+        if cached is not None:
+            _cache.move_to_end(project_id)
+        build_lock = _build_locks.setdefault(project_id, threading.Lock())
+    if cached is not None and cached.version == version:
+        return cached
+    if cached is not None:  # changed since: built again in the background, the index at hand serves
+        if build_lock.acquire(blocking=False):
+            threading.Thread(target=_rebuild, args=(project_id, build_lock), daemon=True).start()
+        return cached
+    with build_lock:  # none yet: one build per project at a time; the others wait for it
+        with _lock:
+            cached = _cache.get(project_id)
+        if cached is not None and cached.version == version:
+            return cached
+        return _store(project_id, _build(project_id, version))
+
+
+def _rebuild(project_id: str, build_lock: threading.Lock) -> None:
+    close_old_connections()
+    try:
+        _store(project_id, _build(project_id, project_version(project_id)))
+    finally:
+        build_lock.release()
+        connection.close()
+
+
+def _store(project_id: str, built: _ProjectIndex) -> _ProjectIndex:
+    with _lock:
+        _cache[project_id] = built
+        _cache.move_to_end(project_id)
+        while len(_cache) > CACHED_PROJECTS:
+            _cache.popitem(last=False)
+    return built
+
+
+def wait_built(project_id: str) -> None:
+    """Wait for a background build of the project's index to end (tests, bench)."""
+    with _lock:
+        build_lock = _build_locks.get(project_id)
+    if build_lock is not None:
+        with build_lock:
+            pass
+
+
+def _build(project_id: str, version: tuple[Any, ...]) -> _ProjectIndex:
+    import bm25s  # numpy is loaded only by a process that searches
+
+    rows = (
+        Passage.objects.filter(project_id=project_id, file__knowledge__state=KnowledgeIndex.State.INDEXED)
+        .order_by("file_id", "ordinal")
+        .values_list("id", "title", "text")
+        .iterator(chunk_size=2000)
+    )
+    ids: list[str] = []
+    corpus: list[list[str]] = []
+    for passage_id, title, text in rows:
+        ids.append(passage_id)
+        corpus.append(words(f"{title} {text}") or ["_"])
+    bm25 = bm25s.BM25()
+    bm25.index(corpus or [["_"]], show_progress=False)
+    return _ProjectIndex(version=version, ids=ids, bm25=bm25)

@@ -1,0 +1,156 @@
+"""Knowledge search's index (files/knowledge/): a project's documents split into passages by page and
+heading, indexed in the background with their progress, ranked with BM25 over the project alone, and
+forgotten with their file."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from files.knowledge import forget_file, index_file, index_progress, search, sweep_pending
+from files.knowledge.ranking import rrf, wait_built
+from files.models import KnowledgeIndex, Passage
+from projects.services import project_create
+from tests.helpers import async_db
+from tests.helpers.files import pdf_bytes
+from tests.helpers.knowledge import POLICY_MD, SECURITY_MD, indexed, project_document
+
+pytestmark = async_db  # committed: the indexer's thread reads what the test wrote
+
+
+@pytest.fixture
+def project(team_a, alice):
+    return project_create(team=team_a, user=alice, name="Handbook")
+
+
+def test_a_document_is_split_by_heading_and_indexed_in_the_background(alice, project):
+    stored = project_document(alice, project, "travel.md", POLICY_MD)
+    indexed()
+    state = KnowledgeIndex.objects.get(file=stored)
+    assert (state.state, state.passages_done, state.passages_total) == ("indexed", 4, 4)
+    passages = list(Passage.objects.filter(file=stored).order_by("ordinal"))
+    assert [p.title for p in passages] == ["Travel policy", "Hotels", "Meals", "Trains and flights"]
+    assert [p.page for p in passages] == [1, 2, 3, 4]
+    assert all(p.project_id == project.pk and len(p.pk) == 32 for p in passages)
+    assert index_progress(project.pk) == [
+        {"file_id": stored.pk, "name": "travel.md", "state": "indexed", "done": 4, "total": 4, "error": ""}
+    ]
+
+
+def test_a_pdfs_passages_keep_their_page(alice, project):
+    stored = project_document(
+        alice, project, "rules.pdf", pdf_bytes(["Opening hours are nine to five.", "Parking is free for visitors."])
+    )
+    indexed()
+    found = search([project.pk], "where do visitors park", 3)
+    assert found.mode == "bm25"
+    assert [(h.file_name, h.page, h.unit) for h in found.hits][:1] == [("rules.pdf", 2, "page")]
+    assert found.hits[0].file_id == stored.pk
+
+
+def test_bm25_ranks_the_matching_passage_first_within_the_project_only(team_a, alice, project):
+    project_document(alice, project, "travel.md", POLICY_MD)
+    other = project_create(team=team_a, user=alice, name="Security")
+    project_document(alice, other, "security.md", SECURITY_MD)
+    indexed()
+    found = search([project.pk], "hotel nightly limit in capitals", 5)
+    assert found.hits[0].title == "Hotels" and "180 euros" in found.hits[0].text
+    assert found.hits[0].score > 0
+    assert all(h.file_name == "travel.md" for h in found.hits)
+    assert search([project.pk], "laptop encrypted passwords", 5).hits == []  # the other project's words
+    assert search([other.pk], "laptop", 5).hits[0].title == "Laptops"
+    assert search([], "hotel", 5).hits == []
+
+
+def test_the_index_follows_new_and_forgotten_documents(alice, project):
+    travel = project_document(alice, project, "travel.md", POLICY_MD)
+    indexed()
+    assert search([project.pk], "laptop", 5).hits == []
+    security = project_document(alice, project, "security.md", SECURITY_MD)
+    indexed()
+    search([project.pk], "laptop", 5)  # bm25s: the index at hand serves while the new one is built
+    wait_built(project.pk)
+    assert search([project.pk], "laptop", 5).hits[0].file_id == security.pk
+    forget_file(security)
+    assert search([project.pk], "laptop", 5).hits == []
+    assert not Passage.objects.filter(file=security).exists()
+    assert search([project.pk], "meals", 5).hits[0].file_id == travel.pk
+
+
+def test_a_session_file_or_a_table_is_not_indexed(alice, project):
+    from tests.helpers.files import csv_plain
+
+    table = project_document(alice, project, "sales.csv", csv_plain())
+    assert KnowledgeIndex.objects.filter(file=table).count() == 0
+    loose = project_document(alice, project, "loose.md", POLICY_MD, index=False)
+    loose.project = None
+    assert index_file(loose) is False
+
+
+def test_the_start_up_sweep_takes_up_documents_left_pending(alice, project):
+    stored = project_document(alice, project, "travel.md", POLICY_MD, index=False)
+    KnowledgeIndex.objects.create(file=stored, project=project, state=KnowledgeIndex.State.INDEXING)
+    assert sweep_pending() == 1
+    indexed()
+    assert KnowledgeIndex.objects.get(file=stored).state == "indexed"
+    assert search([project.pk], "meals refunded", 1).hits[0].title == "Meals"
+
+
+def test_a_document_that_cannot_be_read_fails_with_its_reason(alice, project):
+    stored = project_document(alice, project, "travel.md", POLICY_MD, index=False)
+    stored.__class__.objects.filter(pk=stored.pk).update(data_name="missing/pages.json")
+    stored.refresh_from_db()
+    index_file(stored)
+    indexed()
+    state = KnowledgeIndex.objects.get(file=stored)
+    assert state.state == "failed" and state.error
+
+
+def test_reciprocal_rank_fusion_adds_each_rankings_share():
+    fused = rrf(["a", "b", "c"], ["c", "a"])
+    assert [pid for pid, _ in fused] == ["a", "c", "b"]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[1][1] == pytest.approx(1 / 63 + 1 / 61)
+
+
+@pytest.mark.parametrize("ranking", ["bm25s", "postgres"])
+def test_the_ranking_is_bm25s_or_on_postgresql_its_full_text_search(settings, alice, project, ranking):
+    from files.knowledge import ranking as rankings
+
+    settings.APTIX_KNOWLEDGE_RANKING = ranking
+    project_document(alice, project, "travel.md", POLICY_MD)
+    indexed()
+    found = search([project.pk], "Which hotels need receipts?", 2)  # plurals folded either way
+    assert found.hits[0].title == "Hotels" and found.hits[0].score > 0
+    full_text = ranking == "postgres" and connection.vendor == "postgresql"
+    assert (project.pk in rankings._cache) is not full_text  # PostgreSQL's holds nothing in the process
+
+
+def test_a_document_indexed_again_changes_the_projects_version(alice, project):
+    from files.knowledge.indexing import index_now
+    from files.knowledge.ranking import project_version
+
+    stored = project_document(alice, project, "travel.md", POLICY_MD)
+    indexed()
+    before = project_version(project.pk)
+    assert before[0] == 1
+    index_now(stored.pk)  # its passages made again: their ids are new, the cached index must go
+    assert project_version(project.pk) != before
+
+
+def test_a_document_uploaded_to_a_project_is_searchable_and_its_deletion_forgets_it(alice, project):
+    """The project's upload and deletion (projects/files.py) reach the index through projects/signals.py."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from projects.files import project_file_delete, project_file_upload
+
+    stored = project_file_upload(
+        user=alice, project=project, uploaded=SimpleUploadedFile("travel.md", POLICY_MD.encode())
+    )
+    indexed()
+    assert KnowledgeIndex.objects.get(file=stored).state == "indexed"
+    assert "180 euros" in search([project.pk], "hotel nightly limit", 1).hits[0].text
+
+    project_file_delete(user=alice, project=project, file_id=stored.pk)
+    assert not Passage.objects.filter(file=stored).exists() and not KnowledgeIndex.objects.filter(file=stored).exists()
+    assert search([project.pk], "hotel nightly limit", 1).hits == []

@@ -1,0 +1,60 @@
+"""Project documents for the knowledge search tests: uploaded through the files service like any file,
+then made the project's (its `project` set, no session), as the project upload does, and indexed
+through the one entry point the upload calls (files/knowledge `index_file`); `indexed` awaits the
+indexer's thread (its futures), never a sleep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from files.knowledge import index_file, wait_idle
+from files.knowledge.indexing import index_now
+from files.models import KnowledgeIndex, SessionFile
+from files.services import file_upload
+
+POLICY_MD = """# Travel policy
+
+## Hotels
+Employees book hotels of at most four stars. The nightly limit is 180 euros in capitals and 120 euros
+elsewhere; a receipt is required for every night.
+
+## Meals
+Meals on a trip are refunded up to 45 euros a day, alcohol excluded.
+
+## Trains and flights
+Trains are taken for trips under four hours; flights are economy class, business class only for
+flights longer than eight hours.
+"""
+
+SECURITY_MD = """# Security handbook
+
+## Passwords
+Passwords have at least fourteen characters and are kept in the company password manager.
+
+## Laptops
+A lost laptop is reported to the service desk within one hour; disks are encrypted.
+"""
+
+
+def project_document(
+    owner: Any, project: Any, name: str, text: str | bytes, *, index: bool = True, now: bool = False
+) -> SessionFile:
+    """The project's document `name`; indexed in the background (`index`), or at once in this thread
+    (`now`: for a test in one transaction, which the indexer's thread would not see)."""
+    data = text.encode() if isinstance(text, str) else text
+    stored = file_upload(owner=owner, uploaded=SimpleUploadedFile(name, data))
+    SessionFile.objects.filter(pk=stored.pk).update(project=project, session=None)
+    stored.refresh_from_db()
+    if now:  # what index_file marks, then its thread's work
+        KnowledgeIndex.objects.create(file=stored, project=project)
+        index_now(stored.pk)
+    elif index:
+        index_file(stored)
+    return stored
+
+
+def indexed(timeout: float = 60) -> None:
+    """Return once every document handed to the indexer so far is indexed (or failed)."""
+    wait_idle(timeout)
