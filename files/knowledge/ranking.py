@@ -14,6 +14,7 @@ the index they have (a new document is found once its build is done: seconds for
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from ..search import WORD, words
 
 CACHED_PROJECTS = 8
 
+NAME_SEPARATORS = re.compile(r"[_\-.]+")
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
 
 
@@ -159,20 +161,28 @@ def wait_built(project_id: str) -> None:
             pass
 
 
+def name_words(file_name: str) -> str:
+    """A document's name as words every passage of it carries ("travel_policy.pdf" → "travel policy"):
+    "what does the travel policy say about hotels" names the document, and its words must then weigh
+    alike on all its passages — else the opening page, which repeats the title, outranks the page
+    about hotels (seen with the sample travel policy)."""
+    return NAME_SEPARATORS.sub(" ", file_name.rsplit(".", 1)[0])
+
+
 def _build(project_id: str, version: tuple[Any, ...]) -> _ProjectIndex:
     import bm25s  # numpy is loaded only by a process that searches
 
     rows = (
         Passage.objects.filter(project_id=project_id, file__knowledge__state=KnowledgeIndex.State.INDEXED)
         .order_by("file_id", "ordinal")
-        .values_list("id", "title", "text")
+        .values_list("id", "file__name", "title", "text")
         .iterator(chunk_size=2000)
     )
     ids: list[str] = []
     corpus: list[list[str]] = []
-    for passage_id, title, text in rows:
+    for passage_id, file_name, title, text in rows:
         ids.append(passage_id)
-        corpus.append(words(f"{title} {text}") or ["_"])
+        corpus.append(words(f"{name_words(file_name)} {title} {text}") or ["_"])
     bm25 = bm25s.BM25()
     bm25.index(corpus or [["_"]], show_progress=False)
     return _ProjectIndex(version=version, ids=ids, bm25=bm25)

@@ -154,3 +154,16 @@ def test_a_document_uploaded_to_a_project_is_searchable_and_its_deletion_forgets
     project_file_delete(user=alice, project=project, file_id=stored.pk)
     assert not Passage.objects.filter(file=stored).exists() and not KnowledgeIndex.objects.filter(file=stored).exists()
     assert search([project.pk], "hotel nightly limit", 1).hits == []
+
+
+def test_words_of_a_documents_name_weigh_alike_on_all_its_passages(alice, project):
+    """ "travel policy hotels" names the document and asks about hotels: the page about hotels comes
+    first, not the opening one that repeats the title (it did before the name's words were indexed)."""
+    text = (
+        "# Travel policy\n\nThis travel policy says how we book business travel through the travel desk.\n\n"
+        "# Budgets\n\nHotels: up to 180 euros a night in capital cities.\n\n"
+        "# Approval\n\nYour manager approves trips before you book.\n"
+    )
+    project_document(alice, project, "travel_policy.md", text)
+    indexed()
+    assert search([project.pk], "travel policy hotels", 3).hits[0].title == "Budgets"

@@ -13,6 +13,42 @@ from .files import COUNT_PHRASES, GROWTH_WORDS, QUESTION, TOP
 from .text import text_words
 
 KNOWLEDGE_SEARCH = "knowledge_search"
+# What a question is framed with rather than about: left out of the search's query, as a model writing
+# a query leaves them out ("What does the travel policy say about hotels?" → "travel policy hotels").
+FRAMING_WORDS = frozenset(
+    {
+        "a",
+        "about",
+        "an",
+        "are",
+        "can",
+        "do",
+        "does",
+        "for",
+        "how",
+        "i",
+        "in",
+        "is",
+        "me",
+        "of",
+        "on",
+        "our",
+        "please",
+        "say",
+        "says",
+        "tell",
+        "the",
+        "to",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "you",
+    }
+)
 TABLE_WORDS = frozenset({"total", "sum", "average", "revenue", "sales", "chart", "plot", "draw", "region", "rows"})
 # One passage of the tool's result: [n] “file”, unit N — title (passage id, score s) / cite: [..](link) / text
 PASSAGE = re.compile(
@@ -35,7 +71,13 @@ def knowledge_step(conv: Conversation) -> Plan | None:
         return None  # a table's figures: the files path
     if is_data_question(text):
         return None  # the demo database's: the data path
-    return Plan.call(KNOWLEDGE_SEARCH, {"query": text.strip()[:500], "top_k": 3})
+    return Plan.call(KNOWLEDGE_SEARCH, {"query": search_query(text), "top_k": 3})
+
+
+def search_query(text: str) -> str:
+    """The question's own words, without what frames it (the whole question when nothing else is left)."""
+    kept = [word for word in re.findall(r"[\w'-]+", text) if word.lower() not in FRAMING_WORDS]
+    return (" ".join(kept) or text.strip())[:500]
 
 
 def found_nothing(result: ToolResult) -> bool:

@@ -1,7 +1,8 @@
 """A project's files used from a new session of it, with the built-in offline model: the sample sales
 CSV and travel policy PDF (aptix/demo_data/) uploaded once to the project; a session started in the
 project afterwards is offered the files tools and answers a table question and a policy question from
-them. A session of the same user outside the project is offered none of it."""
+them — the PDF through knowledge search, its index built in the background as the upload commits, the
+answer citing the right page. A session of the same user outside the project is offered none of it."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from django.core.files import File
 
 from agents.llm import build_llm_client
 from agents.run.reasoner import Reasoner
+from files.models import SessionFile
 from projects.files import project_file_upload
 from projects.services import project_create
-from tests.helpers import inline_db
+from tests.helpers import async_db
 from tests.helpers.events import events_of
 from tests.helpers.files import media  # noqa: F401 - media: autouse fixture
+from tests.helpers.knowledge import indexed
 
-pytestmark = inline_db
+pytestmark = async_db  # committed: the knowledge indexer's thread reads the uploads
 SAMPLES = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
 
 
@@ -39,6 +42,7 @@ async def project(team_a, alice):
         for name in ("quarterly_sales.csv", "travel_policy.pdf"):
             with open(SAMPLES / name, "rb") as handle:
                 project_file_upload(user=alice, project=project, uploaded=File(handle, name=name))
+        indexed()  # the PDF's passages (the CSV is a table: not indexed)
         return project
 
     return await sync_to_async(make)()
@@ -63,8 +67,10 @@ async def test_a_new_session_of_the_project_reads_its_policy(make_session, run_t
     session = await make_session(project=project, mode="data-analysis", execution="agent")
     turn, results = await ask(run_turn, session, offline, "What does the travel policy say about hotels?")
     await offline.client.close()
-    assert [r["name"] for r in results] == ["files_list", "files_read"]
-    assert "180 euros a night" in turn.answer and "[page 2" in turn.answer
+    assert [r["name"] for r in results] == ["knowledge_search"]
+    policy = await SessionFile.objects.aget(project=project, name="travel_policy.pdf")
+    assert "180 euros a night" in turn.answer, turn.answer
+    assert f"[travel_policy.pdf, page 2](/files/{policy.pk}/view?page=2#passage-" in turn.answer
 
 
 async def test_a_session_outside_the_project_is_not_offered_its_files(make_session, run_turn, project, offline):
