@@ -99,15 +99,32 @@ def forget(data_name: str) -> None:
         _cache.pop(data_name, None)
 
 
-def page_passages(page: dict[str, Any]) -> list[Passage]:
-    """A page's text in passages of about PASSAGE_CHARS, cut at paragraph or line ends."""
+def page_passages(page: dict[str, Any], overlap: int = 0) -> list[Passage]:
+    """A page's text in passages of about PASSAGE_CHARS, cut at paragraph or line ends. With `overlap`,
+    each passage after the first starts with the previous one's last lines (at most `overlap`
+    characters of whole lines), so a sentence cut at a passage's end is found whole in the next."""
     passages: list[Passage] = []
-    current = ""
+    current: list[str] = []
+    carried = size = 0  # how many of `current`'s lines the previous passage had too; its characters
     for line in page["text"].splitlines():
-        if current and len(current) + len(line) > PASSAGE_CHARS:
-            passages.append(Passage(page["page"], page.get("title"), current.strip()))
-            current = ""
-        current += line + "\n"
-    if current.strip() or (not passages and page.get("title")):
-        passages.append(Passage(page["page"], page.get("title"), current.strip()))
+        if len(current) > carried and size + len(line) > PASSAGE_CHARS:
+            passages.append(Passage(page["page"], page.get("title"), "\n".join(current).strip()))
+            current, size = _tail_lines(current, overlap)
+            carried = len(current)
+        current.append(line)
+        size += len(line) + 1
+    if (len(current) > carried and "\n".join(current).strip()) or (not passages and page.get("title")):
+        passages.append(Passage(page["page"], page.get("title"), "\n".join(current).strip()))
     return passages
+
+
+def _tail_lines(lines: list[str], limit: int) -> tuple[list[str], int]:
+    """The last whole lines of `lines` that fit in `limit` characters, and their size."""
+    tail: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        if size + len(line) + 1 > limit:
+            break
+        tail.insert(0, line)
+        size += len(line) + 1
+    return tail, size

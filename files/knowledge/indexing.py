@@ -25,6 +25,9 @@ from ..search import page_passages
 logger = logging.getLogger("aptix.files.knowledge")
 
 BATCH = 500  # passages written (and counted on the page) at a time
+# Characters of whole lines a passage repeats from the one before it on the same page: a sentence cut at a
+# passage's end is found whole in the next (files_read's passages, shown to the model, have none).
+OVERLAP = 200
 TITLE_MAX = 255
 
 _executor: ThreadPoolExecutor | None = None
@@ -155,7 +158,7 @@ def index_now(file_id: str) -> int:
         return 0
     with open(storage.local_path(file.data_name), encoding="utf-8") as handle:
         pages = json.load(handle)
-    passages = [p for page in pages for p in page_passages(page)]
+    passages = [p for page in pages for p in page_passages(page, overlap=OVERLAP)]
     project_id = str(file.project_id)
     KnowledgeIndex.objects.filter(file_id=file_id).update(
         state=KnowledgeIndex.State.INDEXING, passages_done=0, passages_total=len(passages), error=""

@@ -4,6 +4,8 @@ forgotten with their file."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.db import connection
 
@@ -167,3 +169,18 @@ def test_words_of_a_documents_name_weigh_alike_on_all_its_passages(alice, projec
     project_document(alice, project, "travel_policy.md", text)
     indexed()
     assert search([project.pk], "travel policy hotels", 3).hits[0].title == "Budgets"
+
+
+def test_a_long_sections_passages_overlap_by_whole_lines(alice, project):
+    """A passage after the first on a page starts with the last lines of the one before (at most
+    200 characters of them), so what a cut splits is found whole in one passage."""
+    lines = [f"Rule {n}: expenses of type {n} are refunded within {n + 10} days of the claim." for n in range(30)]
+    project_document(alice, project, "rules.md", "# Expense rules\n\n" + "\n".join(lines) + "\n")
+    indexed()
+    texts = [p.text for p in Passage.objects.filter(project=project).order_by("ordinal")]
+    assert len(texts) >= 3
+    for before, after in itertools.pairwise(texts):
+        first, second = before.splitlines(), after.splitlines()
+        carried = max(k for k in range(len(second)) if first[len(first) - k :] == second[:k])  # 0 always fits
+        assert carried >= 1 and len("\n".join(second[:carried])) <= 200, (first[-3:], second[:3])
+    assert sorted({line for text in texts for line in text.splitlines() if line.startswith("Rule")}) == sorted(lines)
