@@ -21,7 +21,7 @@ from tests.helpers import async_db
 from tests.helpers.events import events_of
 from tools.base import InvokeResult, function_schema
 from tools.mcp.host import McpHost
-from tools.registry import ToolRegistry, internal_registry, mcp_registry, needs_session_files
+from tools.registry import ToolRegistry, internal_registry, mcp_registry, needs_project_knowledge, needs_session_files
 
 pytestmark = pytest.mark.slow  # real subprocesses (servers, workers, web processes)
 
@@ -30,6 +30,10 @@ SERVERS = ("alpha", "beta", "gamma")  # the config's order
 # The internal tools a session without files is offered (the files tools wait for a file).
 INTERNAL = len([name for name, tool in internal_registry() if not needs_session_files(tool)])
 FILES_TOOLS = len(list(internal_registry())) - INTERNAL
+# What a session with no files, in no project, is offered of them (knowledge_search needs a project).
+OFFERED = len(
+    [n for n, tool in internal_registry() if not needs_session_files(tool) and not needs_project_knowledge(tool)]
+)
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +101,14 @@ def test_330_mcp_tools_offer_whole_servers_in_config_order_and_the_rest_on_deman
     selection = select_tools(
         policy=["*", "gamma.tool_109"], toggles={}, execution="agent", mcp=many_tools, server_order=list(SERVERS)
     )
-    assert selection.allowed == INTERNAL + 330
+    assert selection.allowed == OFFERED + 330
     offered = set(selection.names)
     alpha = {f"alpha__tool_{i:03d}" for i in range(110)}
-    internal = {name for name, tool in internal_registry() if not needs_session_files(tool)}
+    internal = {
+        name
+        for name, tool in internal_registry()
+        if not needs_session_files(tool) and not needs_project_knowledge(tool)
+    }
     assert offered == internal | {"gamma__tool_109", "tool_search"} | alpha
     assert len(selection.on_demand) == 219 and "beta__tool_000" in selection.on_demand
     assert not any(name.startswith("alpha__") for name in selection.on_demand)
@@ -124,12 +132,12 @@ async def test_an_agent_turn_finds_a_tool_and_the_trace_says_what_is_on_demand(
     turn = await run_turn(session, "Use a tool", reasoner=reasoner)
     assert turn.status == "completed"
     first = [t["function"]["name"] for t in model.requests[0]["tools"]]
-    assert "tool_search" in first and "beta__tool_007" not in first and len(first) == INTERNAL + 1 + 110
+    assert "tool_search" in first and "beta__tool_007" not in first and len(first) == OFFERED + 1 + 110
     assert "alpha__tool_007" in first  # alpha, first in the config, fits whole
     assert "beta__tool_007" in [t["function"]["name"] for t in model.requests[1]["tools"]]
     assert "tool_007" in model.last_messages[-1]["content"]  # the real server answered
     [started] = await events_of(turn, "turn.started")
-    assert started["tools_allowed"] == INTERNAL + 330 and len(started["tools_on_demand"]) == 220
+    assert started["tools_allowed"] == OFFERED + 330 and len(started["tools_on_demand"]) == 220
     assert started["tools_left_out"] == []
 
 
@@ -207,13 +215,13 @@ def test_the_tools_panel_says_which_tools_are_on_demand(team_a, alice, ten_mcp_t
     AgentMode.objects.filter(key="general").update(tool_policy=["*"])
     session = session_create(team=team_a, user=alice, execution="agent")
     panel = tool_panel(session)
-    assert panel["budget"]["allowed"] == INTERNAL + 10 and panel["budget"]["offered"] == INTERNAL
+    assert panel["budget"]["allowed"] == OFFERED + 10 and panel["budget"]["offered"] == OFFERED
     assert panel["budget"]["on_demand"] == ten_mcp_tools and panel["budget"]["left_out"] == []
     rows = {row.name: row for group in panel["servers"] for row in group.tools}
     assert all(rows[name].on_demand and not rows[name].blocked for name in ten_mcp_tools)
     client.login(username=alice.username, password=password)
     page = client.get(reverse("session-detail", args=[session.id])).content.decode()
-    assert f"{INTERNAL + 10} tools allowed, {INTERNAL} offered, 10 on demand" in page
+    assert f"{OFFERED + 10} tools allowed, {OFFERED} offered, 10 on demand" in page
     assert "on demand (found with tool_search)" in page
 
 
