@@ -20,6 +20,12 @@ from modes.validators import KNOWLEDGE_NONE, KNOWLEDGE_PROJECT
 from .services import project_list
 
 
+def mode_knowledge_scope(mode: Any) -> Any:
+    """The knowledge scope of `mode` (an AgentMode, or its draft's; None: the session's mode is gone):
+    "project", the default, when there is no mode."""
+    return mode.knowledge_scope if mode is not None else KNOWLEDGE_PROJECT
+
+
 def searchable_projects(session: Any, scope: Any = KNOWLEDGE_PROJECT) -> list[str]:
     """The ids of the projects a turn of `session` in a mode of knowledge scope `scope` searches (its
     user's, resolved now: an archived project or one they left counts no more)."""

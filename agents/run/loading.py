@@ -11,12 +11,11 @@ from django.db.models import Max, OuterRef
 from files.services import session_files_exist
 from modes.drafts import catalog_draft_of
 from modes.models import AgentMode
-from modes.validators import KNOWLEDGE_PROJECT
 from modes.versioning import mode_with_snapshot
 from modes.versions import UNPUBLISHED
 from projects.models import Project
 from projects.prompt import project_instructions_prompt
-from projects.scopes import searchable_projects
+from projects.scopes import mode_knowledge_scope, searchable_projects
 
 from ..documents.services import documents_exist
 from ..models import Turn
@@ -77,13 +76,8 @@ def load_run(turn_id: str) -> LoadedRun:
         has_files=turn.has_files,
         has_documents=turn.has_documents,
         project_instructions=_project_instructions(turn.session.project),
-        knowledge_projects=searchable_projects(turn.session, _knowledge_scope(mode)),
+        knowledge_projects=searchable_projects(turn.session, mode_knowledge_scope(mode)),
     )
-
-
-def _knowledge_scope(mode: AgentMode | None) -> object:
-    """The scope of the mode the turn runs in (its draft's, on a draft): the default when it has none."""
-    return mode.knowledge_scope if mode is not None else KNOWLEDGE_PROJECT
 
 
 def _project_instructions(project: Project | None) -> str:

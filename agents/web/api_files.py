@@ -7,8 +7,10 @@ message first carries it (`files` of /api/v1/agent/execute)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.core.files.uploadedfile import UploadedFile
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
@@ -34,6 +36,25 @@ def bearer_or_401(request: HttpRequest) -> Any:
     if user is None:
         raise ApiError(401, "Missing or invalid bearer token. Send 'Authorization: Bearer <token>'.")
     return user
+
+
+def upload_received(request: HttpRequest) -> UploadedFile | None:
+    """The multipart field `file` (None when missing), after the upload handler's own refusal: it
+    stops an upload at the size limit before the view runs (413, naming the limit)."""
+    if refusal := upload_refusal(request):
+        raise ApiError(refusal.status, refusal.message, "file")
+    return request.FILES.get("file")
+
+
+def upload_stored(uploaded: UploadedFile | None, store: Callable[[UploadedFile], SessionFile]) -> SessionFile:
+    """`uploaded` stored by `store` (a session's or a project's upload): 400 when the field was missing,
+    and the pipeline's refusals (413 quota, 415 kind, 422 malformed) as the API's errors on `file`."""
+    if uploaded is None:
+        raise ApiError(400, ERROR_FILE_FIELD, "file")
+    try:
+        return store(uploaded)
+    except FileRefused as exc:
+        raise ApiError(exc.status, exc.message, "file") from None
 
 
 def _readable(user: Any, file_id: str, *, delete: bool = False) -> SessionFile:
@@ -62,19 +83,10 @@ def files_api(request: HttpRequest) -> JsonResponse:
         user = bearer_or_401(request)
         if request.method != "POST":
             raise ApiError(405, "Use POST.")
-        session = None
+        uploaded = upload_received(request)
         conversation_id = request.POST.get("conversationId") or None
-        uploaded = request.FILES.get("file")
-        if refusal := upload_refusal(request):  # the upload handler stopped it at the size limit
-            raise ApiError(refusal.status, refusal.message, "file")
-        if conversation_id:
-            session = conversation_get(user=user, conversation_id=conversation_id)
-        if uploaded is None:
-            raise ApiError(400, ERROR_FILE_FIELD, "file")
-        try:
-            stored = file_upload(owner=user, uploaded=uploaded, session=session)
-        except FileRefused as exc:
-            raise ApiError(exc.status, exc.message, "file") from None
+        session = conversation_get(user=user, conversation_id=conversation_id) if conversation_id else None
+        stored = upload_stored(uploaded, lambda file: file_upload(owner=user, uploaded=file, session=session))
     except ApiError as exc:
         return exc.response()
     return JsonResponse(file_describe(stored), status=201)

@@ -13,13 +13,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from files.models import SessionFile
-from files.services import FileRefused, file_describe
-from files.uploads import upload_refusal
+from files.services import file_describe
 from projects.files import project_file_delete, project_file_list, project_file_upload
 from projects.models import Project
 from projects.services import ProjectNotFoundError, project_get
 
-from .api_files import ERROR_FILE_FIELD, ERROR_NO_FILE, bearer_or_401
+from .api_files import ERROR_NO_FILE, bearer_or_401, upload_received, upload_stored
 from .api_projects import NOT_FOUND
 from .api_support import ApiError
 
@@ -52,15 +51,8 @@ def project_files_api(request: HttpRequest, project_id: str) -> JsonResponse:
             return JsonResponse(
                 {"files": [project_file_json(f) for f in project_file_list(user=user, project=project)]}
             )
-        if refusal := upload_refusal(request):  # the upload handler stopped it at the size limit
-            raise ApiError(refusal.status, refusal.message, "file")
-        uploaded = request.FILES.get("file")
-        if uploaded is None:
-            raise ApiError(400, ERROR_FILE_FIELD, "file")
-        try:
-            stored = project_file_upload(user=user, project=project, uploaded=uploaded)
-        except FileRefused as exc:
-            raise ApiError(exc.status, exc.message, "file") from None
+        uploaded = upload_received(request)
+        stored = upload_stored(uploaded, lambda file: project_file_upload(user=user, project=project, uploaded=file))
     except ApiError as exc:
         return exc.response()
     return JsonResponse(file_describe(stored), status=201)

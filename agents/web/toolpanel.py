@@ -17,7 +17,7 @@ from agents.selectors import mode_get
 from agents.web.connections import Connection, connect_url, user_connections
 from files.services import session_has_files
 from modes.validators import KNOWLEDGE_NONE, KNOWLEDGE_PROJECT
-from projects.scopes import searchable_projects
+from projects.scopes import mode_knowledge_scope, searchable_projects
 from tools.mcp import McpToolEntry, ServerStatus, mcp_config_error, mcp_status
 from tools.registry import (
     always_offered,
@@ -86,7 +86,7 @@ def tool_panel(session: AgentSession) -> dict:
         always = name in always_offered()
         blocked = "" if always else policy_reason(name)
         if needs_project_knowledge(tool):  # whatever the policy says, in a project whose documents it may search
-            scope = mode.knowledge_scope if mode else KNOWLEDGE_PROJECT
+            scope = mode_knowledge_scope(mode)
             knowledge = bool(searchable_projects(session, scope)) if knowledge is None else knowledge
             blocked = "" if knowledge else _knowledge_reason(scope, label)
         elif not blocked and needs_session_files(tool):

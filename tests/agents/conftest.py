@@ -10,6 +10,7 @@ import pytest
 from channels.layers import get_channel_layer
 
 from agents.events import message_events, session_group
+from tests.helpers.offline import offline  # noqa: F401 - the offline model's fixture
 from tests.helpers.reasoner import llm, make_session, model, run_turn  # noqa: F401 - fixtures of the turn tests
 from tests.helpers.worker_process import redis_layer, worker  # noqa: F401 - fixtures of the worker tests
 from tools.base import InvokeResult, function_schema

@@ -12,7 +12,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.files import File
 
-from agents.llm import build_llm_client
 from agents.run.reasoner import Reasoner
 from files.services import file_upload
 from tests.helpers import inline_db
@@ -21,15 +20,6 @@ from tests.helpers.files import media  # noqa: F401 - media: autouse fixture
 
 pytestmark = inline_db
 SAMPLES = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    client = build_llm_client()
-    assert client.is_offline
-    return client
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import re
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.llm import build_llm_client
 from agents.models import AgentSession
 from agents.run.reasoner import Reasoner
 from modes.models import AgentMode
@@ -23,15 +22,6 @@ from tools.base import ToolContext
 from tools.builtin.knowledge_search import ERROR_NO_PROJECT, KnowledgeSearchTool
 
 pytestmark = inline_db
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    client = build_llm_client()
-    assert client.is_offline
-    return client
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.llm import build_llm_client
 from agents.models import AgentSession
 from agents.run.reasoner import Reasoner
 from modes.models import ModeHistory
@@ -95,15 +94,6 @@ async def test_a_consented_choice_of_another_teams_mode_changes_nothing(make_ses
     assert turn.response_mode == "general"
     assert f"Unknown or inactive mode '{B_ONLY}'" in tool_message(model.requests[-1])["content"]
     assert (await AgentSession.objects.aget(pk=session.id)).mode == "general"
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    client = build_llm_client()
-    assert client.is_offline
-    return client
 
 
 async def test_the_offline_model_proposes_only_the_sessions_team_modes(
