@@ -14,6 +14,7 @@ the index they have (a new document is found once its build is done: seconds for
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -38,6 +39,8 @@ class _ProjectIndex:
     version: tuple[Any, ...]
     ids: list[str]
     bm25: Any
+    file_names: list[str]  # the project's indexed documents' names
+    file_of: Any  # numpy int array: for each passage, its document's place in file_names
 
 
 _cache: OrderedDict[str, _ProjectIndex] = OrderedDict()
@@ -55,14 +58,31 @@ def project_version(project_id: str) -> tuple[Any, ...]:
 
 def lexical_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
     """(passage id, score) of the project's passages that match `query`, best first: BM25 (bm25s), or
-    PostgreSQL's full-text search when APTIX_KNOWLEDGE_RANKING says so and the database is PostgreSQL."""
+    PostgreSQL's full-text search when APTIX_KNOWLEDGE_RANKING says so and the database is PostgreSQL.
+    Either way a passage's score is multiplied by its document's name boost (`name_boosts`)."""
     if settings.APTIX_KNOWLEDGE_RANKING == "postgres" and connection.vendor == "postgresql":
         return full_text_ranked(project_id, query, limit)
     return bm25_ranked(project_id, query, limit)
 
 
+def name_boosts(terms: list[str], file_names: list[str]) -> list[float]:
+    """For each document, 1 + the inverse document frequency (over the documents' names) of each query
+    word its name has: "what does the travel policy say about hotels" names the travel policy, whose
+    passages then outrank a short passage of the remote-work policy that mentions a hotel (BM25's
+    length normalisation favours short passages). A word every name has ("policy") weighs almost
+    nothing; a query naming no document leaves every score as it is."""
+    named = [set(words(name_words(name))) for name in file_names]
+    total = len(named)
+    weights = {}
+    for term in set(terms):
+        having = sum(1 for name in named if term in name)
+        if having:
+            weights[term] = math.log(1 + (total - having + 0.5) / (having + 0.5))
+    return [1.0 + sum(weight for term, weight in weights.items() if term in name) for name in named]
+
+
 FULL_TEXT_SQL = """
-SELECT p.id, ts_rank_cd(p.search, q, 1) AS score
+SELECT p.id, p.file_id, ts_rank_cd(p.search, q, 1) AS score
 FROM files_passage p
 JOIN files_knowledgeindex k ON k.file_id = p.file_id AND k.state = %s,
      to_tsquery('english', %s) q
@@ -70,6 +90,7 @@ WHERE p.project_id = %s AND p.search @@ q
 ORDER BY score DESC, p.id
 LIMIT %s
 """
+FULL_TEXT_DEPTH = 4  # rows read per passage wanted: the name boost may lift one from below the limit
 
 
 def full_text_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
@@ -77,23 +98,34 @@ def full_text_ranked(project_id: str, query: str, limit: int) -> list[tuple[str,
     if not terms:
         return []
     with connection.cursor() as cursor:
-        cursor.execute(FULL_TEXT_SQL, [KnowledgeIndex.State.INDEXED, " | ".join(terms), project_id, limit])
-        return [(passage_id, float(score)) for passage_id, score in cursor.fetchall() if score > 0]
+        cursor.execute(
+            FULL_TEXT_SQL, [KnowledgeIndex.State.INDEXED, " | ".join(terms), project_id, limit * FULL_TEXT_DEPTH]
+        )
+        rows = [(passage_id, file_id, float(score)) for passage_id, file_id, score in cursor.fetchall() if score > 0]
+    names = dict(
+        KnowledgeIndex.objects.filter(project_id=project_id, state=KnowledgeIndex.State.INDEXED).values_list(
+            "file_id", "file__name"
+        )
+    )
+    files = list(names)
+    boost = dict(zip(files, name_boosts(words(query), [names[f] for f in files]), strict=True))
+    boosted = [(passage_id, score * boost.get(file_id, 1.0)) for passage_id, file_id, score in rows]
+    return sorted(boosted, key=lambda pair: (-pair[1], pair[0]))[:limit]
 
 
 def bm25_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
     """(passage id, score) of the project's passages that match `query`, best first (bm25s)."""
+    import numpy as np  # loaded only by a process that searches
+
     terms = words(query)
     if not terms:
         return []
     index = _index(project_id)
     if index is None or not index.ids:
         return []
-    scores = index.bm25.get_scores(terms)
+    scores = index.bm25.get_scores(terms) * np.asarray(name_boosts(terms, index.file_names))[index.file_of]
     top: Any = range(len(index.ids))
     if len(index.ids) > limit * 4:
-        import numpy as np
-
         top = np.argpartition(-scores, limit)[:limit]
     order = sorted((int(i) for i in top if scores[i] > 0), key=lambda i: (-float(scores[i]), i))
     return [(index.ids[i], float(scores[i])) for i in order[:limit]]
@@ -171,18 +203,28 @@ def name_words(file_name: str) -> str:
 
 def _build(project_id: str, version: tuple[Any, ...]) -> _ProjectIndex:
     import bm25s  # numpy is loaded only by a process that searches
+    import numpy as np
 
     rows = (
         Passage.objects.filter(project_id=project_id, file__knowledge__state=KnowledgeIndex.State.INDEXED)
         .order_by("file_id", "ordinal")
-        .values_list("id", "file__name", "title", "text")
+        .values_list("id", "file_id", "file__name", "title", "text")
         .iterator(chunk_size=2000)
     )
     ids: list[str] = []
     corpus: list[list[str]] = []
-    for passage_id, file_name, title, text in rows:
+    place: dict[str, int] = {}  # file id → its place in file_names
+    file_names: list[str] = []
+    file_of: list[int] = []
+    for passage_id, file_id, file_name, title, text in rows:
         ids.append(passage_id)
+        if file_id not in place:
+            place[file_id] = len(file_names)
+            file_names.append(file_name)
+        file_of.append(place[file_id])
         corpus.append(words(f"{name_words(file_name)} {title} {text}") or ["_"])
     bm25 = bm25s.BM25()
     bm25.index(corpus or [["_"]], show_progress=False)
-    return _ProjectIndex(version=version, ids=ids, bm25=bm25)
+    return _ProjectIndex(
+        version=version, ids=ids, bm25=bm25, file_names=file_names, file_of=np.asarray(file_of, dtype=np.int32)
+    )

@@ -5,6 +5,7 @@ forgotten with their file."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -18,6 +19,7 @@ from tests.helpers.files import pdf_bytes
 from tests.helpers.knowledge import POLICY_MD, SECURITY_MD, indexed, project_document
 
 pytestmark = async_db  # committed: the indexer's thread reads what the test wrote
+DEMO_DATA = Path(__file__).resolve().parents[2] / "aptix" / "demo_data"
 
 
 @pytest.fixture
@@ -169,6 +171,25 @@ def test_words_of_a_documents_name_weigh_alike_on_all_its_passages(alice, projec
     project_document(alice, project, "travel_policy.md", text)
     indexed()
     assert search([project.pk], "travel policy hotels", 3).hits[0].title == "Budgets"
+
+
+@pytest.mark.parametrize("ranking", ["bm25s", "postgres"])
+def test_a_question_naming_a_document_prefers_its_passages(settings, alice, project, ranking):
+    """BM25 favours short passages: a one-line mention of a hotel in the remote-work policy outranked
+    the sample travel policy's budget page for "travel policy hotels" (seen with three policies in a
+    project). A query word in a document's name (and in few other names) now lifts that document's
+    passages; a word every name has ("policy") weighs nothing, and a query naming no document ranks
+    as before."""
+    settings.APTIX_KNOWLEDGE_RANKING = ranking
+    project_document(alice, project, "travel_policy.pdf", (DEMO_DATA / "travel_policy.pdf").read_bytes())
+    remote = ["Remote work policy. Employees may work remotely up to three days a week.", "A hotel needs the VPN."]
+    project_document(alice, project, "remote_work_policy.pdf", pdf_bytes(remote))
+    project_document(alice, project, "it_security_policy.pdf", pdf_bytes(["Passwords have at least 14 characters."]))
+    indexed()
+    best = search([project.pk], "travel policy hotels", 3).hits[0]
+    assert (best.file_name, best.page) == ("travel_policy.pdf", 2)
+    best = search([project.pk], "hotel", 3).hits[0]  # no document named: BM25's order, the short passage first
+    assert (best.file_name, best.page) == ("remote_work_policy.pdf", 2)
 
 
 def test_a_long_sections_passages_overlap_by_whole_lines(alice, project):

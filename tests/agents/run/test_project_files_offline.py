@@ -1,8 +1,9 @@
-"""A project's files used from a new session of it, with the built-in offline model: the sample sales
-CSV and travel policy PDF (aptix/demo_data/) uploaded once to the project; a session started in the
-project afterwards is offered the files tools and answers a table question and a policy question from
-them — the PDF through knowledge search, its index built in the background as the upload commits, the
-answer citing the right page. A session of the same user outside the project is offered none of it."""
+"""A project's files used from new sessions of it, with the built-in offline model: the sample sales
+CSV and travel policy PDF (aptix/demo_data/) and two more policies (PDFs) uploaded once to the
+project; a session started in the project afterwards is offered the files tools and answers a table
+question and a policy question from them — the travel policy through knowledge search among the three,
+its index built in the background as the upload commits, the answer citing the right page. A session
+of the same user outside the project is offered none of it."""
 
 from __future__ import annotations
 
@@ -12,27 +13,27 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.files import File
 
-from agents.llm import build_llm_client
 from agents.run.reasoner import Reasoner
 from files.models import SessionFile
 from projects.files import project_file_upload
 from projects.services import project_create
 from tests.helpers import async_db
 from tests.helpers.events import events_of
-from tests.helpers.files import media  # noqa: F401 - media: autouse fixture
+from tests.helpers.files import media, pdf_bytes, uploaded  # noqa: F401 - media: autouse fixture
 from tests.helpers.knowledge import indexed
 
 pytestmark = async_db  # committed: the knowledge indexer's thread reads the uploads
 SAMPLES = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    client = build_llm_client()
-    assert client.is_offline
-    return client
+OTHER_POLICIES = {  # the search has to find the travel policy's page among three policies
+    "it_security_policy.pdf": [
+        "IT security policy. Passwords must have at least 14 characters.",
+        "Laptops are encrypted. Report a lost laptop to the service desk within one hour.",
+    ],
+    "remote_work_policy.pdf": [
+        "Remote work policy. Employees may work remotely up to three days a week.",
+        "Working from a hotel or a cafe needs the company VPN.",
+    ],
+}
 
 
 @pytest.fixture
@@ -42,7 +43,9 @@ async def project(team_a, alice):
         for name in ("quarterly_sales.csv", "travel_policy.pdf"):
             with open(SAMPLES / name, "rb") as handle:
                 project_file_upload(user=alice, project=project, uploaded=File(handle, name=name))
-        indexed()  # the PDF's passages (the CSV is a table: not indexed)
+        for name, pages in OTHER_POLICIES.items():
+            project_file_upload(user=alice, project=project, uploaded=uploaded(name, pdf_bytes(pages)))
+        indexed()  # the PDFs' passages (the CSV is a table: not indexed)
         return project
 
     return await sync_to_async(make)()
