@@ -95,7 +95,11 @@ class LLMClient:
         on_reasoning: DeltaCallback | None,
         on_restart: RestartCallback | None,
     ) -> ModelReply:
-        request = _Request(messages=await with_images(messages, vision=self.vision), tools=tools or None)
+        request = _Request(
+            messages=await with_images(messages, vision=self.vision),
+            tools=tools or None,
+            max_tokens=reply_tokens(self.context_tokens),
+        )
         restarted = False
         while True:
             stream = StreamAssembler(on_delta=on_delta, on_reasoning=on_reasoning)
@@ -178,28 +182,51 @@ _TOOLS_REFUSED = re.compile(
 _STREAM_OPTIONS_REFUSED = re.compile(r"stream_options|include_usage")
 
 
+def reply_tokens(context_tokens: int | None = None) -> int:
+    """The room kept for a reply in a model's context (default APTIX_CONTEXT_TOKENS): APTIX_REPLY_TOKENS,
+    at most a quarter of the context. The request building leaves it free, and each request asks for
+    no more (`max_tokens`): a small model that repeats itself stops there, with a truncated answer,
+    instead of generating until its context is full (seen: 4,400 tokens at 5 tokens/s, a quarter of an
+    hour, from Qwen2.5-Coder 1.5B on llama.cpp, which sets no limit of its own)."""
+    total = context_tokens or settings.APTIX_CONTEXT_TOKENS
+    return min(settings.APTIX_REPLY_TOKENS, total // 4)
+
+
 @dataclass
 class _Request:
     """What one model step sends, less what the server refused."""
 
     messages: list[dict]
     tools: list[dict] | None
+    max_tokens: int | None = None
+    limit_key: str = "max_tokens"  # OpenAI's newer models take only "max_completion_tokens"
     stream_options: bool = True
     tools_dropped: bool = False
 
     def body(self) -> dict[str, Any]:
-        """The messages and tools, as the request body's JSON has them."""
-        return {"messages": self.messages, **({"tools": self.tools} if self.tools else {})}
+        """The messages, tools and reply limit, as the request body's JSON has them."""
+        return {
+            "messages": self.messages,
+            **({"tools": self.tools} if self.tools else {}),
+            **({self.limit_key: self.max_tokens} if self.max_tokens else {}),
+        }
 
     def drop_refused(self, exc: openai.BadRequestError) -> bool:
-        """Drop the option `exc` says the server refuses (`tools`, `stream_options`; each once).
-        False when it is about something else."""
+        """Drop the option `exc` says the server refuses (`tools`, `stream_options`, the reply limit;
+        each once; `max_tokens` is first sent again as `max_completion_tokens`, which OpenAI's reasoning
+        models ask for). False when it is about something else."""
         text = f"{exc.message} {json.dumps(exc.body, default=str)}".lower()
         if self.tools and _TOOLS_REFUSED.search(text):
             self.tools, self.tools_dropped = None, True
             return True
         if self.stream_options and _STREAM_OPTIONS_REFUSED.search(text):
             self.stream_options = False
+            return True
+        if self.max_tokens and self.limit_key in text:
+            if self.limit_key == "max_tokens":
+                self.limit_key = "max_completion_tokens"
+            else:
+                self.max_tokens = None
             return True
         return False
 

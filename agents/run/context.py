@@ -27,6 +27,7 @@ from django.conf import settings
 from ..attachments import files_note, resources_note
 from ..documents.outline import documents_block
 from ..documents.services import documents_current
+from ..llm.client import reply_tokens
 from ..llm.reply import ModelError
 from ..models import Turn, TurnEvent
 
@@ -98,7 +99,7 @@ def _encoding_for(model: str) -> Any:
 def context_budget(total: int | None = None) -> int:
     """Tokens a request may use: the model's context (default APTIX_CONTEXT_TOKENS) less room for the reply."""
     total = total or settings.APTIX_CONTEXT_TOKENS
-    return total - min(settings.APTIX_REPLY_TOKENS, total // 4)
+    return total - reply_tokens(total)
 
 
 def budgeted(content: str, limit: int | None = None) -> str:

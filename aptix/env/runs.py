@@ -107,7 +107,11 @@ APTIX_CONTEXT_TOKENS = Integer(
     minimum=1_000,
 )
 APTIX_REPLY_TOKENS = Integer(
-    "APTIX_REPLY_TOKENS", 4_096, AGENT, "room kept for the reply (at most a quarter of the context)", minimum=1
+    "APTIX_REPLY_TOKENS",
+    4_096,
+    AGENT,
+    "room kept for the reply (at most a quarter of the context), asked of the model as `max_tokens`",
+    minimum=1,
 )
 APTIX_ASK_FOLLOWUP = Flag(
     "APTIX_ASK_FOLLOWUP", False, AGENT, "Ask execution: one follow-up model call after internal tool results"

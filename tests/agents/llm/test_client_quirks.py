@@ -196,15 +196,18 @@ async def test_tools_kept_when_accepted(client, model):
     assert reply.tools_dropped is False and model.last_tools == ["get_weather", "search"]
 
 
-async def test_the_request_body_is_exactly_the_messages_and_tools_given(client, model):
+async def test_the_request_body_is_exactly_the_messages_and_tools_given(client, model, settings):
     """They go in the SDK's `extra_body` (not through its per-key parameter transform, which costs loop
-    time per request): the server still receives them as given, once, with the request's other fields."""
+    time per request): the server still receives them as given, once, with the request's other fields
+    and the reply's limit (the room the context keeps for it)."""
+    settings.APTIX_CONTEXT_TOKENS, settings.APTIX_REPLY_TOKENS = 32_000, 4_096
     model.reply("Hello.")
     await client.stream_chat(messages=MESSAGES, tools=TOOLS)
     assert model.last_request == {
         "model": "scripted-model",
         "messages": MESSAGES,
         "tools": TOOLS,
+        "max_tokens": 4_096,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -213,9 +216,46 @@ async def test_the_request_body_is_exactly_the_messages_and_tools_given(client, 
     assert model.last_request == {
         "model": "scripted-model",
         "messages": MESSAGES,
+        "max_tokens": 4_096,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+
+
+async def test_the_reply_is_limited_to_the_room_its_context_keeps(model, settings):
+    """A small model repeating itself generated until its context was full (4,400 tokens at 5 tokens/s
+    from a 1.5B model on llama.cpp, which sets no limit of its own): each request now asks for at most
+    APTIX_REPLY_TOKENS, at most a quarter of the model's context."""
+    settings.APTIX_CONTEXT_TOKENS, settings.APTIX_REPLY_TOKENS = 32_000, 4_096
+    small = LLMClient(openai_client(model, max_retries=0), model="small", context_tokens=8_192)
+    model.reply("Hello.")
+    await small.stream_chat(messages=MESSAGES, tools=None)
+    await small.client.close()
+    assert model.last_request["max_tokens"] == 2_048  # a quarter of its 8,192
+
+
+async def test_a_server_refusing_max_tokens_is_asked_with_max_completion_tokens_then_without(client, model):
+    """OpenAI's reasoning models refuse `max_tokens` and name `max_completion_tokens`; a server that
+    refuses that too is asked with no limit, as a server refusing `tools` is asked without them."""
+    model.error(
+        400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'."
+    )
+    model.reply("Thought it through.")
+    reply = await client.stream_chat(messages=MESSAGES, tools=None)
+    assert reply.content == "Thought it through."
+    assert [sorted(k for k in r if k.startswith("max_")) for r in model.requests] == [
+        ["max_tokens"],
+        ["max_completion_tokens"],
+    ]
+    model.error(400, "Unrecognized request argument supplied: max_tokens")
+    model.error(400, "Unrecognized request argument supplied: max_completion_tokens")
+    model.reply("No limit.")
+    assert (await client.stream_chat(messages=MESSAGES, tools=None)).content == "No limit."
+    assert [sorted(k for k in r if k.startswith("max_")) for r in model.requests[2:]] == [
+        ["max_tokens"],
+        ["max_completion_tokens"],
+        [],
+    ]
 
 
 @pytest.mark.parametrize(
