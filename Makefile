@@ -83,6 +83,7 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/catalog_yield.py
 	DEBUG=false SECRET_KEY=bench-only bin/with-postgres $(PY) bench/usage.py  # a year of turns: PostgreSQL only
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/files.py
+	DEBUG=false SECRET_KEY=bench-only $(PY) bench/knowledge_quality.py  # BM25; --embedding-url for hybrid
 	DEBUG=false SECRET_KEY=bench-only bin/with-redis $(PY) bench/channel_layer.py
 	DEBUG=false SECRET_KEY=bench-only bin/with-postgres bin/with-redis $(PY) bench/scale_out.py  # needs both (make test installs them)
 
