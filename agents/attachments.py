@@ -146,6 +146,39 @@ def _table_note(table: dict[str, Any]) -> str:
     return f"table `{table['name']}` ({rows} row{'' if rows == 1 else 's'}{described})"
 
 
+PROJECT_FILES_HEADING = "# Project files"
+PROJECT_FILES_INTRO = "The session's project shares these files with all its sessions:"
+PROJECT_FILES_SHOWN = 20  # files named in the system prompt; files_list lists them all
+
+
+def project_files_note(files: list[SessionFile], *, knowledge: bool) -> str:
+    """The system prompt's section on the session's project's files (`files`: each table under the name
+    files_query takes in this session): what each is and which tool reads it — a small model that is
+    not told guessed a table name ("invoices") or told the user to search the documents itself (seen
+    with Qwen2.5-Coder 1.5B). Documents point at knowledge_search when the turn searches the project
+    (`knowledge`), else at files_read. '' without files."""
+    if not files:
+        return ""
+    lines = []
+    for f in files[:PROJECT_FILES_SHOWN]:
+        if f.kind == "table":
+            tables = "; ".join(_table_note(t) for t in f.tables) or "a table"
+            lines.append(f"- {f.name}: {tables}; query it with files_query.")
+        elif f.kind == "document":
+            pages = f" ({counted(f.pages, f.page_unit)})" if f.pages else ""
+            how = (
+                "search the project's documents with knowledge_search and cite the passages it returns"
+                if knowledge
+                else f"read it with files_read (file id {f.pk})"
+            )
+            lines.append(f"- {f.name}: a document{pages}; {how}.")
+        else:
+            lines.append(f"- {f.name}: an image.")
+    if len(files) > PROJECT_FILES_SHOWN:
+        lines.append(f"- and {len(files) - PROJECT_FILES_SHOWN} more: files_list lists them all.")
+    return "\n".join([PROJECT_FILES_HEADING, PROJECT_FILES_INTRO, *lines])
+
+
 def user_message(text: str, files: list[AttachedFile], *, vision: bool) -> dict[str, Any]:
     """The turn's message for the model: its text, the note on its files and, for a vision model, its
     images (`images`: agents/llm/images.py turns them into image parts of this message)."""

@@ -77,6 +77,7 @@ class PausedState:
     repeats: int = 0  # consecutive replies that only repeated earlier calls
     nudged: bool = False  # an empty reply was answered with one nudge
     on_demand: list[str] = field(default_factory=list)  # allowed tools tool_search finds (pipeline.plan_offer)
+    citations: list[list[str]] = field(default_factory=list)  # [label, link] of the passages results quoted
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

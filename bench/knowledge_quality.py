@@ -4,7 +4,8 @@ inside a package, so it runs with no network.
 Corpus: the Python Language Reference's topics that ship with CPython (`pydoc_data.topics`, the text
 `help("with")` prints): 79 documents, ~465 KB. Each topic is uploaded to a project as a Markdown
 document through the real pipeline (projects/files.py → ingestion → the knowledge indexer), under a
-neutral name (`reference-NN.md`) so that file names give no hint. Questions:
+neutral name, the same for all (`reference.md`: a number in a name would be a word a question can
+match, and a query word in a document's name ranks that document first). Questions:
 `bench/knowledge_quality/questions.json`, 220+ developer questions, each with the topics whose text
 answers it (binary relevance, judged per document).
 
@@ -81,10 +82,8 @@ def as_markdown(text: str) -> str:
 def upload_corpus(user, project) -> dict[str, str]:
     """Upload every topic; {file id: topic key}."""
     by_file: dict[str, str] = {}
-    for number, key in enumerate(sorted(topics)):
-        upload = SimpleUploadedFile(
-            f"reference-{number:02d}.md", as_markdown(topics[key]).encode(), content_type="text/markdown"
-        )
+    for key in sorted(topics):
+        upload = SimpleUploadedFile("reference.md", as_markdown(topics[key]).encode(), content_type="text/markdown")
         stored = project_file_upload(user=user, project=project, uploaded=upload)
         by_file[str(stored.pk)] = key
     return by_file

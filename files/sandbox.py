@@ -119,6 +119,9 @@ def run_query(
         raise QueryRefused(
             "Only the session's tables can be read: files, the network, extensions and settings are out of reach."
         ) from None
+    except duckdb.CatalogException as exc:  # a table that is not there: name the ones that are
+        names = ", ".join(view for view, _, _ in tables) or "none"
+        raise QueryRefused(f"The query failed: {first_line(exc)} The tables are: {names}.") from None
     except duckdb.Error as exc:
         raise QueryRefused(f"The query failed: {first_line(exc)}") from None
     finally:

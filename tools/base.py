@@ -18,6 +18,9 @@ class InvokeResult:
     successful: bool
     result: str | None = None
     error_message: str | None = None
+    # passages the result quotes, as (label, link): the answer lists them under "Sources" when its
+    # model cited none of them itself (agents/run/answers.py with_sources)
+    citations: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def create(cls, result: str) -> InvokeResult:

@@ -82,7 +82,8 @@ class ModelMessage(TypedDict):
 
 
 class ModelRetry(TypedDict):
-    """A cut-off stream is asked again: the text streamed so far in this step is void."""
+    """The text streamed so far in this step is void: a cut-off stream is asked again (`reason`
+    "cut_off"), or the text was a tool call the model wrote out, taken as the call ("text_tool_call")."""
 
     step: int
     reason: str

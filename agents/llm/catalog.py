@@ -56,6 +56,7 @@ MODEL_KEYS = {
     "askFollowup",
     "price",
     "embedding",
+    "temperature",
 }
 OFFLINE_KEY = "offline"
 
@@ -93,6 +94,9 @@ class ModelSpec:
     # An embedding model (`"embedding": true`): knowledge search embeds passages with it through
     # /v1/embeddings (files/knowledge/embeddings.py); never offered as a chat model.
     embedding: bool = False
+    # Sampling temperature sent with each request (`"temperature": 0` for repeatable answers from a
+    # small local model); None: the server's default (llama.cpp's is 0.8).
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,11 @@ def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> 
     ask_followup = entry.get("askFollowup")
     if ask_followup is not None and not isinstance(ask_followup, bool):
         raise fail(f'"askFollowup" must be true or false, not {json.dumps(ask_followup)}')
+    temperature = entry.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 <= temperature <= 2
+    ):
+        raise fail(f'"temperature" must be a number from 0 to 2, not {json.dumps(temperature)}')
     return ModelSpec(
         key=key,
         model=str(entry.get("model") or key),
@@ -213,6 +222,7 @@ def _model(key: str, entry: Any, providers: dict[str, Provider], where: str) -> 
         ask_followup=ask_followup,
         price=_price(entry.get("price"), fail),
         embedding=embedding,
+        temperature=None if temperature is None else float(temperature),
         **flags,
     )
 

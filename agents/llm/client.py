@@ -42,6 +42,7 @@ class LLMClient:
         context_tokens: int | None = None,
         supports_tools: bool = True,
         vision: bool = False,
+        temperature: float | None = None,
     ) -> None:
         self.client = client
         self.model = model
@@ -49,6 +50,7 @@ class LLMClient:
         self.context_tokens = context_tokens  # None: APTIX_CONTEXT_TOKENS
         self.supports_tools = supports_tools
         self.vision = vision  # sees images of tool results (images.py)
+        self.temperature = temperature  # None: the server's default
 
     @property
     def is_offline(self) -> bool:
@@ -99,6 +101,7 @@ class LLMClient:
             messages=await with_images(messages, vision=self.vision),
             tools=tools or None,
             max_tokens=reply_tokens(self.context_tokens),
+            temperature=self.temperature,
         )
         restarted = False
         while True:
@@ -199,6 +202,7 @@ class _Request:
     messages: list[dict]
     tools: list[dict] | None
     max_tokens: int | None = None
+    temperature: float | None = None
     limit_key: str = "max_tokens"  # OpenAI's newer models take only "max_completion_tokens"
     stream_options: bool = True
     tools_dropped: bool = False
@@ -209,6 +213,7 @@ class _Request:
             "messages": self.messages,
             **({"tools": self.tools} if self.tools else {}),
             **({self.limit_key: self.max_tokens} if self.max_tokens else {}),
+            **({"temperature": self.temperature} if self.temperature is not None else {}),
         }
 
     def drop_refused(self, exc: openai.BadRequestError) -> bool:
@@ -278,6 +283,7 @@ def build_llm_client(spec: ModelSpec | None = None) -> LLMClient:
             context_tokens=spec.context_tokens,
             supports_tools=spec.tools,
             vision=spec.vision,
+            temperature=spec.temperature,
         )
 
     from .offline.app import OFFLINE_MODEL_NAME, OfflineModelApp  # loaded only when it serves

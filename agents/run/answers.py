@@ -14,6 +14,18 @@ from ..llm.catalog import ModelSpec
 from ..state import PausedState, ToolOutput
 
 NO_ANSWER = "*No answer from the model: it only called {names}. What that returned:*"
+SOURCES_SHOWN = 3
+
+
+def with_sources(answer: str, citations: list[list[str]]) -> str:
+    """The answer with the first passages the turn's tool results quoted listed under it, when it cites
+    none of them itself: a small model (Qwen2.5-Coder 1.5B) answered a policy question from
+    the project's passages correctly but gave no citation, so the reader could not open the
+    page. An answer that cites one of them, or a turn that quoted none, is left as it is."""
+    if not answer.strip() or not citations or any(link in answer for _label, link in citations):
+        return answer
+    listed = ", ".join(f"[{label}]({link})" for label, link in citations[:SOURCES_SHOWN])
+    return f"{answer.rstrip()}\n\nSources: {listed}"
 
 
 def ask_answer(state: PausedState, content: str = "") -> str:

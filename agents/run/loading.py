@@ -8,6 +8,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db.models import Max, OuterRef
 
+from files.project_files import session_project_files_named
 from files.services import session_files_exist
 from modes.drafts import catalog_draft_of
 from modes.models import AgentMode
@@ -17,6 +18,7 @@ from projects.models import Project
 from projects.prompt import project_instructions_prompt
 from projects.scopes import mode_knowledge_scope, searchable_projects
 
+from ..attachments import project_files_note
 from ..documents.services import documents_exist
 from ..models import Turn
 
@@ -32,7 +34,7 @@ class LoadedRun:
     # the run uses a draft of its mode: its curator's "Try it" (AgentSession.mode_draft), or a session over
     # the catalog with its drafts applied (AgentSession.catalog_drafts) when the mode has one
     draft: bool = False
-    project_instructions: str = ""  # the system prompt's section for the session's project (projects/prompt.py)
+    project_instructions: str = ""  # the system prompt's section for the session's project: instructions, files
     # the projects whose documents the turn's knowledge search covers (projects/scopes.py); the
     # tools that search them are offered only when there is one
     knowledge_projects: list[str] = field(default_factory=list)
@@ -67,6 +69,7 @@ def load_run(turn_id: str) -> LoadedRun:
     if turn.status != Turn.Status.QUEUED:  # a queued turn has no events yet
         last_seq = turn.events.aggregate(m=Max("seq"))["m"] or 0
     mode, version, draft = run_mode(turn)
+    knowledge = searchable_projects(turn.session, mode_knowledge_scope(mode))
     return LoadedRun(
         turn=turn,
         mode=mode,
@@ -75,12 +78,21 @@ def load_run(turn_id: str) -> LoadedRun:
         last_seq=last_seq,
         has_files=turn.has_files,
         has_documents=turn.has_documents,
-        project_instructions=_project_instructions(turn.session.project),
-        knowledge_projects=searchable_projects(turn.session, mode_knowledge_scope(mode)),
+        project_instructions=_project_section(turn, knowledge),
+        knowledge_projects=knowledge,
     )
 
 
-def _project_instructions(project: Project | None) -> str:
+def _project_section(turn: Turn, knowledge: list[str]) -> str:
+    """The system prompt's section for the session's project: its instructions, then its files (what
+    each is and which tool reads it); '' outside a project."""
+    project: Project | None = turn.session.project
     if project is None:
         return ""
-    return project_instructions_prompt(project.name, project.instructions, settings.APTIX_PROJECT_INSTRUCTIONS_CHARS)
+    instructions = project_instructions_prompt(
+        project.name, project.instructions, settings.APTIX_PROJECT_INSTRUCTIONS_CHARS
+    )
+    files = project_files_note(
+        session_project_files_named(turn.session_id, turn.session.user_id), knowledge=project.pk in knowledge
+    )
+    return "\n\n".join(part for part in (instructions, files) if part)

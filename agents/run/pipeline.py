@@ -331,7 +331,7 @@ def build_system_prompt(
     switch rule lives in the mode change tool's usage, and a usage text that only repeats the tool's
     schema description (an MCP tool's: its description and a parenthesised note of its annotations,
     which the approval flow acts on) is left out, since the schema already goes with the request.
-    `project_instructions` (the session's project's, `project_instructions_prompt`) follow the mode's
+    `project_instructions` (the session's project's instructions and files: loading.py) follow the mode's
     prompt; `instructions` (the MCP servers' own, `mcp_instructions`) come last."""
     parts = [
         BASE_PROMPT,

@@ -31,9 +31,10 @@ from ..events import EventRecorder
 from ..events.payloads import ModelMessage, final_payload
 from ..llm import LLMClient, ModelError, ModelReply, get_llm_client
 from ..llm.catalog import ModelsConfigError, model_for, models_config_problem
+from ..llm.text_calls import text_tool_calls
 from ..models import Turn
 from ..state import PausedState
-from .answers import ask_answer, ask_followup
+from .answers import ask_answer, ask_followup, with_sources
 from .asking import QuestionClosed
 from .attached import turn_message
 from .context import TokenCounter, context_budget, documents_context, fit_request, load_history
@@ -353,14 +354,18 @@ class Reasoner:
             },
         )
 
-        async def restart() -> None:  # a cut-off stream is asked again: its partial text goes
+        async def restart(reason: str = "cut_off") -> None:  # the text streamed so far in this step goes
             await run.recorder.flush_delta()
             run.recorder.streamed = ""
-            await run.recorder.emit("model.retry", {"step": turn.step_count, "reason": "cut_off"})
+            await run.recorder.emit("model.retry", {"step": turn.step_count, "reason": reason})
 
         reply = await run.llm.stream_chat(
             messages=state.messages, tools=tools, on_delta=run.recorder.delta, on_restart=restart
         )
+        offered = {t["function"]["name"] for t in tools or []}
+        if not reply.tool_calls and (written := text_tool_calls(reply.content, offered)):
+            await restart("text_tool_call")  # a call written as the reply's text (text_calls.py)
+            reply.content, reply.tool_calls = "", written
         turn.prompt_tokens += reply.prompt_tokens
         turn.completion_tokens += reply.completion_tokens
         metrics.model_tokens(run.model_key, prompt=reply.prompt_tokens, completion=reply.completion_tokens)
@@ -422,9 +427,12 @@ class Reasoner:
             message = "Turn %s changed mode %d times; the last successful change wins (%s)."
             logger.warning(message, turn.id, len(changes), last, extra=extra)
         mode = state.mode if state else turn.mode
+        answer = ending.answer
+        if state and ending.status in (Turn.Status.COMPLETED, Turn.Status.LIMIT_REACHED):
+            answer = with_sources(answer, state.citations)
         write = turns.finished(
             status=ending.status,
-            answer=ending.answer,
+            answer=answer,
             error=ending.error,
             mode=mode,
             mode_changes=changes,
@@ -441,7 +449,7 @@ class Reasoner:
             payload=final_payload(
                 ending.extra(),
                 status=ending.status,
-                answer=ending.answer,
+                answer=answer,
                 mode=mode,
                 mode_changes=changes,
                 usage={"prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens},

@@ -277,6 +277,9 @@ class ToolCalls:
             message["images"] = [{"path": a["path"], "mime": a["mime"], "url": a["url"]} for a in images]
         state.messages.append(message)
         state.tool_outputs.append({"name": call.name, "ok": result.successful, "content": content})
+        for label, link in result.citations if result.successful else ():
+            if [label, link] not in state.citations:
+                state.citations.append([label, link])
         payload: ToolResult = {"id": call.id, "name": call.name, "ok": result.successful, "duration_ms": duration_ms}
         if result.successful:
             payload["result"] = (result.result or "")[: settings.APTIX_TOOL_RESULT_STORE_CHARS]

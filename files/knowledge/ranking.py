@@ -19,7 +19,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -56,29 +56,43 @@ def project_version(project_id: str) -> tuple[Any, ...]:
     return (row["n"], row["last"])
 
 
-def lexical_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
-    """(passage id, score) of the project's passages that match `query`, best first: BM25 (bm25s), or
+class Ranked(NamedTuple):
+    """A passage a lexical ranking found: its score, and how strongly the query names its document."""
+
+    id: str
+    score: float
+    named: float = 0.0  # name_weights: the passages of named documents come first
+
+
+def by_rank(found: Ranked) -> tuple[float, float, str]:
+    """The sort key of a lexical ranking (and of several projects' merged)."""
+    return (-found.named, -found.score, found.id)
+
+
+def lexical_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
+    """The project's passages that match `query`, best first: BM25 (bm25s), or
     PostgreSQL's full-text search when APTIX_KNOWLEDGE_RANKING says so and the database is PostgreSQL.
-    Either way a passage's score is multiplied by its document's name boost (`name_boosts`)."""
+    Either way the passages of the documents the query names come first (`name_weights`)."""
     if settings.APTIX_KNOWLEDGE_RANKING == "postgres" and connection.vendor == "postgresql":
         return full_text_ranked(project_id, query, limit)
     return bm25_ranked(project_id, query, limit)
 
 
-def name_boosts(terms: list[str], file_names: list[str]) -> list[float]:
-    """For each document, 1 + the inverse document frequency (over the documents' names) of each query
-    word its name has: "what does the travel policy say about hotels" names the travel policy, whose
-    passages then outrank a short passage of the remote-work policy that mentions a hotel (BM25's
-    length normalisation favours short passages). A word every name has ("policy") weighs almost
-    nothing; a query naming no document leaves every score as it is."""
+def name_weights(terms: list[str], file_names: list[str]) -> list[float]:
+    """How strongly the query names each document: the inverse document frequency (over the project's
+    document names) of each query word its name has, 0 for a document it does not name. A word every
+    name has ("policy") names none. The passages of a named document rank before the others (each
+    group in its own score's order): "what does the travel policy say about hotels" reads the travel
+    policy's page on hotels, not a one-line mention of a hotel in the remote-work policy that BM25's
+    length normalisation would put first; a query naming no document ranks as before."""
     named = [set(words(name_words(name))) for name in file_names]
     total = len(named)
     weights = {}
     for term in set(terms):
         having = sum(1 for name in named if term in name)
-        if having:
+        if 0 < having < total:
             weights[term] = math.log(1 + (total - having + 0.5) / (having + 0.5))
-    return [1.0 + sum(weight for term, weight in weights.items() if term in name) for name in named]
+    return [sum(weight for term, weight in weights.items() if term in name) for name in named]
 
 
 FULL_TEXT_SQL = """
@@ -93,28 +107,36 @@ LIMIT %s
 FULL_TEXT_DEPTH = 4  # rows read per passage wanted: the name boost may lift one from below the limit
 
 
-def full_text_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+def full_text_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
+    """PostgreSQL's full-text ranking of the passages, boosted by their documents' names. The passages'
+    text does not carry their document's name here, so the query's words that name a document weigh
+    through the boost alone (while another word is left to match the text): "travel policy hotels"
+    matches the passages about hotels, the travel policy's first, not the travel policy's title page
+    that repeats "travel" and "policy"."""
     terms = sorted(set(WORD.findall(query.lower())))
     if not terms:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            FULL_TEXT_SQL, [KnowledgeIndex.State.INDEXED, " | ".join(terms), project_id, limit * FULL_TEXT_DEPTH]
-        )
-        rows = [(passage_id, file_id, float(score)) for passage_id, file_id, score in cursor.fetchall() if score > 0]
     names = dict(
         KnowledgeIndex.objects.filter(project_id=project_id, state=KnowledgeIndex.State.INDEXED).values_list(
             "file_id", "file__name"
         )
     )
+    named = {word for name in names.values() for word in words(name_words(name))}
+    text_terms = [term for term in terms if words(term)[0] not in named] or terms
+    with connection.cursor() as cursor:
+        cursor.execute(
+            FULL_TEXT_SQL,
+            [KnowledgeIndex.State.INDEXED, " | ".join(text_terms), project_id, limit * FULL_TEXT_DEPTH],
+        )
+        rows = [(passage_id, file_id, float(score)) for passage_id, file_id, score in cursor.fetchall() if score > 0]
     files = list(names)
-    boost = dict(zip(files, name_boosts(words(query), [names[f] for f in files]), strict=True))
-    boosted = [(passage_id, score * boost.get(file_id, 1.0)) for passage_id, file_id, score in rows]
-    return sorted(boosted, key=lambda pair: (-pair[1], pair[0]))[:limit]
+    weight = dict(zip(files, name_weights(words(query), [names[f] for f in files]), strict=True))
+    found = [Ranked(passage_id, score, weight.get(file_id, 0.0)) for passage_id, file_id, score in rows]
+    return sorted(found, key=by_rank)[:limit]
 
 
-def bm25_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, float]]:
-    """(passage id, score) of the project's passages that match `query`, best first (bm25s)."""
+def bm25_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
+    """The project's passages that match `query`, best first (bm25s)."""
     import numpy as np  # loaded only by a process that searches
 
     terms = words(query)
@@ -123,12 +145,18 @@ def bm25_ranked(project_id: str, query: str, limit: int) -> list[tuple[str, floa
     index = _index(project_id)
     if index is None or not index.ids:
         return []
-    scores = index.bm25.get_scores(terms) * np.asarray(name_boosts(terms, index.file_names))[index.file_of]
+    scores = index.bm25.get_scores(terms)
+    weights = np.asarray(name_weights(terms, index.file_names))
+    if weights.any():  # the named documents' passages first (name_weights), each group by its score
+        matching = np.flatnonzero(scores > 0)
+        per_passage = weights[index.file_of[matching]]
+        order = np.lexsort((matching, -scores[matching], -per_passage))[:limit]
+        return [Ranked(index.ids[matching[i]], float(scores[matching[i]]), float(per_passage[i])) for i in order]
     top: Any = range(len(index.ids))
     if len(index.ids) > limit * 4:
         top = np.argpartition(-scores, limit)[:limit]
-    order = sorted((int(i) for i in top if scores[i] > 0), key=lambda i: (-float(scores[i]), i))
-    return [(index.ids[i], float(scores[i])) for i in order[:limit]]
+    ordered = sorted((int(i) for i in top if scores[i] > 0), key=lambda i: (-float(scores[i]), i))
+    return [Ranked(index.ids[i], float(scores[i])) for i in ordered[:limit]]
 
 
 def rrf(*rankings: list[str], k: int = RRF_K) -> list[tuple[str, float]]:

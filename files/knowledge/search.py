@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..models import Passage
 from . import embeddings
-from .ranking import lexical_ranked, rrf
+from .ranking import Ranked, by_rank, lexical_ranked, rrf
 
 CANDIDATES = 50  # each ranking's depth before fusion
 
@@ -40,17 +40,17 @@ def search(project_ids: list[str], query: str, top_k: int = 5) -> SearchResult:
     if not project_ids or not query.strip():
         return SearchResult([], "bm25")
     depth = max(top_k, CANDIDATES)
-    lexical: list[tuple[str, float]] = []
+    lexical: list[Ranked] = []
     for project_id in project_ids:
         lexical += lexical_ranked(project_id, query, depth)
-    lexical.sort(key=lambda pair: (-pair[1], pair[0]))
+    lexical.sort(key=by_rank)
     mode, note = "bm25", ""
     model = embeddings.current_model()
-    ranked: list[tuple[str, float]] = lexical[:top_k]
+    ranked: list[tuple[str, float]] = [(found.id, found.score) for found in lexical[:top_k]]
     if model is not None:
         if embeddings.ready(project_ids, model):
             semantic = embeddings.vector_ranked(project_ids, query, depth, model)
-            ranked = rrf([pid for pid, _ in lexical[:depth]], semantic)[:top_k]
+            ranked = rrf([found.id for found in lexical[:depth]], semantic)[:top_k]
             mode = "hybrid"
         else:
             note = "The passages' embeddings are being made; this search used BM25 alone."

@@ -35,6 +35,15 @@ def test_a_select_over_the_sessions_tables(tables):
     assert result.rows == [("South", 410.0, 400), ("North", 250.5, 300)] and result.total == 2
 
 
+def test_a_table_that_is_not_there_is_named_with_the_ones_that_are(tables):
+    """A small model guessed "invoices" and, told only that it does not exist, gave up: the error now
+    lists the tables it can query."""
+    with pytest.raises(QueryRefused) as refused:
+        run_query(tables, "SELECT sum(revenue) FROM invoices", max_rows=10)
+    assert str(refused.value).startswith("The query failed: Catalog Error: Table with name invoices does not exist")
+    assert str(refused.value).endswith("The tables are: sales, plan_sales, plan_targets.")
+
+
 def test_rows_are_capped_and_all_counted(tables):
     result = run_query(tables, "SELECT * FROM range(25000)", max_rows=3)
     assert len(result.rows) == 3 and result.total == 25000 and not result.more

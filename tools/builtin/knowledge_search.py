@@ -69,7 +69,8 @@ class KnowledgeSearchTool(AgentTool):
         if not projects:
             return InvokeResult.from_error(ERROR_NO_PROJECT)
         found = await sync_to_async(search)(projects, query.strip(), top_k)
-        return InvokeResult.create(result_text(query.strip(), found))
+        cited = tuple((f"{hit.file_name}, {hit.unit} {hit.page}", citation_link(hit)) for hit in found.hits)
+        return InvokeResult(successful=True, result=result_text(query.strip(), found), citations=cited)
 
 
 def result_text(query: str, found: SearchResult) -> str:

@@ -60,7 +60,7 @@ def test_a_models_file_is_read_with_secrets_from_the_environment():
         (config(default="huge"), '"default" names "huge"'),
         (config(models={"m": {"provider": "nowhere"}}), '"provider" must be one of'),
         (config(models={"m": {"provider": "small", "contextTokens": 12}}), "at least 1000"),
-        (config(models={"m": {"provider": "small", "temperature": 1}}), 'unknown key "temperature"'),
+        (config(models={"m": {"provider": "small", "top_p": 1}}), 'unknown key "top_p"'),
         (config(models={}), 'needs a "models" object'),
         (config(models={"m": {"provider": "small", "price": {"input": 1}}}), '"price" must be'),
         (config(models={"m": {"provider": "small", "price": {"input": -1, "output": 2}}}), '"price" must be'),

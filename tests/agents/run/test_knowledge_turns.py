@@ -144,3 +144,25 @@ async def test_the_modes_knowledge_scope_decides_what_a_turn_searches(
     assert "knowledge_search" in offered(model)
     results = await events_of(turn, "tool.result")
     assert results[0]["ok"] and "180 euros in capitals" in results[0]["result"]
+
+
+async def test_an_answer_that_cites_no_passage_gets_the_sources_listed(make_session, run_turn, model, project, policy):
+    """A small model answered a policy question from the passages but cited none, so the reader could
+    not open the page: the passages the search returned are listed under the answer; an answer that
+    cites one itself is left as it is."""
+    session = await make_session(mode="general", execution="agent", project=project)
+    model.reply("", tool_calls=[("knowledge_search", {"query": "hotel limit capitals"})])
+    model.reply("Hotels cost up to 180 euros a night in capitals.")
+    turn = await run_turn(session, text="What is the hotel limit in capitals?")
+    [result] = await events_of(turn, "tool.result")
+    links = re.findall(r"cite: \[([^]]+)\]\(([^)]+)\)", result["result"])
+    assert links[0][0] == "travel.md, section 2"
+    listed = ", ".join(f"[{label}]({link})" for label, link in links[:3])
+    assert turn.answer == f"Hotels cost up to 180 euros a night in capitals.\n\nSources: {listed}"
+    [completed] = await events_of(turn, "turn.completed")
+    assert completed["answer"] == turn.answer
+
+    model.reply("", tool_calls=[("knowledge_search", {"query": "hotel limit capitals"})])
+    model.reply(f"Up to 180 euros ([{links[0][0]}]({links[0][1]})).")
+    turn = await run_turn(session, text="And again?")
+    assert turn.answer == f"Up to 180 euros ([{links[0][0]}]({links[0][1]}))."
