@@ -26,9 +26,13 @@ Listener = Callable[[str, str], bool]
 _listener: list[Listener] = []
 
 
-def set_resource_listener(listener: Listener | None) -> None:
-    """The one function told of each `notifications/resources/updated` (None: nobody)."""
+def set_resource_listener(listener: Listener | None) -> Listener | None:
+    """The one function told of each `notifications/resources/updated` (None: nobody); the one it
+    replaces, for whoever puts it back (a test's own listener must not leave the process without
+    agents' listener: a later test's attachment was then never marked)."""
+    previous = _listener[0] if _listener else None
     _listener[:] = [listener] if listener is not None else []
+    return previous
 
 
 def can_subscribe(client: Any) -> bool:

@@ -39,9 +39,9 @@ class Listener:
 @pytest.fixture
 def listener():
     listening = Listener()
-    set_resource_listener(listening)
+    previous = set_resource_listener(listening)
     yield listening
-    set_resource_listener(None)
+    set_resource_listener(previous)  # agents' own (agents/apps.py): later tests in this process need it
 
 
 def call(registry: ToolRegistry, tool: str, arguments: str = "{}") -> str:
@@ -111,3 +111,12 @@ async def _until(condition, timeout: float = 10.0) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+def test_a_listener_set_answers_the_one_it_replaces_to_be_put_back():
+    """The fixture above put None back, which left agents' listener (agents/apps.py) unset for the rest
+    of the process: an attachment in a later test of the same xdist worker was never marked."""
+    mine = Listener()
+    previous = set_resource_listener(mine)
+    assert previous is not None and previous.__name__ == "resource_changed"
+    assert set_resource_listener(previous) is mine
