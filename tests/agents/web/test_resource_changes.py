@@ -44,8 +44,8 @@ async def execute(user, body: dict) -> tuple[int, dict]:
 
 async def changed_at(turn_id: str, timeout: float = 30.0) -> list[str | None]:
     """Each resource's `changedAt` once one has it (the listener writes it from the server's
-    notification, on its own thread), within `timeout` (10 s was too short once in CI's slow tier, two
-    workers and a PostgreSQL under load: the notification crosses a server subprocess and two threads)."""
+    notification, on its own thread), within `timeout` (it crosses a server subprocess and two threads;
+    the two misses in CI were a listener another test module had unset, not a slow notification)."""
     end = asyncio.get_running_loop().time() + timeout
     while True:
         turn = await Turn.objects.aget(pk=turn_id)
