@@ -61,6 +61,12 @@ class LLMClient:
         model = settings.APTIX_IMAGE_MODEL
         try:
             result = await self.client.images.generate(model=model, prompt=prompt, size=size, n=1)
+        except openai.NotFoundError as exc:  # not the chat model's 404: the image model or the endpoint
+            raise ModelError(
+                f"The image provider ({self.client.base_url}) has no image model '{model}' or no Images API "
+                "(HTTP 404). Set APTIX_IMAGE_MODEL to a model it serves, or use a provider that draws images.",
+                kind="config",
+            ) from exc
         except openai.APIError as exc:
             raise _user_facing(exc, self) from exc
         data = result.data[0] if result.data else None

@@ -57,6 +57,22 @@ async def test_charts_stay_local_with_a_provider(make_session, run_turn, model):
     assert json.loads(result["result"])["backend"] == "local" and model.image_requests == []
 
 
+async def test_a_provider_without_the_image_model_or_endpoint_says_so(make_session, run_turn, model, settings, caplog):
+    """llama.cpp's server has no Images API: the admins' log said the chat model was not found ("The model
+    'local' was not found … Check APTIX_LLM_MODEL"), which it was not."""
+    settings.APTIX_IMAGE_MODEL = "image-model-x"
+    model.reply("", tool_calls=[("image_gen", {"prompt": "A red fox"})])
+    model.image_error(404, "Not Found")
+    model.reply("No picture, sorry.")
+    with caplog.at_level("ERROR", logger="aptix.admin"):
+        turn = await run_turn(await make_session(execution="agent"))
+    [result] = await tool_results(turn)
+    assert not result["ok"]  # the model gets the tool's own words; the admins' log says why
+    [logged] = [r.getMessage() for r in caplog.records if r.name == "aptix.admin"]
+    assert "has no image model 'image-model-x' or no Images API (HTTP 404)" in logged
+    assert "APTIX_IMAGE_MODEL" in logged and "APTIX_LLM_MODEL" not in logged
+
+
 async def test_a_failing_images_api_is_a_clean_tool_error(make_session, run_turn, model):
     model.reply("", tool_calls=[("image_gen", {"prompt": "A red fox"})])
     model.image_error(500, "image backend exploded")
