@@ -39,8 +39,8 @@ class _ProjectIndex:
     version: tuple[Any, ...]
     ids: list[str]
     bm25: Any
-    file_names: list[str]  # the project's indexed documents' names
-    file_of: Any  # numpy int array: for each passage, its document's place in file_names
+    file_words: list[frozenset[str]]  # each indexed document's name as words (name_word_set)
+    file_of: Any  # numpy int array: for each passage, its document's place in file_words
 
 
 _cache: OrderedDict[str, _ProjectIndex] = OrderedDict()
@@ -78,14 +78,18 @@ def lexical_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
     return bm25_ranked(project_id, query, limit)
 
 
-def name_weights(terms: list[str], file_names: list[str]) -> list[float]:
+def name_word_set(file_name: str) -> frozenset[str]:
+    """A document's name as the words a query's are compared with."""
+    return frozenset(words(name_words(file_name)))
+
+
+def name_weights(terms: list[str], named: list[frozenset[str]]) -> list[float]:
     """How strongly the query names each document: the inverse document frequency (over the project's
     document names) of each query word its name has, 0 for a document it does not name. A word every
     name has ("policy") names none. The passages of a named document rank before the others (each
     group in its own score's order): "what does the travel policy say about hotels" reads the travel
     policy's page on hotels, not a one-line mention of a hotel in the remote-work policy that BM25's
     length normalisation would put first; a query naming no document ranks as before."""
-    named = [set(words(name_words(name))) for name in file_names]
     total = len(named)
     weights = {}
     for term in set(terms):
@@ -121,7 +125,9 @@ def full_text_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
             "file_id", "file__name"
         )
     )
-    named = {word for name in names.values() for word in words(name_words(name))}
+    files = list(names)
+    name_sets = [name_word_set(names[f]) for f in files]
+    named = frozenset().union(*name_sets)
     text_terms = [term for term in terms if words(term)[0] not in named] or terms
     with connection.cursor() as cursor:
         cursor.execute(
@@ -129,8 +135,7 @@ def full_text_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
             [KnowledgeIndex.State.INDEXED, " | ".join(text_terms), project_id, limit * FULL_TEXT_DEPTH],
         )
         rows = [(passage_id, file_id, float(score)) for passage_id, file_id, score in cursor.fetchall() if score > 0]
-    files = list(names)
-    weight = dict(zip(files, name_weights(words(query), [names[f] for f in files]), strict=True))
+    weight = dict(zip(files, name_weights(words(query), name_sets), strict=True))
     found = [Ranked(passage_id, score, weight.get(file_id, 0.0)) for passage_id, file_id, score in rows]
     return sorted(found, key=by_rank)[:limit]
 
@@ -146,7 +151,7 @@ def bm25_ranked(project_id: str, query: str, limit: int) -> list[Ranked]:
     if index is None or not index.ids:
         return []
     scores = index.bm25.get_scores(terms)
-    weights = np.asarray(name_weights(terms, index.file_names))
+    weights = np.asarray(name_weights(terms, index.file_words))
     if weights.any():  # the named documents' passages first (name_weights), each group by its score
         matching = np.flatnonzero(scores > 0)
         per_passage = weights[index.file_of[matching]]
@@ -241,18 +246,18 @@ def _build(project_id: str, version: tuple[Any, ...]) -> _ProjectIndex:
     )
     ids: list[str] = []
     corpus: list[list[str]] = []
-    place: dict[str, int] = {}  # file id → its place in file_names
-    file_names: list[str] = []
+    place: dict[str, int] = {}  # file id → its place in file_words
+    file_words: list[frozenset[str]] = []
     file_of: list[int] = []
     for passage_id, file_id, file_name, title, text in rows:
         ids.append(passage_id)
         if file_id not in place:
-            place[file_id] = len(file_names)
-            file_names.append(file_name)
+            place[file_id] = len(file_words)
+            file_words.append(name_word_set(file_name))
         file_of.append(place[file_id])
         corpus.append(words(f"{name_words(file_name)} {title} {text}") or ["_"])
     bm25 = bm25s.BM25()
     bm25.index(corpus or [["_"]], show_progress=False)
     return _ProjectIndex(
-        version=version, ids=ids, bm25=bm25, file_names=file_names, file_of=np.asarray(file_of, dtype=np.int32)
+        version=version, ids=ids, bm25=bm25, file_words=file_words, file_of=np.asarray(file_of, dtype=np.int32)
     )
