@@ -175,6 +175,9 @@ class Turn(models.Model):
     # name, type); the run reads them (agents/run/attached.py) and the model gets their content.
     resources = models.JSONField(default=list, blank=True)
     replaced_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces")
+    # Tools this turn calls without asking, granted by what started it (an automation's pre-approved
+    # tools: automations/runs.py), on top of the session's grants; written when the turn is created.
+    grants = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["session", "index"]
@@ -233,6 +236,7 @@ class ToolApproval(models.Model):
         DECLINED = "declined", "Declined"  # an elicitation
         DECLINED_BY_NEW_MESSAGE = "declined_by_new_message", "Declined by a new message"
         CANCELLED = "cancelled", "Cancelled"
+        EXPIRED = "expired", "Expired"  # nobody answered within an automation's approval timeout
 
     class Scope(models.TextChoices):
         ONCE = "once", "Once"

@@ -29,6 +29,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Q, Sum, Value
 from django.db.models.functions import Greatest
+from django.dispatch import Signal
 from django.utils import timezone
 
 from aptix.models import Team
@@ -46,6 +47,12 @@ from .models import AgentSession, Execution, ToolApproval, Turn
 from .runner import Runner, get_runner
 from .sessions import ERROR_BAD_EXECUTION, session_manager
 from .state import EndedState, ModeChange, PausedState
+
+# Sent (asynchronously, `asend`) by the process that ran the turn when its run stops: it ended, or
+# paused for approvals or client tools. Keyword argument `turn` (with its session). What a higher layer
+# does with it (automations/receivers.py: a run's inbox items) must not assume it always comes: a
+# process killed mid-run sends nothing, so such receivers also look at the turns on a timer.
+run_stopped = Signal()
 
 logger = logging.getLogger("aptix.runs")
 
@@ -106,6 +113,7 @@ def turn_start(
     resume: bool = False,
     files: list[str] | None = None,
     resources: list[dict[str, str]] | None = None,
+    grants: list[str] | None = None,
 ) -> Turn:
     """Create the next turn of `session` (status queued) in the session's persisted mode. `choice` is
     the user's structured answer to a mode proposal ({"mode", "branch"}): consent to that mode change
@@ -114,7 +122,8 @@ def turn_start(
     a fresh step budget, the stopped turn's steps in its context (context.py); the message defaults to
     CONTINUE_MESSAGE. `files` are ids of the owner's uploads the message carries: attached to the
     session with it (agents/attachments.py; anyone else's is a ValidationError naming `files`);
-    `resources` are MCP resources ({"server", "uri"}) the message carries (`clean_resources`)."""
+    `resources` are MCP resources ({"server", "uri"}) the message carries (`clean_resources`); `grants`
+    are tools the turn calls without asking (an automation's pre-approved tools), on top of the session's."""
     if resume:
         text = text or CONTINUE_MESSAGE
     text = (text or "").strip()
@@ -161,6 +170,7 @@ def turn_start(
             choice=choice,
             files=files_for_turn(session=locked, file_ids=file_ids),
             resources=attached,
+            grants=list(grants or []),
         )
         if not locked.title:
             locked.title = text[:80]
@@ -362,10 +372,11 @@ def turn_end_unrun(
 DECLINED_BY_NEW_MESSAGE = "A new message was sent, so what this turn waited for was declined."
 
 
-def turn_end_waiting(turn: Turn, *, decision: str) -> bool:
+def turn_end_waiting(turn: Turn, *, decision: str, reason: str | None = None) -> bool:
     """End a turn that waits for approvals: what is pending is closed as `decision` (a new message,
-    or a cancel), the turn ends cancelled with its approval.decided and final events. False when it
-    no longer waits (decided and resumed, or ended, meanwhile): nothing is written.
+    a cancel, an automation's approval timeout), the turn ends cancelled with its approval.decided and
+    final events (`reason`: what the final event says, when not the decision's usual words). False
+    when it no longer waits (decided and resumed, or ended, meanwhile): nothing is written.
 
     Locks are taken in one order everywhere (the session, then the turn, then its approvals:
     approval_decide does the same), so a decision and a cancel racing on PostgreSQL wait for each
@@ -377,7 +388,7 @@ def turn_end_waiting(turn: Turn, *, decision: str) -> bool:
         if not list(waiting.order_by().values_list("pk", flat=True)):
             return False
         decided = approvals_close(turn, decision)
-        reason = (
+        reason = reason or (
             DECLINED_BY_NEW_MESSAGE if decision == ToolApproval.Decision.DECLINED_BY_NEW_MESSAGE else STOPPED_BY_USER
         )
         return turn_end_unrun(

@@ -6,7 +6,8 @@ when this process serves its first scope: Daphne has no ASGI lifespan, so that i
 plain `daphne` process turns out to be a server. `manage.py aptix_serve` and `aptix_worker` run the
 hooks as soon as they start. The hooks start the MCP host (tools/mcp/host.py), whose servers come up
 in the background on its own thread, the runner's orphan sweep and the catalog tests' taker (queued
-runs: agents/catalog_tests/execute.py); APTIX_MCP_AUTOSTART=false turns
+runs: agents/catalog_tests/execute.py) and the automations' clock (automations/scheduler.py: in the
+workers only, with Redis); APTIX_MCP_AUTOSTART=false turns
 the MCP host off. migrate, shell and the tests import this module without starting anything.
 """
 
@@ -29,6 +30,7 @@ from agents.web.routing import websocket_urlpatterns  # noqa: E402
 from aptix.origins import SameOriginValidator  # noqa: E402
 from aptix.startup import RunOnFirstScope  # noqa: E402
 from aptix.tracing import TracingMiddleware, configure  # noqa: E402
+from automations.scheduler import start_automations  # noqa: E402
 from files.knowledge import start_knowledge_indexer  # noqa: E402
 from tools.mcp import start_mcp_host  # noqa: E402
 
@@ -42,5 +44,6 @@ router = ProtocolTypeRouter(
 configure("web")  # traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (aptix/tracing.py); else nothing
 # Start-up hooks: run once, on the first scope this process serves (see the docstring).
 application = RunOnFirstScope(
-    TracingMiddleware(router), hooks=[start_mcp_host, start_runs, start_catalog_tests, start_knowledge_indexer]
+    TracingMiddleware(router),
+    hooks=[start_mcp_host, start_runs, start_catalog_tests, start_knowledge_indexer, start_automations],
 )

@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "usage",
     "projects",
     "agents",
+    "automations",
     "identity",
     "connections",
 ]
@@ -284,6 +285,11 @@ APTIX_PROJECT_INSTRUCTIONS_CHARS = read(env.APTIX_PROJECT_INSTRUCTIONS_CHARS)
 # Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the
 # tests turn it off and sweep when they mean to.
 APTIX_RUN_SWEEP = read(env.APTIX_RUN_SWEEP)
+# Automations (automations/): the schedule kept by the processes that run turns, retries, e-mail links.
+APTIX_AUTOMATIONS = read(env.APTIX_AUTOMATIONS)
+APTIX_AUTOMATIONS_TICK = read(env.APTIX_AUTOMATIONS_TICK)
+APTIX_AUTOMATION_RETRY_SECONDS = read(env.APTIX_AUTOMATION_RETRY_SECONDS)
+APTIX_PUBLIC_URL = read(env.APTIX_PUBLIC_URL).rstrip("/")
 APTIX_MAX_STEPS = read(env.APTIX_MAX_STEPS)
 # Consecutive replies that only repeat tool calls already made in the turn before the run stops and
 # answers from what it has (agents/run/limits.py).

@@ -26,7 +26,9 @@ urlpatterns = [
     path("invite/<str:secret>/", invite_accept_view, name="invite-accept"),
     path("admin/mcp/", admin.site.admin_view(mcp_status_view), name="admin-mcp-status"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("automations.web.api_urls")),
     path("api/v1/", include("agents.web.api_urls")),
     path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media, name="media"),
+    path("", include("automations.web.urls")),
     path("", include("agents.web.urls")),
 ]

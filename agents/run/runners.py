@@ -37,7 +37,7 @@ from ..events import FINAL_EVENT_TYPES, message_events, session_news_group, side
 from ..models import Turn, TurnEvent
 from ..runner import get_runner
 from ..submit import turn_submit
-from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, turn_end_orphans
+from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, run_stopped, turn_end_orphans
 from . import queue
 from .claims import (
     ORPHAN_QUEUED_AFTER,
@@ -167,6 +167,10 @@ class Runner:
             finally:
                 self.leases.release(turn_id)
             turn_ended(span, turn)
+        try:
+            await run_stopped.asend(sender=Turn, turn=turn)
+        except Exception:  # a receiver's failure is its own: the run has ended (or paused) all the same
+            logger.exception("A receiver of turn %s's stop failed", turn.id, extra={"turn_id": turn.id})
         if switch_continues(turn):  # its end is written (the run drained its events): carry the request on
             await _continue_after_switch(turn)
         if wants_title(turn):  # a task of its own: a title never holds up the turn (or what waits for it)

@@ -141,7 +141,7 @@ class ToolCalls:
             arguments=call.arguments,
             current_mode=state.mode,
             policy=run.approval_policy,
-            grants=run.turn.session.approval_grants or [],
+            grants=[*(run.turn.session.approval_grants or []), *(run.turn.grants or [])],
             choice=run.turn.choice,
             read_only=bool(getattr(entry, "read_only", False)),
             hold_mode_changes=run.turn.session.catalog_test,

@@ -123,12 +123,23 @@ def warm_up() -> None:
         logger.warning("Warming up the worker failed; its first run sets up instead", exc_info=True)
 
 
+_serving = False  # this process is a worker (serve_forever): its start-up hooks ask (automations' clock)
+
+
+def serving() -> bool:
+    """Whether this process serves the run queue as a worker (its turns run here)."""
+    return _serving
+
+
 def serve_forever(
     grace: float | None = None, *, start_up: Callable[[], None] | None = None, health_port: int | None = None
 ) -> None:
     """Run a worker until SIGTERM/SIGINT (the management command, which passes the start-up hooks).
     `health_port`: serve `/healthz` and `/readyz` there (agents/run/health.py WorkerProbe)."""
     import signal
+
+    global _serving  # noqa: PLW0603 - one worker per process
+    _serving = True
 
     from .health import LoopWatch, WorkerProbe
 

@@ -164,6 +164,8 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             await self.session_moved(message)
         elif kind == "session.titled":  # once per new session: no ORM call either
             await self.session_titled(message)
+        elif kind == "badge.count":  # a count in the header changed (the inbox's): no ORM call either
+            await self.badge_count(message)
         else:
             await super().dispatch(message)
 
@@ -215,6 +217,20 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
         if self.session is not None and self.session.id == session_id:
             html += format_html('<h1 id="session-title" title="{}" hx-swap-oob="true">{}</h1>', title, title)
         await self.send(text_data=html)
+
+    async def badge_count(self, message: dict) -> None:
+        """From the user's group: a count of the header's changed (`badge`: "inbox", the automations'
+        items waiting for this user, automations/inbox.py); the page swaps the badge in, and a rise
+        may show a browser notification (static/js/aptix.js)."""
+        badge, count = str(message.get("badge", "")), message.get("count")
+        if not badge.isalpha() or not isinstance(count, int) or count < 0:
+            return
+        shown = str(count) if count else ""
+        await self.send(
+            text_data=format_html(
+                '<span id="badge-{}" class="badge" hx-swap-oob="true" data-count="{}">{}</span>', badge, count, shown
+            )
+        )
 
     async def access_check(self, message: dict) -> None:
         """From the user's group: their access may have changed (agents/web/streams.py)."""

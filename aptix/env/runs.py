@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aptix.envtypes import Choice, FernetKeys, Flag, Integer, Number, OptionalText, PositiveInteger, Text
 
-from .sections import AGENT, MCP, MODELS
+from .sections import AGENT, AUTOMATIONS, MCP, MODELS
 
 # --- Models ---------------------------------------------------------------------------------------
 OPENAI_API_KEY = OptionalText(
@@ -212,4 +212,33 @@ APTIX_DOCUMENT_MAX_CHARS = Integer(
     AGENT,
     "characters per version of a session's document (`document_write`, the user's edit); a longer one is refused",
     minimum=100,
+)
+
+# --- Automations ----------------------------------------------------------------------------------
+APTIX_AUTOMATIONS = Flag(
+    "APTIX_AUTOMATIONS",
+    True,
+    AUTOMATIONS,
+    "keep the automations' schedules in this process (the web process in the embedded default, the workers with "
+    "`REDIS_URL`); every such process may, a scheduled time runs once",
+)
+APTIX_AUTOMATIONS_TICK = Number(
+    "APTIX_AUTOMATIONS_TICK",
+    5.0,
+    AUTOMATIONS,
+    "seconds between looks at the schedules, the retries and the runs waiting for a person",
+    minimum=0.2,
+)
+APTIX_AUTOMATION_RETRY_SECONDS = Integer(
+    "APTIX_AUTOMATION_RETRY_SECONDS",
+    60,
+    AUTOMATIONS,
+    "seconds before a failed run's first retry; each further retry waits twice as long",
+    minimum=1,
+)
+APTIX_PUBLIC_URL = Text(
+    "APTIX_PUBLIC_URL",
+    "http://127.0.0.1:8000",
+    AUTOMATIONS,
+    "the address people open Aptix at: the links of e-mail sent without a request (an automation's approvals)",
 )

@@ -49,4 +49,9 @@ FILES = Section(
     "Files",
     "Uploads and queries over them: see [Files](workspace.md#files), [Operations](operations.md#uploaded-files).",
 )
-SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, FILES, LIMITS, TRACING, SIGN_IN)
+AUTOMATIONS = Section(
+    "Automations",
+    "Scheduled and triggered runs, and the inbox that routes their approvals to a person: see "
+    "[Automations](automations.md).",
+)
+SECTIONS = (CORE, DEPLOYMENT, MODELS, AGENT, MCP, STREAM, FILES, LIMITS, TRACING, SIGN_IN, AUTOMATIONS)
