@@ -33,6 +33,7 @@ logger = logging.getLogger("aptix.automations")
 Status = AutomationRun.Status
 OPEN = [Status.QUEUED, Status.RUNNING, Status.REQUIRES_ACTION, Status.AWAITING_APPROVAL]
 FAILURES_TO_PAUSE = 3
+BEGIN_STALE = timedelta(seconds=60)  # a run begun this long ago without a turn: its process died beginning it
 ERROR_SKIPPED_OVERLAP = "Skipped: the previous run was still going."
 ERROR_MISSED = "Skipped: this time passed while no Aptix process was running (catch-up is off)."
 ERROR_OWNER_GONE = "Stopped: its owner {who} is no longer an active member of the team."
@@ -105,15 +106,22 @@ def run_begin(run: AutomationRun) -> Turn | None:
     """Give a queued run its session and turn (the caller dispatches the turn), once: a run another
     process began, or that ended, answers None. A refusal (the quota, a deleted session, a bad mode)
     ends the run failed, and its owner is told."""
-    claimed = AutomationRun.objects.filter(pk=run.pk, status=Status.QUEUED, turn__isnull=True, started_at__isnull=True)
     now = timezone.now()
+    others = AutomationRun.objects.filter(automation_id=run.automation_id, status__in=OPEN, turn__isnull=False)
+    if others.exclude(pk=run.pk).exists():
+        return None  # overlap "queue": it waits for the run under way (runs_waiting_to_begin)
+    # Begun by one process: a begin that died half-way (no turn after BEGIN_STALE) is taken again.
+    unbegun = Q(started_at__isnull=True) | Q(started_at__lt=now - BEGIN_STALE)
+    claimed = AutomationRun.objects.filter(unbegun, pk=run.pk, status=Status.QUEUED, turn__isnull=True)
     if not claimed.update(started_at=now):
         return None
     run.started_at = now
     automation = Automation.objects.select_related("team", "owner", "project", "conversation").get(pk=run.automation_id)
     try:
         owner_check(automation)
-        turn = _start_turn(run, automation, now)
+        with transaction.atomic():  # the turn and the run's link to it, or neither
+            turn = _start_turn(run, automation, now)
+            AutomationRun.objects.filter(pk=run.pk).update(session=turn.session, turn=turn, status=Status.RUNNING)
     except OwnerGone as gone:
         _end(run, Status.CANCELLED, str(gone))
         return None
@@ -123,7 +131,6 @@ def run_begin(run: AutomationRun) -> Turn | None:
         _end(run, Status.FAILED, f"Refused by the usage quota: {message}" if quota else message)
         _after_failure(run, automation, retry=not quota)
         return None
-    AutomationRun.objects.filter(pk=run.pk).update(session=turn.session, turn=turn, status=Status.RUNNING)
     run.session, run.turn, run.status = turn.session, turn, Status.RUNNING
     return turn
 
@@ -136,6 +143,19 @@ def owner_check(automation: Automation) -> None:
     reason = ERROR_OWNER_GONE.format(who=owner.get_username())
     automation_pause(automation=automation, by=None, reason=reason)
     raise OwnerGone(reason)
+
+
+def automations_stop_for(*, user: Any, team: Any = None) -> int:
+    """Stop the enabled automations `user` owns (in `team`, or in all their teams), each saying why."""
+    found = Automation.objects.filter(owner_id=user, enabled=True).select_related("owner")
+    if team is not None:
+        found = found.filter(team_id=team)
+    stopped = 0
+    for automation in found:
+        reason = ERROR_OWNER_GONE.format(who=automation.owner.get_username())
+        automation_pause(automation=automation, by=None, reason=reason)
+        stopped += 1
+    return stopped
 
 
 def _start_turn(run: AutomationRun, automation: Automation, now: datetime) -> Turn:

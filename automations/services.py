@@ -227,7 +227,7 @@ def _apply(automation: Automation, data: Mapping[str, Any], *, creating: bool) -
         "projectId": lambda v: {"project": _project(v, owner, team)},
         "conversationId": lambda v: {"conversation": _conversation(v, owner, team)},
         "schedule": lambda v: dict(zip(("cron", "timezone"), _schedule(v), strict=True)),
-        "runAt": lambda v: {"run_at": _when(v, "runAt")},
+        "runAt": lambda v: {"run_at": _future(_when(v, "runAt"), "runAt")},
         "webhook": lambda v: {"webhook": _flag(v, "webhook")},
         "catchUp": lambda v: {"catch_up": _flag(v, "catchUp")},
         "enabled": lambda v: {"enabled": _flag(v, "enabled")},
@@ -331,6 +331,12 @@ def _when(value: Any, name: str) -> datetime | None:
     if timezone.is_naive(parsed):
         raise ValidationError({name: f"{name} needs a time zone offset (…+01:00 or …Z)."})
     return parsed
+
+
+def _future(value: datetime | None, name: str) -> datetime | None:
+    if value is not None and value <= timezone.now():
+        raise ValidationError({name: f"{name} is in the past; give a time to come."})
+    return value
 
 
 def _number(value: Any, name: str, low: int, high: int) -> int:
