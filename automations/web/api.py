@@ -7,8 +7,9 @@ unknown id gets, on every endpoint. A webhook call without a bearer token is jud
 only (automations/webhooks.py): whatever the id — unknown, without a webhook, or known with a wrong,
 old or replayed signature — the answer is a 401 saying what was wrong with the signature, never
 whether the id exists, and nothing runs. Only a caller holding the secret learns more (a paused
-automation: 409). A run asked for now answers 202 with the run; a run skipped because the previous
-one still goes (overlap "skip") answers 200 with status "skipped": nothing was accepted to run."""
+automation: 409). A run asked for now answers 202 with the run (running, or queued behind the run still going with
+overlap "queue"); a run skipped because the previous one still goes (overlap "skip"), or refused as it
+began (the usage quota: its "error" says why), answers 200 with that status: nothing will run."""
 
 from __future__ import annotations
 
@@ -162,7 +163,9 @@ async def _start(request: HttpRequest, automation: Automation, *, trigger: str, 
     run, turn = await _call(run_start, automation, trigger=trigger, payload=payload)
     if turn is not None:
         get_runner().start(turn.id)
-    status = 200 if run.status == AutomationRun.Status.SKIPPED else 202
+    # 202: a turn is under way, or the run waits its turn (overlap "queue"); 200: nothing will run
+    # (skipped while the previous run goes; refused at its start, the quota say: its error says why).
+    status = 202 if turn is not None or run.status == AutomationRun.Status.QUEUED else 200
     return JsonResponse(run_json(run), status=status)
 
 
@@ -186,7 +189,8 @@ def _payload(raw: bytes) -> dict[str, Any]:
     try:
         return json_body(raw)
     except ApiError as exc:
-        raise ApiError(400, f"{exc.message} Its fields fill {{payload.<field>}}; an empty body is fine too.") from None
+        message = f"{exc.message} Its fields fill {{payload.<field>}}; an empty body is fine too."
+        raise ApiError(400, message, exc.field) from None
 
 
 async def _signed(request: HttpRequest, automation_id: str) -> Automation:

@@ -15,9 +15,11 @@ from asgiref.sync import sync_to_async
 from agents.models import ToolApproval, Turn
 from agents.run.runners import LocalRunner
 from agents.runner import use_runner
+from aptix.models import Membership
 from aptix.tokens import api_token_create
 from automations.models import Automation, AutomationAudit, AutomationRun
 from automations.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from projects.services import project_create
 from tests.helpers import ServerLikeAsyncClient, async_db
 
 LIST = "/api/v1/automations"
@@ -167,6 +169,8 @@ def test_the_webhook_secret_is_shown_once(client, alice):
         ({"runAt": "tomorrow"}, "runAt", "ISO 8601"),
         ({"projectId": "0" * 32}, "projectId", "No project"),
         ({"name": ""}, "name", "non-empty"),
+        ({"conversationId": "0" * 32}, "conversationId", "No conversation"),
+        ({"execution": "sometimes"}, "execution", "execution"),
     ],
 )
 def test_a_bad_field_is_a_400_naming_it_and_writes_nothing(client, alice, fields, field, words):
@@ -187,6 +191,15 @@ def test_a_change_is_checked_field_by_field_too(client, alice):
     status, refused = _send(client, "post", LIST, alice, {"prompt": "no name"})
     assert status == 400 and refused["error"]["field"] == "name"
     assert _send(client, "get", url, alice)[1] == made
+
+
+@pytest.mark.django_db
+def test_an_automation_of_a_project_is_in_its_team(client, carol, team_a, team_b):
+    project = project_create(team=team_b, user=carol, name="Wells")
+    Membership.objects.create(team=team_a, user=carol)  # carol's first team by name is now team A
+    made = _make(client, carol, projectId=project.pk)
+    assert made["projectId"] == project.pk and Automation.objects.get().team == team_b
+    assert Automation.objects.get(pk=_make(client, carol)["id"]).team == team_a
 
 
 @pytest.mark.django_db
@@ -255,6 +268,36 @@ def test_run_now_begins_a_run_with_a_turn_and_lists_it(client, alice, runner):
     for bad in ("0", "101", "x"):
         status, refused = _send(client, "get", f"{LIST}/{made['id']}/runs?limit={bad}", alice)
         assert status == 400 and refused["error"]["field"] == "limit"
+
+
+@pytest.mark.django_db
+def test_with_overlap_queue_a_run_waits_for_the_one_going(client, alice, runner):
+    made = _make(client, alice, overlap="queue")
+    first = _send(client, "post", f"{LIST}/{made['id']}/run", alice)[1]
+    status, queued = _send(client, "post", f"{LIST}/{made['id']}/run", alice)
+    assert status == 202 and (queued["status"], queued["turnId"]) == ("queued", None)
+    assert runner.started == [first["turnId"]]
+
+
+@pytest.mark.django_db
+def test_run_now_counts_against_the_owners_turn_rate(client, alice, runner, settings):
+    settings.APTIX_RATE_TURNS = "1/m"
+    made = _make(client, alice, overlap="queue")
+    assert _send(client, "post", f"{LIST}/{made['id']}/run", alice)[0] == 202
+    response = client.post(f"{LIST}/{made['id']}/run", **_auth(alice))
+    assert response.status_code == 429 and response["Retry-After"]
+    assert AutomationRun.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_refused_signatures_count_against_the_address(client, alice, runner, settings):
+    settings.APTIX_RATE_BAD_TOKENS = "2/m"
+    made = _make(client, alice, webhook=True)
+    url = f"{LIST}/{made['id']}/trigger"
+    statuses = [_send(client, "post", url, None, b"{}", **_signed("whsec_guess", b"{}"))[0] for _ in range(3)]
+    assert statuses == [401, 401, 429]
+    status, _ = _send(client, "post", url, None, b"{}", **_signed(made["webhookSecret"], b"{}"))
+    assert status == 429 and not AutomationRun.objects.exists()  # past the limit, nothing is looked at
 
 
 @pytest.mark.django_db
