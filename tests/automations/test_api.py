@@ -366,6 +366,20 @@ def test_an_unknown_id_answers_as_a_wrong_signature_does(client, alice, runner):
 
 
 @pytest.mark.django_db
+def test_a_signed_call_after_its_owner_left_the_team_runs_nothing(client, alice, team_a, runner):
+    made = _make(client, alice, webhook=True)
+    Membership.objects.filter(user=alice, team=team_a).delete()
+    body = b"{}"
+    status, run = _send(
+        client, "post", f"{LIST}/{made['id']}/trigger", None, body, **_signed(made["webhookSecret"], body)
+    )
+    assert status == 200 and run["status"] == "cancelled" and "no longer an active member" in run["error"]
+    assert runner.started == [] and not Turn.objects.exists()
+    automation = Automation.objects.get()
+    assert not automation.enabled and "no longer an active member" in automation.paused_reason
+
+
+@pytest.mark.django_db
 def test_the_owners_bearer_token_triggers_too(client, alice, runner):
     made = _make(client, alice, webhook=True, prompt="Ticket {payload.id}")
     status, run = _send(client, "post", f"{LIST}/{made['id']}/trigger", alice, {"id": 42})
