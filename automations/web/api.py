@@ -7,9 +7,12 @@ unknown id gets, on every endpoint. A webhook call without a bearer token is jud
 only (automations/webhooks.py): whatever the id — unknown, without a webhook, or known with a wrong,
 old or replayed signature — the answer is a 401 saying what was wrong with the signature, never
 whether the id exists, and nothing runs. Only a caller holding the secret learns more (a paused
-automation: 409). A run asked for now answers 202 with the run (running, or queued behind the run still going with
-overlap "queue"); a run skipped because the previous one still goes (overlap "skip"), or refused as it
-began (the usage quota: its "error" says why), answers 200 with that status: nothing will run."""
+automation: 409; a body that is not a JSON object: 400).
+
+A run asked for now answers 202 with the run (running, or queued behind the run still going with
+overlap "queue"); a run skipped because the previous one still goes (overlap "skip"), or refused as
+it began (the usage quota, its owner gone: its "error" says why), answers 200 with that status:
+nothing will run."""
 
 from __future__ import annotations
 
