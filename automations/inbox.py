@@ -49,6 +49,36 @@ def inbox_open(*, user: Any) -> QuerySet[InboxItem]:
     )
 
 
+def inbox_approvals(*, user: Any) -> list[InboxItem]:
+    """The approvals waiting for the user (the API's inbox), newest first."""
+    return list(
+        inbox_open(user=user)
+        .filter(kind=InboxItem.Kind.APPROVAL, approval__isnull=False)
+        .select_related("automation", "approval")
+    )
+
+
+def inbox_item_json(item: InboxItem) -> dict[str, Any]:
+    """An approval item as the API shows it: what to send back in the approvals body of
+    POST /api/v1/agent/execute (`conversationId`, `toolCallId`) and what it is about."""
+    approval = item.approval
+    assert approval is not None  # inbox_approvals answers approval items only
+    return {
+        "id": item.pk,
+        "automation": {"id": item.automation_id, "name": item.automation.name},
+        "runId": item.run_id,
+        "turnId": approval.turn_id,
+        "conversationId": approval.session_id,
+        "toolCallId": approval.tool_call_id,
+        "kind": approval.kind,
+        "tool": approval.tool,
+        "server": approval.server or None,
+        "arguments": approval.arguments,
+        "text": item.text,
+        "since": approval.requested_at.isoformat(),
+    }
+
+
 def inbox_count(*, user_id: Any) -> int:
     return InboxItem.objects.filter(user_id=user_id, resolved_at__isnull=True).count()
 

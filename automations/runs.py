@@ -135,6 +135,29 @@ def run_begin(run: AutomationRun) -> Turn | None:
     return turn
 
 
+def run_start(
+    automation: Automation, *, trigger: str, payload: dict[str, Any] | None = None
+) -> tuple[AutomationRun, Turn | None]:
+    """A run asked for now (Run now, a webhook): claimed, and begun unless it was skipped (overlap
+    "skip") or waits for the run still going (overlap "queue": the scheduler begins it once that one
+    ends). Answers the run and the turn the caller dispatches (None: nothing to dispatch)."""
+    run = run_claim(automation, trigger=trigger, payload=payload)
+    assert run is not None  # only a scheduled time can be claimed twice
+    if run.status != Status.QUEUED:
+        return run, None
+    if AutomationRun.objects.filter(automation=automation, status__in=OPEN).exclude(pk=run.pk).exists():
+        return run, None
+    turn = run_begin(run)
+    if turn is None:
+        run.refresh_from_db()
+    return run, turn
+
+
+def runs_of(automation: Automation, *, limit: int = 50) -> list[AutomationRun]:
+    """The automation's runs, newest first."""
+    return list(AutomationRun.objects.filter(automation=automation).order_by("-created_at", "-id")[:limit])
+
+
 def owner_check(automation: Automation) -> None:
     """Raise OwnerGone (and pause the automation, saying why) when its owner left the team or was deactivated."""
     owner = automation.owner

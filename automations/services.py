@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -77,6 +77,39 @@ def automation_get(*, user: Any, automation_id: str) -> Automation:
     if found is None:
         raise AutomationNotFoundError(automation_id)
     return found
+
+
+def automation_json(automation: Automation) -> dict[str, Any]:
+    """An automation as the API (and the pages) show it: the input's fields, never the webhook's secret."""
+    return {
+        "id": automation.pk,
+        "name": automation.name,
+        "prompt": automation.prompt,
+        "mode": automation.mode or None,
+        "execution": automation.execution,
+        "model": automation.model or None,
+        "projectId": automation.project_id,
+        "conversationId": automation.conversation_id,
+        "schedule": {"cron": automation.cron, "timezone": automation.timezone} if automation.cron else None,
+        "runAt": _iso(automation.run_at),
+        "webhook": automation.webhook,
+        "allowedTools": list(automation.allowed_tools or []),
+        "approvalTimeoutHours": automation.approval_timeout_hours,
+        "catchUp": automation.catch_up,
+        "overlap": automation.overlap,
+        "enabled": automation.enabled,
+        "maxRetries": automation.max_retries,
+        "delegate": automation.delegate.get_username() if automation.delegate is not None else None,
+        "nextRunAt": _iso(automation.next_run_at),
+        "pausedReason": automation.paused_reason or None,
+        "createdAt": _iso(automation.created_at),
+        "updatedAt": _iso(automation.updated_at),
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    """A time in ISO 8601, in UTC (as it reads back from the database, whatever zone it was given in)."""
+    return value.astimezone(UTC).isoformat() if value else None
 
 
 # --- writing ------------------------------------------------------------------------------------

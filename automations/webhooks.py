@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import time
 from datetime import timedelta
 
@@ -60,3 +61,17 @@ def signature_check(automation: Automation, *, timestamp: str | None, signature:
             WebhookDelivery.objects.create(automation=automation, signature=digest)
     except IntegrityError:
         raise SignatureRefused("This signature was used before (a replay).") from None
+
+
+def webhook_accept(automation_id: str, *, timestamp: str | None, signature: str | None, body: bytes) -> Automation:
+    """The automation a signed call triggers, its signature accepted once, or SignatureRefused. An id
+    of no automation, or of one without a webhook, goes through the same checks against a secret
+    nobody holds, so the caller learns what a wrong signature would tell (the 401's message and
+    time), never whether the id exists."""
+    automation = Automation.objects.select_related("team", "owner").filter(pk=str(automation_id)[:32]).first()
+    if automation is None or not automation.webhook or not automation.webhook_salt:
+        stand_in = Automation(id=str(automation_id)[:32], webhook=True, webhook_salt=secrets.token_hex(16))
+        signature_check(stand_in, timestamp=timestamp, signature=signature, body=body)
+        raise SignatureRefused("The signature does not match the body and timestamp.")  # (not reached)
+    signature_check(automation, timestamp=timestamp, signature=signature, body=body)
+    return automation
