@@ -86,6 +86,7 @@ bench: $(VENV)/.installed-test
 	DEBUG=false SECRET_KEY=bench-only $(PY) bench/knowledge_quality.py  # BM25; --embedding-url for hybrid
 	DEBUG=false SECRET_KEY=bench-only bin/with-redis $(PY) bench/channel_layer.py
 	DEBUG=false SECRET_KEY=bench-only bin/with-postgres bin/with-redis $(PY) bench/scale_out.py  # needs both (make test installs them)
+	DEBUG=false SECRET_KEY=bench-only bin/with-postgres bin/with-redis $(PY) bench/automations_schedule.py  # ten minutes
 
 clean:
 	rm -rf $(VENV) var/static

@@ -53,7 +53,6 @@ from tests.helpers.deployment import deployment, warnings_in
 
 
 def prepare(cron: str) -> str:
-    call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-automations")
     team = team_ensure(name="Bench automations", owner=user)
     automation, _ = automation_create(
@@ -89,6 +88,7 @@ def figures(automation_id: str) -> dict:
 
 
 async def main(minutes: int, cron: str) -> None:
+    await sync_to_async(call_command)("migrate", verbosity=0)  # before the processes start on the database
     with tempfile.TemporaryDirectory() as var:
         running = deployment(
             Path(var),
