@@ -101,10 +101,14 @@ def approvals_arrived(run: AutomationRun, pending: Iterable[ToolApproval]) -> No
     """Items for the pending approvals of a paused run (once per approval and person), each new one
     e-mailed and counted on the person's bell."""
     told: set[Any] = set()
+    pending = list(pending)
+    known = set(InboxItem.objects.filter(approval__in=pending).values_list("approval_id", "user_id"))
     for approval in pending:
         what = KIND_WORDS.get(approval.kind, "waits for you").format(tool=approval.tool, server=approval.server)
         text = f"{run.automation.name} {what}"
         for person in recipients(run):
+            if (approval.pk, person.pk) in known:
+                continue  # each tick looks again at a waiting run: its items exist
             try:
                 with transaction.atomic():
                     InboxItem.objects.create(
