@@ -2,7 +2,7 @@
 add_note asks before writing): alice makes an automation with the form, clicks Run now and sees the
 run in its list; the run's tool call waits in her inbox (the header's bell counts it), and approving
 it there resumes the run: the note is written and the run's session shows the answer.
-Screenshots: var/test-artifacts/automations-*.png."""
+Screenshots (the form, the list, the inbox, the detail page): automations-*.png in the test's tmp_path."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from agents.sessions import session_create
 from automations.models import Automation, AutomationRun
 from tests.helpers import async_db
 
-from .live import ARTIFACTS, ROOT, expect, open_session, scripted_env, stream_open
+from .live import ROOT, expect, open_session, scripted_env, stream_open
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), async_db]
 
@@ -38,9 +38,8 @@ def daphne_env(switchboard, tmp_path_factory, notes_file) -> dict[str, str]:
     return {**scripted_env(switchboard), "APTIX_MCP_AUTOSTART": "true", "APTIX_MCP_CONFIG": str(root / "mcp.json")}
 
 
-async def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / f"automations-{name}.png"), full_page=True, caret="initial")
+async def shot(page, folder, name: str) -> None:
+    await page.screenshot(path=str(folder / f"automations-{name}.png"), full_page=True, caret="initial")
 
 
 async def notes_server_ready(page, session_id: str) -> None:
@@ -57,7 +56,7 @@ async def notes_server_ready(page, session_id: str) -> None:
 
 
 async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
-    sign_in, alice, team_a, model, notes_file
+    sign_in, alice, team_a, model, notes_file, tmp_path
 ):
     page = await sign_in(alice)
     scratch = await sync_to_async(session_create)(team=team_a, user=alice)
@@ -70,10 +69,10 @@ async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
     form = page.locator("#automation-form")
     await form.get_by_label("Name").fill("Supplier reminder")
     await form.get_by_label("Prompt").fill("Remind me to call the supplier on {weekday}.")
-    await form.get_by_label("Agent").check()
+    await form.get_by_label("Agent", exact=True).check()
     await form.get_by_label("Cron schedule").fill("0 8 * * 1")
     await form.get_by_label("Time zone").fill("Europe/Paris")
-    await shot(page, "form")
+    await shot(page, tmp_path, "form")
     await form.get_by_role("button", name="Create automation").click()
     await expect(page.get_by_role("heading", name="Supplier reminder", level=1)).to_be_visible()
     await expect(page.locator("#no-runs")).to_be_visible()
@@ -95,7 +94,12 @@ async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
 
     await page.goto("/automations/")
     await expect(page.locator(f"#automation-{automation.pk}")).to_contain_text("Awaiting approval")
-    await shot(page, "list")
+    await shot(page, tmp_path, "list")
+    phone = await sign_in(alice, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    await phone.goto("/automations/")
+    await expect(phone.locator("#badge-inbox")).to_have_text("1")
+    await expect(phone.locator("#inbox-bell")).to_be_in_viewport(ratio=1)  # the header holds it on a phone
+    await shot(phone, tmp_path, "phone")
 
     await page.locator("#inbox-bell").click()
     await expect(page.get_by_role("heading", name="Inbox", level=1)).to_be_visible()
@@ -104,7 +108,7 @@ async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
     await expect(item).to_contain_text("Supplier reminder")
     await expect(item.locator("code")).to_have_text("notes__add_note")
     await expect(item.locator(".inbox-arguments")).to_contain_text('"text": "Call the supplier"')
-    await shot(page, "inbox")
+    await shot(page, tmp_path, "inbox")
 
     model.reply("Noted: call the supplier.")
     await item.get_by_role("button", name="Approve").click()
@@ -118,6 +122,7 @@ async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
             break
         await page.reload()
     await expect(row.locator(".run-status")).to_have_text("Completed")
+    await shot(page, tmp_path, "detail")
     await row.get_by_role("link", name="Open").click()
     await expect(page).to_have_url(re.compile(r"/sessions/[0-9a-f]{32}/$"))
     await expect(page.locator("#timeline")).to_contain_text("Noted: call the supplier.")
