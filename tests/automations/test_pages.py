@@ -23,7 +23,7 @@ from automations.models import Automation, AutomationRun, InboxItem
 from automations.runs import run_begin, run_claim
 from automations.schedule import ERROR_CRON_FIELDS
 from automations.services import automation_create, webhook_secret
-from automations.web.views import RUN_SKIPPED
+from automations.web.views import NO_TEAM, RUN_SKIPPED
 from tests.helpers import ServerLikeAsyncClient, async_db
 
 FORM = {
@@ -104,8 +104,24 @@ def test_anyone_elses_automation_is_a_404_on_every_page_and_button(client, alice
     automation.refresh_from_db()
     assert automation.name == "Alice's digest" and automation.enabled and not automation.runs.exists()
     client.logout()
-    response = client.post(reverse("automation-toggle", args=[automation.pk]))
-    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    for url in (
+        reverse("automation-toggle", args=[automation.pk]),
+        reverse("automation-run-now", args=[automation.pk]),  # an async view
+        reverse("inbox-decide", args=[1]),
+    ):
+        response = client.post(url, {"decision": "approve"})
+        assert response.status_code == 302 and response["Location"].startswith("/login/"), url
+    assert not automation.runs.exists()
+
+
+@pytest.mark.django_db
+def test_someone_in_no_team_is_told_why_they_cannot_make_one(client, django_user_model, password):
+    loner = django_user_model.objects.create_user(username="loner", password=password)
+    signed_in(client, loner, password)
+    assert NO_TEAM in client.get(reverse("automations")).content.decode()
+    response = client.get(reverse("automation-new"))
+    assert response.status_code == 403 and NO_TEAM in response.content.decode()
+    assert client.post(reverse("automation-new"), FORM).status_code == 403 and not Automation.objects.exists()
 
 
 @pytest.mark.django_db
