@@ -320,7 +320,9 @@ async def test_the_delegate_decides_and_a_stranger_cannot(
         refused = await stranger.post(reverse("inbox-decide", args=[item.pk]), {"decision": "approve"})
         assert refused.status_code == 404
         client = await client_of(bob, password)
-        assert "<code>notes__add_note</code>" in (await client.get(reverse("inbox"))).content.decode()
+        html = (await client.get(reverse("inbox"))).content.decode()
+        assert "<code>notes__add_note</code>" in html and "of alice, who made you its delegate" in html
+        assert reverse("automation-detail", args=[item.automation_id]) not in html  # alice's page: a 404 to bob
         assert (await client.post(reverse("inbox-decide", args=[item.pk]), {"decision": "maybe"})).status_code == 400
 
         model.reply("I did not add the note.")

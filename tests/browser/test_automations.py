@@ -1,7 +1,8 @@
 """Automations in a real browser, with the scripted model and the shipped notes MCP server (its
 add_note asks before writing): alice makes an automation with the form, clicks Run now and sees the
-run in its list; the run's tool call waits in her inbox (the header's bell counts it), and approving
-it there resumes the run: the note is written and the run's session shows the answer.
+run in its list; the run's tool call waits in her inbox (the header's bell counts it, pushed live to
+her open session page, which shows a browser notification as she opted in), and approving it there
+resumes the run: the note is written and the run's session shows the answer.
 Screenshots (the form, the list, the inbox, the detail page): automations-*.png in the test's tmp_path."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.sessions import session_create
+from aptix.preferences import preferences_set_notify_inbox
 from automations.models import Automation, AutomationRun
 from tests.helpers import async_db
 
@@ -36,6 +38,14 @@ def daphne_env(switchboard, tmp_path_factory, notes_file) -> dict[str, str]:
     }
     (root / "mcp.json").write_text(json.dumps(config))
     return {**scripted_env(switchboard), "APTIX_MCP_AUTOSTART": "true", "APTIX_MCP_CONFIG": str(root / "mcp.json")}
+
+
+# The browser's notifications, recorded: permission granted, each `new Notification(title)` kept.
+NOTIFICATION_STUB = """
+window.__notifications = [];
+window.Notification = function (title) { window.__notifications.push(title); this.close = function () {}; };
+window.Notification.permission = "granted";
+"""
 
 
 async def shot(page, folder, name: str) -> None:
@@ -79,6 +89,14 @@ async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
     automation = await Automation.objects.aget(owner=alice)
     assert (automation.cron, automation.timezone, automation.execution) == ("0 8 * * 1", "Europe/Paris", "agent")
 
+    # Another tab of alice's, on a session page (its websocket gets the bell's count pushed), in a
+    # browser where she allowed notifications and opted in to the inbox's.
+    await sync_to_async(preferences_set_notify_inbox)(user=alice, on=True)
+    watcher = await sign_in(alice)
+    await watcher.context.add_init_script(NOTIFICATION_STUB)
+    await open_session(watcher, scratch.id)
+    await expect(watcher.locator("#badge-inbox")).to_have_attribute("data-count", "0")
+
     model.reply("", tool_calls=[("notes__add_note", {"text": "Call the supplier"})])
     await page.get_by_role("button", name="Run now").click()
     await expect(page.get_by_text("Started a run")).to_be_visible()
@@ -91,6 +109,9 @@ async def test_an_automation_runs_waits_in_the_inbox_and_resumes_when_approved(
         await page.reload()
     await expect(row.locator(".run-status")).to_have_text("Awaiting approval")
     await expect(page.locator("#badge-inbox")).to_have_text("1")  # the header's bell
+    await expect(watcher.locator("#badge-inbox")).to_have_text("1")  # pushed, live
+    await watcher.wait_for_function("() => window.__notifications.length === 1")
+    assert await watcher.evaluate("() => window.__notifications[0]") == "Aptix inbox: 1 waiting"
 
     await page.goto("/automations/")
     await expect(page.locator(f"#automation-{automation.pk}")).to_contain_text("Awaiting approval")
