@@ -24,6 +24,11 @@ def runs_of(*, automation: Automation, limit: int = RUNS_SHOWN) -> list[Automati
     return list(AutomationRun.objects.filter(automation=automation).order_by("-created_at", "-id")[:limit])
 
 
+def run_get(*, run_id: str) -> AutomationRun | None:
+    """A run as it is now (the page that began it asks how it went)."""
+    return AutomationRun.objects.filter(pk=run_id).first()
+
+
 def last_runs(*, automations: list[Automation]) -> dict[str, AutomationRun]:
     """Each automation's newest run, by the automation's id (the list page's "last run" column)."""
     latest: dict[str, AutomationRun] = {}

@@ -132,14 +132,16 @@ class AutomationForm(forms.Form):
             raise ValidationError(ERROR_TIMEZONE.format(name=name)) from None
         return name
 
-    def as_input(self) -> dict[str, Any]:
-        """The cleaned data in the services' (the API's) names."""
+    def as_input(self, *, unchanged_from: Automation | None = None) -> dict[str, Any]:
+        """The cleaned data in the services' (the API's) names. Editing (`unchanged_from`: the
+        automation as it is), a "run once at" left as it was is not sent: once passed, it would be
+        refused as a time in the past whatever else changed."""
         data = self.cleaned_data
         cron = data["cron"].strip()
         run_at: datetime | None = data["run_at"]
         if run_at is not None:  # the datetime-local input has no zone: the form's time zone says it
             run_at = run_at.replace(tzinfo=None).replace(tzinfo=ZoneInfo(data["timezone"]))
-        return {
+        values = {
             "name": data["name"],
             "prompt": data["prompt"],
             "mode": data["mode"],
@@ -158,6 +160,9 @@ class AutomationForm(forms.Form):
             "maxRetries": data["max_retries"],
             "delegate": data["delegate"] or None,
         }
+        if unchanged_from is not None and _same_minute(run_at, unchanged_from.run_at):
+            del values["runAt"]  # the input shows minutes: what it showed, sent back, is no change
+        return values
 
     def add_service_errors(self, exc: ValidationError) -> None:
         """Put the service's refusal on the field it names (else above the form)."""
@@ -166,6 +171,12 @@ class AutomationForm(forms.Form):
             field = API_TO_FIELD.get(key.split("[", 1)[0])
             for message in messages:
                 self.add_error(field if field in self.fields else None, message)
+
+
+def _same_minute(a: datetime | None, b: datetime | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.replace(second=0, microsecond=0) == b.replace(second=0, microsecond=0)
 
 
 def form_initial(automation: Automation) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from aptix.shown_once import show_once, take_once
 from aptix.teams import team_list_for_user
 from automations.models import Automation, AutomationRun
 from automations.runs import run_begin, run_claim
-from automations.selectors import last_runs, runs_of
+from automations.selectors import last_runs, run_get, runs_of
 from automations.services import (
     AutomationNotFoundError,
     automation_create,
@@ -58,6 +58,7 @@ NEW_SECRET = "automation_webhook_secret"  # a webhook's secret, shown once after
 NO_TEAM = "You are not a member of any team: ask an administrator to add you before making automations."
 RUN_SKIPPED = "Not run: its previous run is still going (overlap: skip). Try again when it ends."
 RUN_STARTED = "Started a run: it shows below; its session has the answer."
+RUN_QUEUED = "Queued: it starts when the previous run ends (overlap: queue)."
 RUN_REFUSED = "The run could not start: {error}"
 
 
@@ -112,7 +113,8 @@ def automation_edit(request: HttpRequest, automation_id: str) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         try:
-            automation, secret = automation_update(user=request.user, automation=automation, data=form.as_input())
+            data = form.as_input(unchanged_from=automation)
+            automation, secret = automation_update(user=request.user, automation=automation, data=data)
         except ValidationError as exc:
             form.add_service_errors(exc)
         else:
@@ -151,10 +153,14 @@ async def automation_run_now(request: HttpRequest, automation_id: str) -> HttpRe
     run = await _claim(automation)
     if run.status == AutomationRun.Status.SKIPPED:
         messages.warning(request, RUN_SKIPPED)
-    elif await turn_submit(partial(run_begin, run)) is None:
-        messages.error(request, RUN_REFUSED.format(error=run.error or "it ended before it began."))
-    else:
+    elif await turn_submit(partial(run_begin, run)) is not None:
         messages.success(request, RUN_STARTED)
+    else:  # not begun: waiting behind the run still going (overlap "queue"), or refused as it began
+        run = await sync_to_async(run_get)(run_id=run.pk) or run
+        if run.status == AutomationRun.Status.QUEUED:
+            messages.info(request, RUN_QUEUED)
+        else:
+            messages.error(request, RUN_REFUSED.format(error=run.error or "it ended before it began."))
     return redirect("automation-detail", automation.pk)
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 
 from agents.models import ToolApproval, Turn
@@ -178,6 +180,21 @@ def test_edit_changes_it_and_pause_resume_and_delete_work(client, alice, team_a,
     assert automation.enabled
     response = client.post(reverse("automation-delete", args=[automation.pk]))
     assert response.status_code == 302 and not Automation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_editing_one_whose_run_once_time_passed_keeps_that_time(client, alice, team_a, password):
+    automation = make(alice, team_a, name="Digest", runAt="2031-03-01T08:30:00+00:00")
+    passed = timezone.now() - timedelta(days=1)
+    Automation.objects.filter(pk=automation.pk).update(run_at=passed)  # it ran: its time is behind us now
+    signed_in(client, alice, password)
+    form = client.get(reverse("automation-edit", args=[automation.pk])).content.decode()
+    shown = re.search(r'name="run_at" value="([^"]+)"', form).group(1)
+    data = {**FORM, "cron": "", "timezone": "UTC", "name": "Digest renamed", "run_at": shown}
+    response = client.post(reverse("automation-edit", args=[automation.pk]), data)
+    automation.refresh_from_db()
+    assert response.status_code == 302 and automation.name == "Digest renamed"
+    assert automation.run_at == passed  # as it was, seconds included: not sent again
 
 
 @pytest.mark.django_db
