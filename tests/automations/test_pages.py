@@ -206,7 +206,8 @@ def test_a_webhooks_secret_is_shown_once_with_a_signed_curl_call(client, alice, 
     secret = webhook_secret(automation)
     assert f'<code id="webhook-secret-value">{secret}</code>' in html
     assert reverse("api-automation-trigger", args=[automation.pk]) in html and "openssl dgst -sha256 -hmac" in html
-    assert secret not in client.get(response["Location"]).content.decode()  # once
+    again = client.get(response["Location"]).content.decode()
+    assert secret not in again and reverse("api-automation-trigger", args=[automation.pk]) in again  # the URL stays
 
 
 @pytest.mark.django_db
