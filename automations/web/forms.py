@@ -164,6 +164,15 @@ class AutomationForm(forms.Form):
             del values["runAt"]  # the input shows minutes: what it showed, sent back, is no change
         return values
 
+    def mark_invalid(self) -> None:
+        """Each field with an error says so to assistive technology (aria-invalid, and its message
+        as the description: templates/automations/_field.html draws it under this id)."""
+        for name in self.errors:
+            if name in self.fields:
+                attrs = self.fields[name].widget.attrs
+                attrs["aria-invalid"] = "true"
+                attrs["aria-describedby"] = f"{self[name].auto_id}-error"
+
     def add_service_errors(self, exc: ValidationError) -> None:
         """Put the service's refusal on the field it names (else above the form)."""
         named = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}

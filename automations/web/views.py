@@ -96,6 +96,7 @@ def automation_new(request: HttpRequest) -> HttpResponse:
                 show_once(request, NEW_SECRET, {"id": automation.pk, "secret": secret})
             messages.success(request, f"The automation “{automation.name}” was created.")
             return redirect("automation-detail", automation.pk)
+    form.mark_invalid()
     status = 400 if request.method == "POST" else 200
     return render(request, "automations/form.html", {"form": form, "team": team}, status=status)
 
@@ -122,6 +123,7 @@ def automation_edit(request: HttpRequest, automation_id: str) -> HttpResponse:
                 show_once(request, NEW_SECRET, {"id": automation.pk, "secret": secret})
             messages.success(request, "Your changes were saved.")
             return redirect("automation-detail", automation.pk)
+    form.mark_invalid()
     context = {"form": form, "team": automation.team, "automation": automation}
     return render(request, "automations/form.html", context, status=400 if request.method == "POST" else 200)
 

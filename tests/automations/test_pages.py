@@ -157,6 +157,7 @@ def test_a_bad_cron_is_shown_on_its_field_and_nothing_is_saved(client, alice, pa
     assert response.status_code == 400 and not Automation.objects.exists()
     error = re.search(r'<div class="error" id="id_cron-error" role="alert">([^<]*)</div>', html)
     assert error and error.group(1) == ERROR_CRON_FIELDS
+    assert re.search(r'<input[^>]*name="cron"[^>]*aria-invalid="true"[^>]*aria-describedby="id_cron-error"', html)
     response = client.post(reverse("automation-new"), {**FORM, "timezone": "Mars/Olympus"})
     assert response.status_code == 400 and 'id="id_timezone-error"' in response.content.decode()
     assert not Automation.objects.exists()
