@@ -50,7 +50,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 @admin.register(UserPreferences)
 class UserPreferencesAdmin(admin.ModelAdmin):
-    list_display = ["user", "default_mode", "default_execution", "theme", "notify_turns", "updated_at"]
+    list_display = ["user", "default_mode", "default_execution", "theme", "notify_turns", "notify_inbox", "updated_at"]
     search_fields = ["user__username"]
     autocomplete_fields = ["user"]
 

@@ -90,7 +90,7 @@ class ApiToken(models.Model):
 
 
 class UserPreferences(models.Model):
-    """A user's settings page (/settings/): new-session defaults, theme, turn notifications. A user
+    """A user's settings page (/settings/): new-session defaults, theme, turn and inbox notifications. A user
     without a row has the defaults (aptix.preferences.preferences_get does not write)."""
 
     class Theme(models.TextChoices):
@@ -108,6 +108,9 @@ class UserPreferences(models.Model):
     theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
     notify_turns = models.BooleanField(
         default=False, help_text="A browser notification when a turn finishes while its tab is hidden."
+    )
+    notify_inbox = models.BooleanField(
+        default=False, help_text="A browser notification when something new waits in the inbox (automations)."
     )
     updated_at = models.DateTimeField(auto_now=True)
 

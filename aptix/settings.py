@@ -126,6 +126,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "automations.context_processors.inbox_bell",  # the header's bell: the inbox's count
             ],
         },
     },

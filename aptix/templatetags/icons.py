@@ -29,6 +29,10 @@ ICONS: dict[str, str] = {
     "branch": "M4 2.5v6.5a2 2 0 0 0 2 2h7M10.5 8.5 13 11l-2.5 2.5",
     "previous": "M10 3 5 8l5 5",
     "next": "M6 3l5 5-5 5",
+    # The header's inbox (templates/base.html): a bell and its clapper.
+    # The header's Automations link on a phone, where its word does not fit: a clock.
+    "clock": "M8 2a6 6 0 1 0 0 12A6 6 0 1 0 8 2M8 4.5V8l2.5 1.5",
+    "bell": "M4 11.5V7a4 4 0 0 1 8 0v4.5l1.5 1.5h-11zM6.5 13.5a1.5 1.5 0 0 0 3 0",
     "document": "M4 1.5h5.5l3 3v10h-8.5zM9.5 1.5v3h3M6 8h4.5M6 10.5h4.5",
     # An answer's rating (templates/agents/_feedback.html): a thumb and its cuff, the one the other upside down.
     "thumbs-up": "M5 7v7H2.5V7zM5 7l3-5a1.5 1.5 0 0 1 2 1.5L9.5 6H13a1.5 1.5 0 0 1 1.4 1.9l-1.5 5"

@@ -14,6 +14,7 @@ urlpatterns = [
     path("automations/<str:automation_id>/delete/", views.automation_remove, name="automation-delete"),
     path("inbox/", views.inbox_page, name="inbox"),
     path("inbox/bell/", views.inbox_bell, name="inbox-bell"),
+    path("inbox/notify/", views.inbox_notify, name="inbox-notify"),
     path("inbox/<int:item_id>/decide/", views.inbox_decide, name="inbox-decide"),
     path("inbox/<int:item_id>/dismiss/", views.inbox_dismiss, name="inbox-dismiss"),
 ]

@@ -446,6 +446,30 @@
   window.addEventListener("focus", backToTab);
   document.addEventListener("visibilitychange", backToTab);
 
+  // The header's bell: its count comes by polling (every page) and over the websocket (session pages),
+  // each a swap of #badge-inbox. When it rises, users who opted in (the inbox page or the settings
+  // page: data-notify-inbox) get a browser notification that opens the inbox.
+  var inboxSeen = null;
+  function inboxCount() {
+    var badge = document.getElementById("badge-inbox");
+    return badge ? parseInt(badge.dataset.count || "0", 10) || 0 : null;
+  }
+  function watchInbox() {
+    var count = inboxCount();
+    if (count === null) return;
+    var rose = inboxSeen !== null && count > inboxSeen;
+    inboxSeen = count;
+    if (!rose || !document.body.dataset.notifyInbox || !("Notification" in window) || Notification.permission !== "granted") return;
+    var note = new Notification("Aptix inbox: " + count + " waiting", {
+      body: "An automation needs you: an approval or a notice.", tag: "aptix-inbox"
+    });
+    var bell = document.getElementById("inbox-bell");
+    note.onclick = function () { window.focus(); if (bell) window.location.href = bell.getAttribute("href"); note.close(); };
+  }
+  document.addEventListener("DOMContentLoaded", watchInbox);
+  document.addEventListener("htmx:oobAfterSwap", watchInbox);
+  document.addEventListener("htmx:afterSwap", watchInbox);
+
   // The settings page: ticking "Notify me…" is when the browser asks for the permission (never before).
   function showPermission() {
     var hint = document.getElementById("notify-permission");
@@ -454,7 +478,7 @@
       : Notification.permission === "denied" ? hint.dataset.denied : "";
   }
   document.addEventListener("change", function (e) {
-    if (!e.target || e.target.id !== "id_notify_turns" || !e.target.checked) return;
+    if (!e.target || (e.target.id !== "id_notify_turns" && e.target.id !== "id_notify_inbox") || !e.target.checked) return;
     if ("Notification" in window && Notification.permission === "default") {
       Notification.requestPermission().then(showPermission);
     }

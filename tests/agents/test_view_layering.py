@@ -1,8 +1,8 @@
 """Views parse, call a service or a selector, and render: no view module reads or writes the ORM
 itself. Every module under agents/web/views/, the JSON API (agents/web/api*.py), the page fragments
-they share and the websocket consumer is parsed and checked for a model import (agents.models,
-modes.models: the queries belong in agents/selectors.py or a service), a manager (`.objects`) or a
-queryset method.
+they share, the websocket consumer and the automations' pages (automations/web/*views.py) is parsed
+and checked for a model import (agents.models, modes.models: the queries belong in agents/selectors.py
+or a service), a manager (`.objects`) or a queryset method.
 
 An import under `if TYPE_CHECKING:` is allowed (an annotation queries nothing), and so are the
 TextChoices enums in ALLOWED_MODEL_NAMES (values, not queries)."""
@@ -24,6 +24,7 @@ VIEW_MODULES = sorted(
         WEB / "toolpanel.py",
         WEB / "document_panel.py",
         WEB / "consumers.py",
+        *(ROOT / "automations" / "web").glob("*views.py"),  # the automations' pages and the inbox
     ]
 )
 # The page's and the stream's renderers: they name model classes (a status enum, an unsaved event),

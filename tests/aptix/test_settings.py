@@ -1,5 +1,5 @@
 """The settings page: password, new-session
-defaults, theme, turn notifications and the user's own API tokens."""
+defaults, theme, turn and inbox notifications and the user's own API tokens."""
 
 from __future__ import annotations
 
@@ -64,6 +64,17 @@ def test_preferences_are_saved_and_used(alice_client, alice):
     assert 'data-notify-turns="1"' in home
     assert '<option value="data-analysis" selected>' in home  # the composer's mode picker
     assert 'name="execution" value="agent" checked' in home
+
+
+def test_inbox_notifications_are_a_preference_of_their_own(alice_client, alice):
+    assert 'id="id_notify_inbox"' in alice_client.get("/settings/").content.decode()
+    alice_client.post(reverse("settings-preferences"), {**PREFS, "notify_inbox": "on"})
+    saved = UserPreferences.objects.get(user=alice)
+    assert saved.notify_inbox and saved.notify_turns
+    page = alice_client.get(reverse("automations")).content.decode()
+    assert 'data-notify-inbox="1"' in page  # what static/js/aptix.js reads before notifying
+    alice_client.post(reverse("settings-preferences"), PREFS)
+    assert not UserPreferences.objects.get(user=alice).notify_inbox
 
 
 def test_without_preferences_the_catalog_default_and_the_system_theme_apply(alice_client):

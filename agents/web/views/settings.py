@@ -40,6 +40,9 @@ class PreferencesForm(forms.Form):
     notify_turns = forms.BooleanField(
         required=False, label="Notify me when a turn finishes while its tab is in the background"
     )
+    notify_inbox = forms.BooleanField(
+        required=False, label="Notify me when an automation's approval or notice arrives in my inbox"
+    )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -59,6 +62,7 @@ def _preferences_form(user: Any) -> PreferencesForm:
         "default_execution": p.default_execution,
         "theme": p.theme,
         "notify_turns": p.notify_turns,
+        "notify_inbox": p.notify_inbox,
     }
     return PreferencesForm(initial=initial, user=user)
 
