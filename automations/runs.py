@@ -153,11 +153,6 @@ def run_start(
     return run, turn
 
 
-def runs_of(automation: Automation, *, limit: int = 50) -> list[AutomationRun]:
-    """The automation's runs, newest first."""
-    return list(AutomationRun.objects.filter(automation=automation).order_by("-created_at", "-id")[:limit])
-
-
 def owner_check(automation: Automation) -> None:
     """Raise OwnerGone (and pause the automation, saying why) when its owner left the team or was deactivated."""
     owner = automation.owner

@@ -29,7 +29,8 @@ from agents.web.api_support import ApiError, authenticate, json_body
 from aptix.ratelimits import BAD_TOKENS, TURNS, address_key, rate_limit, user_key
 from automations.inbox import inbox_approvals, inbox_item_json
 from automations.models import Automation, AutomationRun
-from automations.runs import run_json, run_start, runs_of
+from automations.runs import run_json, run_start
+from automations.selectors import runs_of
 from automations.services import (
     AutomationNotFoundError,
     automation_create,
@@ -247,7 +248,7 @@ def _limit(value: str | None) -> int:
 
 def _runs(user: Any, automation_id: str, limit: int) -> dict[str, Any]:
     automation = automation_get(user=user, automation_id=automation_id)
-    return {"runs": [run_json(run) for run in runs_of(automation, limit=limit)]}
+    return {"runs": [run_json(run) for run in runs_of(automation=automation, limit=limit)]}
 
 
 @csrf_exempt
