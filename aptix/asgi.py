@@ -32,11 +32,13 @@ from aptix.startup import RunOnFirstScope  # noqa: E402
 from aptix.tracing import TracingMiddleware, configure  # noqa: E402
 from automations.scheduler import start_automations  # noqa: E402
 from files.knowledge import start_knowledge_indexer  # noqa: E402
+from interop.mcp_server import McpMount  # noqa: E402
 from tools.mcp import start_mcp_host  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # /mcp/: the MCP server (interop/mcp_server: bearer token first); every other path: Django.
+        "http": McpMount(django_asgi_app),
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

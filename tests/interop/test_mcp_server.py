@@ -1,0 +1,167 @@
+"""The MCP server at /mcp/ through the official MCP client, in process over the real ASGI router:
+the bearer token before anything, a tool per mode of the user's team, a call that runs a turn and
+continues its conversation, the user's own conversations as resources, the modes' examples as prompts."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from mcp.shared.exceptions import MCPError
+
+from agents.models import AgentSession, Turn
+from tests.helpers import async_db
+from tests.helpers.catalogs import B_ONLY, team_only_mode
+from tests.helpers.interop import asgi_http, mcp_client
+
+pytestmark = async_db
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+async def b_only(team_b):
+    return await sync_to_async(team_only_mode)(team_b)
+
+
+async def test_no_token_or_a_bad_one_is_401_with_the_bearer_challenge(alice, alice_token):
+    for token in (None, "apx_wrong", "nonsense"):
+        async with asgi_http(token) as http:
+            response = await http.post("/mcp/", json=INITIALIZE, headers=ACCEPT)
+        assert response.status_code == 401
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+        assert "bearer token" in response.json()["error"]["message"]
+    async with asgi_http(alice_token) as http:
+        response = await http.post("/mcp/", json=INITIALIZE, headers=ACCEPT)
+    assert response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "aptix"
+
+
+async def test_an_inactive_users_token_is_refused(alice, alice_token):
+    alice.is_active = False
+    await alice.asave()
+    async with asgi_http(alice_token) as http:
+        response = await http.post("/mcp/", json=INITIALIZE, headers=ACCEPT)
+    assert response.status_code == 401
+
+
+async def test_other_paths_still_reach_django(alice_token):
+    async with asgi_http(alice_token) as http:
+        response = await http.get("/api/v1/modes")
+    assert response.status_code == 200 and "general" in [mode["key"] for mode in response.json()]
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+async def test_the_tools_are_the_modes_of_the_users_team(alice_token, carol_token, b_only, protocol):
+    async with mcp_client(alice_token, mode=protocol) as client:
+        alices = {tool.name for tool in (await client.list_tools()).tools}
+    async with mcp_client(carol_token, mode=protocol) as client:
+        carols = {tool.name for tool in (await client.list_tools()).tools}
+    assert {"ask_general", "ask_data-analysis"} <= alices
+    assert f"ask_{B_ONLY}" in carols and f"ask_{B_ONLY}" not in alices
+    assert alices == carols - {f"ask_{B_ONLY}"}
+
+
+async def test_another_teams_mode_cannot_be_called(llm, model, alice_token, b_only):
+    async with mcp_client(alice_token) as client:
+        result = await client.call_tool(f"ask_{B_ONLY}", {"message": "Open the secret playbook"})
+    assert result.is_error and "Unknown tool" in result.content[0].text
+    assert model.calls == 0 and await Turn.objects.acount() == 0
+
+
+async def test_a_call_answers_and_a_second_continues_the_conversation(llm, model, alice, alice_token):
+    model.reply("Hello from the model.")
+    model.reply("Still here.")
+    async with mcp_client(alice_token, name="VS Code") as client:
+        first = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+        assert not first.is_error, first.content
+        assert first.content[0].text == "Hello from the model."
+        conversation_id = first.structured_content["conversationId"]
+        assert first.structured_content["status"] == "completed"
+        second = await client.call_tool("ask_general", {"message": "Again", "conversationId": conversation_id})
+    assert second.content[0].text == "Still here."
+    assert second.structured_content["conversationId"] == conversation_id
+    session = await AgentSession.objects.aget(pk=conversation_id)
+    assert session.user_id == alice.id and session.mode == "general"
+    assert [t.user_message async for t in Turn.objects.filter(session=session).order_by("index")] == ["Hi", "Again"]
+
+
+async def test_a_new_conversation_starts_in_the_tools_mode(llm, model, alice_token):
+    model.reply("ok")
+    async with mcp_client(alice_token) as client:
+        result = await client.call_tool("ask_data-analysis", {"message": "Hi", "execution": "ask"})
+    session = await AgentSession.objects.aget(pk=result.structured_content["conversationId"])
+    assert session.mode == "data-analysis"
+
+
+async def test_another_users_conversation_is_refused(llm, model, alice_token, carol_token):
+    model.reply("Alice's answer.")
+    async with mcp_client(alice_token) as client:
+        alices = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+    conversation_id = alices.structured_content["conversationId"]
+    async with mcp_client(carol_token) as client:
+        result = await client.call_tool("ask_general", {"message": "Peek", "conversationId": conversation_id})
+    assert result.is_error and result.content[0].text == "No conversation with this id."
+    assert await Turn.objects.filter(session_id=conversation_id).acount() == 1
+
+
+async def test_bad_arguments_are_tool_errors_naming_the_argument(llm, model, alice_token):
+    async with mcp_client(alice_token) as client:
+        empty = await client.call_tool("ask_general", {"message": "  "})
+        wrong = await client.call_tool("ask_general", {"message": "Hi", "execution": "fast"})
+    assert empty.is_error and "'message'" in empty.content[0].text
+    assert wrong.is_error and "'execution'" in wrong.content[0].text
+    assert model.calls == 0
+
+
+async def test_a_failed_turn_is_a_tool_error_with_its_error(llm, model, alice_token):
+    model.error(400, "The model refused.")
+    async with mcp_client(alice_token) as client:
+        result = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+    assert result.is_error and result.structured_content["status"] == "failed"
+    turn = await Turn.objects.aget(pk=result.structured_content["turnId"])
+    assert result.content[0].text == turn.error and turn.error
+
+
+async def test_resources_are_the_users_own_conversations(llm, model, alice_token, carol_token):
+    model.reply("Forty-two orders.")
+    model.reply("Carol's.")
+    async with mcp_client(alice_token) as client:
+        alices = await client.call_tool("ask_general", {"message": "Count orders", "execution": "ask"})
+    async with mcp_client(carol_token) as client:
+        await client.call_tool("ask_general", {"message": "Carol here", "execution": "ask"})
+    alice_id = alices.structured_content["conversationId"]
+    async with mcp_client(alice_token) as client:
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        read = await client.read_resource(f"aptix://conversations/{alice_id}")
+    assert listed == [f"aptix://conversations/{alice_id}"]
+    text = read.contents[0].text
+    assert "Count orders" in text and "Forty-two orders." in text
+    assert read.contents[0].mime_type == "text/markdown"
+
+
+async def test_a_crafted_resource_id_is_refused(llm, model, alice_token, carol_token):
+    model.reply("Alice's secret answer.")
+    async with mcp_client(alice_token) as client:
+        alices = await client.call_tool("ask_general", {"message": "Secret", "execution": "ask"})
+    uri = f"aptix://conversations/{alices.structured_content['conversationId']}"
+    async with mcp_client(carol_token) as client:
+        for crafted in (uri, "aptix://conversations/../../etc", "file:///etc/passwd"):
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(crafted)
+            assert refused.value.message == "No conversation with this id."
+
+
+async def test_prompts_are_the_modes_example_utterances(alice_token):
+    from modes.models import AgentMode
+
+    mode = await AgentMode.objects.aget(key="data-analysis")
+    async with mcp_client(alice_token) as client:
+        names = {p.name for p in (await client.list_prompts()).prompts}
+        prompt = await client.get_prompt("ask_data-analysis")
+    assert "ask_data-analysis" in names
+    assert [m.content.text for m in prompt.messages] == list(mode.example_utterances)
