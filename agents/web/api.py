@@ -64,6 +64,7 @@ class ExecuteRequest:
     files: list[str] = field(default_factory=list)  # ids of the user's uploads the message carries
     resources: Any = None  # MCP resources the message carries ({"server", "uri"}; checked by turn_start)
     project_id: str | None = None  # the project a new conversation starts in
+    origin: str = ""  # where a new conversation came from, for the sidebar (the MCP server's "via MCP: …")
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -247,6 +248,7 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
             choice=request.choice,
             files=request.files,
             resources=request.resources,
+            origin=request.origin,
         )
         return turn
     except ValidationError as exc:

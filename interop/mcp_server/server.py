@@ -72,6 +72,14 @@ def _user(ctx: ServerRequestContext[Any]) -> Any:
     return _scope(ctx)[SCOPE_USER]
 
 
+def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
+    """The client's name from its clientInfo: each request carries it on 2026-07-28; on the
+    handshake-era protocol only `initialize` does, a request of its own when stateless (mount.py)."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return (info.title or info.name) if info is not None else None
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -121,6 +129,7 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
             conversation_id=conversation_id,
             execution=execution,
             request=scope[SCOPE_REQUEST],
+            origin=services.origin_label(_client_name(ctx)),
         )
     except ApiError as exc:
         return _error(exc.message)

@@ -73,6 +73,12 @@ def conversation_markdown(*, user: Any, uri: str, base_url: str) -> str:
     return session_export_markdown(session_export_data(session, lambda path: base_url + path))
 
 
+def origin_label(client_name: str | None) -> str:
+    """The sidebar's label of a conversation begun over MCP: the client's name when it gave one."""
+    name = " ".join((client_name or "").split())
+    return f"via MCP: {name}" if name else "via MCP"
+
+
 def base_url(request: HttpRequest) -> str:
     """Where the site is for links: APTIX_PUBLIC_URL when set, else the request's own origin."""
     return settings.APTIX_PUBLIC_URL or f"{request.scheme}://{request.get_host()}"
@@ -95,10 +101,12 @@ async def ask(
     conversation_id: str | None,
     execution: str | None,
     request: HttpRequest,
+    origin: str = "",
 ) -> Answer:
     """Run one turn of the user in `mode` (a new conversation) or in their conversation
     `conversation_id` (which keeps its own mode, as on the API), within the user's turn rate, and
-    wait for its end or its pause. Refusals raise ApiError with the API's message."""
+    wait for its end or its pause; a new conversation is labelled with `origin`. Refusals raise
+    ApiError with the API's message."""
     if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
         raise ApiError.too_many(limited)
     parsed = ExecuteRequest(
@@ -106,6 +114,7 @@ async def ask(
         mode=mode.key,
         execution=execution or mode.execution or None,
         message=message,
+        origin=origin,
     )
     turn, follow_up = await execute_turn(user=user, request=parsed)
     return await sync_to_async(_answer)(follow_up or turn, base_url(request))

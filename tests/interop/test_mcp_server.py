@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from mcp.shared.exceptions import MCPError
 
 from agents.models import AgentSession, Turn
-from tests.helpers import async_db
+from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.catalogs import B_ONLY, team_only_mode
 from tests.helpers.interop import asgi_http, mcp_client
 
@@ -165,3 +165,32 @@ async def test_prompts_are_the_modes_example_utterances(alice_token):
         prompt = await client.get_prompt("ask_data-analysis")
     assert "ask_data-analysis" in names
     assert [m.content.text for m in prompt.messages] == list(mode.example_utterances)
+
+
+async def test_a_conversation_begun_over_mcp_is_labelled_with_its_client_in_the_sidebar(llm, model, alice, alice_token):
+    model.reply("From VS Code.")
+    model.reply("From an older client.")
+    async with mcp_client(alice_token, mode="2026-07-28", name="VS Code") as client:
+        modern = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+    # The handshake-era protocol names the client in `initialize` only: a stateless server never
+    # sees it with the call, so the label names the protocol alone.
+    async with mcp_client(alice_token, mode="legacy", name="Old Client") as client:
+        legacy = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+    vscode = await AgentSession.objects.aget(pk=modern.structured_content["conversationId"])
+    older = await AgentSession.objects.aget(pk=legacy.structured_content["conversationId"])
+    assert (vscode.origin, older.origin) == ("via MCP: VS Code", "via MCP")
+
+    browser = ServerLikeAsyncClient()
+    await browser.aforce_login(alice)
+    sidebar = (await browser.get("/sessions/")).content.decode()
+    assert '<span class="muted small s-origin">via MCP: VS Code</span>' in sidebar
+
+
+async def test_a_continued_conversation_keeps_its_label(llm, model, alice_token):
+    model.reply("ok")
+    async with mcp_client(alice_token, mode="2026-07-28") as client:
+        started = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+        conversation_id = started.structured_content["conversationId"]
+        model.reply("again")
+        await client.call_tool("ask_general", {"message": "Again", "conversationId": conversation_id})
+    assert (await AgentSession.objects.aget(pk=conversation_id)).origin == "via MCP: pytest-client"
