@@ -9,6 +9,7 @@ in the background on its own thread, the runner's orphan sweep and the catalog t
 runs: agents/catalog_tests/execute.py) and the automations' clock (automations/scheduler.py: in the
 workers only, with Redis); APTIX_MCP_AUTOSTART=false turns
 the MCP host off. migrate, shell and the tests import this module without starting anything.
+HTTP requests to /mcp/ go to Aptix's own MCP server (interop/mcp_server), every other path to Django.
 """
 
 from __future__ import annotations

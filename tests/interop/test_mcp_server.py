@@ -194,3 +194,25 @@ async def test_a_continued_conversation_keeps_its_label(llm, model, alice_token)
         model.reply("again")
         await client.call_tool("ask_general", {"message": "Again", "conversationId": conversation_id})
     assert (await AgentSession.objects.aget(pk=conversation_id)).origin == "via MCP: pytest-client"
+
+
+@pytest.mark.parametrize(
+    "public_url, site", [("https://aptix.example", "https://aptix.example"), ("", "http://testserver")]
+)
+async def test_a_turn_waiting_for_approval_answers_what_waits_and_where_to_decide(
+    llm, model, alice_token, settings, public_url, site
+):
+    settings.APTIX_PUBLIC_URL = public_url  # the site's links; without it, the request's own origin
+    # Stateless, the server cannot ask the client back (elicitation): the result says what waits.
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": False, "reason": "Charts."})])
+    async with mcp_client(alice_token) as client:
+        result = await client.call_tool("ask_general", {"message": "Revenue by month?", "execution": "agent"})
+    assert not result.is_error and result.structured_content["status"] == "awaiting_approval"
+    conversation_id = result.structured_content["conversationId"]
+    assert result.content[0].text == (
+        "The turn waits for your approval of `agent_change_mode`. "
+        f"Decide in the browser: {site}/sessions/{conversation_id}/"
+    )
+    turn = await Turn.objects.aget(pk=result.structured_content["turnId"])
+    assert turn.status == Turn.Status.AWAITING_APPROVAL
+    assert (await AgentSession.objects.aget(pk=conversation_id)).mode == "general"  # nothing decided for the user
