@@ -16,11 +16,12 @@ from asgiref.sync import sync_to_async
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.models import Execution
 from agents.web.api_support import ApiError
 
-from . import services
+from . import approvals, services
 
 SCOPE_USER = "aptix.user"  # the token's user, set by mount.py before the SDK sees the request
 SCOPE_REQUEST = "aptix.request"  # the Django request over the same scope (rate limits, the site's origin)
@@ -114,13 +115,23 @@ def _arguments(arguments: dict[str, Any]) -> tuple[str, str | None, str | None]:
     return message, conversation_id, execution
 
 
-async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
     scope = _scope(ctx)
     user = scope[SCOPE_USER]
     mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name)
     if mode is None:
         return _error(ERROR_UNKNOWN_TOOL.format(name=params.name))
     try:
+        if params.request_state is not None:  # the client's answers to the approvals this server asked
+            answer = await services.decide(
+                user=user,
+                state=params.request_state,
+                responses=dict(params.input_responses or {}),
+                request=scope[SCOPE_REQUEST],
+            )
+            return _result(ctx, answer)
         message, conversation_id, execution = _arguments(params.arguments or {})
         answer = await services.ask(
             user=user,
@@ -133,6 +144,33 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         )
     except ApiError as exc:
         return _error(exc.message)
+    return _result(ctx, answer)
+
+
+def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """A client that takes elicitation forms within a call: the 2026-07-28 protocol's multi-round-trip
+    requests (stateless, a handshake-era call has no way back to its client) and the form capability."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and elicitation is not None
+
+
+def _result(
+    ctx: ServerRequestContext[Any], answer: services.Answer
+) -> types.CallToolResult | types.InputRequiredResult:
+    """The turn's answer; a turn waiting for approvals the client can give: the forms that ask them."""
+    if answer.state and approvals.can_ask(answer.awaiting) and _can_elicit(ctx):
+        return types.InputRequiredResult(
+            input_requests={
+                call["id"]: types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(
+                        message=approvals.question(call), requested_schema=approvals.DECISION_SCHEMA
+                    )
+                )
+                for call in answer.awaiting
+            },
+            request_state=answer.state,
+        )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=answer.text)],
         structured_content=answer.structured,

@@ -4,14 +4,14 @@ turn run as the JSON API runs one (agents/web/api.py `execute_turn`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.urls import reverse
 
-from agents.selectors import session_list_own
+from agents.selectors import session_list_own, turn_last
 from agents.state import PausedState, turn_state
 from agents.turns import Status
 from agents.web.api import ExecuteRequest, api_team, execute_turn
@@ -19,6 +19,8 @@ from agents.web.api_support import ApiError, conversation_get
 from agents.web.views.export import session_export_data, session_export_markdown
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from modes.catalog import modes_for_team
+
+from . import approvals
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -91,6 +93,8 @@ class Answer:
     text: str
     is_error: bool
     structured: dict[str, Any]
+    awaiting: list[dict[str, Any]] = field(default_factory=list)  # the calls a paused turn waits on
+    state: str | None = None  # the signed requestState that answers to them continue (approvals.py)
 
 
 async def ask(
@@ -117,22 +121,49 @@ async def ask(
         origin=origin,
     )
     turn, follow_up = await execute_turn(user=user, request=parsed)
-    return await sync_to_async(_answer)(follow_up or turn, base_url(request))
+    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
 
 
-def _answer(turn: Turn, site: str) -> Answer:
+async def decide(*, user: Any, state: str, responses: dict[str, Any], request: HttpRequest) -> Answer:
+    """Continue the turn a `requestState` names with the client's elicitation answers (each waiting
+    call approved or denied, approvals.py), as the JSON API's `approvals`, and wait for it again."""
+    conversation_id = approvals.conversation_of_state(user=user, state=state)
+    waiting = await sync_to_async(_awaiting_ids)(user=user, conversation_id=conversation_id)
+    parsed = ExecuteRequest(
+        conversation_id=conversation_id,
+        mode=None,
+        execution=None,
+        message=None,
+        approvals=approvals.decisions_of(responses, waiting),
+    )
+    turn, follow_up = await execute_turn(user=user, request=parsed)
+    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
+
+
+def _awaiting_ids(*, user: Any, conversation_id: str) -> list[str]:
+    session = conversation_get(user=user, conversation_id=conversation_id)
+    turn = turn_last(session=session)
+    return [call["id"] for call in _awaiting(turn)] if turn is not None else []
+
+
+def _awaiting(turn: Turn) -> list[dict[str, Any]]:
+    state = turn_state(turn)
+    return [dict(call) for call in state.awaiting] if isinstance(state, PausedState) else []
+
+
+def _answer(user: Any, turn: Turn, site: str) -> Answer:
     structured = {"conversationId": turn.session_id, "turnId": turn.id, "status": turn.status}
     if turn.status in FAILED:
         return Answer(turn.error or f"The turn ended {turn.status}.", True, structured)
     if turn.status == Status.AWAITING_APPROVAL:
-        return Answer(_waiting(turn, site), False, structured)
+        awaiting = _awaiting(turn)
+        state = approvals.state_for(user=user, conversation_id=turn.session_id, turn_id=turn.id)
+        return Answer(_waiting(turn, awaiting, site), False, structured, awaiting, state)
     return Answer(turn.answer or "", False, structured)
 
 
-def _waiting(turn: Turn, site: str) -> str:
+def _waiting(turn: Turn, awaiting: list[dict[str, Any]], site: str) -> str:
     """What a paused turn waits for, and where to decide it: the session in the browser."""
-    state = turn_state(turn)
-    awaiting = state.awaiting if isinstance(state, PausedState) else []
     names = ", ".join(f"`{call['name']}`" for call in awaiting) or "a decision"
     link = site + reverse("session-detail", args=[turn.session_id])
     return f"The turn waits for your approval of {names}. Decide in the browser: {link}"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx2
 from mcp import Client
@@ -22,14 +23,27 @@ def asgi_http(token: str | None = None) -> httpx2.AsyncClient:
 
 
 @asynccontextmanager
-async def mcp_client(token: str, *, mode: str = "legacy", name: str = "pytest-client", server: str | None = None):
+async def mcp_client(
+    token: str,
+    *,
+    mode: str = "legacy",
+    name: str = "pytest-client",
+    server: str | None = None,
+    elicitation_callback: Any = None,
+):
     """The official MCP client, signed in with `token`: over the in-process application, or over HTTP
-    to `server` (a live server's address, e.g. http://127.0.0.1:8123)."""
+    to `server` (a live server's address, e.g. http://127.0.0.1:8123); with `elicitation_callback`, a
+    client that answers the server's forms."""
     if server is None:
         http = asgi_http(token)
     else:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
     async with http:
         transport = streamable_http_client(f"{server or BASE}/mcp/", http_client=http)
-        async with Client(transport, mode=mode, client_info=Implementation(name=name, version="1")) as client:
+        async with Client(
+            transport,
+            mode=mode,
+            client_info=Implementation(name=name, version="1"),
+            elicitation_callback=elicitation_callback,
+        ) as client:
             yield client

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult
 
-from agents.models import AgentSession, Turn
+from agents.models import AgentSession, ToolApproval, Turn
+from modes.models import ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.catalogs import B_ONLY, team_only_mode
 from tests.helpers.interop import asgi_http, mcp_client
@@ -199,13 +201,14 @@ async def test_a_continued_conversation_keeps_its_label(llm, model, alice_token)
 @pytest.mark.parametrize(
     "public_url, site", [("https://aptix.example", "https://aptix.example"), ("", "http://testserver")]
 )
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])  # neither client takes forms (no elicitation)
 async def test_a_turn_waiting_for_approval_answers_what_waits_and_where_to_decide(
-    llm, model, alice_token, settings, public_url, site
+    llm, model, alice_token, settings, public_url, site, protocol
 ):
     settings.APTIX_PUBLIC_URL = public_url  # the site's links; without it, the request's own origin
-    # Stateless, the server cannot ask the client back (elicitation): the result says what waits.
+    # A client that takes no forms cannot be asked: the result says what waits.
     model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": False, "reason": "Charts."})])
-    async with mcp_client(alice_token) as client:
+    async with mcp_client(alice_token, mode=protocol) as client:
         result = await client.call_tool("ask_general", {"message": "Revenue by month?", "execution": "agent"})
     assert not result.is_error and result.structured_content["status"] == "awaiting_approval"
     conversation_id = result.structured_content["conversationId"]
@@ -216,3 +219,55 @@ async def test_a_turn_waiting_for_approval_answers_what_waits_and_where_to_decid
     turn = await Turn.objects.aget(pk=result.structured_content["turnId"])
     assert turn.status == Turn.Status.AWAITING_APPROVAL
     assert (await AgentSession.objects.aget(pk=conversation_id)).mode == "general"  # nothing decided for the user
+
+
+SWITCH = {"mode": "data-analysis", "branch": False, "reason": "Charts."}
+
+
+def answering(decision: str, asked: list):
+    async def callback(context, params):
+        asked.append(params)
+        return ElicitResult(action="accept", content={"decision": decision})
+
+    return callback
+
+
+async def test_an_approval_is_asked_through_the_client_and_approving_continues_the_turn(llm, model, alice_token):
+    first = model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
+    model.reply("Switched.")
+    model.reply("Here are your charts.")  # the turn that carries the request on in the new mode
+    asked: list = []
+    async with mcp_client(alice_token, mode="2026-07-28", elicitation_callback=answering("approve", asked)) as client:
+        result = await client.call_tool("ask_general", {"message": "Revenue by month?", "execution": "agent"})
+    assert [p.message for p in asked] == [
+        "Aptix asks for your approval. Switch this conversation to the mode 'data-analysis'? Reason: Charts."
+    ]
+    assert asked[0].requested_schema["properties"]["decision"]["enum"] == ["approve", "deny"]
+    assert not result.is_error and result.content[0].text == "Here are your charts."
+    assert result.structured_content["status"] == "completed"
+    follow_up = await Turn.objects.aget(pk=result.structured_content["turnId"])
+    assert (follow_up.index, follow_up.mode) == (2, "data-analysis")
+    session = await AgentSession.objects.aget(pk=result.structured_content["conversationId"])
+    assert session.mode == "data-analysis"
+    approval = await ToolApproval.objects.aget(tool_call_id=first.tool_calls[0].id)
+    assert approval.decision == "approved"
+
+
+async def test_denying_through_the_client_leaves_the_mode(llm, model, alice_token):
+    model.reply("", tool_calls=[("agent_change_mode", SWITCH)])
+    model.reply("Staying in General.")
+    asked: list = []
+    async with mcp_client(alice_token, mode="2026-07-28", elicitation_callback=answering("deny", asked)) as client:
+        result = await client.call_tool("ask_general", {"message": "Revenue by month?", "execution": "agent"})
+    assert len(asked) == 1 and result.content[0].text == "Staying in General."
+    session = await AgentSession.objects.aget(pk=result.structured_content["conversationId"])
+    assert session.mode == "general" and await ModeHistory.objects.acount() == 0
+
+
+async def test_a_forged_request_state_is_refused(llm, model, alice_token):
+    async with mcp_client(alice_token, mode="2026-07-28") as client:
+        result = await client.session.call_tool(
+            "ask_general", {"message": "x"}, request_state="forged", input_responses={}, allow_input_required=True
+        )
+    assert result.is_error and "not valid" in result.content[0].text
+    assert model.calls == 0
