@@ -5,6 +5,7 @@
 - server.py: the low-level MCP server: a tool `ask_<key>` per mode the token's user may use, the
   user's conversations as resources, each mode's example utterances as a prompt.
 - services.py: what those handlers read and run, through the agents' services.
+- approvals.py: a waiting turn's approvals asked back through the client (elicitation forms).
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ and a Django request over the same scope then travel in the scope to the handler
 The session manager runs stateless with JSON responses: every POST is a whole exchange (its own
 transport, no `Mcp-Session-Id` to remember), so any Daphne process behind the load balancer can answer
 any request, and nothing lives in one process's memory between requests. What that costs: the server
-cannot send requests back to the client in the middle of a call (elicitation), so a turn waiting for
-approval answers with a link to the session instead.
+cannot send requests back to the client in the middle of a call. The 2026-07-28 protocol needs none
+(a call answers "input required" with its elicitation forms and the client calls again: approvals.py);
+on the handshake-era protocol a turn waiting for approval answers with a link to the session instead.
 
 The SDK's manager needs its task group running (`run()`), which a Starlette app enters in its ASGI
 lifespan; Daphne has none (aptix/startup.py), so it is entered on the first MCP request, once per

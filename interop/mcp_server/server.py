@@ -2,7 +2,9 @@
 every handler reads the token's user that mount.py put in the HTTP request's scope.
 
 - tools: `ask_<key>` for each mode the user may use; a call runs a turn and answers with its text
-  and `structuredContent` {"conversationId", "turnId", "status"}; a failed turn is `isError`.
+  and `structuredContent` {"conversationId", "turnId", "status"}; a failed turn is `isError`; a turn
+  waiting for approval asks the client with elicitation forms when it can take them (approvals.py),
+  else says what waits and links the session.
 - resources: the user's own conversations, `aptix://conversations/<id>`, read as Markdown.
 - prompts: one per mode, named as its tool, whose messages are the mode's example utterances.
 """

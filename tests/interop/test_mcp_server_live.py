@@ -2,7 +2,8 @@
 client over HTTP, with the built-in offline model and the shipped SQL MCP server over a demo
 database of this run: both protocol versions list the user's modes as tools, `ask_data-analysis`
 answers "How many orders are there?" from the database, a second call continues the conversation,
-and another user's token sees neither the first user's conversations nor their team's modes."""
+another user's token sees neither the first user's conversations nor their team's modes, and a mode
+change the model asks for is approved or denied through the client's elicitation form."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import urllib.request
 import pytest
 from asgiref.sync import sync_to_async
 from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult
 
 from agents.models import AgentSession, Turn
+from modes.models import ModeHistory
 from tests.browser.live import ROOT, LiveServer
 from tests.helpers import async_db
 from tests.helpers.catalogs import B_ONLY, team_only_mode
@@ -133,3 +136,28 @@ async def test_no_token_is_refused_by_the_live_server(server):
 
     status, challenge = await asyncio.to_thread(post)
     assert status == 401 and challenge.startswith("Bearer")
+
+
+DDR_REQUEST = "Write a design decision record for our new caching layer"
+
+
+@pytest.mark.parametrize("decision, mode", [("approve", "ddr-authoring"), ("deny", "general")])
+async def test_a_mode_change_is_asked_through_the_client(server, alice_token, decision, mode):
+    """The offline model proposes DDR Authoring; a typed "2" (not a consented choice) makes it call
+    agent_change_mode, which waits for approval: the client is asked with a form, and its answer decides."""
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"decision": decision})
+
+    async with mcp_client(alice_token, mode="2026-07-28", server=server.url, elicitation_callback=answer) as client:
+        proposal = await client.call_tool("ask_general", {"message": DDR_REQUEST, "execution": "ask"})
+        assert "DDR Authoring" in proposal.content[0].text and not asked
+        conversation_id = proposal.structured_content["conversationId"]
+        result = await client.call_tool("ask_general", {"message": "2", "conversationId": conversation_id})
+    assert len(asked) == 1 and "'ddr-authoring'" in asked[0], asked
+    assert not result.is_error, result.content
+    assert result.structured_content["status"] == "completed"
+    assert (await AgentSession.objects.aget(pk=conversation_id)).mode == mode
+    assert await ModeHistory.objects.filter(session_id=conversation_id).acount() == (decision == "approve")
