@@ -11,6 +11,7 @@ every handler reads the token's user that mount.py put in the HTTP request's sco
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import mcp_types as types
@@ -173,8 +174,12 @@ def _result(
             },
             request_state=answer.state,
         )
+    images = [
+        types.ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime)
+        for data, mime in answer.images
+    ]
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=answer.text)],
+        content=[types.TextContent(type="text", text=answer.text), *images],
         structured_content=answer.structured,
         is_error=answer.is_error,
     )

@@ -4,11 +4,13 @@ turn run as the JSON API runs one (agents/web/api.py `execute_turn`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.urls import reverse
 
 from agents.selectors import session_list_own, turn_last
@@ -19,6 +21,7 @@ from agents.web.api_support import ApiError, conversation_get
 from agents.web.views.export import session_export_data, session_export_markdown
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from modes.catalog import modes_for_team
+from tools.media import IMAGE_PATH, IMAGE_TYPES
 
 from . import approvals
 
@@ -32,6 +35,8 @@ TOOL_PREFIX = "ask_"
 CONVERSATION_URI = "aptix://conversations/"
 CONVERSATIONS_MAX = 200  # the most recently active conversations listed as resources (as the API's list)
 ERROR_NO_CONVERSATION = "No conversation with this id."
+SITE_LINK = re.compile(r"\]\((/[^)\s]+)\)")  # a Markdown link or image to a path of this site
+IMAGES_MAX = 4  # images of an answer sent along as image content (the rest stay links)
 # Statuses a turn ends in without an answer: the call's result is an error naming the turn's.
 FAILED = frozenset({Status.FAILED, Status.CANCELLED, Status.LIMIT_REACHED})
 
@@ -93,8 +98,10 @@ class Answer:
     text: str
     is_error: bool
     structured: dict[str, Any]
-    awaiting: list[dict[str, Any]] = field(default_factory=list)  # the calls a paused turn waits on
-    state: str | None = None  # the signed requestState that answers to them continue (approvals.py)
+    images: list[tuple[bytes, str]] = field(default_factory=list, kw_only=True)  # (bytes, MIME type) each
+    awaiting: list[dict[str, Any]] = field(default_factory=list, kw_only=True)  # the calls a paused turn waits on
+    # The signed requestState with which the client's answers to those calls continue (approvals.py).
+    state: str | None = field(default=None, kw_only=True)
 
 
 async def ask(
@@ -158,8 +165,31 @@ def _answer(user: Any, turn: Turn, site: str) -> Answer:
     if turn.status == Status.AWAITING_APPROVAL:
         awaiting = _awaiting(turn)
         state = approvals.state_for(user=user, conversation_id=turn.session_id, turn_id=turn.id)
-        return Answer(_waiting(turn, awaiting, site), False, structured, awaiting, state)
-    return Answer(turn.answer or "", False, structured)
+        return Answer(_waiting(turn, awaiting, site), False, structured, awaiting=awaiting, state=state)
+    return Answer(_absolute(turn.answer or "", site), False, structured, images=_images(turn))
+
+
+def _absolute(text: str, site: str) -> str:
+    """The answer's links to this site's paths (its images, downloads, sessions) made absolute: the
+    client is not on the site."""
+    return SITE_LINK.sub(lambda match: f"]({site}{match.group(1)})", text)
+
+
+def _images(turn: Turn) -> list[tuple[bytes, str]]:
+    """The images the answer shows that were made in its own session (generated charts, MCP results'
+    images), read from the media storage: a link to another session's is never read."""
+    prefix = "/" + settings.MEDIA_URL.strip("/") + "/"
+    images = []
+    for match in SITE_LINK.finditer(turn.answer or ""):
+        path = match.group(1).removeprefix(prefix)
+        image = IMAGE_PATH.fullmatch(path) if match.group(1).startswith(prefix) else None
+        if image is None or image.group(1) != turn.session_id or not default_storage.exists(path):
+            continue
+        with default_storage.open(path) as data:
+            images.append((data.read(), IMAGE_TYPES[image.group(2)]))
+        if len(images) == IMAGES_MAX:
+            break
+    return images
 
 
 def _waiting(turn: Turn, awaiting: list[dict[str, Any]], site: str) -> str:

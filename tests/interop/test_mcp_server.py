@@ -4,6 +4,8 @@ continues its conversation, the user's own conversations as resources, the modes
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from asgiref.sync import sync_to_async
 from mcp.shared.exceptions import MCPError
@@ -271,3 +273,25 @@ async def test_a_forged_request_state_is_refused(llm, model, alice_token):
         )
     assert result.is_error and "not valid" in result.content[0].text
     assert model.calls == 0
+
+
+async def test_the_answers_images_of_its_own_session_come_as_image_content(llm, model, alice_token, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    settings.APTIX_PUBLIC_URL = "https://aptix.example"
+    png = b"\x89PNG\r\n\x1a\n" + b"chart"
+    model.reply("Started.")
+    async with mcp_client(alice_token) as client:
+        first = await client.call_tool("ask_general", {"message": "Hi", "execution": "ask"})
+        own = f"images/{first.structured_content['conversationId']}/{'a' * 32}.png"
+        other = f"images/{'b' * 32}/{'c' * 32}.png"  # another session's: never read
+        for name in (own, other):
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_bytes(png)
+        model.reply(f"Here: ![chart](/media/{own}) and ![theirs](/media/{other})")
+        conversation_id = first.structured_content["conversationId"]
+        result = await client.call_tool("ask_general", {"message": "Chart", "conversationId": conversation_id})
+    text, *images = result.content
+    assert text.text == (
+        f"Here: ![chart](https://aptix.example/media/{own}) and ![theirs](https://aptix.example/media/{other})"
+    )
+    assert [(image.mime_type, base64.b64decode(image.data)) for image in images] == [("image/png", png)]

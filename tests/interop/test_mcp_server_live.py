@@ -8,6 +8,7 @@ change the model asks for is approved or denied through the client's elicitation
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sqlite3
 import time
@@ -89,6 +90,11 @@ async def test_ask_data_analysis_answers_from_the_database(server, demo_db, alic
     answer = result.content[0].text
     months = orders_by_month(demo_db)
     assert months and all(str(count) in answer for _month, count in months), answer
+    # The chart the offline model draws comes along as image content; its link in the text is absolute.
+    assert [content.type for content in result.content] == ["text", "image"]
+    assert base64.b64decode(result.content[1].data).startswith(b"\x89PNG")
+    # (APTIX_PUBLIC_URL: the live server's default, http://127.0.0.1:8000)
+    assert "](/media/" not in answer and "](http://127.0.0.1:8000/media/images/" in answer
     structured = result.structured_content
     assert structured["status"] == "completed"
     turn = await Turn.objects.select_related("session").aget(pk=structured["turnId"])
