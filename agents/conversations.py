@@ -58,15 +58,18 @@ def session_start(
     files: list[str] | None = None,
     resources: list[dict[str, str]] | None = None,
     project: Project | None = None,
+    origin: str = "",
 ) -> tuple[AgentSession, Turn]:
     """A new session (session_create) and its first turn (turn_start, queued), or neither: bad input
     (an empty message, an unknown mode…) raises ValidationError naming the field and writes nothing.
     Callers authorise first (the user's own team) and dispatch the turn's run (agents/submit.py).
     The home page's composer and the JSON API both start a conversation here; `files` (ids of the
     user's uploads) are attached to the new session with the first message; `project` (one of the
-    user's, in `team`) is the project the session starts in."""
+    user's, in `team`) is the project the session starts in; `origin` where a program's came from."""
     with transaction.atomic():
-        session = session_create(team=team, user=user, mode=mode, execution=execution, title=title, project=project)
+        session = session_create(
+            team=team, user=user, mode=mode, execution=execution, title=title, project=project, origin=origin
+        )
         turn = turn_start(session=session, text=text, choice=choice, files=files, resources=resources)
     return session, turn
 

@@ -55,6 +55,9 @@ class AgentSession(models.Model):
     )
     archived_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Where a session begun by a program came from, shown in the sidebar ("via MCP: VS Code", set by
+    # the MCP server, interop/mcp_server); empty for the workspace's own and the JSON API's.
+    origin = models.CharField(max_length=120, blank=True, default="")
     # A catalog test run's session (agents/catalog_tests): run like any other, listed for nobody
     # (session_list leaves it out, so no sidebar, search, page or API shows it), deleted after its case.
     catalog_test = models.BooleanField(default=False)

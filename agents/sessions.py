@@ -56,13 +56,22 @@ class SessionReadOnlyError(PermissionDenied):
 
 
 def session_create(
-    *, team, user, mode: str | None = None, execution: str = "ask", title: str = "", project: Project | None = None
+    *,
+    team,
+    user,
+    mode: str | None = None,
+    execution: str = "ask",
+    title: str = "",
+    project: Project | None = None,
+    origin: str = "",
 ) -> AgentSession:
     """Create a session in `mode` or, when the caller names none, the project's default mode (in a
     `project` that has one the team may still use), else the team's default mode, else the catalog's
     (AGN-011 §3.1: the caller's mode wins, then the project's, the team's default, the catalog's). A
     mode the team cannot use is refused as an unknown one; a project the user is not a member of, or
     of another team, as an unknown project.
+
+    `origin` says where a session a program began came from ("via MCP: VS Code"), for the sidebar.
 
     Callers authorise first: views and the API only offer the user's own teams."""
     if execution not in Execution.values:
@@ -79,7 +88,13 @@ def session_create(
         except ModeValidationError as exc:
             raise ValidationError({"mode": str(exc)}) from exc
     session = AgentSession(
-        team=team, user=user, mode=key, execution=execution, title=title.strip()[:200], project=project
+        team=team,
+        user=user,
+        mode=key,
+        execution=execution,
+        title=title.strip()[:200],
+        project=project,
+        origin=origin[: AgentSession._meta.get_field("origin").max_length],
     )
     session.full_clean()
     session.save()

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("aptix", "modes", "files", "tools", "agents", "identity", "connections")
+APPS = ("aptix", "modes", "files", "tools", "agents", "identity", "connections", "interop")
 MAX_TOP_LEVEL_MODULES = 15
 MAX_LINES = 600
 ISSUE_CITATION = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)

@@ -64,6 +64,7 @@ class ExecuteRequest:
     files: list[str] = field(default_factory=list)  # ids of the user's uploads the message carries
     resources: Any = None  # MCP resources the message carries ({"server", "uri"}; checked by turn_start)
     project_id: str | None = None  # the project a new conversation starts in
+    origin: str = ""  # where a new conversation came from, for the sidebar (the MCP server's "via MCP: …")
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -247,6 +248,7 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
             choice=request.choice,
             files=request.files,
             resources=request.resources,
+            origin=request.origin,
         )
         return turn
     except ValidationError as exc:
@@ -382,19 +384,27 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
         new_turn = not (parsed.approvals or parsed.tool_results)  # counted against the user's turn rate
         if new_turn and (limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request)):
             raise ApiError.too_many(limited)
-        submitted = await turn_submit(
-            partial(prepare_turn, user=user, request=parsed),
-            client_tools=parsed.tools,
-            tool_results=parsed.tool_results or None,
-        )
-        turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
-        follow_up = await _follow_up(turn) if switch_continues(turn) else None
+        turn, follow_up = await execute_turn(user=user, request=parsed)
     except ApiError as exc:
         return exc.response()
     body = execute_response(turn)
     if follow_up is not None:
         body["followUp"] = execute_response(follow_up)
     return JsonResponse(body)
+
+
+async def execute_turn(*, user: Any, request: ExecuteRequest) -> tuple[Turn, Turn | None]:
+    """Record the request's turn (prepare_turn), run it and wait for its end or its pause; with it the
+    turn that carried the request on after a consented switch, if any. The JSON API and the MCP server
+    (interop/mcp_server) both run a program's turn here; an ApiError says what was refused."""
+    submitted = await turn_submit(
+        partial(prepare_turn, user=user, request=request),
+        client_tools=request.tools,
+        tool_results=request.tool_results or None,
+    )
+    turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
+    follow_up = await _follow_up(turn) if switch_continues(turn) else None
+    return turn, follow_up
 
 
 async def _follow_up(turn: Turn) -> Turn | None:

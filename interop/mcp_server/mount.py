@@ -1,0 +1,116 @@
+"""The ASGI application in front of Django: `/mcp` and `/mcp/` go to the MCP server, everything else
+to Django as before (aptix/asgi.py wraps its HTTP router in McpMount).
+
+Before the SDK sees a request, the bearer token is checked as the JSON API checks it (aptix/bearer.py,
+with its rate limits): without a valid token of an active user the answer is 401 with
+`WWW-Authenticate: Bearer`; a Host outside ALLOWED_HOSTS is refused as Django would. The token's user
+and a Django request over the same scope then travel in the scope to the handlers (server.py).
+
+The session manager runs stateless with JSON responses: every POST is a whole exchange (its own
+transport, no `Mcp-Session-Id` to remember), so any Daphne process behind the load balancer can answer
+any request, and nothing lives in one process's memory between requests. What that costs: the server
+cannot send requests back to the client in the middle of a call. The 2026-07-28 protocol needs none
+(a call answers "input required" with its elicitation forms and the client calls again: approvals.py);
+on the handshake-era protocol a turn waiting for approval answers with a link to the session instead.
+
+The SDK's manager needs its task group running (`run()`), which a Starlette app enters in its ASGI
+lifespan; Daphne has none (aptix/startup.py), so it is entered on the first MCP request, once per
+event loop, in a task that holds it for the loop's life.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import weakref
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
+from django.db import close_old_connections
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.responses import JSONResponse
+
+from agents.web.api_support import ApiError, authenticate
+
+from .server import SCOPE_REQUEST, SCOPE_USER, build_server
+
+PATHS = frozenset({"/mcp", "/mcp/"})
+ERROR_HOST = "Bad Host header: not one of this site's hosts (ALLOWED_HOSTS)."
+
+Scope = dict[str, Any]
+
+
+class _Running:
+    """One event loop's session manager, entered by a task that keeps it open."""
+
+    def __init__(self) -> None:
+        self.manager = StreamableHTTPSessionManager(build_server(), stateless=True, json_response=True)
+        self.ready = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._hold(), name="aptix-mcp-server")
+
+    async def _hold(self) -> None:
+        async with self.manager.run():
+            self.ready.set()
+            await asyncio.Event().wait()  # until the loop ends: the task is cancelled with it
+
+
+_running: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Running] = weakref.WeakKeyDictionary()
+
+
+async def _manager() -> StreamableHTTPSessionManager:
+    loop = asyncio.get_running_loop()
+    running = _running.get(loop)
+    if running is None:
+        running = _running[loop] = _Running()
+    await running.ready.wait()
+    return running.manager
+
+
+def _refusal(exc: ApiError) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="aptix"'} if exc.status == 401 else {}
+    if exc.retry_after is not None:
+        headers["Retry-After"] = str(exc.retry_after)
+    return JSONResponse(
+        {"error": {"message": exc.message, "field": exc.field}}, status_code=exc.status, headers=headers
+    )
+
+
+async def _authenticate(scope: Scope) -> tuple[Any, ASGIRequest]:
+    """The token's user and the Django request over the scope, or an ApiError (400 for a foreign Host,
+    401 without a valid token, 429 past the rate limits)."""
+    request = ASGIRequest(scope, io.BytesIO())
+    try:
+        request.get_host()
+    except DisallowedHost:
+        raise ApiError(400, ERROR_HOST) from None
+    return await authenticate(request), request
+
+
+class McpMount:
+    """`/mcp/` to the MCP server (after authentication), anything else to `app`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] not in PATHS:
+            await self.app(scope, receive, send)
+            return
+        # As Django's ASGIHandler serves a request: its sync work on a thread of its own, its database
+        # connections closed (or kept, by CONN_MAX_AGE) when it ends.
+        async with ThreadSensitiveContext():
+            try:
+                await self._serve(scope, receive, send)
+            finally:
+                await sync_to_async(close_old_connections)()
+
+    async def _serve(self, scope: Scope, receive: Any, send: Any) -> None:
+        try:
+            user, request = await _authenticate(scope)
+        except ApiError as exc:
+            await _refusal(exc)(scope, receive, send)
+            return
+        manager = await _manager()
+        await manager.handle_request({**scope, SCOPE_USER: user, SCOPE_REQUEST: request}, receive, send)

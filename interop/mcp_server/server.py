@@ -1,0 +1,264 @@
+"""The low-level MCP server (mcp.server.lowlevel.Server): what it offers depends on who asks, so
+every handler reads the token's user that mount.py put in the HTTP request's scope.
+
+- tools: `ask_<key>` for each mode the user may use; a call runs a turn and answers with its text
+  and `structuredContent` {"conversationId", "turnId", "status"}; a failed turn is `isError`; a turn
+  waiting for approval asks the client with elicitation forms when it can take them (approvals.py),
+  else says what waits and links the session.
+- resources: the user's own conversations, `aptix://conversations/<id>`, read as Markdown.
+- prompts: one per mode, named as its tool, whose messages are the mode's example utterances.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agents.models import Execution
+from agents.web.api_support import ApiError
+
+from . import approvals, services
+
+SCOPE_USER = "aptix.user"  # the token's user, set by mount.py before the SDK sees the request
+SCOPE_REQUEST = "aptix.request"  # the Django request over the same scope (rate limits, the site's origin)
+
+ERROR_UNKNOWN_TOOL = "Unknown tool {name!r}: list the tools to see the modes you may use."
+ERROR_MESSAGE = "'message' is required (a non-empty string)."
+ERROR_CONVERSATION_ID = "'conversationId' must be a string."
+ERROR_EXECUTION = "'execution' must be \"ask\" or \"agent\"."
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string", "description": "What to ask, as you would type it in Aptix."},
+        "conversationId": {
+            "type": "string",
+            "description": "Continue this conversation of yours (it keeps its own mode); omit to start a new one.",
+        },
+        "execution": {
+            "type": "string",
+            "enum": list(Execution.values),
+            "description": "ask: one model call; agent: a multi-step loop with the mode's tools. "
+            "Default: the mode's, else your own default.",
+        },
+    },
+    "required": ["message"],
+    "additionalProperties": False,
+}
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "conversationId": {"type": "string"},
+        "turnId": {"type": "string"},
+        "status": {"type": "string"},
+    },
+    "required": ["conversationId", "turnId", "status"],
+}
+
+
+def _scope(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, dict) or SCOPE_USER not in scope:
+        # mount.py authenticates every request before the SDK sees it: without a user, nothing is served.
+        raise RuntimeError("The MCP server is served through interop.mcp_server.McpMount only.")
+    return scope
+
+
+def _user(ctx: ServerRequestContext[Any]) -> Any:
+    return _scope(ctx)[SCOPE_USER]
+
+
+def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
+    """The client's name from its clientInfo: each request carries it on 2026-07-28; on the
+    handshake-era protocol only `initialize` does, a request of its own when stateless (mount.py)."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return (info.title or info.name) if info is not None else None
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    modes = await sync_to_async(services.user_modes)(user=_user(ctx))
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=services.tool_name(mode),
+                title=f"Ask {mode.display_name}",
+                description=f"Ask Aptix's {mode.display_name} mode. {mode.description}".strip(),
+                input_schema=INPUT_SCHEMA,
+                output_schema=OUTPUT_SCHEMA,
+            )
+            for mode in modes
+        ]
+    )
+
+
+def _arguments(arguments: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """The call's message, conversationId and execution, or an ApiError naming what is wrong."""
+    message, conversation_id, execution = (arguments.get(k) for k in ("message", "conversationId", "execution"))
+    if not isinstance(message, str) or not message.strip():
+        raise ApiError(400, ERROR_MESSAGE, "message")
+    if conversation_id is not None and not isinstance(conversation_id, str):
+        raise ApiError(400, ERROR_CONVERSATION_ID, "conversationId")
+    if execution is not None and execution not in Execution.values:
+        raise ApiError(400, ERROR_EXECUTION, "execution")
+    return message, conversation_id, execution
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    scope = _scope(ctx)
+    user = scope[SCOPE_USER]
+    mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name)
+    if mode is None:
+        return _error(ERROR_UNKNOWN_TOOL.format(name=params.name))
+    try:
+        if params.request_state is not None:  # the client's answers to the approvals this server asked
+            answer = await services.decide(
+                user=user,
+                state=params.request_state,
+                responses=dict(params.input_responses or {}),
+                request=scope[SCOPE_REQUEST],
+            )
+            return _result(ctx, answer)
+        message, conversation_id, execution = _arguments(params.arguments or {})
+        answer = await services.ask(
+            user=user,
+            mode=mode,
+            message=message,
+            conversation_id=conversation_id,
+            execution=execution,
+            request=scope[SCOPE_REQUEST],
+            origin=services.origin_label(_client_name(ctx)),
+        )
+    except ApiError as exc:
+        return _error(exc.message)
+    return _result(ctx, answer)
+
+
+def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """A client that takes elicitation forms within a call: the 2026-07-28 protocol's multi-round-trip
+    requests (stateless, a handshake-era call has no way back to its client) and the form capability."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and elicitation is not None
+
+
+def _result(
+    ctx: ServerRequestContext[Any], answer: services.Answer
+) -> types.CallToolResult | types.InputRequiredResult:
+    """The turn's answer; a turn waiting for approvals the client can give: the forms that ask them."""
+    if answer.state and approvals.can_ask(answer.awaiting) and _can_elicit(ctx):
+        return types.InputRequiredResult(
+            input_requests={
+                call["id"]: types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(
+                        message=approvals.question(call), requested_schema=approvals.DECISION_SCHEMA
+                    )
+                )
+                for call in answer.awaiting
+            },
+            request_state=answer.state,
+        )
+    images = [
+        types.ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime)
+        for data, mime in answer.images
+    ]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=answer.text), *images],
+        structured_content=answer.structured,
+        is_error=answer.is_error,
+    )
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    sessions = await sync_to_async(services.user_conversations)(user=_user(ctx))
+    return types.ListResourcesResult(
+        resources=[
+            types.Resource(
+                name=session.id,
+                title=str(session),
+                uri=services.conversation_uri(session),
+                description=f"Conversation in mode {session.mode}, last active {session.updated_at:%Y-%m-%d %H:%M} UTC",
+                mime_type="text/markdown",
+            )
+            for session in sessions
+        ]
+    )
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    scope = _scope(ctx)
+    uri = str(params.uri)
+    try:
+        text = await sync_to_async(services.conversation_markdown)(
+            user=scope[SCOPE_USER], uri=uri, base_url=services.base_url(scope[SCOPE_REQUEST])
+        )
+    except ApiError as exc:
+        # A JSON-RPC error, as the spec's "resource not found" (-32002), naming no one's conversation.
+        raise MCPError(code=-32002, message=exc.message, data={"uri": uri}) from None
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+    )
+
+
+async def list_prompts(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    modes = await sync_to_async(services.user_modes)(user=_user(ctx))
+    return types.ListPromptsResult(
+        prompts=[
+            types.Prompt(
+                name=services.tool_name(mode),
+                title=f"{mode.display_name}: examples",
+                description=f"What people ask the {mode.display_name} mode.",
+            )
+            for mode in modes
+            if mode.example_utterances
+        ]
+    )
+
+
+async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    mode = await sync_to_async(services.mode_of_tool)(user=_user(ctx), name=params.name)
+    if mode is None or not mode.example_utterances:
+        raise MCPError(code=-32602, message=f"Unknown prompt {params.name!r}.")
+    return types.GetPromptResult(
+        description=f"Example requests for the {mode.display_name} mode (call {services.tool_name(mode)}).",
+        messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=str(utterance)))
+            for utterance in mode.example_utterances
+        ],
+    )
+
+
+def build_server() -> Server[Any]:
+    return Server(
+        "aptix",
+        title="Aptix",
+        instructions="Ask the team's Aptix modes (tools ask_<mode>); read your conversations as resources.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )

@@ -1,0 +1,199 @@
+"""What the MCP server's handlers read and run for the token's user, through the agents' services:
+the modes they may use (their team's catalog, as GET /api/v1/modes), their own conversations and a
+turn run as the JSON API runs one (agents/web/api.py `execute_turn`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.urls import reverse
+
+from agents.selectors import session_list_own, turn_last
+from agents.state import PausedState, turn_state
+from agents.turns import Status
+from agents.web.api import ExecuteRequest, api_team, execute_turn
+from agents.web.api_support import ApiError, conversation_get
+from agents.web.views.export import session_export_data, session_export_markdown
+from aptix.ratelimits import TURNS, rate_limit, user_key
+from modes.catalog import modes_for_team
+from tools.media import IMAGE_PATH, IMAGE_TYPES
+
+from . import approvals
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+    from agents.models import AgentSession, Turn
+    from modes.models import AgentMode
+
+TOOL_PREFIX = "ask_"
+CONVERSATION_URI = "aptix://conversations/"
+CONVERSATIONS_MAX = 200  # the most recently active conversations listed as resources (as the API's list)
+ERROR_NO_CONVERSATION = "No conversation with this id."
+SITE_LINK = re.compile(r"\]\((/[^)\s]+)\)")  # a Markdown link or image to a path of this site
+IMAGES_MAX = 4  # images of an answer sent along as image content (the rest stay links)
+# Statuses a turn ends in without an answer: the call's result is an error naming the turn's.
+FAILED = frozenset({Status.FAILED, Status.CANCELLED, Status.LIMIT_REACHED})
+
+
+def user_modes(*, user: Any) -> list[AgentMode]:
+    """The active modes the user may use in the team a new conversation of theirs belongs to (the
+    JSON API's team): none without a team."""
+    team = api_team(user)
+    return [] if team is None else modes_for_team(team)
+
+
+def tool_name(mode: AgentMode) -> str:
+    return f"{TOOL_PREFIX}{mode.key}"
+
+
+def mode_of_tool(*, user: Any, name: str) -> AgentMode | None:
+    """The user's mode a tool name asks, or None (an unknown name, or a mode they may not use)."""
+    if not name.startswith(TOOL_PREFIX):
+        return None
+    return next((mode for mode in user_modes(user=user) if tool_name(mode) == name), None)
+
+
+def user_conversations(*, user: Any) -> list[AgentSession]:
+    """The user's own conversations (never shared ones or anyone else's), the most recent first."""
+    return session_list_own(user=user, limit=CONVERSATIONS_MAX)
+
+
+def conversation_uri(session: AgentSession) -> str:
+    return f"{CONVERSATION_URI}{session.id}"
+
+
+def conversation_markdown(*, user: Any, uri: str, base_url: str) -> str:
+    """The user's conversation at `uri` as the Markdown export; any other id (another user's, a
+    shared one, a made-up one) raises ApiError("No conversation with this id.")."""
+    if not uri.startswith(CONVERSATION_URI):
+        raise ApiError(404, ERROR_NO_CONVERSATION)
+    try:
+        session = conversation_get(user=user, conversation_id=uri.removeprefix(CONVERSATION_URI))
+    except ApiError:
+        raise ApiError(404, ERROR_NO_CONVERSATION) from None  # a teammate's shared one too: only one's own
+    return session_export_markdown(session_export_data(session, lambda path: base_url + path))
+
+
+def origin_label(client_name: str | None) -> str:
+    """The sidebar's label of a conversation begun over MCP: the client's name when it gave one."""
+    name = " ".join((client_name or "").split())
+    return f"via MCP: {name}" if name else "via MCP"
+
+
+def base_url(request: HttpRequest) -> str:
+    """Where the site is for links: APTIX_PUBLIC_URL when set, else the request's own origin."""
+    return settings.APTIX_PUBLIC_URL or f"{request.scheme}://{request.get_host()}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A turn's outcome as a tool result: its text, whether it is an error, and its ids and status."""
+
+    text: str
+    is_error: bool
+    structured: dict[str, Any]
+    images: list[tuple[bytes, str]] = field(default_factory=list, kw_only=True)  # (bytes, MIME type) each
+    awaiting: list[dict[str, Any]] = field(default_factory=list, kw_only=True)  # the calls a paused turn waits on
+    # The signed requestState with which the client's answers to those calls continue (approvals.py).
+    state: str | None = field(default=None, kw_only=True)
+
+
+async def ask(
+    *,
+    user: Any,
+    mode: AgentMode,
+    message: str,
+    conversation_id: str | None,
+    execution: str | None,
+    request: HttpRequest,
+    origin: str = "",
+) -> Answer:
+    """Run one turn of the user in `mode` (a new conversation) or in their conversation
+    `conversation_id` (which keeps its own mode, as on the API), within the user's turn rate, and
+    wait for its end or its pause; a new conversation is labelled with `origin`. Refusals raise
+    ApiError with the API's message."""
+    if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
+        raise ApiError.too_many(limited)
+    parsed = ExecuteRequest(
+        conversation_id=conversation_id or None,
+        mode=mode.key,
+        execution=execution or mode.execution or None,
+        message=message,
+        origin=origin,
+    )
+    turn, follow_up = await execute_turn(user=user, request=parsed)
+    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
+
+
+async def decide(*, user: Any, state: str, responses: dict[str, Any], request: HttpRequest) -> Answer:
+    """Continue the turn a `requestState` names with the client's elicitation answers (each waiting
+    call approved or denied, approvals.py), as the JSON API's `approvals`, and wait for it again."""
+    conversation_id = approvals.conversation_of_state(user=user, state=state)
+    waiting = await sync_to_async(_awaiting_ids)(user=user, conversation_id=conversation_id)
+    parsed = ExecuteRequest(
+        conversation_id=conversation_id,
+        mode=None,
+        execution=None,
+        message=None,
+        approvals=approvals.decisions_of(responses, waiting),
+    )
+    turn, follow_up = await execute_turn(user=user, request=parsed)
+    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
+
+
+def _awaiting_ids(*, user: Any, conversation_id: str) -> list[str]:
+    session = conversation_get(user=user, conversation_id=conversation_id)
+    turn = turn_last(session=session)
+    return [call["id"] for call in _awaiting(turn)] if turn is not None else []
+
+
+def _awaiting(turn: Turn) -> list[dict[str, Any]]:
+    state = turn_state(turn)
+    return [dict(call) for call in state.awaiting] if isinstance(state, PausedState) else []
+
+
+def _answer(user: Any, turn: Turn, site: str) -> Answer:
+    structured = {"conversationId": turn.session_id, "turnId": turn.id, "status": turn.status}
+    if turn.status in FAILED:
+        return Answer(turn.error or f"The turn ended {turn.status}.", True, structured)
+    if turn.status == Status.AWAITING_APPROVAL:
+        awaiting = _awaiting(turn)
+        state = approvals.state_for(user=user, conversation_id=turn.session_id, turn_id=turn.id)
+        return Answer(_waiting(turn, awaiting, site), False, structured, awaiting=awaiting, state=state)
+    return Answer(_absolute(turn.answer or "", site), False, structured, images=_images(turn))
+
+
+def _absolute(text: str, site: str) -> str:
+    """The answer's links to this site's paths (its images, downloads, sessions) made absolute: the
+    client is not on the site."""
+    return SITE_LINK.sub(lambda match: f"]({site}{match.group(1)})", text)
+
+
+def _images(turn: Turn) -> list[tuple[bytes, str]]:
+    """The images the answer shows that were made in its own session (generated charts, MCP results'
+    images), read from the media storage: a link to another session's is never read."""
+    prefix = "/" + settings.MEDIA_URL.strip("/") + "/"
+    images = []
+    for match in SITE_LINK.finditer(turn.answer or ""):
+        path = match.group(1).removeprefix(prefix)
+        image = IMAGE_PATH.fullmatch(path) if match.group(1).startswith(prefix) else None
+        if image is None or image.group(1) != turn.session_id or not default_storage.exists(path):
+            continue
+        with default_storage.open(path) as data:
+            images.append((data.read(), IMAGE_TYPES[image.group(2)]))
+        if len(images) == IMAGES_MAX:
+            break
+    return images
+
+
+def _waiting(turn: Turn, awaiting: list[dict[str, Any]], site: str) -> str:
+    """What a paused turn waits for, and where to decide it: the session in the browser."""
+    names = ", ".join(f"`{call['name']}`" for call in awaiting) or "a decision"
+    link = site + reverse("session-detail", args=[turn.session_id])
+    return f"The turn waits for your approval of {names}. Decide in the browser: {link}"

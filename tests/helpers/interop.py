@@ -1,0 +1,49 @@
+"""The official MCP client against Aptix's MCP server (/mcp/), in process over the real ASGI router
+(httpx's ASGI transport: no socket) or over HTTP to a live server."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
+
+BASE = "http://testserver"
+
+
+def asgi_http(token: str | None = None) -> httpx2.AsyncClient:
+    """An HTTP client that sends its requests to aptix.asgi's router (/mcp/ in front of Django)."""
+    from aptix.asgi import router
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=router), base_url=BASE, headers=headers)
+
+
+@asynccontextmanager
+async def mcp_client(
+    token: str,
+    *,
+    mode: str = "legacy",
+    name: str = "pytest-client",
+    server: str | None = None,
+    elicitation_callback: Any = None,
+):
+    """The official MCP client, signed in with `token`: over the in-process application, or over HTTP
+    to `server` (a live server's address, e.g. http://127.0.0.1:8123); with `elicitation_callback`, a
+    client that answers the server's forms."""
+    if server is None:
+        http = asgi_http(token)
+    else:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    async with http:
+        transport = streamable_http_client(f"{server or BASE}/mcp/", http_client=http)
+        async with Client(
+            transport,
+            mode=mode,
+            client_info=Implementation(name=name, version="1"),
+            elicitation_callback=elicitation_callback,
+        ) as client:
+            yield client
