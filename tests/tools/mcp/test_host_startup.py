@@ -19,6 +19,7 @@ from agents.run.runners import start_runs
 from aptix.asgi import application, router
 from aptix.startup import RunOnFirstScope
 from aptix.tracing import TracingMiddleware
+from automations.scheduler import start_automations
 from files.knowledge import start_knowledge_indexer
 from tools.mcp.host import start_mcp_host
 
@@ -78,12 +79,13 @@ def test_autostart_off_starts_nothing_even_when_serving(tmp_path):
 
 
 def test_the_application_wraps_the_router_with_the_start_up_hooks():
-    """The MCP host, the runner's orphan sweep, the taker of queued catalog test runs, and the knowledge
-    indexer's sweep of the documents left pending."""
+    """The MCP host, the runner's orphan sweep, the taker of queued catalog test runs, the knowledge
+    indexer's sweep of the documents left pending, and the automations' clock."""
     assert isinstance(application, RunOnFirstScope)
     assert isinstance(application.app, TracingMiddleware)  # the spans of requests and websockets (aptix/tracing.py)
     assert application.app.app is router
-    assert application.hooks == (start_mcp_host, start_runs, start_catalog_tests, start_knowledge_indexer)
+    hooks = (start_mcp_host, start_runs, start_catalog_tests, start_knowledge_indexer, start_automations)
+    assert application.hooks == hooks
 
 
 async def test_hooks_run_once_before_the_first_scope_is_handed_on():
