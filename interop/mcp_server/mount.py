@@ -21,6 +21,7 @@ event loop, in a task that holds it for the loop's life.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import io
 import weakref
 from typing import Any
@@ -48,7 +49,11 @@ class _Running:
     def __init__(self) -> None:
         self.manager = StreamableHTTPSessionManager(build_server(), stateless=True, json_response=True)
         self.ready = asyncio.Event()
-        self.task = asyncio.get_running_loop().create_task(self._hold(), name="aptix-mcp-server")
+        # A context of its own: the handlers run in the manager's tasks, which must not inherit the
+        # first request's thread context (server.py gives each call one of its own).
+        self.task = asyncio.get_running_loop().create_task(
+            self._hold(), name="aptix-mcp-server", context=contextvars.Context()
+        )
 
     async def _hold(self) -> None:
         async with self.manager.run():

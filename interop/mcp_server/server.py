@@ -12,10 +12,13 @@ every handler reads the token's user that mount.py put in the HTTP request's sco
 from __future__ import annotations
 
 import base64
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -250,15 +253,31 @@ async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequ
     )
 
 
+def _as_a_request(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """Each call served as Django serves a request: its sync work on a thread of its own, whose
+    database connection goes back to the pool when the call ends (a thread that outlived its call kept
+    its pooled connection: a process would run out of them)."""
+
+    @functools.wraps(handler)
+    async def serve(ctx: Any, params: Any) -> Any:
+        async with ThreadSensitiveContext():
+            try:
+                return await handler(ctx, params)
+            finally:
+                await sync_to_async(close_old_connections)()
+
+    return serve
+
+
 def build_server() -> Server[Any]:
     return Server(
         "aptix",
         title="Aptix",
         instructions="Ask the team's Aptix modes (tools ask_<mode>); read your conversations as resources.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
+        on_list_tools=_as_a_request(list_tools),
+        on_call_tool=_as_a_request(call_tool),
+        on_list_resources=_as_a_request(list_resources),
+        on_read_resource=_as_a_request(read_resource),
+        on_list_prompts=_as_a_request(list_prompts),
+        on_get_prompt=_as_a_request(get_prompt),
     )

@@ -4,6 +4,7 @@ continues its conversation, the user's own conversations as resources, the modes
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
@@ -296,3 +297,35 @@ async def test_the_answers_images_of_its_own_session_come_as_image_content(llm, 
         f"Here: ![chart](https://aptix.example/media/{own}) and ![theirs](https://aptix.example/media/{other})"
     )
     assert [(image.mime_type, base64.b64decode(image.data)) for image in images] == [("image/png", png)]
+
+
+@pytest.mark.postgres
+async def test_mcp_calls_give_their_database_connections_back_to_the_pool(alice_token):
+    """Each MCP call's database work gives its connection back when it ends, as a Django request does
+    (server.py serves each call in a thread context of its own and closes its connections; the SDK's
+    task ran every handler in the first request's context). A CI worker once ran out of pooled
+    connections ("couldn't get a connection after 30.00 sec") in a later test; that run was not
+    reproduced here, so this checks the property itself, on loops of their own as each test has."""
+    from django.db import connection
+
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        pytest.skip("the database has no connection pool (APTIX_DB_POOL off, or SQLite)")
+
+    def out() -> int:
+        stats = pool.get_stats()
+        return stats["pool_size"] - stats["pool_available"]
+
+    def on_a_loop_of_its_own() -> None:  # as each test (and each serving process) has its own loop
+        async def calls() -> None:
+            async with mcp_client(alice_token) as client:
+                await client.list_tools()
+                await client.list_resources()  # the user's conversations: a query
+
+        asyncio.run(calls())
+
+    await asyncio.to_thread(on_a_loop_of_its_own)
+    before = await sync_to_async(out)()
+    for _ in range(3):
+        await asyncio.to_thread(on_a_loop_of_its_own)
+    assert await sync_to_async(out)() <= before
