@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from agents.models import AgentSession
 from agents.sessions import session_list
@@ -31,11 +31,9 @@ def run_get(*, run_id: str) -> AutomationRun | None:
 
 def last_runs(*, automations: list[Automation]) -> dict[str, AutomationRun]:
     """Each automation's newest run, by the automation's id (the list page's "last run" column)."""
-    latest: dict[str, AutomationRun] = {}
-    ids = [automation.pk for automation in automations]
-    for run in AutomationRun.objects.filter(automation_id__in=ids).order_by("-created_at", "-id"):
-        latest.setdefault(run.automation_id, run)
-    return latest
+    newest = AutomationRun.objects.filter(automation=OuterRef("pk")).order_by("-created_at", "-id").values("pk")[:1]
+    ids = Automation.objects.filter(pk__in=[a.pk for a in automations]).values_list(Subquery(newest), flat=True)
+    return {run.automation_id: run for run in AutomationRun.objects.filter(pk__in=[i for i in ids if i])}
 
 
 def inbox_item_get(*, user: Any, item_id: int) -> InboxItem | None:
