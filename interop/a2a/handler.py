@@ -188,7 +188,7 @@ class AptixRequestHandler(RequestHandler):
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         modes = await sync_to_async(services.user_modes)(user=_user(context))
-        return card.extended_card(_site(context), modes)
+        return card.extended_card(services.request_origin(context.state[SCOPE_REQUEST]), modes)
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         raise UnsupportedOperationError("Listing tasks is not supported: read each task by its id.")

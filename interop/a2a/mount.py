@@ -90,7 +90,7 @@ class A2aMount:
             if scope["path"] == AGENT_CARD_WELL_KNOWN_PATH:
                 if scope["method"] not in ("GET", "HEAD"):
                     raise ApiError(405, ERROR_METHOD)
-                public = card.card_json(card.public_card(services.base_url(request)))
+                public = card.card_json(card.public_card(services.request_origin(request)))
                 await JSONResponse(public)(scope, receive, send)
                 return
             user = await authenticate(request)

@@ -49,8 +49,15 @@ def mode_key(*, user: Any, key: str) -> str:
 
 
 def base_url(request: HttpRequest) -> str:
-    """Where the site is for links and the card: APTIX_PUBLIC_URL when set, else the request's origin."""
-    return (settings.APTIX_PUBLIC_URL or f"{request.scheme}://{request.get_host()}").rstrip("/")
+    """Where the site is for an answer's links: APTIX_PUBLIC_URL when set, else the request's origin."""
+    return (settings.APTIX_PUBLIC_URL or request_origin(request)).rstrip("/")
+
+
+def request_origin(request: HttpRequest) -> str:
+    """The origin the client reached: the cards' endpoint is on it, so a client that read the card at
+    an address posts to the same one (the scheme as Django sees it: behind a TLS proxy, with
+    SECURE_PROXY_SSL_HEADER)."""
+    return f"{request.scheme}://{request.get_host()}"
 
 
 async def start(

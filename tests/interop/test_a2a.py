@@ -37,12 +37,6 @@ pytestmark = async_db
 SWITCH = {"mode": "data-analysis", "branch": False, "reason": "Charts."}
 
 
-@pytest.fixture(autouse=True)
-def site_of_the_request(settings):
-    """The card's endpoint on the request's own origin (the in-process client's http://testserver)."""
-    settings.APTIX_PUBLIC_URL = ""
-
-
 @pytest.fixture
 async def b_only(team_b):
     return await sync_to_async(team_only_mode)(team_b)
@@ -67,7 +61,8 @@ async def send(client, request: SendMessageRequest):
     return responses[0].task
 
 
-async def test_the_public_card_names_the_service_only(alice_token):
+async def test_the_public_card_names_the_service_only(alice_token, settings):
+    settings.APTIX_PUBLIC_URL = "https://aptix.example"  # the answers' links; the endpoint is where the card was read
     async with a2a_http() as http:  # no token
         response = await http.get("/.well-known/agent-card.json")
     assert response.status_code == 200
@@ -108,9 +103,10 @@ async def test_the_extended_card_lists_the_modes_of_the_users_team(alice_token, 
     assert list(skill.examples) == list(analysis.example_utterances)
 
 
-async def test_send_runs_a_turn_as_the_user_and_answers_a_completed_task(llm, model, alice, alice_token):
+async def test_send_runs_a_turn_as_the_user_and_answers_a_completed_task(llm, model, alice, alice_token, settings):
+    settings.APTIX_PUBLIC_URL = "https://aptix.example"
     model.reply("Hello from the model.")
-    model.reply("Still here.")
+    model.reply("Still here: [the chart](/media/images/chart.png).")
     async with a2a_client(alice_token) as client:
         task = await send(client, message("Hi", execution="ask"))
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
@@ -120,7 +116,11 @@ async def test_send_runs_a_turn_as_the_user_and_answers_a_completed_task(llm, mo
     assert turn.session_id == task.context_id and turn.session.user_id == alice.id
     assert (turn.session.mode, turn.session.origin) == ("general", "via A2A")
     assert again.context_id == task.context_id and again.id != task.id
-    assert get_artifact_text(again.artifacts[0]) == "Still here."
+    # Links to the site's paths are made absolute: the client is not on the site.
+    assert (
+        get_artifact_text(again.artifacts[0])
+        == "Still here: [the chart](https://aptix.example/media/images/chart.png)."
+    )
     assert await Turn.objects.filter(session_id=task.context_id).acount() == 2
 
 
