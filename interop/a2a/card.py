@@ -6,6 +6,7 @@ token's user may use in their team: id = the mode's key, its name, description a
 
 from __future__ import annotations
 
+import logging
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,18 @@ RPC_PATH = "/a2a/"
 SCHEME = "bearer"  # the security scheme's name in the card
 INPUT_MODES = ["text/plain", "application/json"]  # a message's text; a data part with a decision
 OUTPUT_MODES = ["text/markdown", "text/plain"]
+
+
+class _PublicCardHasNoSkills(logging.Filter):
+    """The SDK warns on every card without skills (A2A 1.0 calls the field required). The public card
+    has none on purpose, so that warning would be a line per card read saying nothing: dropped; every
+    other of the SDK's warnings stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "REQUIRED fields missing or empty: skills." not in record.getMessage()
+
+
+logging.getLogger("a2a.utils.proto_utils").addFilter(_PublicCardHasNoSkills())
 
 
 def _version() -> str:

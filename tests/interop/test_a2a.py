@@ -75,6 +75,16 @@ async def test_the_public_card_names_the_service_only(alice_token, settings):
     assert card["capabilities"]["extendedAgentCard"] and card["capabilities"]["streaming"]
 
 
+async def test_a_host_outside_allowed_hosts_is_refused(alice_token):
+    async with a2a_http(alice_token) as http:
+        card = await http.get("/.well-known/agent-card.json", headers={"Host": "evil.example"})
+        rpc = await http.post(
+            "/a2a/", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}, headers={"Host": "evil.example"}
+        )
+    assert card.status_code == rpc.status_code == 400
+    assert "ALLOWED_HOSTS" in card.json()["error"]["message"]
+
+
 async def test_no_token_or_a_bad_one_is_401_with_the_bearer_challenge(alice, alice_token):
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
     for token in (None, "apx_wrong"):

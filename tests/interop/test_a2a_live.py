@@ -1,11 +1,13 @@
 """The A2A agent of a real Aptix process (`manage.py aptix_serve`, Daphne) through the official A2A
 client (a2a-sdk) over HTTP, with the built-in offline model: the client reads the public card (and the
 extended one with its token), sends a message, streams a turn's events, gets `input-required` when
-the model asks to switch modes, answers it and gets the completed task; tasks/cancel ends a waiting
-turn; a bad token and another user's task id are refused."""
+the model asks to switch modes, answers it and gets the completed task; tasks/cancel stops a running
+turn (a server of its own, on a scripted model that takes its time) and ends a waiting one; a bad
+token and another user's task id are refused."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -26,9 +28,10 @@ from google.protobuf.struct_pb2 import Struct
 
 from agents.models import AgentSession, Turn
 from modes.models import ModeHistory
-from tests.browser.live import LiveServer
+from tests.browser.live import LiveServer, scripted_env
 from tests.helpers import async_db
 from tests.helpers.interop import a2a_client
+from tests.helpers.scripted_model import ScriptedModel, loopback_server
 
 pytestmark = [pytest.mark.slow, async_db]
 
@@ -132,3 +135,31 @@ async def test_cancel_ends_a_waiting_turn_and_other_users_are_refused(server, al
     async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": "Bearer apx_wrong"}) as http:
         refused = await http.post("/a2a/", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}})
     assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+class _Board:
+    """What scripted_env reads: where the scripted model is served."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+async def test_cancel_stops_a_running_turn_of_the_live_server(tmp_path, alice_token):
+    model = ScriptedModel()
+    model.delay(60)  # the turn's model call: still under way when the client cancels
+    model.reply("Too late.")
+    async with loopback_server(model) as url:
+        live = LiveServer(var_dir=tmp_path, env=scripted_env(_Board(url)))  # type: ignore[arg-type]
+        await asyncio.to_thread(live.start)
+        try:
+            request = message("Take your time", execution="ask")
+            request.configuration.return_immediately = True
+            async with a2a_client(alice_token, server=live.url) as client:
+                task = await send(client, request)
+                await asyncio.wait_for(model.requested.wait(), 30)
+                cancelled = await client.cancel_task(CancelTaskRequest(id=task.id))
+        finally:
+            await asyncio.to_thread(live.stop)
+    assert cancelled.id == task.id and cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    turn = await Turn.objects.aget(pk=task.id)
+    assert turn.status == Turn.Status.CANCELLED and turn.answer != "Too late."
