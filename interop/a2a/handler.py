@@ -68,7 +68,6 @@ SCOPE_REQUEST = "aptix.request"  # the Django request over the same scope (rate 
 ERROR_NO_TEXT = "The message has no text: send what to ask as a text part."
 ERROR_EXECUTION = "'execution' must be \"ask\" or \"agent\"."
 ERROR_CONTEXT = "No conversation with this id."
-TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED})
 
 
 class ContextBuilder(DefaultServerCallContextBuilder):
@@ -113,7 +112,7 @@ class AptixRequestHandler(RequestHandler):
                 chain = await services.chain_of(user=user, task_id=message.task_id)
                 if chain is None:
                     raise TaskNotFoundError
-                if tasks.status_of(tasks.effective(chain)).state in TERMINAL:
+                if tasks.effective(chain).is_finished:
                     raise InvalidParamsError(services.ERROR_NOT_WAITING)
                 submitted = await services.decide(user=user, chain=chain, approve=tasks.decision_of(message))
                 return submitted, chain[:-1]
@@ -169,7 +168,7 @@ class AptixRequestHandler(RequestHandler):
             yield TaskArtifactUpdateEvent(
                 task_id=first.id, context_id=first.session_id, artifact=artifact, last_chunk=True
             )
-        yield update(tasks.status_of(last))
+        yield update(tasks.status_of(last, site))
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         chain = await services.chain_of(user=_user(context), task_id=params.id)

@@ -21,7 +21,7 @@ from agents.web.api_support import ApiError
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from modes.catalog import modes_for_team
 
-from .tasks import awaiting, effective
+from .tasks import answerable, awaiting, effective
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 ORIGIN = "via A2A"  # the sidebar's label of a conversation begun over A2A
 CHAIN_MAX = 8  # turns followed from a task's turn through the turns that continued its request
 ERROR_NOT_WAITING = "This task is not waiting for input: send a new message in its context instead."
+ERROR_BROWSER = "This task waits for an answer only the browser can give (its status message links the session)."
 ERROR_UNKNOWN_SKILL = "Unknown skill {key!r}: the extended agent card lists the modes you may use."
 
 
@@ -93,6 +94,8 @@ async def decide(*, user: Any, chain: Sequence[Turn], approve: bool) -> Submitte
     calls = awaiting(turn) if turn.status == Status.AWAITING_APPROVAL else []
     if not calls or await sync_to_async(_not_last)(turn):
         raise ApiError(409, ERROR_NOT_WAITING, "taskId")
+    if not answerable(calls):
+        raise ApiError(409, ERROR_BROWSER, "taskId")
     parsed = ExecuteRequest(
         conversation_id=turn.session_id,
         mode=None,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types.a2a_pb2 import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import InvalidParamsError
+from django.urls import reverse
 from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 
@@ -39,6 +40,7 @@ STATE_OF_STATUS = {
     Status.LIMIT_REACHED: TaskState.TASK_STATE_FAILED,
 }
 ANSWER = "answer"  # the completed task's artifact
+ANSWERABLE_KINDS = frozenset({"tool", "mode_change"})
 APPROVE = frozenset({"approve", "approved", "yes", "allow", "ok"})
 DENY = frozenset({"deny", "denied", "no", "reject"})
 ERROR_DECISION = (
@@ -78,10 +80,20 @@ def _question(call: dict[str, Any]) -> str:
     return f"Aptix wants to {what}{reason}."
 
 
-def waiting_message(turn: Turn, calls: list[dict[str, Any]]) -> Message:
-    """What an input-required task waits for: the questions, how to answer, and the calls as data."""
-    text = " ".join(_question(call) for call in calls) or "The turn waits for a decision."
-    text += ' Answer "approve" or "deny" on this task.'
+def answerable(calls: list[dict[str, Any]]) -> bool:
+    """Whether an "approve"/"deny" message decides every waiting call (tool calls and mode changes; an
+    MCP server's question or a connection to make waits for the browser)."""
+    return bool(calls) and all(call["kind"] in ANSWERABLE_KINDS for call in calls)
+
+
+def waiting_message(turn: Turn, calls: list[dict[str, Any]], site: str) -> Message:
+    """What an input-required task waits for: the questions and how to answer (or, for what only the
+    browser can answer, where), and the calls as data."""
+    if answerable(calls):
+        text = " ".join(_question(call) for call in calls) + ' Answer "approve" or "deny" on this task.'
+    else:
+        link = site + reverse("session-detail", args=[turn.session_id])
+        text = f"The turn waits for an answer only the browser can give: {link}"
     approvals = [
         {
             "toolCallId": call["id"],
@@ -118,13 +130,13 @@ def answer_artifact(turn: Turn, site: str) -> Artifact:
     )
 
 
-def status_of(turn: Turn) -> TaskStatus:
+def status_of(turn: Turn, site: str) -> TaskStatus:
     """The task's status: its state and, where there is something to say, a message saying it."""
     state = STATE_OF_STATUS.get(Status(turn.status), TaskState.TASK_STATE_WORKING)
     status = TaskStatus(state=state)
     status.timestamp.FromDatetime(turn.finished_at or turn.started_at or turn.created_at)
     if turn.status == Status.AWAITING_APPROVAL:
-        status.message.CopyFrom(waiting_message(turn, awaiting(turn)))
+        status.message.CopyFrom(waiting_message(turn, awaiting(turn), site))
     elif state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED) and (
         turn.error or turn.status != Status.CANCELLED
     ):
@@ -156,7 +168,7 @@ def working(first: Turn, text: str) -> TaskStatus:
 def task_of(chain: Sequence[Turn], site: str) -> Task:
     """The task of a turn and the turns that continued it: the first's id, the last's state."""
     first, last = chain[0], effective(chain)
-    task = Task(id=first.id, context_id=first.session_id, status=status_of(last))
+    task = Task(id=first.id, context_id=first.session_id, status=status_of(last, site))
     task.metadata.CopyFrom(_struct({"turnId": last.id, "mode": last.response_mode or last.mode, "status": last.status}))
     task.history.append(
         Message(
