@@ -52,6 +52,7 @@ from asgiref.sync import sync_to_async
 from google.protobuf.json_format import MessageToDict
 
 from agents.models import Execution
+from agents.turns import Status
 from agents.web.api_support import ApiError
 
 from . import card, services, tasks
@@ -163,7 +164,7 @@ class AptixRequestHandler(RequestHandler):
             else:
                 chain = progress
         last = tasks.effective([*before, *chain])
-        if last.status == tasks.Status.COMPLETED:
+        if last.status == Status.COMPLETED:
             artifact = tasks.answer_artifact(last, site)
             yield TaskArtifactUpdateEvent(
                 task_id=first.id, context_id=first.session_id, artifact=artifact, last_chunk=True

@@ -42,11 +42,12 @@ def user_modes(*, user: Any) -> list[AgentMode]:
     return [] if team is None else modes_for_team(team)
 
 
-def mode_key(*, user: Any, key: str) -> str:
-    """`key` if it names a mode the user may use, else ApiError naming the skill."""
-    if any(mode.key == key for mode in user_modes(user=user)):
-        return key
-    raise ApiError(400, ERROR_UNKNOWN_SKILL.format(key=key), "skill")
+def mode_of_skill(*, user: Any, key: str) -> AgentMode:
+    """The mode a skill id names if the user may use it, else ApiError naming the skill."""
+    mode = next((mode for mode in user_modes(user=user) if mode.key == key), None)
+    if mode is None:
+        raise ApiError(400, ERROR_UNKNOWN_SKILL.format(key=key), "skill")
+    return mode
 
 
 def base_url(request: HttpRequest) -> str:
@@ -70,13 +71,15 @@ async def start(
     mode: str | None,
     execution: str | None,
 ) -> Submitted:
-    """Record and dispatch a turn of the user: a new conversation (in `mode`, else their default) or
-    the next turn of their conversation `conversation_id` (which keeps its own mode), within the
-    user's turn rate. Refusals raise ApiError with the API's message."""
+    """Record and dispatch a turn of the user: a new conversation (in `mode`, in its execution unless
+    `execution` says otherwise; else in their defaults) or the next turn of their conversation
+    `conversation_id` (which keeps its own mode), within the user's turn rate. Refusals raise
+    ApiError with the API's message."""
     if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
         raise ApiError.too_many(limited)
     if mode is not None and not conversation_id:
-        mode = await sync_to_async(mode_key)(user=user, key=mode)
+        chosen = await sync_to_async(mode_of_skill)(user=user, key=mode)
+        mode, execution = chosen.key, execution or chosen.execution or None
     parsed = ExecuteRequest(
         conversation_id=conversation_id or None,
         mode=None if conversation_id else mode,

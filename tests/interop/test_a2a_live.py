@@ -1,13 +1,18 @@
 """The A2A agent of a real Aptix process (`manage.py aptix_serve`, Daphne) through the official A2A
-client (a2a-sdk) over HTTP, with the built-in offline model: the client reads the public card (and the
-extended one with its token), sends a message, streams a turn's events, gets `input-required` when
-the model asks to switch modes, answers it and gets the completed task; tasks/cancel stops a running
-turn (a server of its own, on a scripted model that takes its time) and ends a waiting one; a bad
-token and another user's task id are refused."""
+client (a2a-sdk) over HTTP, with the built-in offline model and the shipped SQL MCP server over a demo
+database of this run: the client reads the public card (and the extended one with its token), asks
+Data Analysis "How many orders are there?" and gets the database's numbers, streams a turn's events,
+gets `input-required` when the model asks to switch modes, answers it and gets the completed task;
+tasks/cancel stops a running turn (a server of its own, on a scripted model that takes its time) and
+ends a waiting one; a bad token and another user's task id are refused."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
+import time
+import urllib.request
 import uuid
 
 import httpx
@@ -28,24 +33,55 @@ from google.protobuf.struct_pb2 import Struct
 
 from agents.models import AgentSession, Turn
 from modes.models import ModeHistory
-from tests.browser.live import LiveServer, scripted_env
+from tests.browser.live import ROOT, LiveServer, scripted_env
 from tests.helpers import async_db
 from tests.helpers.interop import a2a_client
 from tests.helpers.scripted_model import ScriptedModel, loopback_server
+from tools.demo_data import build_demo_database
 
 pytestmark = [pytest.mark.slow, async_db]
 
 DDR_REQUEST = "Write a design decision record for our new caching layer"
 
 
+MCP_READY_TIMEOUT = 60.0
+# The offline model's query for "how many … orders": the orders of each month (agents/llm/offline/data.py).
+ORDERS_BY_MONTH = "SELECT strftime('%Y-%m', ordered_at), COUNT(*) FROM orders GROUP BY 1 ORDER BY 1"
+
+
 @pytest.fixture(scope="module")
-def server(django_db_setup, tmp_path_factory):
-    """One Daphne for the module, with the offline model."""
-    live = LiveServer(var_dir=tmp_path_factory.mktemp("live")).start()
+def demo_db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("a2a") / "demo.sqlite3"
+    build_demo_database(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, demo_db, tmp_path_factory):
+    """One Daphne for the module, with the offline model and the SQL MCP server over the demo database."""
+    config = tmp_path_factory.mktemp("config") / "mcp.json"
+    sql = {"command": "python", "args": ["-m", "tools.mcp.sql_server", f"sqlite:///{demo_db}"], "cwd": str(ROOT)}
+    config.write_text(json.dumps({"mcpServers": {"sql": sql}}))
+    live = LiveServer(
+        var_dir=tmp_path_factory.mktemp("live"),
+        env={"APTIX_MCP_AUTOSTART": "true", "APTIX_MCP_CONFIG": str(config)},
+    ).start()
     try:
+        _wait_for_mcp_server(live, "sql")
         yield live
     finally:
         live.stop()
+
+
+def _wait_for_mcp_server(live: LiveServer, name: str) -> None:
+    """The MCP host starts its servers in the background: /readyz says when one is ready."""
+    deadline = time.monotonic() + MCP_READY_TIMEOUT
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{live.url}/readyz", timeout=5) as response:
+            if json.load(response).get("checks", {}).get("mcp", {}).get(name) == "ready":
+                return
+        time.sleep(0.2)  # polling a state the process shows only when asked
+    raise AssertionError(f"MCP server {name} never became ready:\n{live.log_text()[-3000:]}")
 
 
 def message(text: str, *, task_id: str = "", context_id: str = "", **metadata) -> SendMessageRequest:
@@ -69,7 +105,7 @@ async def send(client, request: SendMessageRequest):
     return responses[0].task
 
 
-async def test_the_card_and_a_message_as_the_tokens_user(server, alice, alice_token):
+async def test_the_card_and_a_message_as_the_tokens_user(server, demo_db, alice, alice_token):
     async with httpx.AsyncClient(base_url=server.url) as http:
         public = (await http.get("/.well-known/agent-card.json")).json()
     assert public["name"] == "Aptix" and public["skills"] == []
@@ -77,12 +113,18 @@ async def test_the_card_and_a_message_as_the_tokens_user(server, alice, alice_to
 
     async with a2a_client(alice_token, server=server.url) as client:
         extended = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
-        task = await send(client, message("What modes are there?", skill="general", execution="ask"))
+        task = await send(client, message("How many orders are there?", skill="data-analysis"))
     assert {"general", "data-analysis"} <= {skill.id for skill in extended.skills}
-    assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert "Data Analysis" in get_artifact_text(task.artifacts[0])
-    session = await AgentSession.objects.aget(pk=task.context_id)
-    assert (session.user_id, session.origin) == (alice.id, "via A2A")
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
+    answer = get_artifact_text(task.artifacts[0])
+    with sqlite3.connect(demo_db) as db:
+        months = db.execute(ORDERS_BY_MONTH).fetchall()
+    assert months and all(str(count) in answer for _month, count in months), answer
+    turn = await Turn.objects.select_related("session").aget(pk=task.id)
+    assert (turn.session.user_id, turn.session.origin) == (alice.id, "via A2A")
+    assert (turn.session.mode, turn.execution) == ("data-analysis", "agent")  # the mode's own execution
+    called = [e.payload["name"] async for e in turn.events.filter(type="tool.called").order_by("seq")]
+    assert "sql__query" in called
 
 
 async def test_a_streamed_turn_sends_working_the_tool_the_artifact_and_completed(server, alice_token):
