@@ -8,7 +8,8 @@ authenticated them before the SDK saw the request, and the context builder hands
   `returnImmediately` (0.3: `blocking: false`) answers with the task as soon as it is submitted.
   A message with a `taskId` answers that task's approvals ("approve"/"deny") and resumes it.
 - message/stream (SendStreamingMessage): the same as SSE: the task, `working`, each tool the turn calls
-  as a `working` status message, the answer as an artifact, the final status.
+  as a `working` status message, the reply's pieces as they come (artifact updates of `answer`), the
+  whole answer in their place, the final status.
 - tasks/get, tasks/cancel: the user's own turns only; anyone else's id is "task not found".
 """
 
@@ -22,6 +23,7 @@ from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.types.a2a_pb2 import (
     AgentCard,
+    Artifact,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
@@ -32,6 +34,7 @@ from a2a.types.a2a_pb2 import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    Part,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -56,7 +59,7 @@ from agents.turns import Status
 from agents.web.api_support import ApiError
 
 from . import card, services, tasks
-from .progress import follow_run
+from .progress import Note, Piece, follow_run
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -157,18 +160,26 @@ class AptixRequestHandler(RequestHandler):
             return TaskStatusUpdateEvent(task_id=first.id, context_id=first.session_id, status=status)
 
         yield update(TaskStatus(state=TaskState.TASK_STATE_WORKING))
+
+        def piece(artifact: Artifact, *, append: bool, last_chunk: bool) -> TaskArtifactUpdateEvent:
+            return TaskArtifactUpdateEvent(
+                task_id=first.id, context_id=first.session_id, artifact=artifact, append=append, last_chunk=last_chunk
+            )
+
         chain: list[Turn] = []
         async for progress in follow_run(submitted, services.finish):
-            if isinstance(progress, str):
-                yield update(tasks.working(first, progress))
+            if isinstance(progress, Note):
+                yield update(tasks.working(first, progress.text))
+            elif isinstance(progress, Piece):
+                pieces = Artifact(
+                    artifact_id=tasks.answer_id(first.id), name=tasks.ANSWER, parts=[Part(text=progress.text)]
+                )
+                yield piece(pieces, append=not progress.restart, last_chunk=False)
             else:
                 chain = progress
         last = tasks.effective([*before, *chain])
-        if last.status == Status.COMPLETED:
-            artifact = tasks.answer_artifact(last, site)
-            yield TaskArtifactUpdateEvent(
-                task_id=first.id, context_id=first.session_id, artifact=artifact, last_chunk=True
-            )
+        if last.status == Status.COMPLETED:  # the whole answer, in place of its pieces
+            yield piece(tasks.answer_artifact(last, site, first.id), append=False, last_chunk=True)
         yield update(tasks.status_of(last, site))
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:

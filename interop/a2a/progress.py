@@ -1,13 +1,16 @@
-"""A streamed task's progress: while the turn runs (and the turn that carries it on after a consented
-switch), each tool it calls, read from its session's channel-layer group as the page's websocket reads
-it (agents/events/channel.py). Only a note for the client: the task's state and answer come from the
-turn's row when the run ends, so a note lost on the way costs nothing but the note."""
+"""A streamed task's progress, read from its session's channel-layer group as the page's websocket
+reads it (agents/events/channel.py) while the turn runs (and the turn that carries it on after a
+consented switch): each tool it calls (a note) and the reply's pieces as the model writes them (a
+step's pieces restart the answer: what a step wrote before calling tools is not the answer). Only a
+preview for the client: the task's state and whole answer come from the turn's row when the run ends,
+so anything lost on the way costs nothing but the preview."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
@@ -21,17 +24,33 @@ if TYPE_CHECKING:
 NOTED = {"tool.called": "Calling {name}…"}  # the events a stream notes, and how
 
 
-def note(event: dict[str, Any]) -> str | None:
+@dataclass(frozen=True)
+class Note:
+    """What the turn does now (a tool it calls)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A piece of the reply; `restart`: the first of a step's (the answer so far is replaced)."""
+
+    text: str
+    restart: bool
+
+
+def note(event: dict[str, Any]) -> Note | None:
     """What the client is told of one of the turn's events, or None."""
     template = NOTED.get(event.get("event", ""))
     payload = event.get("payload") or {}
-    return template.format(name=payload.get("name") or "a tool") if template else None
+    return Note(template.format(name=payload.get("name") or "a tool")) if template else None
 
 
 async def follow_run(
     submitted: Submitted, finish: Callable[[Submitted], Awaitable[list[Turn]]]
-) -> AsyncGenerator[str | list[Turn]]:
-    """Yield a note for each tool the run calls, then the chain `finish` returns when it ends."""
+) -> AsyncGenerator[Note | Piece | list[Turn]]:
+    """Yield a Note for each tool the run calls and the reply's Pieces, then the chain `finish`
+    returns when the run ends."""
     layer = get_channel_layer()
     run = asyncio.ensure_future(finish(submitted))
     if layer is None:
@@ -40,6 +59,7 @@ async def follow_run(
     channel = await layer.new_channel()
     group = session_group(submitted.turn.session_id)
     await layer.group_add(group, channel)
+    restart = True
     try:
         while not run.done():
             receiving = asyncio.ensure_future(layer.receive(channel))
@@ -50,8 +70,13 @@ async def follow_run(
                     await receiving
                 continue
             for event in message_events(receiving.result()):
-                if (text := note(event)) is not None:
-                    yield text
+                if event.get("event") == "step.started":
+                    restart = True
+                elif event.get("event") == "model.delta" and (text := (event.get("payload") or {}).get("text")):
+                    yield Piece(text, restart)
+                    restart = False
+                elif (noted := note(event)) is not None:
+                    yield noted
         yield run.result()
     finally:
         if not run.done():  # the client went away: the run goes on without it (runs hold no request)

@@ -122,9 +122,14 @@ def absolute(text: str, site: str) -> str:
     return SITE_LINK.sub(lambda match: f"]({site}{match.group(1)})", text)
 
 
-def answer_artifact(turn: Turn, site: str) -> Artifact:
+def answer_id(task_id: str) -> str:
+    return f"{task_id}-{ANSWER}"
+
+
+def answer_artifact(turn: Turn, site: str, task_id: str) -> Artifact:
+    """The task's answer: the turn's, as Markdown with the site's links made absolute."""
     return Artifact(
-        artifact_id=f"{turn.id}-{ANSWER}",
+        artifact_id=answer_id(task_id),
         name=ANSWER,
         parts=[Part(text=absolute(turn.answer or "", site), media_type="text/markdown")],
     )
@@ -180,7 +185,7 @@ def task_of(chain: Sequence[Turn], site: str) -> Task:
         )
     )
     if last.status == Status.COMPLETED:
-        task.artifacts.append(answer_artifact(last, site))
+        task.artifacts.append(answer_artifact(last, site, first.id))
     return task
 
 

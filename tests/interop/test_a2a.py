@@ -146,12 +146,12 @@ async def test_the_skill_in_the_metadata_names_the_mode(llm, model, alice_token,
 
 
 async def test_stream_sends_the_task_working_each_tool_the_artifact_and_completed(llm, model, alice_token):
-    model.reply("", tool_calls=[("agent_list_modes", {})])
-    model.reply("There are several modes.")
+    model.reply("Let me look.", tool_calls=[("agent_list_modes", {})])  # a step's text that is not the answer
+    model.reply(pieces=["There are ", "several ", "modes."], chunk_delay=0.05)
     async with a2a_client(alice_token, streaming=True) as client:
         events = [event async for event in client.send_message(message("What modes are there?", execution="agent"))]
     kinds = [event.WhichOneof("payload") for event in events]
-    assert kinds[0] == "task" and kinds[-2:] == ["artifact_update", "status_update"]
+    assert kinds[0] == "task" and kinds[-2:] == ["artifact_update", "status_update"], kinds
     states = [event.status_update.status.state for event in events if event.HasField("status_update")]
     assert states[0] == TaskState.TASK_STATE_WORKING and states[-1] == TaskState.TASK_STATE_COMPLETED
     notes = [
@@ -160,7 +160,16 @@ async def test_stream_sends_the_task_working_each_tool_the_artifact_and_complete
         if event.HasField("status_update") and event.status_update.status.message.parts
     ]
     assert "Calling agent_list_modes…" in notes
-    assert get_artifact_text(events[-2].artifact_update.artifact) == "There are several modes."
+    final = events[-2].artifact_update
+    assert (final.last_chunk, final.append) == (True, False)
+    assert get_artifact_text(final.artifact) == "There are several modes."
+    # Before it, the reply's pieces as the model wrote them: a step's first piece restarts the answer.
+    pieces = [e.artifact_update for e in events[:-2] if e.HasField("artifact_update")]
+    assert pieces and all(p.artifact.artifact_id == final.artifact.artifact_id for p in pieces)
+    previewed = ""
+    for piece in pieces:
+        previewed = (previewed if piece.append else "") + get_artifact_text(piece.artifact)
+    assert previewed == "There are several modes."
     assert {event.status_update.task_id for event in events if event.HasField("status_update")} == {events[0].task.id}
 
 
