@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from agents.models import Turn
     from agents.submit import Submitted
 
+logger = logging.getLogger("aptix.a2a")
 NOTED = {"tool.called": "Calling {name}…"}  # the events a stream notes, and how
 
 
@@ -69,7 +71,13 @@ async def follow_run(
                 with contextlib.suppress(asyncio.CancelledError):
                     await receiving
                 continue
-            for event in message_events(receiving.result()):
+            try:
+                message = receiving.result()
+            except Exception:  # a channel-layer hiccup: the preview stops there, the answer still comes
+                logger.warning("Stopped following turn %s's events", submitted.turn.id, exc_info=True)
+                await asyncio.wait({run})
+                break
+            for event in message_events(message):
                 if event.get("event") == "step.started":
                     restart = True
                 elif event.get("event") == "model.delta" and (text := (event.get("payload") or {}).get("text")):

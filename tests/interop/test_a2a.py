@@ -23,6 +23,7 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 
@@ -268,3 +269,17 @@ async def test_the_0_3_method_names_are_served_on_the_same_endpoint(llm, model, 
     assert task["kind"] == "task" and task["status"]["state"] == "completed", json.dumps(task)
     assert task["artifacts"][0]["parts"][0]["text"] == "Hello over 0.3."
     assert got.json()["result"]["id"] == task["id"]
+
+
+async def test_a_channel_layer_hiccup_stops_only_the_preview(llm, model, alice_token, monkeypatch):
+    layer = get_channel_layer()
+
+    async def broken(channel):
+        raise ConnectionError("Redis went away")
+
+    monkeypatch.setattr(layer, "receive", broken)
+    model.reply("The answer all the same.")
+    async with a2a_client(alice_token, streaming=True) as client:
+        events = [event async for event in client.send_message(message("Hi", execution="ask"))]
+    assert get_artifact_text(events[-2].artifact_update.artifact) == "The answer all the same."
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
