@@ -9,7 +9,8 @@ in the background on its own thread, the runner's orphan sweep and the catalog t
 runs: agents/catalog_tests/execute.py) and the automations' clock (automations/scheduler.py: in the
 workers only, with Redis); APTIX_MCP_AUTOSTART=false turns
 the MCP host off. migrate, shell and the tests import this module without starting anything.
-HTTP requests to /mcp/ go to Aptix's own MCP server (interop/mcp_server), every other path to Django.
+HTTP requests to /mcp/ go to Aptix's own MCP server (interop/mcp_server), the agent card and /a2a/ to
+its A2A agent (interop/a2a), every other path to Django.
 """
 
 from __future__ import annotations
@@ -33,13 +34,16 @@ from aptix.startup import RunOnFirstScope  # noqa: E402
 from aptix.tracing import TracingMiddleware, configure  # noqa: E402
 from automations.scheduler import start_automations  # noqa: E402
 from files.knowledge import start_knowledge_indexer  # noqa: E402
+from interop.a2a import A2aMount  # noqa: E402
 from interop.mcp_server import McpMount  # noqa: E402
 from tools.mcp import start_mcp_host  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
-        # /mcp/: the MCP server (interop/mcp_server: bearer token first); every other path: Django.
-        "http": McpMount(django_asgi_app),
+        # /mcp/: the MCP server (interop/mcp_server: bearer token first); /.well-known/agent-card.json and
+        # /a2a/: the A2A agent (interop/a2a: the card public, the endpoint bearer token first); every other
+        # path: Django.
+        "http": A2aMount(McpMount(django_asgi_app)),
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -29,7 +29,7 @@ from agents.runner import get_runner
 from agents.selectors import turn_continued_aget, turn_last, turn_of_user_aget
 from agents.sessions import ERROR_BAD_EXECUTION, ERROR_NO_PROJECT
 from agents.state import PausedState, turn_state
-from agents.submit import turn_submit
+from agents.submit import Submitted, turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
 from agents.web.connections import connect_url
 from aptix.preferences import preferences_get
@@ -397,11 +397,24 @@ async def execute_turn(*, user: Any, request: ExecuteRequest) -> tuple[Turn, Tur
     """Record the request's turn (prepare_turn), run it and wait for its end or its pause; with it the
     turn that carried the request on after a consented switch, if any. The JSON API and the MCP server
     (interop/mcp_server) both run a program's turn here; an ApiError says what was refused."""
+    return await finish_turn(await submit_turn(user=user, request=request))
+
+
+async def submit_turn(*, user: Any, request: ExecuteRequest) -> Submitted:
+    """execute_turn's first half: the request's turn recorded and dispatched, not waited for (the A2A
+    agent answers a task at once, or streams it: interop/a2a)."""
     submitted = await turn_submit(
         partial(prepare_turn, user=user, request=request),
         client_tools=request.tools,
         tool_results=request.tool_results or None,
     )
+    assert submitted is not None  # prepare_turn always returns a turn (or raises ApiError)
+    return submitted
+
+
+async def finish_turn(submitted: Submitted) -> tuple[Turn, Turn | None]:
+    """execute_turn's second half: wait for the submitted turn's end or pause, then for the turn that
+    carried its request on after a consented switch, if any."""
     turn = await get_runner().wait(submitted.turn.id, submitted.started, session_id=submitted.turn.session_id)
     follow_up = await _follow_up(turn) if switch_continues(turn) else None
     return turn, follow_up

@@ -1,12 +1,15 @@
-"""The official MCP client against Aptix's MCP server (/mcp/), in process over the real ASGI router
-(httpx's ASGI transport: no socket) or over HTTP to a live server."""
+"""The official MCP client against Aptix's MCP server (/mcp/), and the official A2A client against its
+A2A agent (/a2a/), in process over the real ASGI router (httpx's ASGI transport: no socket) or over
+HTTP to a live server."""
 
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import httpx2
+from a2a.client import ClientConfig, ClientFactory
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
@@ -46,4 +49,26 @@ async def mcp_client(
             client_info=Implementation(name=name, version="1"),
             elicitation_callback=elicitation_callback,
         ) as client:
+            yield client
+
+
+def a2a_http(token: str | None = None, *, server: str | None = None) -> httpx.AsyncClient:
+    """The HTTP client the A2A SDK's client takes (it speaks httpx): to aptix.asgi's router in process,
+    or to `server` (a live server's address); with `token` as the bearer."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if server is not None:
+        return httpx.AsyncClient(base_url=server, headers=headers, timeout=120)
+    from aptix.asgi import router
+
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=router), base_url=BASE, headers=headers, timeout=120)
+
+
+@asynccontextmanager
+async def a2a_client(token: str, *, streaming: bool = False, server: str | None = None):
+    """The official A2A client (a2a-sdk), from the agent card of Aptix in process or at `server`,
+    signed in with `token`: JSON-RPC, A2A 1.0."""
+    async with a2a_http(token, server=server) as http:
+        factory = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming))
+        client = await factory.create_from_url(server or BASE)
+        async with client:
             yield client
