@@ -58,8 +58,8 @@ from agents.models import Execution
 from agents.turns import Status
 from agents.web.api_support import ApiError
 
+from ..progress import Note, Piece, follow_run
 from . import card, services, tasks
-from .progress import Note, Piece, follow_run
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -175,7 +175,7 @@ class AptixRequestHandler(RequestHandler):
                     artifact_id=tasks.answer_id(first.id), name=tasks.ANSWER, parts=[Part(text=progress.text)]
                 )
                 yield piece(pieces, append=not progress.restart, last_chunk=False)
-            else:
+            elif isinstance(progress, list):
                 chain = progress
         last = tasks.effective([*before, *chain])
         if last.status == Status.COMPLETED:  # the whole answer, in place of its pieces

@@ -6,12 +6,21 @@ with its rate limits): without a valid token of an active user the answer is 401
 `WWW-Authenticate: Bearer`; a Host outside ALLOWED_HOSTS is refused as Django would. The token's user
 and a Django request over the same scope then travel in the scope to the handlers (server.py).
 
-The session manager runs stateless with JSON responses: every POST is a whole exchange (its own
-transport, no `Mcp-Session-Id` to remember), so any Daphne process behind the load balancer can answer
-any request, and nothing lives in one process's memory between requests. What that costs: the server
-cannot send requests back to the client in the middle of a call. The 2026-07-28 protocol needs none
-(a call answers "input required" with its elicitation forms and the client calls again: approvals.py);
-on the handshake-era protocol a turn waiting for approval answers with a link to the session instead.
+The session managers run stateless: every POST is a whole exchange (its own transport, no
+`Mcp-Session-Id` to remember), so any Daphne process behind the load balancer can answer any request,
+and nothing lives in one process's memory between requests. What that costs: the server cannot send
+requests back to the client in the middle of a call. The 2026-07-28 protocol needs none (a call
+answers "input required" with its elicitation forms and the client calls again: approvals.py); on the
+handshake-era protocol a turn waiting for approval answers with a link to the session instead.
+
+Two managers over the same server, chosen per POST from its body (the spec lets the server answer a
+request as JSON or as an SSE stream): with JSON responses for everything (the SDK's JSON mode drops
+notifications, and has no disconnect watch), and with SSE for a `tools/call` whose client accepts
+SSE and either asked for progress (`_meta.progressToken`) or speaks 2026-07-28 (whose streaming entry
+answers JSON anyway unless the handler sends something or runs past its keep-alive interval, and
+cancels the handler when the client closes the stream: its way to cancel a call). A
+`notifications/cancelled` is answered here (202) and never reaches the SDK: calls.py cancels the turn
+of the sender's call it names.
 
 The SDK's manager needs its task group running (`run()`), which a Starlette app enters in its ASGI
 lifespan; Daphne has none (aptix/startup.py), so it is entered on the first MCP request, once per
@@ -21,9 +30,13 @@ event loop, in a task that holds it for the loop's life.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import io
+import json
 import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -31,23 +44,32 @@ from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.responses import JSONResponse
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params, progress_token_from_params
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.responses import JSONResponse, Response
 
 from agents.web.api_support import ApiError, authenticate
 
-from .server import SCOPE_REQUEST, SCOPE_USER, build_server
+from . import calls
+from .server import SCOPE_CALLER, SCOPE_REQUEST, SCOPE_USER, build_server
 
 PATHS = frozenset({"/mcp", "/mcp/"})
 ERROR_HOST = "Bad Host header: not one of this site's hosts (ALLOWED_HOSTS)."
 
 Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
 
 
 class _Running:
-    """One event loop's session manager, entered by a task that keeps it open."""
+    """One event loop's session managers (JSON and streaming), entered by a task that keeps them open."""
 
     def __init__(self) -> None:
-        self.manager = StreamableHTTPSessionManager(build_server(), stateless=True, json_response=True)
+        server = build_server()
+        self.manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
+        self.streaming = StreamableHTTPSessionManager(server, stateless=True, json_response=False)
         self.ready = asyncio.Event()
         # A context of its own: the handlers run in the manager's tasks, which must not inherit the
         # first request's thread context (server.py gives each call one of its own).
@@ -56,7 +78,7 @@ class _Running:
         )
 
     async def _hold(self) -> None:
-        async with self.manager.run():
+        async with self.manager.run(), self.streaming.run():
             self.ready.set()
             await asyncio.Event().wait()  # until the loop ends: the task is cancelled with it
 
@@ -64,13 +86,69 @@ class _Running:
 _running: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Running] = weakref.WeakKeyDictionary()
 
 
-async def _manager() -> StreamableHTTPSessionManager:
+async def _managers() -> _Running:
     loop = asyncio.get_running_loop()
     running = _running.get(loop)
     if running is None:
         running = _running[loop] = _Running()
     await running.ready.wait()
-    return running.manager
+    return running
+
+
+@dataclass
+class _Post:
+    """A POST's body, read ahead of the SDK (which reads it again from `receive`), and what it is."""
+
+    receive: Receive  # the messages read, then the connection's own (its disconnect)
+    message: dict[str, Any] | None  # the JSON-RPC object, when the body is one (and not too large)
+
+
+async def _read_ahead(receive: Receive) -> _Post:
+    """Read the request's body up to the SDK's limit (beyond it, the SDK refuses it: 413)."""
+    read: list[Message] = []
+    size, complete = 0, False
+    while not complete and size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        complete = not message.get("more_body", False)
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    decoded = None
+    if complete:
+        with contextlib.suppress(ValueError, RecursionError):  # not JSON: the SDK answers the parse error
+            decoded = json.loads(b"".join(m.get("body", b"") for m in read))
+    return _Post(replay, decoded if isinstance(decoded, dict) else None)
+
+
+def _header(scope: Scope, name: str) -> str:
+    wanted = name.lower().encode("latin-1")
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == wanted), "")
+
+
+def _streams(scope: Scope, message: dict[str, Any]) -> bool:
+    """Whether the POST is a tool call to answer with the streaming manager (see the docstring)."""
+    if (
+        message.get("method") != "tools/call"
+        or "id" not in message
+        or "text/event-stream" not in _header(scope, "accept")
+    ):
+        return False
+    params = message.get("params")
+    modern = _header(scope, MCP_PROTOCOL_VERSION_HEADER) in MODERN_PROTOCOL_VERSIONS
+    return modern or progress_token_from_params(params if isinstance(params, dict) else None) is not None
+
+
+def _cancelled(message: dict[str, Any]) -> Any:
+    """The request id a `notifications/cancelled` names, or None (not one)."""
+    if message.get("method") != "notifications/cancelled" or "id" in message:
+        return None
+    params = message.get("params")
+    return cancelled_request_id_from_params(params if isinstance(params, dict) else None)
 
 
 def _refusal(exc: ApiError) -> JSONResponse:
@@ -117,5 +195,17 @@ class McpMount:
         except ApiError as exc:
             await _refusal(exc)(scope, receive, send)
             return
-        manager = await _manager()
-        await manager.handle_request({**scope, SCOPE_USER: user, SCOPE_REQUEST: request}, receive, send)
+        running = await _managers()
+        caller = calls.caller_of(_header(scope, "authorization"))
+        scope = {**scope, SCOPE_USER: user, SCOPE_REQUEST: request, SCOPE_CALLER: caller}
+        if scope["method"] != "POST":
+            await running.manager.handle_request(scope, receive, send)
+            return
+        post = await _read_ahead(receive)
+        message = post.message or {}
+        if (request_id := _cancelled(message)) is not None:
+            await calls.cancel(user=user, caller=caller, request_id=request_id)
+            await Response(status_code=202)(scope, post.receive, send)
+            return
+        manager = running.streaming if _streams(scope, message) else running.manager
+        await manager.handle_request(scope, post.receive, send)

@@ -4,7 +4,8 @@ every handler reads the token's user that mount.py put in the HTTP request's sco
 - tools: `ask_<key>` for each mode the user may use; a call runs a turn and answers with its text
   and `structuredContent` {"conversationId", "turnId", "status"}; a failed turn is `isError`; a turn
   waiting for approval asks the client with elicitation forms when it can take them (approvals.py),
-  else says what waits and links the session.
+  else says what waits and links the session. While the turn runs, a call that asked for progress
+  gets its steps and tool calls as progress notifications, and a cancelled call stops the turn (calls.py).
 - resources: the user's own conversations, `aptix://conversations/<id>`, read as Markdown.
 - prompts: one per mode, named as its tool, whose messages are the mode's example utterances.
 """
@@ -27,10 +28,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agents.models import Execution
 from agents.web.api_support import ApiError
 
-from . import approvals, services
+from . import approvals, calls, services
 
 SCOPE_USER = "aptix.user"  # the token's user, set by mount.py before the SDK sees the request
 SCOPE_REQUEST = "aptix.request"  # the Django request over the same scope (rate limits, the site's origin)
+SCOPE_CALLER = "aptix.caller"  # which credential the request came with (calls.caller_of): a call's cancel names it
 
 ERROR_UNKNOWN_TOOL = "Unknown tool {name!r}: list the tools to see the modes you may use."
 ERROR_MESSAGE = "'message' is required (a non-empty string)."
@@ -131,26 +133,25 @@ async def call_tool(
         return _error(ERROR_UNKNOWN_TOOL.format(name=params.name))
     try:
         if params.request_state is not None:  # the client's answers to the approvals this server asked
-            answer = await services.decide(
-                user=user,
-                state=params.request_state,
-                responses=dict(params.input_responses or {}),
-                request=scope[SCOPE_REQUEST],
+            submitted = await services.submit_decision(
+                user=user, state=params.request_state, responses=dict(params.input_responses or {})
             )
-            return _result(ctx, answer)
-        message, conversation_id, execution = _arguments(params.arguments or {})
-        answer = await services.ask(
-            user=user,
-            mode=mode,
-            message=message,
-            conversation_id=conversation_id,
-            execution=execution,
-            request=scope[SCOPE_REQUEST],
-            origin=services.origin_label(_client_name(ctx)),
-        )
+        else:
+            message, conversation_id, execution = _arguments(params.arguments or {})
+            submitted = await services.submit(
+                user=user,
+                mode=mode,
+                message=message,
+                conversation_id=conversation_id,
+                execution=execution,
+                request=scope[SCOPE_REQUEST],
+                origin=services.origin_label(_client_name(ctx)),
+            )
     except ApiError as exc:
         return _error(exc.message)
-    return _result(ctx, answer)
+    # Followed for progress and for a cancel meanwhile (calls.py), then answered from its row.
+    turn = await calls.follow(ctx, user=user, caller=scope[SCOPE_CALLER], submitted=submitted)
+    return _result(ctx, await services.answer_of(user=user, turn=turn, request=scope[SCOPE_REQUEST]))
 
 
 def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:

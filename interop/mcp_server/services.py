@@ -1,6 +1,7 @@
 """What the MCP server's handlers read and run for the token's user, through the agents' services:
 the modes they may use (their team's catalog, as GET /api/v1/modes), their own conversations and a
-turn run as the JSON API runs one (agents/web/api.py `execute_turn`)."""
+turn run as the JSON API runs one (agents/web/api.py `submit_turn` then `finish_turn`, the halves of
+`execute_turn`: calls.py follows the turn in between)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.urls import reverse
 from agents.selectors import session_list_own, turn_last
 from agents.state import PausedState, turn_state
 from agents.turns import Status
-from agents.web.api import ExecuteRequest, api_team, execute_turn
+from agents.web.api import ExecuteRequest, api_team, finish_turn, submit_turn
 from agents.web.api_support import ApiError, conversation_get
 from agents.web.views.export import session_export_data, session_export_markdown
 from aptix.ratelimits import TURNS, rate_limit, user_key
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from django.http import HttpRequest
 
     from agents.models import AgentSession, Turn
+    from agents.submit import Submitted
     from modes.models import AgentMode
 
 TOOL_PREFIX = "ask_"
@@ -104,7 +106,7 @@ class Answer:
     state: str | None = field(default=None, kw_only=True)
 
 
-async def ask(
+async def submit(
     *,
     user: Any,
     mode: AgentMode,
@@ -113,11 +115,12 @@ async def ask(
     execution: str | None,
     request: HttpRequest,
     origin: str = "",
-) -> Answer:
-    """Run one turn of the user in `mode` (a new conversation) or in their conversation
-    `conversation_id` (which keeps its own mode, as on the API), within the user's turn rate, and
-    wait for its end or its pause; a new conversation is labelled with `origin`. Refusals raise
-    ApiError with the API's message."""
+) -> Submitted:
+    """Record and dispatch one turn of the user in `mode` (a new conversation) or in their
+    conversation `conversation_id` (which keeps its own mode, as on the API), within the user's turn
+    rate; a new conversation is labelled with `origin`. Refusals raise ApiError with the API's
+    message. `finish` waits for it (agents/web/api.py's submit_turn and finish_turn, as
+    `execute_turn` runs a turn of the JSON API)."""
     if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
         raise ApiError.too_many(limited)
     parsed = ExecuteRequest(
@@ -127,13 +130,12 @@ async def ask(
         message=message,
         origin=origin,
     )
-    turn, follow_up = await execute_turn(user=user, request=parsed)
-    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
+    return await submit_turn(user=user, request=parsed)
 
 
-async def decide(*, user: Any, state: str, responses: dict[str, Any], request: HttpRequest) -> Answer:
+async def submit_decision(*, user: Any, state: str, responses: dict[str, Any]) -> Submitted:
     """Continue the turn a `requestState` names with the client's elicitation answers (each waiting
-    call approved or denied, approvals.py), as the JSON API's `approvals`, and wait for it again."""
+    call approved or denied, approvals.py), as the JSON API's `approvals`; `finish` waits for it again."""
     conversation_id = approvals.conversation_of_state(user=user, state=state)
     waiting = await sync_to_async(_awaiting_ids)(user=user, conversation_id=conversation_id)
     parsed = ExecuteRequest(
@@ -143,8 +145,19 @@ async def decide(*, user: Any, state: str, responses: dict[str, Any], request: H
         message=None,
         approvals=approvals.decisions_of(responses, waiting),
     )
-    turn, follow_up = await execute_turn(user=user, request=parsed)
-    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
+    return await submit_turn(user=user, request=parsed)
+
+
+async def finish(submitted: Submitted) -> list[Turn]:
+    """Wait for the submitted turn's end or pause (and the turn that carried it on after a consented
+    switch): the chain from the submitted turn (interop/progress.py's `follow_run` takes this)."""
+    turn, follow_up = await finish_turn(submitted)
+    return [turn] if follow_up is None else [turn, follow_up]
+
+
+async def answer_of(*, user: Any, turn: Turn, request: HttpRequest) -> Answer:
+    """The ended (or paused) turn as the call's answer."""
+    return await sync_to_async(_answer)(user, turn, base_url(request))
 
 
 def _awaiting_ids(*, user: Any, conversation_id: str) -> list[str]:

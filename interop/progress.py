@@ -1,9 +1,10 @@
-"""A streamed task's progress, read from its session's channel-layer group as the page's websocket
-reads it (agents/events/channel.py) while the turn runs (and the turn that carries it on after a
-consented switch): each tool it calls (a note) and the reply's pieces as the model writes them (a
-step's pieces restart the answer: what a step wrote before calling tools is not the answer). Only a
-preview for the client: the task's state and whole answer come from the turn's row when the run ends,
-so anything lost on the way costs nothing but the preview."""
+"""A running turn's progress for a client of the interop servers (the A2A agent's streamed task, the
+MCP server's progress notifications), read from its session's channel-layer group as the page's
+websocket reads it (agents/events/channel.py) while the turn runs (and the turn that carries it on
+after a consented switch): each step it starts, each tool it calls (a note) and the reply's pieces as
+the model writes them (a step's pieces restart the answer: what a step wrote before calling tools is
+not the answer). Only a preview for the client: the task's state and whole answer come from the
+turn's row when the run ends, so anything lost on the way costs nothing but the preview."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from agents.models import Turn
     from agents.submit import Submitted
 
-logger = logging.getLogger("aptix.a2a")
+logger = logging.getLogger("aptix.interop")
 NOTED = {"tool.called": "Calling {name}…"}  # the events a stream notes, and how
 
 
@@ -31,6 +32,13 @@ class Note:
     """What the turn does now (a tool it calls)."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of the run began (its number in the turn, from 1)."""
+
+    number: int
 
 
 @dataclass(frozen=True)
@@ -50,9 +58,9 @@ def note(event: dict[str, Any]) -> Note | None:
 
 async def follow_run(
     submitted: Submitted, finish: Callable[[Submitted], Awaitable[list[Turn]]]
-) -> AsyncGenerator[Note | Piece | list[Turn]]:
-    """Yield a Note for each tool the run calls and the reply's Pieces, then the chain `finish`
-    returns when the run ends."""
+) -> AsyncGenerator[Step | Note | Piece | list[Turn]]:
+    """Yield a Step as each step of the run begins, a Note for each tool it calls and the reply's
+    Pieces, then the chain `finish` returns when the run ends."""
     layer = get_channel_layer()
     run = asyncio.ensure_future(finish(submitted))
     if layer is None:
@@ -80,6 +88,7 @@ async def follow_run(
             for event in message_events(message):
                 if event.get("event") == "step.started":
                     restart = True
+                    yield Step(int((event.get("payload") or {}).get("step") or 0))
                 elif event.get("event") == "model.delta" and (text := (event.get("payload") or {}).get("text")):
                     yield Piece(text, restart)
                     restart = False
