@@ -23,11 +23,12 @@ it, and cancels it then.
 The 2026-07-28 protocol has no client-to-server notifications over HTTP: the client cancels by
 closing the call's response stream. The SDK's streaming entry then cancels the handler (its disconnect
 watch), and `follow` cancels the turn. On the handshake-era protocol a closed connection is not a
-cancellation (its streamable-HTTP transport says so: a client may reconnect, and only the
-notification cancels): the handler stops there, but the turn runs on to its end and its answer stays
-in the conversation. Either way the cancelled call's result, when one is still written, goes to a
-client that has stopped waiting for it (an error result "The turn ended cancelled."; the SDK's client
-drops a response to a request it abandoned).
+cancellation (the spec: only the notification cancels a request): whether the handler still waits or
+is stopped with the request (Daphne ends an application whose client left after its close timeout),
+the turn runs on to its end and its answer stays in the conversation (checked by hand against a live
+server: a stream closed mid-call, the turn completed). Either way the cancelled call's result, when
+one is still written, goes to a client that has stopped waiting for it (an error result "The turn
+ended cancelled."; the SDK's client drops a response to a request it abandoned).
 """
 
 from __future__ import annotations
