@@ -17,8 +17,9 @@ credential it came with and its request id; mount.py recognises the notification
 after the same authentication, and `cancel` stops the turn recorded under the same three
 (agents.turns.turn_cancel, as POST /api/v1/turns/<id>/cancel). A request id names a call only for the
 client that chose it, so another user's (or another token's) cancellation never finds the turn. A
-cancel that arrives before the call's turn is recorded leaves a mark the call reads when it records
-it, and cancels it then.
+cancel that arrives before the call's turn is recorded leaves a mark: a call that finds it before
+starting its turn answers at once without one (`cancelled_before`), one that finds it when recording
+its turn cancels the turn then.
 
 The 2026-07-28 protocol has no client-to-server notifications over HTTP: the client cancels by
 closing the call's response stream. The SDK's streaming entry then cancels the handler (its disconnect
@@ -37,12 +38,13 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from asgiref.sync import sync_to_async
 from django.core.cache import cache
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.selectors import turn_continued_aget, turn_of_user_aget
-from agents.turns import turn_cancel
+from agents.turns import Status, turn_cancel, turn_cancel_unrun
 
 from ..progress import Note, Step, follow_run
 from . import services
@@ -90,6 +92,11 @@ async def _run(ctx: ServerRequestContext[Any], submitted: Submitted) -> list[Tur
     return chain
 
 
+async def cancelled_before(ctx: ServerRequestContext[Any], *, user: Any, caller: str) -> bool:
+    """Whether the call was cancelled before it began (its turn is then never started)."""
+    return ctx.request_id is not None and await cache.aget(_key(user, caller, ctx.request_id)) == EARLY
+
+
 async def follow(ctx: ServerRequestContext[Any], *, user: Any, caller: str, submitted: Submitted) -> Turn:
     """The call's turn run to its end or pause (the last of its chain), recorded for a cancel meanwhile
     and followed for progress; the call cancelled (a 2026-07-28 client closed its stream) cancels it."""
@@ -107,7 +114,13 @@ async def follow(ctx: ServerRequestContext[Any], *, user: Any, caller: str, subm
         if key is not None:
             with anyio.CancelScope(shield=True):
                 await cache.aset(key, ENDED, MARK_TTL)
-    return chain[-1]
+    turn = chain[-1]
+    if turn.status == Status.QUEUED and turn.cancel_requested:
+        # Cancelled as its run was dispatched (a cancel just before the call's turn was recorded): a
+        # run task cancelled before its first step never writes its end, so the turn is ended here.
+        await sync_to_async(turn_cancel_unrun)(turn)
+        await turn.arefresh_from_db()
+    return turn
 
 
 async def _record(key: str, *, user: Any, turn: Turn) -> None:

@@ -38,6 +38,7 @@ ERROR_UNKNOWN_TOOL = "Unknown tool {name!r}: list the tools to see the modes you
 ERROR_MESSAGE = "'message' is required (a non-empty string)."
 ERROR_CONVERSATION_ID = "'conversationId' must be a string."
 ERROR_EXECUTION = "'execution' must be \"ask\" or \"agent\"."
+ERROR_CANCELLED = "This call was cancelled before it began: no turn was started."
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -131,6 +132,8 @@ async def call_tool(
     mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name)
     if mode is None:
         return _error(ERROR_UNKNOWN_TOOL.format(name=params.name))
+    if await calls.cancelled_before(ctx, user=user, caller=scope[SCOPE_CALLER]):
+        return _error(ERROR_CANCELLED)
     try:
         if params.request_state is not None:  # the client's answers to the approvals this server asked
             submitted = await services.submit_decision(

@@ -13,6 +13,7 @@ import pytest
 
 from agents.models import Turn
 from agents.runner import get_runner
+from interop.mcp_server import calls
 from tests.helpers import async_db
 from tests.helpers.interop import asgi_http, mcp_client
 
@@ -114,3 +115,44 @@ async def test_a_cancelled_call_stops_its_turn_and_another_users_cancel_does_not
     assert ended.status == Turn.Status.CANCELLED and ended.answer != "Too late."
     assert results == []
     assert not after.is_error and after.content[0].text == "Next answer."
+
+
+async def test_a_cancel_before_its_call_answers_the_call_without_a_turn_and_a_late_one_does_nothing(
+    llm, model, alice_token
+):
+    model.reply("Answered.")
+    model.reply("Answered again.")
+    async with asgi_http(alice_token) as http:
+        early = await http.post("/mcp/", json=cancel(7), headers=ACCEPT)
+        cancelled = await http.post("/mcp/", json=call(7), headers=ACCEPT)
+        answered = await http.post("/mcp/", json=call(8), headers=ACCEPT)
+        late = await http.post("/mcp/", json=cancel(8), headers=ACCEPT)  # after its call ended
+        again = await http.post("/mcp/", json=call(8), headers=ACCEPT)  # the same id, a new call
+    assert (early.status_code, late.status_code) == (202, 202)
+    result = cancelled.json()["result"]
+    assert result["isError"] and result["content"][0]["text"] == (
+        "This call was cancelled before it began: no turn was started."
+    )
+    assert answered.json()["result"]["content"][0]["text"] == "Answered."
+    assert again.json()["result"]["content"][0]["text"] == "Answered again."
+    assert [t.user_message async for t in Turn.objects.order_by("created_at")] == ["Which modes?", "Which modes?"]
+
+
+async def test_a_cancel_just_before_the_calls_turn_is_recorded_cancels_the_turn(llm, model, alice_token, monkeypatch):
+    """The race the check before the turn leaves: the cancel lands after the call looked for one and
+    before its turn is recorded; the turn is cancelled as it is recorded (even before its run began)."""
+
+    async def looked_too_early(*args, **kwargs) -> bool:
+        return False
+
+    monkeypatch.setattr(calls, "cancelled_before", looked_too_early)
+    model.delay(60)  # the turn's model call, if its run got that far: under way when the cancel lands
+    model.reply("Too late.")
+    async with asgi_http(alice_token) as http:
+        early = await http.post("/mcp/", json=cancel(7), headers=ACCEPT)
+        cancelled = await http.post("/mcp/", json=call(7), headers=ACCEPT)
+    assert early.status_code == 202
+    result = cancelled.json()["result"]
+    assert result["isError"] and result["structuredContent"]["status"] == "cancelled"
+    turn = await Turn.objects.aget(pk=result["structuredContent"]["turnId"])
+    assert turn.status == Turn.Status.CANCELLED and turn.answer != "Too late."
