@@ -395,14 +395,16 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
 
 async def execute_turn(*, user: Any, request: ExecuteRequest) -> tuple[Turn, Turn | None]:
     """Record the request's turn (prepare_turn), run it and wait for its end or its pause; with it the
-    turn that carried the request on after a consented switch, if any. The JSON API and the MCP server
-    (interop/mcp_server) both run a program's turn here; an ApiError says what was refused."""
+    turn that carried the request on after a consented switch, if any. The JSON API runs a program's
+    turn here (the MCP server and the A2A agent, interop/, run its two halves with the turn followed in
+    between); an ApiError says what was refused."""
     return await finish_turn(await submit_turn(user=user, request=request))
 
 
 async def submit_turn(*, user: Any, request: ExecuteRequest) -> Submitted:
     """execute_turn's first half: the request's turn recorded and dispatched, not waited for (the A2A
-    agent answers a task at once, or streams it: interop/a2a)."""
+    agent answers a task at once, or streams it; the MCP server follows it for progress and a cancel:
+    interop/)."""
     submitted = await turn_submit(
         partial(prepare_turn, user=user, request=request),
         client_tools=request.tools,

@@ -6,6 +6,7 @@
   user's conversations as resources, each mode's example utterances as a prompt.
 - services.py: what those handlers read and run, through the agents' services.
 - approvals.py: a waiting turn's approvals asked back through the client (elicitation forms).
+- calls.py: a call's turn while it runs: progress notifications, and the call's cancellation.
 """
 
 from __future__ import annotations
