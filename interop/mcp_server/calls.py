@@ -34,6 +34,7 @@ ended cancelled."; the SDK's client drops a response to a request it abandoned).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -83,12 +84,13 @@ async def _run(ctx: ServerRequestContext[Any], submitted: Submitted) -> list[Tur
         return await services.finish(submitted)
     reported = 0
     chain: list[Turn] = []
-    async for item in follow_run(submitted, services.finish):
-        if isinstance(item, list):
-            chain = item
-        elif isinstance(item, Step | Note):
-            reported += 1
-            await ctx.session.report_progress(reported, message=_message(item))
+    async with contextlib.aclosing(follow_run(submitted, services.finish)) as items:  # its group left at once
+        async for item in items:
+            if isinstance(item, list):
+                chain = item
+            elif isinstance(item, Step | Note):
+                reported += 1
+                await ctx.session.report_progress(reported, message=_message(item))
     return chain
 
 
