@@ -70,7 +70,9 @@ def caller_of(authorization: str) -> str:
 
 
 def _key(user: Any, caller: str, request_id: Any) -> str:
-    name = f"{user.pk}\0{caller}\0{type(request_id).__name__}:{request_id}"
+    """The cache key of the user's call `request_id` made with the credential `caller` (an id as a
+    string: 1 and "1" are one call, whichever way a client spells it in its cancel)."""
+    name = f"{user.pk}\0{caller}\0{request_id}"
     return KEY_PREFIX + hashlib.sha256(name.encode()).hexdigest()
 
 
