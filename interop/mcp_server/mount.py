@@ -34,6 +34,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.responses import JSONResponse
 
 from agents.web.api_support import ApiError, authenticate
+from aptix.models import ApiToken
 
 from .server import SCOPE_REQUEST, SCOPE_USER, build_server
 
@@ -90,7 +91,7 @@ async def _authenticate(scope: Scope) -> tuple[Any, ASGIRequest]:
         request.get_host()
     except DisallowedHost:
         raise ApiError(400, ERROR_HOST) from None
-    return await authenticate(request), request
+    return await authenticate(request, ApiToken.Interface.MCP), request
 
 
 class McpMount:

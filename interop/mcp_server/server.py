@@ -26,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.models import Execution
 from agents.web.api_support import ApiError
+from aptix.bearer import token_modes
 
 from . import approvals, services
 
@@ -79,6 +80,11 @@ def _user(ctx: ServerRequestContext[Any]) -> Any:
     return _scope(ctx)[SCOPE_USER]
 
 
+def _modes(ctx: ServerRequestContext[Any]) -> tuple[str, ...]:
+    """The mode keys the request's API token is limited to; () for none."""
+    return token_modes(_scope(ctx)[SCOPE_REQUEST])
+
+
 def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
     """The client's name from its clientInfo: each request carries it on 2026-07-28; on the
     handshake-era protocol only `initialize` does, a request of its own when stateless (mount.py)."""
@@ -94,7 +100,7 @@ def _error(message: str) -> types.CallToolResult:
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    modes = await sync_to_async(services.user_modes)(user=_user(ctx))
+    modes = await sync_to_async(services.user_modes)(user=_user(ctx), limited_to=_modes(ctx))
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -126,7 +132,7 @@ async def call_tool(
 ) -> types.CallToolResult | types.InputRequiredResult:
     scope = _scope(ctx)
     user = scope[SCOPE_USER]
-    mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name)
+    mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name, limited_to=_modes(ctx))
     if mode is None:
         return _error(ERROR_UNKNOWN_TOOL.format(name=params.name))
     try:
@@ -191,7 +197,7 @@ def _result(
 async def list_resources(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
-    sessions = await sync_to_async(services.user_conversations)(user=_user(ctx))
+    sessions = await sync_to_async(services.user_conversations)(user=_user(ctx), limited_to=_modes(ctx))
     return types.ListResourcesResult(
         resources=[
             types.Resource(
@@ -213,7 +219,10 @@ async def read_resource(
     uri = str(params.uri)
     try:
         text = await sync_to_async(services.conversation_markdown)(
-            user=scope[SCOPE_USER], uri=uri, base_url=services.base_url(scope[SCOPE_REQUEST])
+            user=scope[SCOPE_USER],
+            uri=uri,
+            base_url=services.base_url(scope[SCOPE_REQUEST]),
+            limited_to=_modes(ctx),
         )
     except ApiError as exc:
         # A JSON-RPC error, as the spec's "resource not found" (-32002), naming no one's conversation.
@@ -226,7 +235,7 @@ async def read_resource(
 async def list_prompts(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListPromptsResult:
-    modes = await sync_to_async(services.user_modes)(user=_user(ctx))
+    modes = await sync_to_async(services.user_modes)(user=_user(ctx), limited_to=_modes(ctx))
     return types.ListPromptsResult(
         prompts=[
             types.Prompt(
@@ -241,7 +250,7 @@ async def list_prompts(
 
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-    mode = await sync_to_async(services.mode_of_tool)(user=_user(ctx), name=params.name)
+    mode = await sync_to_async(services.mode_of_tool)(user=_user(ctx), name=params.name, limited_to=_modes(ctx))
     if mode is None or not mode.example_utterances:
         raise MCPError(code=-32602, message=f"Unknown prompt {params.name!r}.")
     return types.GetPromptResult(

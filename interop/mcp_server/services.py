@@ -16,11 +16,12 @@ from django.urls import reverse
 from agents.selectors import session_list_own, turn_last
 from agents.state import PausedState, turn_state
 from agents.turns import Status
-from agents.web.api import ExecuteRequest, api_team, execute_turn
+from agents.web.api import ExecuteRequest, execute_turn
+from agents.web.api_modes import api_modes
 from agents.web.api_support import ApiError, conversation_get
 from agents.web.views.export import session_export_data, session_export_markdown
+from aptix.bearer import token_modes
 from aptix.ratelimits import TURNS, rate_limit, user_key
-from modes.catalog import modes_for_team
 from tools.media import IMAGE_PATH, IMAGE_TYPES
 
 from . import approvals
@@ -41,42 +42,47 @@ IMAGES_MAX = 4  # images of an answer sent along as image content (the rest stay
 FAILED = frozenset({Status.FAILED, Status.CANCELLED, Status.LIMIT_REACHED})
 
 
-def user_modes(*, user: Any) -> list[AgentMode]:
+def user_modes(*, user: Any, limited_to: tuple[str, ...] = ()) -> list[AgentMode]:
     """The active modes the user may use in the team a new conversation of theirs belongs to (the
-    JSON API's team): none without a team."""
-    team = api_team(user)
-    return [] if team is None else modes_for_team(team)
+    JSON API's team; none without a team), within their token's mode limits."""
+    return api_modes(user=user, limited_to=limited_to)
 
 
 def tool_name(mode: AgentMode) -> str:
     return f"{TOOL_PREFIX}{mode.key}"
 
 
-def mode_of_tool(*, user: Any, name: str) -> AgentMode | None:
-    """The user's mode a tool name asks, or None (an unknown name, or a mode they may not use)."""
+def mode_of_tool(*, user: Any, name: str, limited_to: tuple[str, ...] = ()) -> AgentMode | None:
+    """The user's mode a tool name asks, or None (an unknown name, or a mode they, or their token, may
+    not use)."""
     if not name.startswith(TOOL_PREFIX):
         return None
-    return next((mode for mode in user_modes(user=user) if tool_name(mode) == name), None)
+    return next((mode for mode in user_modes(user=user, limited_to=limited_to) if tool_name(mode) == name), None)
 
 
-def user_conversations(*, user: Any) -> list[AgentSession]:
-    """The user's own conversations (never shared ones or anyone else's), the most recent first."""
-    return session_list_own(user=user, limit=CONVERSATIONS_MAX)
+def user_conversations(*, user: Any, limited_to: tuple[str, ...] = ()) -> list[AgentSession]:
+    """The user's own conversations (never shared ones or anyone else's), the most recent first; with a
+    token limited to chosen modes, only those in one of them."""
+    sessions = session_list_own(user=user, limit=CONVERSATIONS_MAX)
+    return [session for session in sessions if not limited_to or session.mode in limited_to]
 
 
 def conversation_uri(session: AgentSession) -> str:
     return f"{CONVERSATION_URI}{session.id}"
 
 
-def conversation_markdown(*, user: Any, uri: str, base_url: str) -> str:
+def conversation_markdown(*, user: Any, uri: str, base_url: str, limited_to: tuple[str, ...] = ()) -> str:
     """The user's conversation at `uri` as the Markdown export; any other id (another user's, a
-    shared one, a made-up one) raises ApiError("No conversation with this id.")."""
+    shared one, a made-up one, one in a mode the token may not use) raises ApiError("No conversation
+    with this id.")."""
     if not uri.startswith(CONVERSATION_URI):
         raise ApiError(404, ERROR_NO_CONVERSATION)
     try:
         session = conversation_get(user=user, conversation_id=uri.removeprefix(CONVERSATION_URI))
     except ApiError:
         raise ApiError(404, ERROR_NO_CONVERSATION) from None  # a teammate's shared one too: only one's own
+    if limited_to and session.mode not in limited_to:
+        raise ApiError(404, ERROR_NO_CONVERSATION)
     return session_export_markdown(session_export_data(session, lambda path: base_url + path))
 
 
@@ -126,6 +132,7 @@ async def ask(
         execution=execution or mode.execution or None,
         message=message,
         origin=origin,
+        modes=token_modes(request),
     )
     turn, follow_up = await execute_turn(user=user, request=parsed)
     return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
