@@ -5,7 +5,8 @@ every handler reads the token's user that mount.py put in the HTTP request's sco
   and `structuredContent` {"conversationId", "turnId", "status"}; a failed turn is `isError`; a turn
   waiting for approval asks the client with elicitation forms when it can take them (approvals.py),
   else says what waits and links the session.
-- resources: the user's own conversations, `aptix://conversations/<id>`, read as Markdown.
+- resources: the user's own conversations, `aptix://conversations/<id>`, and the documents kept beside
+  them, `aptix://documents/<id>` (the current version), read as Markdown.
 - prompts: one per mode, named as its tool, whose messages are the mode's example utterances.
 """
 
@@ -198,18 +199,29 @@ async def list_resources(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     sessions = await sync_to_async(services.user_conversations)(user=_user(ctx), limited_to=_modes(ctx))
-    return types.ListResourcesResult(
-        resources=[
-            types.Resource(
-                name=session.id,
-                title=str(session),
-                uri=services.conversation_uri(session),
-                description=f"Conversation in mode {session.mode}, last active {session.updated_at:%Y-%m-%d %H:%M} UTC",
-                mime_type="text/markdown",
-            )
-            for session in sessions
-        ]
-    )
+    documents = await sync_to_async(services.user_documents)(user=_user(ctx), limited_to=_modes(ctx))
+    conversations = [
+        types.Resource(
+            name=session.id,
+            title=str(session),
+            uri=services.conversation_uri(session),
+            description=f"Conversation in mode {session.mode}, last active {session.updated_at:%Y-%m-%d %H:%M} UTC",
+            mime_type="text/markdown",
+        )
+        for session in sessions
+    ]
+    drafts = [
+        types.Resource(
+            name=document.id,
+            title=document.title,
+            uri=services.document_uri(document),
+            description=f"Document, version {document.version}, changed {document.updated_at:%Y-%m-%d %H:%M} UTC "
+            f"(conversation {document.session_id})",
+            mime_type="text/markdown",
+        )
+        for document in documents
+    ]
+    return types.ListResourcesResult(resources=[*conversations, *drafts])
 
 
 async def read_resource(
@@ -218,12 +230,17 @@ async def read_resource(
     scope = _scope(ctx)
     uri = str(params.uri)
     try:
-        text = await sync_to_async(services.conversation_markdown)(
-            user=scope[SCOPE_USER],
-            uri=uri,
-            base_url=services.base_url(scope[SCOPE_REQUEST]),
-            limited_to=_modes(ctx),
-        )
+        if uri.startswith(services.DOCUMENT_URI):
+            text = await sync_to_async(services.document_markdown)(
+                user=scope[SCOPE_USER], uri=uri, limited_to=_modes(ctx)
+            )
+        else:
+            text = await sync_to_async(services.conversation_markdown)(
+                user=scope[SCOPE_USER],
+                uri=uri,
+                base_url=services.base_url(scope[SCOPE_REQUEST]),
+                limited_to=_modes(ctx),
+            )
     except ApiError as exc:
         # A JSON-RPC error, as the spec's "resource not found" (-32002), naming no one's conversation.
         raise MCPError(code=-32002, message=exc.message, data={"uri": uri}) from None
@@ -282,7 +299,9 @@ def build_server() -> Server[Any]:
     return Server(
         "aptix",
         title="Aptix",
-        instructions="Ask the team's Aptix modes (tools ask_<mode>); read your conversations as resources.",
+        instructions=(
+            "Ask the team's Aptix modes (tools ask_<mode>); read your conversations and documents as resources."
+        ),
         on_list_tools=_as_a_request(list_tools),
         on_call_tool=_as_a_request(call_tool),
         on_list_resources=_as_a_request(list_resources),

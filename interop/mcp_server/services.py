@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.urls import reverse
 
+from agents.documents.services import document_owned, document_version, documents_of_sessions
 from agents.selectors import session_list_own, turn_last
 from agents.state import PausedState, turn_state
 from agents.turns import Status
@@ -29,11 +30,14 @@ from . import approvals
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-    from agents.models import AgentSession, Turn
+    from agents.models import AgentSession, Document, Turn
     from modes.models import AgentMode
 
 TOOL_PREFIX = "ask_"
 CONVERSATION_URI = "aptix://conversations/"
+DOCUMENT_URI = "aptix://documents/"
+DOCUMENTS_MAX = 200  # the most recently changed documents listed as resources
+ERROR_NO_DOCUMENT = "No document with this id."
 CONVERSATIONS_MAX = 200  # the most recently active conversations listed as resources (as the API's list)
 ERROR_NO_CONVERSATION = "No conversation with this id."
 SITE_LINK = re.compile(r"\]\((/[^)\s]+)\)")  # a Markdown link or image to a path of this site
@@ -84,6 +88,33 @@ def conversation_markdown(*, user: Any, uri: str, base_url: str, limited_to: tup
     if limited_to and session.mode not in limited_to:
         raise ApiError(404, ERROR_NO_CONVERSATION)
     return session_export_markdown(session_export_data(session, lambda path: base_url + path))
+
+
+def document_uri(document: Document) -> str:
+    return f"{DOCUMENT_URI}{document.id}"
+
+
+def user_documents(*, user: Any, limited_to: tuple[str, ...] = ()) -> list[Document]:
+    """The documents (drafts the agent or the user keeps beside a conversation: a DDR, a workflow) of
+    the user's own conversations listed as resources, the most recently changed first."""
+    sessions = user_conversations(user=user, limited_to=limited_to)
+    return documents_of_sessions(session_ids=[session.id for session in sessions])[:DOCUMENTS_MAX]
+
+
+def document_markdown(*, user: Any, uri: str, limited_to: tuple[str, ...] = ()) -> str:
+    """The current version of the user's document at `uri`, as Markdown; a document of anyone else's
+    conversation (a shared one included), of a mode the token may not use, or a made-up id raises
+    ApiError("No document with this id.")."""
+    document = document_owned(document_id=uri.removeprefix(DOCUMENT_URI)) if uri.startswith(DOCUMENT_URI) else None
+    if document is None:
+        raise ApiError(404, ERROR_NO_DOCUMENT)
+    try:
+        session = conversation_get(user=user, conversation_id=document.session_id)
+    except ApiError:
+        raise ApiError(404, ERROR_NO_DOCUMENT) from None
+    if session.user_id != user.pk or (limited_to and session.mode not in limited_to):
+        raise ApiError(404, ERROR_NO_DOCUMENT)  # a teammate's shared conversation's too: only one's own
+    return document_version(session_id=session.id, document_id=document.id).content
 
 
 def origin_label(client_name: str | None) -> str:
