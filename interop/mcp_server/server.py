@@ -160,30 +160,24 @@ async def call_tool(
     return _result(ctx, answer)
 
 
-def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
-    """A client that takes elicitation forms within a call: the 2026-07-28 protocol's multi-round-trip
-    requests (stateless, a handshake-era call has no way back to its client) and the form capability."""
+def _elicitation(ctx: ServerRequestContext[Any]) -> types.ElicitationCapability | None:
+    """What a client takes within a call: elicitation on the 2026-07-28 protocol's multi-round-trip
+    requests (stateless, a handshake-era call has no way back to its client), else nothing."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
-    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and elicitation is not None
+    return elicitation if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
 
 
 def _result(
     ctx: ServerRequestContext[Any], answer: services.Answer
 ) -> types.CallToolResult | types.InputRequiredResult:
-    """The turn's answer; a turn waiting for approvals the client can give: the forms that ask them."""
-    if answer.state and approvals.can_ask(answer.awaiting) and _can_elicit(ctx):
-        return types.InputRequiredResult(
-            input_requests={
-                call["id"]: types.ElicitRequest(
-                    params=types.ElicitRequestFormParams(
-                        message=approvals.question(call), requested_schema=approvals.DECISION_SCHEMA
-                    )
-                )
-                for call in answer.awaiting
-            },
-            request_state=answer.state,
-        )
+    """The turn's answer; a turn waiting for what the client can ask its user: the elicitations."""
+    elicitation = _elicitation(ctx)
+    if answer.state and elicitation is not None:
+        site = services.base_url(_scope(ctx)[SCOPE_REQUEST])
+        asked = approvals.requests_for(answer.awaiting, site=site, urls=elicitation.url is not None)
+        if asked is not None:
+            return types.InputRequiredResult(input_requests=dict(asked), request_state=answer.state)
     images = [
         types.ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime)
         for data, mime in answer.images

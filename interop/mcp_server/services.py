@@ -14,10 +14,12 @@ from django.core.files.storage import default_storage
 from django.urls import reverse
 
 from agents.documents.services import document_owned, document_version, documents_of_sessions
+from agents.elicitations import events_last_seq, turn_after_answer
 from agents.selectors import session_list_own, turn_last
 from agents.state import PausedState, turn_state
 from agents.turns import Status
 from agents.web.api import ExecuteRequest, execute_turn
+from agents.web.api_answers import answer_question
 from agents.web.api_modes import api_modes
 from agents.web.api_support import ApiError, conversation_get
 from agents.web.views.export import session_export_data, session_export_markdown
@@ -40,6 +42,7 @@ DOCUMENTS_MAX = 200  # the most recently changed documents listed as resources
 ERROR_NO_DOCUMENT = "No document with this id."
 CONVERSATIONS_MAX = 200  # the most recently active conversations listed as resources (as the API's list)
 ERROR_NO_CONVERSATION = "No conversation with this id."
+ERROR_NOT_WAITING = "This conversation is not waiting for anything: call the tool again."
 SITE_LINK = re.compile(r"\]\((/[^)\s]+)\)")  # a Markdown link or image to a path of this site
 IMAGES_MAX = 4  # images of an answer sent along as image content (the rest stay links)
 # Statuses a turn ends in without an answer: the call's result is an error naming the turn's.
@@ -170,25 +173,44 @@ async def ask(
 
 
 async def decide(*, user: Any, state: str, responses: dict[str, Any], request: HttpRequest) -> Answer:
-    """Continue the turn a `requestState` names with the client's elicitation answers (each waiting
-    call approved or denied, approvals.py), as the JSON API's `approvals`, and wait for it again."""
+    """Continue the turn a `requestState` names with the client's elicitation answers (approvals.py):
+    an MCP server's question answered as the JSON API answers it, the approvals decided as its
+    `approvals`; then wait for the turn again (its end or its next pause)."""
     conversation_id = approvals.conversation_of_state(user=user, state=state)
-    waiting = await sync_to_async(_awaiting_ids)(user=user, conversation_id=conversation_id)
-    parsed = ExecuteRequest(
-        conversation_id=conversation_id,
-        mode=None,
-        execution=None,
-        message=None,
-        approvals=approvals.decisions_of(responses, waiting),
-    )
-    turn, follow_up = await execute_turn(user=user, request=parsed)
-    return await sync_to_async(_answer)(user, follow_up or turn, base_url(request))
+    awaiting = await sync_to_async(_awaiting_calls)(user=user, conversation_id=conversation_id)
+    turn: Turn | None = None
+    for call in awaiting:
+        if call["kind"] == approvals.QUESTION:
+            action, content = approvals.answer_of(responses.get(call["id"]))
+            turn = await answer_question(user, (conversation_id, call["id"], action, content))
+    decisions = approvals.decisions_of(responses, awaiting)
+    if decisions and (turn is None or turn.status == Status.AWAITING_APPROVAL):
+        parsed = ExecuteRequest(
+            conversation_id=conversation_id, mode=None, execution=None, message=None, approvals=decisions
+        )
+        decided, follow_up = await execute_turn(user=user, request=parsed)
+        turn = follow_up or decided
+    if turn is None:  # connections the user says they made: the turn goes on once they really did
+        turn = await _after_connecting(user=user, conversation_id=conversation_id)
+    return await sync_to_async(_answer)(user, turn, base_url(request))
 
 
-def _awaiting_ids(*, user: Any, conversation_id: str) -> list[str]:
+async def _after_connecting(*, user: Any, conversation_id: str) -> Turn:
+    """The conversation's last turn: still waiting when the connection was not made (asked again), else
+    at its end or its next pause (connecting resumed it: agents.approvals.connect_answered)."""
+    session = await sync_to_async(conversation_get)(user=user, conversation_id=conversation_id)
+    turn = await sync_to_async(turn_last)(session=session)
+    if turn is None:
+        raise ApiError(409, ERROR_NOT_WAITING)
+    if turn.status == Status.AWAITING_APPROVAL or turn.is_finished:
+        return turn
+    return await turn_after_answer(turn.pk, await sync_to_async(events_last_seq)(turn.pk))
+
+
+def _awaiting_calls(*, user: Any, conversation_id: str) -> list[dict[str, Any]]:
     session = conversation_get(user=user, conversation_id=conversation_id)
     turn = turn_last(session=session)
-    return [call["id"] for call in _awaiting(turn)] if turn is not None else []
+    return _awaiting(turn) if turn is not None else []
 
 
 def _awaiting(turn: Turn) -> list[dict[str, Any]]:
@@ -232,6 +254,13 @@ def _images(turn: Turn) -> list[tuple[bytes, str]]:
 
 def _waiting(turn: Turn, awaiting: list[dict[str, Any]], site: str) -> str:
     """What a paused turn waits for, and where to decide it: the session in the browser."""
-    names = ", ".join(f"`{call['name']}`" for call in awaiting) or "a decision"
+    approvals_of = [f"`{call['name']}`" for call in awaiting if call["kind"] in approvals.ASKED_KINDS]
+    waits = [f"your approval of {', '.join(approvals_of)}"] if approvals_of else []
+    for call in awaiting:
+        server = call.get("server") or "an MCP server"
+        if call["kind"] == approvals.QUESTION:
+            waits.append(f"your answer to the MCP server {server}: \"{call.get('message', '')}\"")
+        elif call["kind"] == approvals.CONNECT:
+            waits.append(f"you to connect {server}")
     link = site + reverse("session-detail", args=[turn.session_id])
-    return f"The turn waits for your approval of {names}. Decide in the browser: {link}"
+    return f"The turn waits for {' and '.join(waits) or 'a decision'}. Decide in the browser: {link}"
