@@ -1,10 +1,11 @@
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from .invites import invite_check, invite_create, invite_send
 from .models import ApiToken, Invite, Membership, Team, UserPreferences
-from .tokens import api_token_create
+from .tokens import api_token_create, api_token_limits
 
 
 class MembershipInline(admin.TabularInline):
@@ -24,13 +25,28 @@ class TeamAdmin(admin.ModelAdmin):
         js = ["js/admin_prepopulate.js"]  # the slug follows a pasted name too, not only a typed one
 
 
+class ApiTokenForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name", "interfaces", "modes"]
+
+    def clean(self):
+        cleaned = super().clean() or {}
+        if not self.errors:  # a list of api/mcp/a2a and a list of mode keys, or the field's error
+            cleaned["interfaces"], cleaned["modes"] = api_token_limits(cleaned.get("interfaces"), cleaned.get("modes"))
+        return cleaned
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Tokens are created here or with `manage.py create_api_token`; the secret is shown once."""
+    """Tokens are created here or with `manage.py create_api_token`; the secret is shown once. Limits:
+    `interfaces` a list of api, mcp, a2a; `modes` a list of mode keys (empty lists: no limit)."""
 
-    list_display = ["key_prefix", "user", "name", "created_at", "last_used_at"]
+    form = ApiTokenForm
+
+    list_display = ["key_prefix", "user", "name", "interfaces", "modes", "created_at", "last_used_at"]
     search_fields = ["user__username", "name", "key_prefix"]
-    fields = ["user", "name", "key_prefix", "created_at", "last_used_at"]
+    fields = ["user", "name", "interfaces", "modes", "key_prefix", "created_at", "last_used_at"]
     readonly_fields = ["key_prefix", "created_at", "last_used_at"]
     autocomplete_fields = ["user"]
 
@@ -38,7 +54,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return obj is None and super().has_change_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        token, secret = api_token_create(user=obj.user, name=obj.name)
+        token, secret = api_token_create(user=obj.user, name=obj.name, interfaces=obj.interfaces, modes=obj.modes)
         obj.pk = token.pk
         obj.key_prefix, obj.key_hash = token.key_prefix, token.key_hash
         self.message_user(

@@ -10,8 +10,13 @@ import hashlib
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from .models import ApiToken
 from .ratelimits import API, BAD_TOKENS, Limited, address_key, rate_limit
-from .tokens import api_token_user
+from .tokens import api_token_of, interface_refusal
+
+
+class NotForHere(Exception):
+    """A valid token limited to other interfaces (ApiToken.interfaces): 403 with the message."""
 
 
 class RateLimited(Exception):
@@ -20,14 +25,19 @@ class RateLimited(Exception):
         self.limited = limited
 
 
-def bearer_user(request):
-    """The active user of the request's `Authorization: Bearer <token>`, or None for a missing or
-    invalid token (counted). Raises RateLimited when the address or the token is over its limit."""
+def bearer_user(request, interface: str = ApiToken.Interface.API):
+    """The active user of the request's `Authorization: Bearer <token>` on `interface` (the JSON API,
+    the MCP server, the A2A agent), or None for a missing or invalid token (counted). The token's
+    row goes on the request as `request.api_token` (None for a provider's access token), whose mode
+    limits the turn's services read (token_modes). Raises RateLimited when the address or the token
+    is over its limit, NotForHere when the token is limited to other interfaces."""
     address = address_key(request)
     if limited := rate_limit(BAD_TOKENS, address, request, count=False):
         raise RateLimited(limited)
     authorization = request.headers.get("Authorization")
-    user = api_token_user(authorization)
+    token = api_token_of(authorization)
+    request.api_token = token
+    user = token.user if token is not None else None
     if user is None and (fallback := getattr(settings, "API_BEARER_FALLBACK", None)):
         user = import_string(fallback)(authorization)  # the provider's access tokens (identity/access_tokens.py)
     if user is None:
@@ -39,4 +49,12 @@ def bearer_user(request):
     secret = (authorization or "").partition(" ")[2].strip()
     if limited := rate_limit(API, f"token:{hashlib.sha256(secret.encode()).hexdigest()}", request):
         raise RateLimited(limited)
+    if refusal := interface_refusal(token, interface):
+        raise NotForHere(refusal)
     return user
+
+
+def token_modes(request) -> tuple[str, ...]:
+    """The mode keys the request's API token is limited to (bearer_user put it there); () for none."""
+    token = getattr(request, "api_token", None)
+    return tuple(token.modes) if token is not None else ()

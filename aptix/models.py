@@ -71,9 +71,16 @@ class Membership(models.Model):
 
 
 class ApiToken(models.Model):
-    """A per-user bearer token for the JSON API. Only a SHA-256 of the secret is stored."""
+    """A per-user bearer token for programs: the JSON API, the MCP server, the A2A agent. Only a SHA-256
+    of the secret is stored. A token can be limited to some of those interfaces and to chosen modes
+    (empty lists: no limit); aptix/bearer.py and the turn's services (agents/web/api.py) enforce them."""
 
     PREFIX = "apx_"
+
+    class Interface(models.TextChoices):
+        API = "api", "JSON API"
+        MCP = "mcp", "MCP server"
+        A2A = "a2a", "A2A agent"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
@@ -81,12 +88,24 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    interfaces = models.JSONField(
+        default=list, blank=True, help_text="Where the token works (api, mcp, a2a); empty: everywhere."
+    )
+    modes = models.JSONField(
+        default=list, blank=True, help_text="The mode keys the token may use; empty: every mode of its user's."
+    )
 
     class Meta:
         verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.key_prefix}… ({self.user})"
+
+    def allows(self, interface: str) -> bool:
+        return not self.interfaces or interface in self.interfaces
+
+    def allows_mode(self, key: str) -> bool:
+        return not self.modes or key in self.modes
 
 
 class UserPreferences(models.Model):

@@ -107,6 +107,17 @@ def documents_of(*, session_id: str) -> list[Document]:
     return list(Document.objects.filter(session_id=session_id).order_by("-updated_at", "-created_at"))
 
 
+def documents_of_sessions(*, session_ids: list[str]) -> list[Document]:
+    """The documents of these sessions (the caller's own: the MCP server's resources), the most
+    recently changed first."""
+    return list(Document.objects.filter(session_id__in=session_ids).order_by("-updated_at", "-created_at"))
+
+
+def document_owned(*, document_id: str) -> Document | None:
+    """The document `document_id` with its session loaded (for the caller to check whose it is), or None."""
+    return Document.objects.select_related("session").filter(pk=document_id).first()
+
+
 def documents_current(*, session_id: str) -> list[DocumentVersion]:
     """The current version of each of the session's documents, the most recently changed first."""
     return list(

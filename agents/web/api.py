@@ -7,7 +7,7 @@ and the response is sent when the turn ends (or waits for the client's tool resu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from agents.state import PausedState, turn_state
 from agents.submit import Submitted, turn_submit
 from agents.turns import Status, turn_cancel, turn_claim_results, turn_start
 from agents.web.connections import connect_url
+from aptix.bearer import token_modes
 from aptix.preferences import preferences_get
 from aptix.ratelimits import TURNS, rate_limit, user_key
 from aptix.teams import team_list_for_user
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 
 ERROR_PROJECT_WITH_CONVERSATION = "'projectId' starts a new conversation: send it without 'conversationId'."
+ERROR_TOKEN_MODE = "This API token may not use the mode {mode!r}: it is limited to {modes}."
 
 
 @dataclass
@@ -65,6 +67,7 @@ class ExecuteRequest:
     resources: Any = None  # MCP resources the message carries ({"server", "uri"}; checked by turn_start)
     project_id: str | None = None  # the project a new conversation starts in
     origin: str = ""  # where a new conversation came from, for the sidebar (the MCP server's "via MCP: …")
+    modes: tuple[str, ...] = ()  # the mode keys the caller's API token is limited to; (): any of the user's
 
 
 def _optional_str(body: dict, name: str) -> str | None:
@@ -238,21 +241,31 @@ def prepare_turn(*, user: Any, request: ExecuteRequest) -> Turn:
         mode, execution = _user_defaults(user, team)
         if project is not None and project.default_mode:
             mode = None  # the project's default mode comes before the user's own (session_create)
-        _session, turn = session_start(
-            team=team,
-            user=user,
-            project=project,
-            text=request.message or "",
-            mode=request.mode or mode,
-            execution=request.execution or execution,
-            choice=request.choice,
-            files=request.files,
-            resources=request.resources,
-            origin=request.origin,
-        )
+        # One transaction with the token's check of the mode the defaults chose: a refusal leaves nothing.
+        with transaction.atomic():
+            session, turn = session_start(
+                team=team,
+                user=user,
+                project=project,
+                text=request.message or "",
+                mode=request.mode or mode,
+                execution=request.execution or execution,
+                choice=request.choice,
+                files=request.files,
+                resources=request.resources,
+                origin=request.origin,
+            )
+            token_allows_mode(request.modes, session.mode, "mode")
         return turn
     except ValidationError as exc:
         raise ApiError.refused(exc) from None
+
+
+def token_allows_mode(modes: tuple[str, ...], mode: str, field: str) -> None:
+    """Nothing when the caller's token may use `mode` (`modes`: its limits, () for none), else a 403
+    naming the mode and the ones it may use."""
+    if modes and mode not in modes:
+        raise ApiError(403, ERROR_TOKEN_MODE.format(mode=mode, modes=", ".join(modes)), field)
 
 
 def _project(user: Any, project_id: str | None) -> Project | None:
@@ -285,6 +298,7 @@ def _next_turn(*, user: Any, request: ExecuteRequest, conversation_id: str) -> T
     with transaction.atomic():
         session = _conversation(user=user, conversation_id=conversation_id)
         normalize_turn_mode(session=session, requested_mode=request.mode)
+        token_allows_mode(request.modes, session.mode, "conversationId")
         return turn_start(
             session=session,
             text=request.message or "",
@@ -380,7 +394,7 @@ async def agent_execute(request: HttpRequest) -> JsonResponse:
         answer = answer_of(request.body)  # an MCP server's question (api_answers.py)
         if answer is not None and (answered := await answer_question(user, answer)) is not None:
             return JsonResponse(execute_response(answered))
-        parsed = parse_execute_request(request.body)
+        parsed = replace(parse_execute_request(request.body), modes=token_modes(request))
         new_turn = not (parsed.approvals or parsed.tool_results)  # counted against the user's turn rate
         if new_turn and (limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request)):
             raise ApiError.too_many(limited)

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
-from aptix.bearer import RateLimited, bearer_user
+from aptix.bearer import NotForHere, RateLimited, bearer_user
 from files.models import SessionFile
 from files.services import FileRefused, file_delete, file_describe, file_get, file_in_session_get, file_upload
 from files.uploads import upload_refusal
@@ -33,6 +33,8 @@ def bearer_or_401(request: HttpRequest) -> Any:
         user = bearer_user(request)
     except RateLimited as exc:
         raise ApiError.too_many(exc.limited) from None
+    except NotForHere as exc:
+        raise ApiError(403, str(exc)) from None
     if user is None:
         raise ApiError(401, "Missing or invalid bearer token. Send 'Authorization: Bearer <token>'.")
     return user

@@ -7,19 +7,32 @@ version's number."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from aptix.bearer import token_modes
 from modes.catalog import default_mode_for_team, modes_for_team
 
 from .api import api_team
 from .api_support import ApiError, authenticate
 
+if TYPE_CHECKING:
+    from modes.models import AgentMode
 
-def modes_json(user: Any) -> list[dict[str, Any]]:
+
+def api_modes(*, user: Any, limited_to: tuple[str, ...] = ()) -> list[AgentMode]:
+    """The active modes a program of the user may use: those of the team their new conversations
+    belong to (none without a team), within the token's mode limits `limited_to` (() for none). The
+    MCP server's tools and the A2A agent's skills are these too."""
+    team = api_team(user)
+    modes = [] if team is None else modes_for_team(team)
+    return [mode for mode in modes if not limited_to or mode.key in limited_to]
+
+
+def modes_json(user: Any, limited_to: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     team = api_team(user)
     if team is None:
         raise ApiError(403, "You are not a member of any team; ask an administrator to add you.")
@@ -33,7 +46,7 @@ def modes_json(user: Any) -> list[dict[str, Any]]:
             "execution": mode.execution or None,  # None: a session keeps its own Ask or Agent
             "version": mode.version,
         }
-        for mode in modes_for_team(team)
+        for mode in api_modes(user=user, limited_to=limited_to)
     ]
 
 
@@ -43,7 +56,7 @@ async def modes_api(request: HttpRequest) -> JsonResponse:
         user = await authenticate(request)
         if request.method != "GET":
             raise ApiError(405, "Use GET.")
-        modes = await sync_to_async(modes_json)(user)
+        modes = await sync_to_async(modes_json)(user, token_modes(request))
     except ApiError as exc:
         return exc.response()
     return JsonResponse(modes, safe=False)

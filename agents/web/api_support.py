@@ -16,8 +16,9 @@ from agents.attachments import CODE_NO_FILE
 from agents.selectors import turn_shared_with
 from agents.sessions import ERROR_READ_ONLY, SessionNotFoundError, SessionReadOnlyError, session_get
 from agents.turns import CODE_NOTHING_TO_CONTINUE, CODE_SESSION_DELETED, CODE_TURN_RUNNING, error_code
-from aptix.bearer import RateLimited, bearer_user
+from aptix.bearer import NotForHere, RateLimited, bearer_user
 from aptix.inputs import unstorable_in
+from aptix.models import ApiToken
 from aptix.ratelimits import Limited
 from usage.quotas import CODE_QUOTA
 
@@ -99,12 +100,15 @@ def no_turn(*, user: Any, turn_id: str) -> ApiError:
     return ApiError(404, "No turn with this id.", "turnId")
 
 
-async def authenticate(request: HttpRequest) -> Any:
-    """The token's user, within the rate limits (aptix/bearer.py): 429 past them, 401 without a valid token."""
+async def authenticate(request: HttpRequest, interface: str = ApiToken.Interface.API) -> Any:
+    """The token's user, within the rate limits (aptix/bearer.py): 429 past them, 401 without a valid
+    token, 403 for a token limited to other interfaces than `interface`."""
     try:
-        user = await sync_to_async(bearer_user)(request)
+        user = await sync_to_async(bearer_user)(request, interface)
     except RateLimited as exc:
         raise ApiError.too_many(exc.limited) from None
+    except NotForHere as exc:
+        raise ApiError(403, str(exc)) from None
     if user is None:
         raise ApiError(401, "Missing or invalid bearer token. Send 'Authorization: Bearer <token>'.")
     return user

@@ -121,7 +121,11 @@ APTIX_OIDC_NAME = Text("APTIX_OIDC_NAME", "SSO", SIGN_IN, "the provider's name o
 APTIX_OIDC_SCOPES = Text("APTIX_OIDC_SCOPES", "openid email profile", SIGN_IN, "scopes asked of the provider")
 APTIX_OIDC_GROUPS_CLAIM = Text("APTIX_OIDC_GROUPS_CLAIM", "groups", SIGN_IN, "the claim the group rules map")
 APTIX_OIDC_API_AUDIENCE = OptionalText(
-    "APTIX_OIDC_API_AUDIENCE", None, SIGN_IN, "`/api/v1/` also takes the provider's JWT access tokens for it"
+    "APTIX_OIDC_API_AUDIENCE",
+    None,
+    SIGN_IN,
+    "`/api/v1/`, the MCP server and the A2A agent also take the provider's JWT access tokens for it; the MCP "
+    "server then publishes OAuth protected resource metadata naming the provider (docs/serving-agents.md)",
 )
 APTIX_OIDC_LINK_BY_EMAIL = Flag(
     "APTIX_OIDC_LINK_BY_EMAIL",

@@ -57,6 +57,7 @@ from google.protobuf.json_format import MessageToDict
 from agents.models import Execution
 from agents.turns import Status
 from agents.web.api_support import ApiError
+from aptix.bearer import token_modes
 
 from ..progress import Note, Piece, follow_run
 from . import card, services, tasks
@@ -198,7 +199,8 @@ class AptixRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
-        modes = await sync_to_async(services.user_modes)(user=_user(context))
+        request = context.state[SCOPE_REQUEST]
+        modes = await sync_to_async(services.user_modes)(user=_user(context), limited_to=token_modes(request))
         return card.extended_card(services.request_origin(context.state[SCOPE_REQUEST]), modes)
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:

@@ -27,6 +27,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 
 from agents.web.api_support import ApiError, authenticate
+from aptix.models import ApiToken
 
 from . import card, services
 from .handler import SCOPE_REQUEST, SCOPE_USER, AptixRequestHandler, ContextBuilder
@@ -93,7 +94,7 @@ class A2aMount:
                 public = card.card_json(card.public_card(services.request_origin(request)))
                 await JSONResponse(public)(scope, receive, send)
                 return
-            user = await authenticate(request)
+            user = await authenticate(request, ApiToken.Interface.A2A)
         except ApiError as exc:
             await _refusal(exc)(scope, receive, send)
             return

@@ -16,10 +16,11 @@ from agents.runner import get_runner
 from agents.selectors import turn_continued_aget, turn_last, turn_of_user_aget
 from agents.submit import Submitted
 from agents.turns import Status, turn_cancel
-from agents.web.api import ExecuteRequest, api_team, finish_turn, submit_turn
+from agents.web.api import ExecuteRequest, finish_turn, submit_turn
+from agents.web.api_modes import api_modes
 from agents.web.api_support import ApiError
+from aptix.bearer import token_modes
 from aptix.ratelimits import TURNS, rate_limit, user_key
-from modes.catalog import modes_for_team
 
 from .tasks import answerable, awaiting, effective
 
@@ -36,15 +37,15 @@ ERROR_BROWSER = "This task waits for an answer only the browser can give (its st
 ERROR_UNKNOWN_SKILL = "Unknown skill {key!r}: the extended agent card lists the modes you may use."
 
 
-def user_modes(*, user: Any) -> list[AgentMode]:
-    """The active modes the user may use in the team a new conversation of theirs belongs to."""
-    team = api_team(user)
-    return [] if team is None else modes_for_team(team)
+def user_modes(*, user: Any, limited_to: tuple[str, ...] = ()) -> list[AgentMode]:
+    """The active modes the user may use in the team a new conversation of theirs belongs to, within
+    their token's mode limits."""
+    return api_modes(user=user, limited_to=limited_to)
 
 
-def mode_of_skill(*, user: Any, key: str) -> AgentMode:
-    """The mode a skill id names if the user may use it, else ApiError naming the skill."""
-    mode = next((mode for mode in user_modes(user=user) if mode.key == key), None)
+def mode_of_skill(*, user: Any, key: str, limited_to: tuple[str, ...] = ()) -> AgentMode:
+    """The mode a skill id names if the user (and their token) may use it, else ApiError naming the skill."""
+    mode = next((mode for mode in user_modes(user=user, limited_to=limited_to) if mode.key == key), None)
     if mode is None:
         raise ApiError(400, ERROR_UNKNOWN_SKILL.format(key=key), "skill")
     return mode
@@ -78,7 +79,7 @@ async def start(
     if limited := await sync_to_async(rate_limit)(TURNS, user_key(user), request):
         raise ApiError.too_many(limited)
     if mode is not None and not conversation_id:
-        chosen = await sync_to_async(mode_of_skill)(user=user, key=mode)
+        chosen = await sync_to_async(mode_of_skill)(user=user, key=mode, limited_to=token_modes(request))
         mode, execution = chosen.key, execution or chosen.execution or None
     parsed = ExecuteRequest(
         conversation_id=conversation_id or None,
@@ -86,6 +87,7 @@ async def start(
         execution=execution,
         message=text,
         origin=ORIGIN,
+        modes=token_modes(request),
     )
     return await submit_turn(user=user, request=parsed)
 

@@ -1,5 +1,6 @@
-"""The ASGI application in front of Django: `/mcp` and `/mcp/` go to the MCP server, everything else
-to Django as before (aptix/asgi.py wraps its HTTP router in McpMount).
+"""The ASGI application in front of Django: `/mcp` and `/mcp/` go to the MCP server, its OAuth
+protected resource metadata (oauth.py) is answered here, everything else goes to Django as before
+(aptix/asgi.py wraps its HTTP router in McpMount).
 
 Before the SDK sees a request, the bearer token is checked as the JSON API checks it (aptix/bearer.py,
 with its rate limits): without a valid token of an active user the answer is 401 with
@@ -51,12 +52,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
 
 from agents.web.api_support import ApiError, authenticate
+from aptix.models import ApiToken
 
-from . import calls
+from . import calls, oauth
 from .server import SCOPE_CALLER, SCOPE_REQUEST, SCOPE_USER, build_server
 
 PATHS = frozenset({"/mcp", "/mcp/"})
 ERROR_HOST = "Bad Host header: not one of this site's hosts (ALLOWED_HOSTS)."
+ERROR_METHOD = "Use GET."
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -151,8 +154,8 @@ def _cancelled(message: dict[str, Any]) -> Any:
     return cancelled_request_id_from_params(params if isinstance(params, dict) else None)
 
 
-def _refusal(exc: ApiError) -> JSONResponse:
-    headers = {"WWW-Authenticate": 'Bearer realm="aptix"'} if exc.status == 401 else {}
+def _refusal(exc: ApiError, origin: str) -> JSONResponse:
+    headers = {"WWW-Authenticate": oauth.challenge(origin)} if exc.status == 401 else {}
     if exc.retry_after is not None:
         headers["Retry-After"] = str(exc.retry_after)
     return JSONResponse(
@@ -160,15 +163,21 @@ def _refusal(exc: ApiError) -> JSONResponse:
     )
 
 
-async def _authenticate(scope: Scope) -> tuple[Any, ASGIRequest]:
-    """The token's user and the Django request over the scope, or an ApiError (400 for a foreign Host,
-    401 without a valid token, 429 past the rate limits)."""
-    request = ASGIRequest(scope, io.BytesIO())
+def _origin(request: ASGIRequest) -> str:
+    """The origin the client reached (scheme://host), or ApiError(400) for a Host outside ALLOWED_HOSTS."""
     try:
-        request.get_host()
+        return f"{request.scheme}://{request.get_host()}"
     except DisallowedHost:
         raise ApiError(400, ERROR_HOST) from None
-    return await authenticate(request), request
+
+
+def _metadata(scope: Scope, origin: str) -> JSONResponse:
+    """The protected resource metadata (oauth.py), to anyone: it names no user and no secret."""
+    if scope["method"] not in ("GET", "HEAD"):
+        raise ApiError(405, ERROR_METHOD)
+    if not oauth.enabled():
+        raise ApiError(404, oauth.ERROR_OFF)
+    return JSONResponse(oauth.metadata(origin), headers={"Cache-Control": "max-age=3600"})
 
 
 class McpMount:
@@ -178,7 +187,7 @@ class McpMount:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] not in PATHS:
+        if scope["type"] != "http" or scope["path"] not in PATHS | oauth.PATHS:
             await self.app(scope, receive, send)
             return
         # As Django's ASGIHandler serves a request: its sync work on a thread of its own, its database
@@ -190,10 +199,16 @@ class McpMount:
                 await sync_to_async(close_old_connections)()
 
     async def _serve(self, scope: Scope, receive: Any, send: Any) -> None:
+        request, origin = ASGIRequest(scope, io.BytesIO()), ""
         try:
-            user, request = await _authenticate(scope)
+            origin = _origin(request)
+            if scope["path"] in oauth.PATHS:
+                await _metadata(scope, origin)(scope, receive, send)
+                return
+            # 401 without a valid token, 403 for one limited to other interfaces, 429 past the rate limits.
+            user = await authenticate(request, ApiToken.Interface.MCP)
         except ApiError as exc:
-            await _refusal(exc)(scope, receive, send)
+            await _refusal(exc, origin)(scope, receive, send)
             return
         running = await _managers()
         caller = calls.caller_of(_header(scope, "authorization"))

@@ -6,7 +6,8 @@ every handler reads the token's user that mount.py put in the HTTP request's sco
   waiting for approval asks the client with elicitation forms when it can take them (approvals.py),
   else says what waits and links the session. While the turn runs, a call that asked for progress
   gets its steps and tool calls as progress notifications, and a cancelled call stops the turn (calls.py).
-- resources: the user's own conversations, `aptix://conversations/<id>`, read as Markdown.
+- resources: the user's own conversations, `aptix://conversations/<id>`, and the documents kept beside
+  them, `aptix://documents/<id>` (the current version), read as Markdown.
 - prompts: one per mode, named as its tool, whose messages are the mode's example utterances.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import base64
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -27,8 +28,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.models import Execution
 from agents.web.api_support import ApiError
+from aptix.bearer import token_modes
 
 from . import approvals, calls, services
+
+if TYPE_CHECKING:
+    from agents.models import Turn
+    from agents.submit import Submitted
 
 SCOPE_USER = "aptix.user"  # the token's user, set by mount.py before the SDK sees the request
 SCOPE_REQUEST = "aptix.request"  # the Django request over the same scope (rate limits, the site's origin)
@@ -82,6 +88,11 @@ def _user(ctx: ServerRequestContext[Any]) -> Any:
     return _scope(ctx)[SCOPE_USER]
 
 
+def _modes(ctx: ServerRequestContext[Any]) -> tuple[str, ...]:
+    """The mode keys the request's API token is limited to; () for none."""
+    return token_modes(_scope(ctx)[SCOPE_REQUEST])
+
+
 def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
     """The client's name from its clientInfo: each request carries it on 2026-07-28; on the
     handshake-era protocol only `initialize` does, a request of its own when stateless (mount.py)."""
@@ -97,7 +108,7 @@ def _error(message: str) -> types.CallToolResult:
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    modes = await sync_to_async(services.user_modes)(user=_user(ctx))
+    modes = await sync_to_async(services.user_modes)(user=_user(ctx), limited_to=_modes(ctx))
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -129,58 +140,60 @@ async def call_tool(
 ) -> types.CallToolResult | types.InputRequiredResult:
     scope = _scope(ctx)
     user = scope[SCOPE_USER]
-    mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name)
+    mode = await sync_to_async(services.mode_of_tool)(user=user, name=params.name, limited_to=_modes(ctx))
     if mode is None:
         return _error(ERROR_UNKNOWN_TOOL.format(name=params.name))
-    if await calls.cancelled_before(ctx, user=user, caller=scope[SCOPE_CALLER]):
+    caller = scope[SCOPE_CALLER]
+    if await calls.cancelled_before(ctx, user=user, caller=caller):
         return _error(ERROR_CANCELLED)
+
+    async def follow(submitted: Submitted) -> Turn:  # for progress and a cancel meanwhile (calls.py)
+        return await calls.follow(ctx, user=user, caller=caller, submitted=submitted)
+
     try:
         if params.request_state is not None:  # the client's answers to the approvals this server asked
-            submitted = await services.submit_decision(
-                user=user, state=params.request_state, responses=dict(params.input_responses or {})
-            )
-        else:
-            message, conversation_id, execution = _arguments(params.arguments or {})
-            submitted = await services.submit(
+            answer = await services.decide(
                 user=user,
-                mode=mode,
-                message=message,
-                conversation_id=conversation_id,
-                execution=execution,
+                state=params.request_state,
+                responses=dict(params.input_responses or {}),
                 request=scope[SCOPE_REQUEST],
-                origin=services.origin_label(_client_name(ctx)),
+                follow=follow,
             )
+            return _result(ctx, answer)
+        message, conversation_id, execution = _arguments(params.arguments or {})
+        submitted = await services.submit(
+            user=user,
+            mode=mode,
+            message=message,
+            conversation_id=conversation_id,
+            execution=execution,
+            request=scope[SCOPE_REQUEST],
+            origin=services.origin_label(_client_name(ctx)),
+        )
     except ApiError as exc:
         return _error(exc.message)
-    # Followed for progress and for a cancel meanwhile (calls.py), then answered from its row.
-    turn = await calls.follow(ctx, user=user, caller=scope[SCOPE_CALLER], submitted=submitted)
+    turn = await follow(submitted)
     return _result(ctx, await services.answer_of(user=user, turn=turn, request=scope[SCOPE_REQUEST]))
 
 
-def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
-    """A client that takes elicitation forms within a call: the 2026-07-28 protocol's multi-round-trip
-    requests (stateless, a handshake-era call has no way back to its client) and the form capability."""
+def _elicitation(ctx: ServerRequestContext[Any]) -> types.ElicitationCapability | None:
+    """What a client takes within a call: elicitation on the 2026-07-28 protocol's multi-round-trip
+    requests (stateless, a handshake-era call has no way back to its client), else nothing."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
-    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and elicitation is not None
+    return elicitation if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
 
 
 def _result(
     ctx: ServerRequestContext[Any], answer: services.Answer
 ) -> types.CallToolResult | types.InputRequiredResult:
-    """The turn's answer; a turn waiting for approvals the client can give: the forms that ask them."""
-    if answer.state and approvals.can_ask(answer.awaiting) and _can_elicit(ctx):
-        return types.InputRequiredResult(
-            input_requests={
-                call["id"]: types.ElicitRequest(
-                    params=types.ElicitRequestFormParams(
-                        message=approvals.question(call), requested_schema=approvals.DECISION_SCHEMA
-                    )
-                )
-                for call in answer.awaiting
-            },
-            request_state=answer.state,
-        )
+    """The turn's answer; a turn waiting for what the client can ask its user: the elicitations."""
+    elicitation = _elicitation(ctx)
+    if answer.state and elicitation is not None:
+        site = services.base_url(_scope(ctx)[SCOPE_REQUEST])
+        asked = approvals.requests_for(answer.awaiting, site=site, urls=elicitation.url is not None)
+        if asked is not None:
+            return types.InputRequiredResult(input_requests=dict(asked), request_state=answer.state)
     images = [
         types.ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime)
         for data, mime in answer.images
@@ -195,19 +208,30 @@ def _result(
 async def list_resources(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
-    sessions = await sync_to_async(services.user_conversations)(user=_user(ctx))
-    return types.ListResourcesResult(
-        resources=[
-            types.Resource(
-                name=session.id,
-                title=str(session),
-                uri=services.conversation_uri(session),
-                description=f"Conversation in mode {session.mode}, last active {session.updated_at:%Y-%m-%d %H:%M} UTC",
-                mime_type="text/markdown",
-            )
-            for session in sessions
-        ]
-    )
+    sessions = await sync_to_async(services.user_conversations)(user=_user(ctx), limited_to=_modes(ctx))
+    documents = await sync_to_async(services.user_documents)(user=_user(ctx), limited_to=_modes(ctx))
+    conversations = [
+        types.Resource(
+            name=session.id,
+            title=str(session),
+            uri=services.conversation_uri(session),
+            description=f"Conversation in mode {session.mode}, last active {session.updated_at:%Y-%m-%d %H:%M} UTC",
+            mime_type="text/markdown",
+        )
+        for session in sessions
+    ]
+    drafts = [
+        types.Resource(
+            name=document.id,
+            title=document.title,
+            uri=services.document_uri(document),
+            description=f"Document, version {document.version}, changed {document.updated_at:%Y-%m-%d %H:%M} UTC "
+            f"(conversation {document.session_id})",
+            mime_type="text/markdown",
+        )
+        for document in documents
+    ]
+    return types.ListResourcesResult(resources=[*conversations, *drafts])
 
 
 async def read_resource(
@@ -216,9 +240,17 @@ async def read_resource(
     scope = _scope(ctx)
     uri = str(params.uri)
     try:
-        text = await sync_to_async(services.conversation_markdown)(
-            user=scope[SCOPE_USER], uri=uri, base_url=services.base_url(scope[SCOPE_REQUEST])
-        )
+        if uri.startswith(services.DOCUMENT_URI):
+            text = await sync_to_async(services.document_markdown)(
+                user=scope[SCOPE_USER], uri=uri, limited_to=_modes(ctx)
+            )
+        else:
+            text = await sync_to_async(services.conversation_markdown)(
+                user=scope[SCOPE_USER],
+                uri=uri,
+                base_url=services.base_url(scope[SCOPE_REQUEST]),
+                limited_to=_modes(ctx),
+            )
     except ApiError as exc:
         # A JSON-RPC error, as the spec's "resource not found" (-32002), naming no one's conversation.
         raise MCPError(code=-32002, message=exc.message, data={"uri": uri}) from None
@@ -230,7 +262,7 @@ async def read_resource(
 async def list_prompts(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListPromptsResult:
-    modes = await sync_to_async(services.user_modes)(user=_user(ctx))
+    modes = await sync_to_async(services.user_modes)(user=_user(ctx), limited_to=_modes(ctx))
     return types.ListPromptsResult(
         prompts=[
             types.Prompt(
@@ -245,7 +277,7 @@ async def list_prompts(
 
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-    mode = await sync_to_async(services.mode_of_tool)(user=_user(ctx), name=params.name)
+    mode = await sync_to_async(services.mode_of_tool)(user=_user(ctx), name=params.name, limited_to=_modes(ctx))
     if mode is None or not mode.example_utterances:
         raise MCPError(code=-32602, message=f"Unknown prompt {params.name!r}.")
     return types.GetPromptResult(
@@ -277,7 +309,9 @@ def build_server() -> Server[Any]:
     return Server(
         "aptix",
         title="Aptix",
-        instructions="Ask the team's Aptix modes (tools ask_<mode>); read your conversations as resources.",
+        instructions=(
+            "Ask the team's Aptix modes (tools ask_<mode>); read your conversations and documents as resources."
+        ),
         on_list_tools=_as_a_request(list_tools),
         on_call_tool=_as_a_request(call_tool),
         on_list_resources=_as_a_request(list_resources),

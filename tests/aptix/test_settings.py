@@ -100,6 +100,20 @@ def test_bad_preferences_are_refused_with_the_reason(alice_client, alice, field,
     assert not UserPreferences.objects.filter(user=alice).exists()
 
 
+def test_a_token_is_limited_to_interfaces_and_modes_from_the_form(alice_client, alice):
+    form = alice_client.get("/settings/").content.decode()
+    assert 'name="interfaces" value="mcp"' in form and 'name="modes" value="data-analysis"' in form
+    limited = {"name": "vscode", "interfaces": ["mcp"], "modes": ["data-analysis"]}
+    assert alice_client.post(reverse("settings-token-create"), limited).status_code == 302
+    token = ApiToken.objects.get(user=alice)
+    assert (token.interfaces, token.modes) == (["mcp"], ["data-analysis"])
+    assert "only MCP · modes data-analysis" in alice_client.get("/settings/").content.decode()
+    # A mode the user has not (another team's, a made-up one) is the form's error; no token is made.
+    refused = alice_client.post(reverse("settings-token-create"), {"name": "x", "modes": ["no-such-mode"]})
+    assert refused.status_code == 400 and "no-such-mode is not one of the available choices" in refused.content.decode()
+    assert ApiToken.objects.filter(user=alice).count() == 1
+
+
 def test_a_token_is_created_its_secret_shown_once_and_it_works(alice_client, alice):
     response = alice_client.post(reverse("settings-token-create"), {"name": "laptop"})
     # Post/Redirect/Get: a reload of the page shown makes no second token.

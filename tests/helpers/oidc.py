@@ -18,9 +18,12 @@ from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import jwt
+import pytest
 import requests
 from django.conf import settings
 from jwcrypto.jwk import JWK
+
+from identity.provider import forget
 
 ROOT = Path(settings.BASE_DIR)
 CLIENT_ID = "aptix"
@@ -172,3 +175,30 @@ def sign_in(client: Any, provider: OidcProvider, username: str) -> Any:
     parts = urlsplit(callback)
     assert parts.path == "/sign-in/callback/", callback
     return client.get(f"{parts.path}?{parts.query}")
+
+
+# Fixtures (imported by the conftest of the tests that sign in through the provider).
+@pytest.fixture
+def provider_settings(settings):
+    """Aptix's settings as APTIX_OIDC_* make them, pointing at `issuer` (no provider process needed)."""
+
+    def configure(issuer: str, **extra):
+        settings.APTIX_OIDC_ISSUER = issuer
+        settings.OIDC_RP_CLIENT_ID = CLIENT_ID
+        settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
+        settings.APTIX_OIDC_NAME = "Test IdP"
+        settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "identity.backend.ProviderBackend"]
+        for name, value in extra.items():
+            setattr(settings, name, value)
+        forget()
+        return settings
+
+    yield configure
+    forget()
+
+
+@pytest.fixture
+def signing_in(provider_settings, oidc_provider):
+    """Aptix signing in with the real test provider; the provider."""
+    provider_settings(oidc_provider.issuer)
+    return oidc_provider

@@ -7,6 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from aptix.tokens import api_token_create
+from tests.helpers.oidc import provider_settings, signing_in  # noqa: F401 - fixtures of the OAuth tests
 from tests.helpers.reasoner import llm, model  # noqa: F401 - fixtures of the turn tests
 
 

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.web.connections import user_connections
 from aptix.invites import invite_allowed
-from aptix.models import UserPreferences
+from aptix.models import ApiToken, UserPreferences
 from aptix.preferences import preferences_get, preferences_update
 from aptix.shown_once import show_once, take_once
 from aptix.teams import team_list_for_user
@@ -53,6 +53,25 @@ class PreferencesForm(forms.Form):
 
 class TokenCreateForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="What it is for, e.g. “laptop”.")
+    interfaces = forms.MultipleChoiceField(
+        choices=ApiToken.Interface.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Works for",
+        help_text="None ticked: all of them.",
+    )
+    modes = forms.MultipleChoiceField(
+        choices=(),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Modes",
+        help_text="None ticked: every mode you may use.",
+    )
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = cast(forms.MultipleChoiceField, self.fields["modes"])
+        field.choices = [(m.key, m.display_name) for m in modes_for_teams(team_list_for_user(user=user))]
 
 
 def _preferences_form(user: Any) -> PreferencesForm:
@@ -82,7 +101,7 @@ def settings_render(request: HttpRequest, *, status: int = 200, **forms_and_more
     context = {
         "password_form": PasswordForm(request.user),
         "preferences_form": _preferences_form(request.user),
-        "token_form": TokenCreateForm(),
+        "token_form": TokenCreateForm(user=request.user),
         "tokens": api_token_list(user=request.user),
         "can_invite": invite_allowed(user=request.user),
         "team_defaults": team_default_rows(user=request.user),
@@ -128,11 +147,11 @@ def settings_preferences(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def settings_token_create(request: HttpRequest) -> HttpResponse:
-    form = TokenCreateForm(request.POST)
+    form = TokenCreateForm(request.POST, user=request.user)
     if not form.is_valid():
         messages.error(request, "No token was created. See the form for details.")
         return settings_render(request, status=400, token_form=form)
-    token, secret = api_token_create(user=request.user, name=form.cleaned_data["name"])
+    token, secret = api_token_create(user=request.user, **form.cleaned_data)
     # Post/Redirect/Get: a reload of the page shown makes no second token. The secret is drawn on the
     # redirected page once (aptix/shown_once.py), and never stored otherwise.
     show_once(request, NEW_TOKEN, {"id": token.pk, "secret": secret})
