@@ -1,7 +1,8 @@
 """The MCP server's progress notifications and cancelled calls, through the official MCP client in
 process over the real ASGI router: a call that asks for progress hears its turn's steps and tool
 calls (answered as an SSE stream, a call that does not ask stays JSON), a cancelled call stops its
-turn, and another user's cancellation of the same request id leaves it running."""
+turn, and another user's cancellation of the same request id leaves it running; an approved call
+goes on reporting the turn it resumes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 
 import anyio
 import pytest
+from mcp_types import ElicitResult
 
 from agents.models import Turn
 from agents.runner import get_runner
@@ -156,3 +158,25 @@ async def test_a_cancel_just_before_the_calls_turn_is_recorded_cancels_the_turn(
     assert result["isError"] and result["structuredContent"]["status"] == "cancelled"
     turn = await Turn.objects.aget(pk=result["structuredContent"]["turnId"])
     assert turn.status == Turn.Status.CANCELLED and turn.answer != "Too late."
+
+
+async def test_an_approved_call_goes_on_reporting_progress(llm, model, alice_token):
+    model.reply("", tool_calls=[("agent_change_mode", {"mode": "data-analysis", "branch": False, "reason": "Charts."})])
+    model.reply("Switched.")
+    model.reply("Here are your charts.")  # the turn that carries the request on in the new mode
+    heard: list[str | None] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    async def approve(context, params):
+        heard.append("(asked)")
+        return ElicitResult(action="accept", content={"decision": "approve"})
+
+    async with mcp_client(alice_token, mode="2026-07-28", elicitation_callback=approve) as client:
+        result = await client.call_tool(
+            "ask_general", {"message": "Revenue by month?", "execution": "agent"}, progress_callback=progress
+        )
+    assert result.content[0].text == "Here are your charts."
+    assert "Calling agent_change_mode…" in heard and "(asked)" in heard, heard
+    assert "Step 2" in heard[heard.index("(asked)") :], heard  # the approved turn's next step, then its follow-up
