@@ -37,7 +37,7 @@ from ..events import FINAL_EVENT_TYPES, message_events, session_news_group, side
 from ..models import Turn, TurnEvent
 from ..runner import get_runner
 from ..submit import turn_submit
-from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, run_stopped, turn_end_orphans
+from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, run_stopped, turn_cancel_unrun, turn_end_orphans
 from . import queue
 from .claims import (
     ORPHAN_QUEUED_AFTER,
@@ -198,7 +198,14 @@ class LocalRunner(Runner):
                 await asyncio.wait({task}, timeout=ASKING_POLL)
                 if not task.done() and await _asking(turn_id):
                     break
-        return await Turn.objects.select_related("session").aget(pk=turn_id)
+        turn = await Turn.objects.select_related("session").aget(pk=turn_id)
+        if turn.status == Turn.Status.QUEUED and turn.cancel_requested and (task is None or task.done()):
+            # Stopped before its run took the turn (a cancel right after the dispatch, as the A2A agent's
+            # and the MCP server's can be): a run cancelled while it loads the turn, or before its task's
+            # first step, writes no end. The turn is ended here, as one nothing ran.
+            await sync_to_async(turn_cancel_unrun)(turn)
+            turn = await Turn.objects.select_related("session").aget(pk=turn_id)
+        return turn
 
     def holds(self, turn: Turn) -> bool:
         return turn.pk in self._tasks  # one process: a turn no task here runs is left over

@@ -39,13 +39,12 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from asgiref.sync import sync_to_async
 from django.core.cache import cache
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.selectors import turn_continued_aget, turn_of_user_aget
-from agents.turns import Status, turn_cancel, turn_cancel_unrun
+from agents.turns import turn_cancel
 
 from ..progress import Note, Step, follow_run
 from . import services
@@ -118,13 +117,7 @@ async def follow(ctx: ServerRequestContext[Any], *, user: Any, caller: str, subm
         if key is not None:
             with anyio.CancelScope(shield=True):
                 await cache.aset(key, ENDED, MARK_TTL)
-    turn = chain[-1]
-    if turn.status == Status.QUEUED and turn.cancel_requested:
-        # Cancelled as its run was dispatched (a cancel just before the call's turn was recorded): a
-        # run task cancelled before its first step never writes its end, so the turn is ended here.
-        await sync_to_async(turn_cancel_unrun)(turn)
-        await turn.arefresh_from_db()
-    return turn
+    return chain[-1]
 
 
 async def _record(key: str, *, user: Any, turn: Turn) -> None:
