@@ -12,7 +12,8 @@ transport, no `Mcp-Session-Id` to remember), so any Daphne process behind the lo
 any request, and nothing lives in one process's memory between requests. What that costs: the server
 cannot send requests back to the client in the middle of a call. The 2026-07-28 protocol needs none
 (a call answers "input required" with its elicitation forms and the client calls again: approvals.py);
-on the handshake-era protocol a turn waiting for approval answers with a link to the session instead.
+a handshake-era client that declares elicitation is given a session instead (sessions.py), in which a
+waiting turn asks it mid-call; any other handshake-era client gets a link to the session.
 
 The SDK's manager needs its task group running (`run()`), which a Starlette app enters in its ASGI
 lifespan; Daphne has none (aptix/startup.py), so it is entered on the first MCP request, once per
@@ -37,21 +38,26 @@ from starlette.responses import JSONResponse
 from agents.web.api_support import ApiError, authenticate
 from aptix.models import ApiToken
 
-from . import oauth
+from . import oauth, sessions
 from .server import SCOPE_REQUEST, SCOPE_USER, build_server
 
 PATHS = frozenset({"/mcp", "/mcp/"})
 ERROR_HOST = "Bad Host header: not one of this site's hosts (ALLOWED_HOSTS)."
 ERROR_METHOD = "Use GET."
+ERROR_SESSION = "Session not found: initialize again."
 
 Scope = dict[str, Any]
 
 
 class _Running:
-    """One event loop's session manager, entered by a task that keeps it open."""
+    """One event loop's session managers, entered by a task that keeps them open: the stateless one
+    every request goes to, and the one holding the sessions of handshake-era clients that can be asked
+    mid-call (sessions.py)."""
 
     def __init__(self) -> None:
         self.manager = StreamableHTTPSessionManager(build_server(), stateless=True, json_response=True)
+        self.stateful = StreamableHTTPSessionManager(build_server())
+        self.owners = sessions.Owners()
         self.ready = asyncio.Event()
         # A context of its own: the handlers run in the manager's tasks, which must not inherit the
         # first request's thread context (server.py gives each call one of its own).
@@ -60,7 +66,7 @@ class _Running:
         )
 
     async def _hold(self) -> None:
-        async with self.manager.run():
+        async with self.manager.run(), self.stateful.run():
             self.ready.set()
             await asyncio.Event().wait()  # until the loop ends: the task is cancelled with it
 
@@ -68,13 +74,13 @@ class _Running:
 _running: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Running] = weakref.WeakKeyDictionary()
 
 
-async def _manager() -> StreamableHTTPSessionManager:
+async def _managers() -> _Running:
     loop = asyncio.get_running_loop()
     running = _running.get(loop)
     if running is None:
         running = _running[loop] = _Running()
     await running.ready.wait()
-    return running.manager
+    return running
 
 
 def _refusal(exc: ApiError, origin: str) -> JSONResponse:
@@ -133,5 +139,15 @@ class McpMount:
         except ApiError as exc:
             await _refusal(exc, origin)(scope, receive, send)
             return
-        manager = await _manager()
+        running = await _managers()
+        manager = running.manager
+        if (session := sessions.session_id(scope)) is not None:  # a session this process gave: its owner's only
+            if not running.owners.owns(session, user.pk):
+                await JSONResponse({"error": {"message": ERROR_SESSION}}, status_code=404)(scope, receive, send)
+                return
+            manager = running.stateful
+        elif scope["method"] == "POST":
+            body, receive = await sessions.buffered(receive)
+            if sessions.wants_session(body):
+                manager, send = running.stateful, running.owners.remembering(send, user.pk)
         await manager.handle_request({**scope, SCOPE_USER: user, SCOPE_REQUEST: request}, receive, send)
