@@ -178,7 +178,7 @@ REDIS_URL = read(env.REDIS_URL)
 if REDIS_URL:
     CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)  # timeouts set deliberately: aptix/redis_options.py
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "aptix.local_channel_layer.LocalChannelLayer"}}  # one process
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -108,7 +108,9 @@ class PacedModel:
             # paced against the start, not token to token: a busy loop does not slow the model down
             await asyncio.sleep(max(0.0, started + n * self.interval - time.perf_counter()))
             if n == 0:
-                self.first_token[stream_id] = time.perf_counter()
+                # The turn's own reply only: the title the session gets after its first turn is another
+                # request naming the same stream, later (it once overwrote this: negative times).
+                self.first_token.setdefault(stream_id, time.perf_counter())
             await chunk({"content": "word " if n % 12 else "word.\n\n"})
         await chunk({}, finish="stop")
         await chunk(

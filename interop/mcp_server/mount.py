@@ -11,17 +11,18 @@ The session managers run stateless: every POST is a whole exchange (its own tran
 `Mcp-Session-Id` to remember), so any Daphne process behind the load balancer can answer any request,
 and nothing lives in one process's memory between requests. What that costs: the server cannot send
 requests back to the client in the middle of a call. The 2026-07-28 protocol needs none (a call
-answers "input required" with its elicitation forms and the client calls again: approvals.py); on the
-handshake-era protocol a turn waiting for approval answers with a link to the session instead.
+answers "input required" with its elicitation forms and the client calls again: approvals.py); a
+handshake-era client that declares elicitation is given a session instead (sessions.py), in which a
+waiting turn asks it mid-call; any other handshake-era client gets a link to the session.
 
-Two managers over the same server, chosen per POST from its body (the spec lets the server answer a
-request as JSON or as an SSE stream): with JSON responses for everything (the SDK's JSON mode drops
-notifications, and has no disconnect watch), and with SSE for a `tools/call` whose client accepts
-SSE and either asked for progress (`_meta.progressToken`) or speaks 2026-07-28 (whose streaming entry
-answers JSON anyway unless the handler sends something or runs past its keep-alive interval, and
-cancels the handler when the client closes the stream: its way to cancel a call). A
-`notifications/cancelled` is answered here (202) and never reaches the SDK: calls.py cancels the turn
-of the sender's call it names.
+Two stateless managers over the same server, chosen per POST from its body (the spec lets the server
+answer a request as JSON or as an SSE stream): with JSON responses for everything (the SDK's JSON
+mode drops notifications, and has no disconnect watch), and with SSE for a `tools/call` whose client
+accepts SSE and either asked for progress (`_meta.progressToken`) or speaks 2026-07-28 (whose
+streaming entry answers JSON anyway unless the handler sends something or runs past its keep-alive
+interval, and cancels the handler when the client closes the stream: its way to cancel a call). A
+`notifications/cancelled` is taken here, before the SDK: calls.py cancels the turn of the sender's
+call it names (202); in a session it then goes on to the SDK too, which stops the call's handler.
 
 The SDK's manager needs its task group running (`run()`), which a Starlette app enters in its ASGI
 lifespan; Daphne has none (aptix/startup.py), so it is entered on the first MCP request, once per
@@ -36,8 +37,6 @@ import contextvars
 import io
 import json
 import weakref
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -45,7 +44,6 @@ from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params, progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -54,25 +52,27 @@ from starlette.responses import JSONResponse, Response
 from agents.web.api_support import ApiError, authenticate
 from aptix.models import ApiToken
 
-from . import calls, oauth
+from . import calls, oauth, sessions
 from .server import SCOPE_CALLER, SCOPE_REQUEST, SCOPE_USER, build_server
 
 PATHS = frozenset({"/mcp", "/mcp/"})
 ERROR_HOST = "Bad Host header: not one of this site's hosts (ALLOWED_HOSTS)."
 ERROR_METHOD = "Use GET."
+ERROR_SESSION = "Session not found: initialize again."
 
 Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 
 
 class _Running:
-    """One event loop's session managers (JSON and streaming), entered by a task that keeps them open."""
+    """One event loop's session managers, entered by a task that keeps them open: the stateless ones
+    every request goes to (JSON, and SSE for a call that streams), and the one holding the sessions of
+    handshake-era clients that can be asked mid-call (sessions.py)."""
 
     def __init__(self) -> None:
-        server = build_server()
-        self.manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
-        self.streaming = StreamableHTTPSessionManager(server, stateless=True, json_response=False)
+        self.manager = StreamableHTTPSessionManager(build_server(), stateless=True, json_response=True)
+        self.streaming = StreamableHTTPSessionManager(build_server(), stateless=True, json_response=False)
+        self.stateful = StreamableHTTPSessionManager(build_server())
+        self.owners = sessions.Owners()
         self.ready = asyncio.Event()
         # A context of its own: the handlers run in the manager's tasks, which must not inherit the
         # first request's thread context (server.py gives each call one of its own).
@@ -81,7 +81,7 @@ class _Running:
         )
 
     async def _hold(self) -> None:
-        async with self.manager.run(), self.streaming.run():
+        async with self.manager.run(), self.streaming.run(), self.stateful.run():
             self.ready.set()
             await asyncio.Event().wait()  # until the loop ends: the task is cancelled with it
 
@@ -98,34 +98,13 @@ async def _managers() -> _Running:
     return running
 
 
-@dataclass
-class _Post:
-    """A POST's body, read ahead of the SDK (which reads it again from `receive`), and what it is."""
-
-    receive: Receive  # the messages read, then the connection's own (its disconnect)
-    message: dict[str, Any] | None  # the JSON-RPC object, when the body is one (and not too large)
-
-
-async def _read_ahead(receive: Receive) -> _Post:
-    """Read the request's body up to the SDK's limit (beyond it, the SDK refuses it: 413)."""
-    read: list[Message] = []
-    size, complete = 0, False
-    while not complete and size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
-        message = await receive()
-        read.append(message)
-        if message["type"] != "http.request":
-            break
-        size += len(message.get("body", b""))
-        complete = not message.get("more_body", False)
-
-    async def replay() -> Message:
-        return read.pop(0) if read else await receive()
-
-    decoded = None
-    if complete:
-        with contextlib.suppress(ValueError, RecursionError):  # not JSON: the SDK answers the parse error
-            decoded = json.loads(b"".join(m.get("body", b"") for m in read))
-    return _Post(replay, decoded if isinstance(decoded, dict) else None)
+def _message(body: bytes) -> dict[str, Any]:
+    """The POST's JSON-RPC object, or {} (not JSON, not one object, too large to look at: the SDK
+    answers it)."""
+    with contextlib.suppress(ValueError, RecursionError):
+        decoded = json.loads(body)
+        return decoded if isinstance(decoded, dict) else {}
+    return {}
 
 
 def _header(scope: Scope, name: str) -> str:
@@ -213,14 +192,25 @@ class McpMount:
         running = await _managers()
         caller = calls.caller_of(_header(scope, "authorization"))
         scope = {**scope, SCOPE_USER: user, SCOPE_REQUEST: request, SCOPE_CALLER: caller}
-        if scope["method"] != "POST":
-            await running.manager.handle_request(scope, receive, send)
-            return
-        post = await _read_ahead(receive)
-        message = post.message or {}
+        body, message = b"", {}
+        if scope["method"] == "POST":
+            body, receive = await sessions.buffered(receive)
+            message = _message(body)
+        session = sessions.session_id(scope)
         if (request_id := _cancelled(message)) is not None:
+            # The turn of the user's call with that id and this credential, wherever it runs.
             await calls.cancel(user=user, caller=caller, request_id=request_id)
-            await Response(status_code=202)(scope, post.receive, send)
-            return
-        manager = running.streaming if _streams(scope, message) else running.manager
-        await manager.handle_request(scope, post.receive, send)
+            if session is None:
+                await Response(status_code=202)(scope, receive, send)
+                return
+        manager = running.manager
+        if session is not None:  # a session this process gave: its owner's only
+            if not running.owners.owns(session, user.pk):
+                await JSONResponse({"error": {"message": ERROR_SESSION}}, status_code=404)(scope, receive, send)
+                return
+            manager = running.stateful
+        elif sessions.wants_session(body):
+            manager, send = running.stateful, running.owners.remembering(send, user.pk)
+        elif _streams(scope, message):
+            manager = running.streaming
+        await manager.handle_request(scope, receive, send)

@@ -24,6 +24,7 @@ from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.models import Execution
@@ -170,10 +171,44 @@ async def call_tool(
             request=scope[SCOPE_REQUEST],
             origin=services.origin_label(_client_name(ctx)),
         )
+        answer = await services.answer_of(user=user, turn=await follow(submitted), request=scope[SCOPE_REQUEST])
+        answer = await _asked_in_call(ctx, answer, follow)
     except ApiError as exc:
         return _error(exc.message)
-    turn = await follow(submitted)
-    return _result(ctx, await services.answer_of(user=user, turn=turn, request=scope[SCOPE_REQUEST]))
+    return _result(ctx, answer)
+
+
+async def _asked_in_call(
+    ctx: ServerRequestContext[Any], answer: services.Answer, follow: Callable[[Submitted], Awaitable[Turn]]
+) -> services.Answer:
+    """On the handshake-era protocol, in a session that can send its client requests mid-call (mount.py
+    gives a client that declares elicitation one): each waiting call asked with `elicitation/create`
+    on the call's own stream, the answers decided as the 2026-07-28 round trip's, and the turn followed
+    on (by `follow`: progress and a cancel meanwhile) until it ends or waits for what this client cannot
+    be asked (then: the link)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or elicitation is None or not ctx.session.can_send_request:
+        return answer
+    scope = _scope(ctx)
+    site = services.base_url(scope[SCOPE_REQUEST])
+    while answer.state:
+        asked = approvals.requests_for(answer.awaiting, site=site, urls=elicitation.url is not None)
+        if asked is None:
+            break
+        metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
+        responses = {
+            call_id: await ctx.session.send_request(request, types.ElicitResult, metadata=metadata)
+            for call_id, request in asked.items()
+        }
+        answer = await services.decide(
+            user=scope[SCOPE_USER],
+            state=answer.state,
+            responses=responses,
+            request=scope[SCOPE_REQUEST],
+            follow=follow,
+        )
+    return answer
 
 
 def _elicitation(ctx: ServerRequestContext[Any]) -> types.ElicitationCapability | None:

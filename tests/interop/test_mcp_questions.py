@@ -87,12 +87,10 @@ async def test_content_the_servers_schema_refuses_is_a_tool_error_and_the_questi
     assert (await Turn.objects.aget()).status == "awaiting_approval"
 
 
-async def test_a_handshake_era_client_is_told_where_to_answer(asking, llm, model, alice_token, settings):
+async def test_a_client_without_elicitation_is_told_where_to_answer(asking, llm, model, alice_token, settings):
     settings.APTIX_PUBLIC_URL = "https://aptix.example"
     model.reply("", tool_calls=[("ask__profile", {})])
-    async with mcp_client(
-        alice_token, mode="legacy", elicitation_callback=answering([], ElicitResult(action="cancel"))
-    ) as client:
+    async with mcp_client(alice_token, mode="legacy") as client:
         result = await client.call_tool("ask_general", {"message": "Ask me", "execution": "agent"})
     assert not result.is_error and result.structured_content["status"] == "awaiting_approval"
     conversation_id = result.structured_content["conversationId"]

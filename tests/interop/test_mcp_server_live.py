@@ -148,16 +148,19 @@ DDR_REQUEST = "Write a design decision record for our new caching layer"
 
 
 @pytest.mark.parametrize("decision, mode", [("approve", "ddr-authoring"), ("deny", "general")])
-async def test_a_mode_change_is_asked_through_the_client(server, alice_token, decision, mode):
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])  # asked in the call's stream / a round trip
+async def test_a_mode_change_is_asked_through_the_client(server, alice_token, decision, mode, protocol):
     """The offline model proposes DDR Authoring; a typed "2" (not a consented choice) makes it call
-    agent_change_mode, which waits for approval: the client is asked with a form, and its answer decides."""
+    agent_change_mode, which waits for approval: the client is asked with a form, and its answer decides.
+    On the handshake-era protocol the form comes on the call's own stream, in the session the client
+    was given for declaring elicitation (interop/mcp_server/sessions.py)."""
     asked = []
 
     async def answer(context, params):
         asked.append(params.message)
         return ElicitResult(action="accept", content={"decision": decision})
 
-    async with mcp_client(alice_token, mode="2026-07-28", server=server.url, elicitation_callback=answer) as client:
+    async with mcp_client(alice_token, mode=protocol, server=server.url, elicitation_callback=answer) as client:
         proposal = await client.call_tool("ask_general", {"message": DDR_REQUEST, "execution": "ask"})
         assert "DDR Authoring" in proposal.content[0].text and not asked
         conversation_id = proposal.structured_content["conversationId"]
