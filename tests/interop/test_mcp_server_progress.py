@@ -84,7 +84,12 @@ async def _running_turn(text: str) -> Turn:
     return turn
 
 
-@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+async def never_asked(context, params):
+    raise AssertionError("nothing waits for approval here")
+
+
+# "session": a 2025-11-25 client that takes elicitation, given a session (its cancel reaches the SDK too).
+@pytest.mark.parametrize("protocol", ["legacy", "session", "2026-07-28"])
 async def test_a_cancelled_call_stops_its_turn_and_another_users_cancel_does_not(
     llm, model, alice_token, carol_token, protocol
 ):
@@ -94,7 +99,9 @@ async def test_a_cancelled_call_stops_its_turn_and_another_users_cancel_does_not
     call_scope = anyio.CancelScope()
     results: list = []
 
-    async with mcp_client(alice_token, mode=protocol) as client:
+    elicitation = never_asked if protocol == "session" else None
+    mode = "legacy" if protocol == "session" else protocol
+    async with mcp_client(alice_token, mode=mode, elicitation_callback=elicitation) as client:
 
         async def call_and_keep() -> None:
             with call_scope:
