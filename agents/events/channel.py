@@ -106,26 +106,41 @@ MOVED_GATHER = 0.25  # seconds: a burst of one user's turns becomes one note to 
 
 
 class SidebarMoves:
-    """ "A session of yours moved up", gathered per user for MOVED_GATHER seconds on the serving event
-    loop: the note goes to every socket of the user, so a program posting 100 turns at once while 100
-    tabs are open sent 10,000 notes (a fifth of the sockets' process in the scale-out bench); now
-    a few, each listing the sessions in the order they moved. Without a serving loop (a management
-    command, a test with none bound) each note goes at once, as before."""
+    """ "A session of yours moved up" and "a session of yours was named", gathered per user for
+    MOVED_GATHER seconds on the serving event loop: each note goes to every socket of the user, so a
+    program posting 100 turns at once while 100 tabs are open sent 10,000 of each (a fifth of the
+    sockets' process in the scale-out bench; the titles of 500 new sessions, each sent to the user's
+    500 sockets, were 7% of one process at 500 streams); now a few, each listing the sessions in the
+    order they moved, or their new names. Without a serving loop (a management command, a test with
+    none bound) each note goes at once, as before."""
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[Any, list[str]] = {}
+        self._titles: dict[Any, dict[str, str]] = {}
 
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
         """Gather on `loop` (the serving process's), or stop gathering (None)."""
         self.loop = loop
 
+    def _gathering(self) -> asyncio.AbstractEventLoop | None:
+        loop = self.loop
+        return loop if loop is not None and loop.is_running() else None
+
     def moved(self, user_id: Any, session_id: str) -> None:
         """From any thread: the user's session got a new turn."""
-        loop = self.loop
-        if loop is None or not loop.is_running():
+        loop = self._gathering()
+        if loop is None:
             return _send_moved(user_id, [session_id])
         loop.call_soon_threadsafe(self._gather, user_id, str(session_id))
+
+    def titled(self, user_id: Any, session_id: str, title: str) -> bool:
+        """From any thread: the user's session was named. False when nothing gathers (send it now)."""
+        loop = self._gathering()
+        if loop is None:
+            return False
+        loop.call_soon_threadsafe(self._gather_title, user_id, str(session_id), title)
+        return True
 
     def _gather(self, user_id: Any, session_id: str) -> None:
         ids = self._pending.setdefault(user_id, [])
@@ -135,10 +150,21 @@ class SidebarMoves:
             ids.remove(session_id)
         ids.append(session_id)
 
+    def _gather_title(self, user_id: Any, session_id: str, title: str) -> None:
+        titles = self._titles.setdefault(user_id, {})
+        if not titles:
+            asyncio.get_running_loop().call_later(MOVED_GATHER, self._flush_titles, user_id)
+        titles[session_id] = title
+
     def _flush(self, user_id: Any) -> None:
         ids = self._pending.pop(user_id, [])
         if ids:
             asyncio.get_running_loop().create_task(_send_moved_async(user_id, ids))
+
+    def _flush_titles(self, user_id: Any) -> None:
+        titles = self._titles.pop(user_id, {})
+        if titles:
+            asyncio.get_running_loop().create_task(_send_titled(user_id, list(titles.items())))
 
 
 sidebar_moves = SidebarMoves()
@@ -168,15 +194,21 @@ async def _send_moved_async(user_id: Any, session_ids: list[str]) -> None:
 async def session_titled(user_id: Any, session_id: str, title: str) -> None:
     """Tell every stream of the user that a session was given a title after its first answer
     (agents/run/titles.py), so that its header and each tab's sidebar show it without a reload
-    (consumers.py `session_titled`). A lost note costs only the name until the next page load."""
+    (consumers.py `session_titled`): gathered with others named meanwhile (SidebarMoves). A lost
+    note costs only the name until the next page load."""
+    if not sidebar_moves.titled(user_id, session_id, title):
+        await _send_titled(user_id, [(session_id, title)])
+
+
+async def _send_titled(user_id: Any, titles: list[tuple[str, str]]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    note = {"type": "session.titled", "session_id": session_id, "title": title}
+    note = {"type": "session.titled", "titles": [[session_id, title] for session_id, title in titles]}
     try:
         await layer.group_send(user_group(user_id), note)
     except Exception:  # the title is written: a lost note must not fail the task that wrote it
-        logger.exception("Could not tell the streams of user %s that session %s was titled", user_id, session_id)
+        logger.exception("Could not tell the streams of user %s that sessions were titled", user_id)
 
 
 def events_message(

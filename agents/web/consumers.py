@@ -207,16 +207,19 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             )
 
     async def session_titled(self, message: dict) -> None:
-        """From the user's group: a session of theirs was named after its first answer
-        (agents/run/titles.py): its sidebar entry, and the header when this stream is of that session,
-        show the name (escaped: a model wrote it)."""
-        session_id, title = str(message.get("session_id", "")), str(message.get("title", ""))
-        if not HEX_ID.fullmatch(session_id) or not title:
-            return
-        html = format_html('<span id="session-title-{}" hx-swap-oob="true">{}</span>', session_id, title)
-        if self.session is not None and self.session.id == session_id:
-            html += format_html('<h1 id="session-title" title="{}" hx-swap-oob="true">{}</h1>', title, title)
-        await self.send(text_data=html)
+        """From the user's group: sessions of theirs were named after their first answer
+        (agents/run/titles.py; [[session id, title], …], gathered): their sidebar entries, and the
+        header when this stream is of one of them, show the names (escaped: a model wrote them)."""
+        html = ""
+        for item in message.get("titles", ()):
+            session_id, title = (str(part) for part in item) if len(item) == 2 else ("", "")
+            if not HEX_ID.fullmatch(session_id) or not title:
+                continue
+            html += format_html('<span id="session-title-{}" hx-swap-oob="true">{}</span>', session_id, title)
+            if self.session is not None and self.session.id == session_id:
+                html += format_html('<h1 id="session-title" title="{}" hx-swap-oob="true">{}</h1>', title, title)
+        if html:
+            await self.send(text_data=html)
 
     async def badge_count(self, message: dict) -> None:
         """From the user's group: a count of the header's changed (`badge`: "inbox", the automations'

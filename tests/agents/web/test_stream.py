@@ -229,6 +229,30 @@ async def test_a_burst_of_turns_in_the_users_sessions_is_one_sidebar_note_in_the
     assert note == f'<div id="session-moved" hidden hx-swap-oob="true" data-sessions="{second.id} {first.id}"></div>'
 
 
+async def test_titles_given_at_once_are_one_note_to_each_socket(make_session, alice):
+    """Gathered as the moves: 500 new sessions named while their user has 500 sockets open cost each
+    socket a few notes, not 500 (the fan-out that grew a stream's CPU with the number of streams)."""
+    here, first, second = await make_session(), await make_session(), await make_session()
+    communicator, connected = await connect(here.id, alice)
+    assert connected
+    sidebar_moves.bind(asyncio.get_running_loop())
+    try:
+        await session_titled(alice.id, first.id, "Q1 plan")
+        await session_titled(alice.id, here.id, "Here & now")
+        await session_titled(alice.id, second.id, "Q2 plan")
+        note = await communicator.receive_from(timeout=5)
+        assert await communicator.receive_nothing(timeout=MOVED_GATHER * 2)
+    finally:
+        sidebar_moves.bind(None)
+        await communicator.disconnect()
+    assert note == (
+        f'<span id="session-title-{first.id}" hx-swap-oob="true">Q1 plan</span>'
+        f'<span id="session-title-{here.id}" hx-swap-oob="true">Here &amp; now</span>'
+        '<h1 id="session-title" title="Here &amp; now" hx-swap-oob="true">Here &amp; now</h1>'
+        f'<span id="session-title-{second.id}" hx-swap-oob="true">Q2 plan</span>'
+    )
+
+
 async def test_a_title_given_after_the_first_answer_shows_in_the_header_and_sidebar_at_once(
     llm, model, make_session, alice, settings
 ):
