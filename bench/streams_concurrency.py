@@ -15,7 +15,10 @@ tokens at `--rate` tokens/s per request. Printed per count:
 - lost / duplicated events: each socket's events against the turn's stored events.
 
     .venv/bin/python bench/streams_concurrency.py [--streams 1 20 60 100] [--tokens 200] [--rate 50] [--repeat 3]
-        [--ttft 0.0]
+        [--ttft 0.0] [--users 1]
+
+`--users N` spreads the streams over N members of the team (stream i is user i mod N's), as a team's
+people would be; with 1, one user holds every stream (each note to a user's sockets reaches all).
 
 `--ttft` makes the model wait that long before its first token, as a real one does (a hosted model
 takes 0.2-1 s): with 0, every turn's first token arrives while the batch's other turns are still
@@ -134,12 +137,14 @@ async def watch(communicator: WebsocketCommunicator) -> tuple[float | None, floa
             return first_text, now, seqs
 
 
-async def run_batch(streams: int, model: PacedModel, user, cookie: bytes, team) -> dict:
-    sessions = [await sync_to_async(session_create)(team=team, user=user, execution="ask") for _ in range(streams)]
+async def run_batch(streams: int, model: PacedModel, people: list[tuple[object, bytes]], team) -> dict:
+    """`streams` turns at once, stream i in a new session of people[i mod len(people)] (user, cookie)."""
+    owners = [people[i % len(people)] for i in range(streams)]
+    sessions = [await sync_to_async(session_create)(team=team, user=user, execution="ask") for user, _ in owners]
     turns = [await sync_to_async(turn_start)(session=s, text=f"Answer me, stream {i}") for i, s in enumerate(sessions)]
-    headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)]
     sockets = []
-    for session in sessions:
+    for session, (_, cookie) in zip(sessions, owners, strict=True):
+        headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", cookie)]
         communicator = WebsocketCommunicator(application, f"/ws/sessions/{session.id}/", headers=headers)
         connected, _ = await communicator.connect(timeout=30)
         assert connected, "a socket was refused"
@@ -188,23 +193,26 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=3, help="batches per count, samples pooled")
     parser.add_argument("--ttft", type=float, default=0.0, help="the model's time to first token, seconds")
+    parser.add_argument("--users", type=int, default=1, help="the streams spread over this many team members")
     args = parser.parse_args()
     await sync_to_async(call_command)("migrate", verbosity=0)
-    user, _ = await get_user_model().objects.aget_or_create(username="bench-streams")
-    team = await sync_to_async(team_ensure)(name="Bench streams", owner=user)
-    cookie = await session_cookie(user)  # a signed-in browser's, as the tests make it
+    people = []
+    for n in range(max(1, args.users)):
+        user, _ = await get_user_model().objects.aget_or_create(username=f"bench-streams-{n}" if n else "bench-streams")
+        team = await sync_to_async(team_ensure)(name="Bench streams", owner=user)
+        people.append((user, await session_cookie(user)))  # a signed-in browser's, as the tests make it
     model = PacedModel(args.tokens, args.rate, args.ttft)
     http = httpx2.AsyncClient(transport=StreamingASGITransport(model), base_url="http://paced.invalid/v1")
     client = openai.AsyncOpenAI(api_key="x", base_url="http://paced.invalid/v1", http_client=http, max_retries=0)
     lone: dict | None = None
     print(
         f"{args.tokens} tokens a turn at {args.rate:g} tokens/s ({args.tokens / args.rate:.1f} s of model time), "
-        f"first token after {args.ttft * 1000:.0f} ms"
+        f"first token after {args.ttft * 1000:.0f} ms; the streams of {len(people)} user(s)"
     )
     with use_llm_client(LLMClient(client, model="paced", label="paced")):
-        await run_batch(2, model, user, cookie, team)  # warm-up (imports, first queries, templates): not counted
+        await run_batch(2, model, people, team)  # warm-up (imports, first queries, templates): not counted
         for streams in args.streams:
-            figures = await run_batches(args.repeat, streams, model, user, cookie, team)
+            figures = await run_batches(args.repeat, streams, model, people, team)
             lone = lone or figures
             ratio = figures["median"] / lone["median"]
             print(
