@@ -378,12 +378,30 @@ async def _continue_after_switch(turn: Turn) -> None:
 
 
 async def _asking(turn_id: str) -> bool:
-    """Whether the turn waits for the answer to an MCP server's question (its run holds it meanwhile)."""
+    """Whether the turn waits for the answer to an MCP server's question (its run holds it meanwhile).
+    Asked every ASKING_POLL by each waiting request: its connection goes back in the same hop, or 50
+    requests waiting at once held 50 of the pool's 10 connections — the runs they waited for could not
+    write, and the burst stalled until the pool's timeout refused most of it."""
+    return await sync_to_async(_asking_then_release)(turn_id)
+
+
+def _asking_then_release(turn_id: str) -> bool:
     asking = Turn.objects.filter(pk=turn_id, status=Turn.Status.AWAITING_APPROVAL)
     held = {"approvals__kind": "elicitation", "approvals__decision": "", "approvals__request__resume__isnull": True}
-    return await asking.filter(**held).aexists()
+    try:
+        return asking.filter(**held).exists()
+    finally:
+        release_connection()
 
 
 async def _moved_past(turn_id: str, seq: int | None) -> bool:
-    """Whether the turn has events after `seq` (None: nothing to wait past)."""
-    return seq is None or await TurnEvent.objects.filter(turn_id=turn_id, seq__gt=seq).aexists()
+    """Whether the turn has events after `seq` (None: nothing to wait past); the connection goes back
+    in the same hop, as `_asking`'s."""
+    return seq is None or await sync_to_async(_moved_past_then_release)(turn_id, seq)
+
+
+def _moved_past_then_release(turn_id: str, seq: int) -> bool:
+    try:
+        return TurnEvent.objects.filter(turn_id=turn_id, seq__gt=seq).exists()
+    finally:
+        release_connection()
