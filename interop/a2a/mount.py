@@ -19,16 +19,15 @@ from typing import Any
 
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.db import close_old_connections
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 
 from agents.web.api_support import ApiError, authenticate
 from aptix.models import ApiToken
 
+from ..requests import served_as_a_request
 from . import card, services
 from .handler import SCOPE_REQUEST, SCOPE_USER, AptixRequestHandler, ContextBuilder
 
@@ -79,11 +78,8 @@ class A2aMount:
             return
         # As Django's ASGIHandler serves a request: its sync work on a thread of its own, its database
         # connections closed (or kept, by CONN_MAX_AGE) when it ends.
-        async with ThreadSensitiveContext():
-            try:
-                await self._serve(scope, receive, send)
-            finally:
-                await sync_to_async(close_old_connections)()
+        async with served_as_a_request():
+            await self._serve(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Any, send: Any) -> None:
         try:

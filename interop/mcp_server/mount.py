@@ -39,10 +39,8 @@ import json
 import weakref
 from typing import Any
 
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.db import close_old_connections
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params, progress_token_from_params
@@ -52,6 +50,7 @@ from starlette.responses import JSONResponse, Response
 from agents.web.api_support import ApiError, authenticate
 from aptix.models import ApiToken
 
+from ..requests import served_as_a_request
 from . import calls, oauth, sessions
 from .server import SCOPE_CALLER, SCOPE_REQUEST, SCOPE_USER, build_server
 
@@ -171,11 +170,8 @@ class McpMount:
             return
         # As Django's ASGIHandler serves a request: its sync work on a thread of its own, its database
         # connections closed (or kept, by CONN_MAX_AGE) when it ends.
-        async with ThreadSensitiveContext():
-            try:
-                await self._serve(scope, receive, send)
-            finally:
-                await sync_to_async(close_old_connections)()
+        async with served_as_a_request():
+            await self._serve(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Any, send: Any) -> None:
         request, origin = ASGIRequest(scope, io.BytesIO()), ""

@@ -19,8 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.db import close_old_connections
+from asgiref.sync import sync_to_async
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -31,6 +30,7 @@ from agents.models import Execution
 from agents.web.api_support import ApiError
 from aptix.bearer import token_modes
 
+from ..requests import served_as_a_request
 from . import approvals, calls, services
 
 if TYPE_CHECKING:
@@ -331,11 +331,8 @@ def _as_a_request(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Await
 
     @functools.wraps(handler)
     async def serve(ctx: Any, params: Any) -> Any:
-        async with ThreadSensitiveContext():
-            try:
-                return await handler(ctx, params)
-            finally:
-                await sync_to_async(close_old_connections)()
+        async with served_as_a_request():
+            return await handler(ctx, params)
 
     return serve
 
