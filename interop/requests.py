@@ -28,3 +28,11 @@ async def served_as_a_request() -> AsyncIterator[None]:
         finally:
             with anyio.CancelScope(shield=True):
                 await asyncio.shield(sync_to_async(close_old_connections)())
+
+
+async def connection_given_back() -> None:
+    """Hand the request thread's connection back before a call that may take minutes (a turn, an SSE
+    stream held open): the calls' own work takes one again for each query, and a request must not keep
+    one of the process's few pooled connections while it waits (the GET stream of a 2025-11-25
+    session held one for the session's life)."""
+    await sync_to_async(close_old_connections)()

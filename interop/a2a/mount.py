@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from agents.web.api_support import ApiError, authenticate
 from aptix.models import ApiToken
 
-from ..requests import served_as_a_request
+from ..requests import connection_given_back, served_as_a_request
 from . import card, services
 from .handler import SCOPE_REQUEST, SCOPE_USER, AptixRequestHandler, ContextBuilder
 
@@ -94,5 +94,6 @@ class A2aMount:
         except ApiError as exc:
             await _refusal(exc)(scope, receive, send)
             return
+        await connection_given_back()
         rpc_scope = {**scope, "path": card.RPC_PATH, SCOPE_USER: user, SCOPE_REQUEST: request}
         await self.rpc(rpc_scope, receive, send)

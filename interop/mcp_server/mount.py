@@ -50,7 +50,7 @@ from starlette.responses import JSONResponse, Response
 from agents.web.api_support import ApiError, authenticate
 from aptix.models import ApiToken
 
-from ..requests import served_as_a_request
+from ..requests import connection_given_back, served_as_a_request
 from . import calls, oauth, sessions
 from .server import SCOPE_CALLER, SCOPE_REQUEST, SCOPE_USER, build_server
 
@@ -185,6 +185,7 @@ class McpMount:
         except ApiError as exc:
             await _refusal(exc, origin)(scope, receive, send)
             return
+        await connection_given_back()
         running = await _managers()
         caller = calls.caller_of(_header(scope, "authorization"))
         scope = {**scope, SCOPE_USER: user, SCOPE_REQUEST: request, SCOPE_CALLER: caller}
