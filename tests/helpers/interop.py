@@ -15,6 +15,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 BASE = "http://testserver"
+# A handshake-era `initialize` as a plain HTTP client sends it, and the Accept header the transport asks for.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def asgi_http(token: str | None = None) -> httpx2.AsyncClient:

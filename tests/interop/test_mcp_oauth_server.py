@@ -21,18 +21,11 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from agents.models import AgentSession
 from aptix.models import Membership
 from tests.helpers import async_db
-from tests.helpers.interop import BASE, asgi_http
+from tests.helpers.interop import ACCEPT, BASE, INITIALIZE, asgi_http
 from tests.helpers.oidc import API_AUDIENCE, sign_in
 
 pytestmark = async_db
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 METADATA = "/.well-known/oauth-protected-resource/mcp/"
 MCP_CLIENT_ID = "aptix-mcp"  # the provider's public client for MCP (tests/oidc_provider/__main__.py)
 REDIRECT = "http://127.0.0.1/mcp/oauth/callback"

@@ -16,17 +16,9 @@ from agents.models import AgentSession, ToolApproval, Turn
 from modes.models import ModeHistory
 from tests.helpers import ServerLikeAsyncClient, async_db
 from tests.helpers.catalogs import B_ONLY, team_only_mode
-from tests.helpers.interop import asgi_http, mcp_client
+from tests.helpers.interop import ACCEPT, INITIALIZE, asgi_http, mcp_client
 
 pytestmark = async_db
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture

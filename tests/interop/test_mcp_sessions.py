@@ -5,11 +5,9 @@ is its owner's alone."""
 from __future__ import annotations
 
 from tests.helpers import async_db
-from tests.helpers.interop import asgi_http
+from tests.helpers.interop import ACCEPT, asgi_http
 
 pytestmark = async_db
-
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def initialize(protocol: str, capabilities: dict) -> dict:

@@ -14,17 +14,9 @@ from agents.models import AgentSession, Turn
 from aptix.models import ApiToken
 from aptix.tokens import api_token_create
 from tests.helpers import async_db
-from tests.helpers.interop import a2a_client, asgi_http, mcp_client
+from tests.helpers.interop import ACCEPT, INITIALIZE, a2a_client, asgi_http, mcp_client
 
 pytestmark = async_db
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 async def token(user, **limits) -> str:
