@@ -92,6 +92,9 @@ MIDDLEWARE = [
     # async part of the chain, where each of its two hooks is a hop to the request's thread.
     "csp.middleware.CSPMiddleware",
     "aptix.inputs.RejectUnstorableInput",
+    # a view's 404/403/400 page rendered on the request's thread, not on a throwaway one that would
+    # keep a pooled connection (aptix/error_pages.py)
+    "aptix.error_pages.ClientErrorsOnTheRequestThread",
 ]
 
 # Content-Security-Policy (django-csp): scripts, styles, images and connections (the websocket

@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agents.web.views.media import media
+from aptix import error_pages
 from aptix.invite_views import invite_accept_view, invite_resend_view, invite_revoke_view, invites_page
 from aptix.scrape import metrics_view
 from tools.admin_views import mcp_status_view
@@ -32,3 +33,9 @@ urlpatterns = [
     path("", include("automations.web.urls")),
     path("", include("agents.web.urls")),
 ]
+
+# Django's pages, giving back the connections they open on the thread Django renders them on.
+handler400 = error_pages.bad_request
+handler403 = error_pages.permission_denied
+handler404 = error_pages.page_not_found
+handler500 = error_pages.server_error
