@@ -27,7 +27,8 @@ of the first. Printed:
 collapsed-stack format (one stack and its sample count a line; flamegraph.pl or speedscope read it).
 
 (`make bench` runs it so. It needs DATABASE_URL on PostgreSQL, which it migrates, and a Redis URL in
-APTIX_TEST_REDIS_URL, as bin/with-redis exports it, or REDIS_URL.)
+APTIX_TEST_REDIS_URL, as bin/with-redis exports it, or REDIS_URL. `--single` without DATABASE_URL runs
+on SQLite in a temporary directory: `make run`'s embedded default.)
 """
 
 from __future__ import annotations
@@ -51,9 +52,13 @@ os.environ.setdefault("APTIX_MCP_AUTOSTART", "false")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 # This process only prepares data and plays the clients: the processes under test get Redis.
 REDIS = os.environ.pop("REDIS_URL", "") or os.environ.get("APTIX_TEST_REDIS_URL", "")
-if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not REDIS:
+ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith("postgres")
+if "--single" in sys.argv and not ON_POSTGRES:  # the embedded default: SQLite, the in-memory layer
+    os.environ["DATABASE_URL"] = ""
+    os.environ["APTIX_VAR_DIR"] = tempfile.mkdtemp(prefix="aptix-bench-scale-out-")
+elif not ON_POSTGRES or not REDIS:
     sys.exit(
-        "bench/scale_out.py needs PostgreSQL and Redis: "
+        "bench/scale_out.py needs PostgreSQL and Redis (--single: PostgreSQL or, without DATABASE_URL, SQLite): "
         "bin/with-postgres bin/with-redis .venv/bin/python bench/scale_out.py"
     )
 
@@ -276,7 +281,7 @@ async def main() -> None:
             cpu = await asyncio.to_thread(
                 ProcessCpu,
                 processes(started),
-                postgres=True,
+                postgres=ON_POSTGRES,
                 redis_url="" if args.single else REDIS,
             )
             samplers = profile(args.py_spy, args.profile, cpu.kinds) if args.profile else []
@@ -290,7 +295,9 @@ async def main() -> None:
                 await asyncio.to_thread(sampler.wait, 30)
             problems = [line for log in started.logs() for line in warnings_in(log, last=5)]
     shape = (
-        "1 web process, no workers (PostgreSQL, no Redis)" if args.single else "2 web + 2 workers (PostgreSQL, Redis)"
+        f"1 web process, no workers ({'PostgreSQL' if ON_POSTGRES else 'SQLite'}, no Redis)"
+        if args.single
+        else "2 web + 2 workers (PostgreSQL, Redis)"
     )
     print(
         f"{shape}, {args.tokens} tokens a turn at {args.rate:g} tokens/s: "

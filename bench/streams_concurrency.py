@@ -11,14 +11,21 @@ tokens at `--rate` tokens/s per request. Printed per count:
 - first token: from the model sending a turn's first token to the socket receiving it, p50 and
   p95, and the p95 added to a lone turn's (target ≤ 50 ms at 20 streams);
 - CPU per stream: process CPU time of the run divided by its streams (the model server's share
-  included: it runs in this process too);
+  included: it runs in this process too, unless `--model-process`);
 - lost / duplicated events: each socket's events against the turn's stored events.
 
     .venv/bin/python bench/streams_concurrency.py [--streams 1 20 60 100] [--tokens 200] [--rate 50] [--repeat 3]
-        [--ttft 0.0] [--users 1]
+        [--ttft 0.0] [--users 1] [--model-process]
 
 `--users N` spreads the streams over N members of the team (stream i is user i mod N's), as a team's
 people would be; with 1, one user holds every stream (each note to a user's sockets reaches all).
+
+`--model-process` runs the model (bench/paced_model.py) in a process of its own, reached over loopback
+HTTP as a real model server is: the CPU a stream is then Aptix's alone (the HTTP client's sockets
+included), and the model does not compete with it for this process's interpreter.
+
+A session's title, asked of the model after its first answer, is answered with a few words, as a model
+answers it (it was another 200-token stream, a second reply's cost for every turn).
 
 `--ttft` makes the model wait that long before its first token, as a real one does (a hosted model
 takes 0.2-1 s): with 0, every turn's first token arrives while the batch's other turns are still
@@ -33,10 +40,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from benchenv import setup_django  # bench/benchenv.py: this script runs from bench/
 
@@ -54,10 +63,12 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from paced_model import PacedModel  # bench/paced_model.py
 
 from agents.llm import LLMClient, use_llm_client
 from agents.llm.transport import StreamingASGITransport
 from agents.models import TurnEvent
+from agents.run.titles import TITLE_PROMPT
 from agents.runner import get_runner
 from agents.sessions import session_create
 from agents.turns import turn_start
@@ -68,58 +79,6 @@ from tests.helpers.streams import session_cookie
 CURSOR = re.compile(r'id="stream-cursor" hx-swap-oob="true" data-turn="\w+" data-seq="(\d+)"')
 TAIL = re.compile(r'(?:^<b|hx-swap-oob="beforeend:#live-tail"|class="live-tail") data-seq="(\d+)"')  # now | before
 FINAL = re.compile(r'class="turn status-(completed|failed|cancelled|limit_reached)"')
-MARK = re.compile(r"stream (\d+)")
-
-
-class PacedModel:
-    """An OpenAI-compatible Chat Completions server streaming `tokens` tokens at `rate` a second.
-    `first_token[n]` is when it sent the first token of the request whose message says "stream n"."""
-
-    def __init__(self, tokens: int, rate: float, ttft: float = 0.0) -> None:
-        self.tokens, self.interval, self.ttft = tokens, 1.0 / rate, ttft
-        self.first_token: dict[int, float] = {}
-
-    async def __call__(self, scope, receive, send) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body)
-        mark = MARK.search(request["messages"][-1]["content"])
-        stream_id = int(mark.group(1)) if mark else -1
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-
-        async def chunk(delta: dict | None, **extra) -> None:
-            choices = (
-                [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": extra.pop("finish", None)}]
-            )
-            data = {"id": "b", "object": "chat.completion.chunk", "created": 0, "model": "paced", "choices": choices}
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": f"data: {json.dumps({**data, **extra})}\n\n".encode(),
-                    "more_body": True,
-                }
-            )
-
-        await chunk({"role": "assistant", "content": ""})
-        await asyncio.sleep(self.ttft)  # a real model's time to first token (0: answers at once)
-        started = time.perf_counter()
-        for n in range(self.tokens):
-            # paced against the start, not token to token: a busy loop does not slow the model down
-            await asyncio.sleep(max(0.0, started + n * self.interval - time.perf_counter()))
-            if n == 0:
-                # The turn's own reply only: the title the session gets after its first turn is another
-                # request naming the same stream, later (it once overwrote this: negative times).
-                self.first_token.setdefault(stream_id, time.perf_counter())
-            await chunk({"content": "word " if n % 12 else "word.\n\n"})
-        await chunk({}, finish="stop")
-        await chunk(
-            None, usage={"prompt_tokens": 50, "completion_tokens": self.tokens, "total_tokens": 50 + self.tokens}
-        )
-        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
 async def watch(communicator: WebsocketCommunicator) -> tuple[float | None, float, list[int]]:
@@ -137,7 +96,41 @@ async def watch(communicator: WebsocketCommunicator) -> tuple[float | None, floa
             return first_text, now, seqs
 
 
-async def run_batch(streams: int, model: PacedModel, people: list[tuple[object, bytes]], team) -> dict:
+class ModelHandle:
+    """The paced model, in this process or (`url`) in one of its own: its first tokens' times."""
+
+    def __init__(self, model: PacedModel | None = None, url: str = "") -> None:
+        self.model, self.url = model, url
+
+    async def clear(self) -> None:
+        if self.model is not None:
+            self.model.first_token.clear()
+        else:
+            async with httpx2.AsyncClient() as http:
+                (await http.post(f"{self.url}/first-tokens/clear")).raise_for_status()
+
+    async def first_tokens(self) -> dict[int, float]:
+        if self.model is not None:
+            return dict(self.model.first_token)
+        async with httpx2.AsyncClient() as http:
+            response = await http.get(f"{self.url}/first-tokens")
+            return {int(k): v for k, v in response.json().items()}
+
+
+async def start_model_process(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
+    """bench/paced_model.py in a process of its own; its URL once it serves."""
+    command = [sys.executable, str(Path(__file__).with_name("paced_model.py")), "--title-prompt", TITLE_PROMPT]
+    command += ["--tokens", str(args.tokens), "--rate", str(args.rate), "--ttft", str(args.ttft)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    url = (await asyncio.to_thread(process.stdout.readline)).strip()
+    if not url.startswith("http"):
+        process.kill()
+        raise RuntimeError("bench/paced_model.py did not start")
+    return process, url
+
+
+async def run_batch(streams: int, model: ModelHandle, people: list[tuple[object, bytes]], team) -> dict:
     """`streams` turns at once, stream i in a new session of people[i mod len(people)] (user, cookie)."""
     owners = [people[i % len(people)] for i in range(streams)]
     sessions = [await sync_to_async(session_create)(team=team, user=user, execution="ask") for user, _ in owners]
@@ -149,7 +142,7 @@ async def run_batch(streams: int, model: PacedModel, people: list[tuple[object, 
         connected, _ = await communicator.connect(timeout=30)
         assert connected, "a socket was refused"
         sockets.append(communicator)
-    model.first_token.clear()
+    await model.clear()
     watchers = [asyncio.create_task(watch(c)) for c in sockets]
     cpu, start = time.process_time(), time.perf_counter()
     for turn in turns:
@@ -165,7 +158,8 @@ async def run_batch(streams: int, model: PacedModel, people: list[tuple[object, 
     for communicator in sockets:
         await communicator.disconnect()
     done = [end - start for _, end, _ in results]
-    added = [(first - model.first_token[i]) * 1000 for i, (first, _, _) in enumerate(results) if first is not None]
+    sent = await model.first_tokens()
+    added = [(first - sent[i]) * 1000 for i, (first, _, _) in enumerate(results) if first is not None]
     return {"done": done, "added": added, "cpu": cpu / streams, "lost": lost, "duplicated": duplicated}
 
 
@@ -194,6 +188,11 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="batches per count, samples pooled")
     parser.add_argument("--ttft", type=float, default=0.0, help="the model's time to first token, seconds")
     parser.add_argument("--users", type=int, default=1, help="the streams spread over this many team members")
+    parser.add_argument(
+        "--model-process",
+        action="store_true",
+        help="the model in a process of its own, over loopback HTTP (the CPU figure is then Aptix's alone)",
+    )
     args = parser.parse_args()
     await sync_to_async(call_command)("migrate", verbosity=0)
     people = []
@@ -201,9 +200,18 @@ async def main() -> None:
         user, _ = await get_user_model().objects.aget_or_create(username=f"bench-streams-{n}" if n else "bench-streams")
         team = await sync_to_async(team_ensure)(name="Bench streams", owner=user)
         people.append((user, await session_cookie(user)))  # a signed-in browser's, as the tests make it
-    model = PacedModel(args.tokens, args.rate, args.ttft)
-    http = httpx2.AsyncClient(transport=StreamingASGITransport(model), base_url="http://paced.invalid/v1")
-    client = openai.AsyncOpenAI(api_key="x", base_url="http://paced.invalid/v1", http_client=http, max_retries=0)
+    if args.model_process:
+        process, url = await start_model_process(args)
+        model = ModelHandle(url=url)
+        limits = httpx2.Limits(max_connections=None, max_keepalive_connections=max(args.streams) * 2)
+        http = httpx2.AsyncClient(base_url=f"{url}/v1", limits=limits, timeout=120)
+        base = f"{url}/v1"
+    else:
+        process, paced = None, PacedModel(args.tokens, args.rate, args.ttft, title_prompt=TITLE_PROMPT)
+        model = ModelHandle(paced)
+        http = httpx2.AsyncClient(transport=StreamingASGITransport(paced), base_url="http://paced.invalid/v1")
+        base = "http://paced.invalid/v1"
+    client = openai.AsyncOpenAI(api_key="x", base_url=base, http_client=http, max_retries=0)
     lone: dict | None = None
     print(
         f"{args.tokens} tokens a turn at {args.rate:g} tokens/s ({args.tokens / args.rate:.1f} s of model time), "
@@ -223,6 +231,8 @@ async def main() -> None:
                 f"{figures['lost']} lost, {figures['duplicated']} duplicated events"
             )
     await client.close()
+    if process is not None:
+        process.kill()
 
 
 if __name__ == "__main__":

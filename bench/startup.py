@@ -1,0 +1,135 @@
+"""Benchmark: `make run` on a clean clone, to serving.
+
+Clones this repository's HEAD into a temporary directory and, there:
+
+1. `make .venv/.installed`: the virtualenv and the packages (pip, from the machine's index and its
+   cache: `--cold-cache` gives pip an empty cache, as a fresh machine has);
+2. `make run` (the rest: the database's migrations, the catalog, the first admin, the demo data, the
+   static files, then the server with its default MCP servers) until GET /login/ answers 200;
+3. the same prepare steps once more, each timed alone on a fresh `var/` (what takes the time), and
+   the server alone to its first 200.
+
+Printed: `make run on a clean clone: X s to serving (target <= 45 s)` and the time of each step.
+
+    .venv/bin/python bench/startup.py [--cold-cache]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 45.0
+PREPARE = [
+    ["migrate", "--noinput"],
+    ["ensure_catalog"],
+    ["ensure_admin"],
+    ["demo_data"],
+    ["collectstatic", "--noinput", "--verbosity", "0"],
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serving(url: str, process: subprocess.Popen, timeout: float = 180) -> float:
+    """Seconds until `url` answers 200 (the process must keep running)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited ({process.returncode}) before serving")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return time.perf_counter() - start
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
+
+
+def stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, 15)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait()
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cold-cache", action="store_true", help="pip with an empty cache (a fresh machine)")
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
+    with tempfile.TemporaryDirectory(prefix="aptix-startup-") as tmp:
+        clone = Path(tmp) / "aptix"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        if args.cold_cache:
+            env["PIP_CACHE_DIR"] = str(Path(tmp) / "pip-cache")
+        install = timed(["make", ".venv/.installed"], clone, env)
+
+        port = free_port()
+        start = time.perf_counter()
+        run = subprocess.Popen(
+            ["make", "run", f"PORT={port}"],
+            cwd=clone,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            serving(f"http://127.0.0.1:{port}/login/", run)
+            to_serving = time.perf_counter() - start
+        finally:
+            stop(run)
+
+        # The steps once more, each alone, on a fresh var/ (the secret key kept).
+        key = (clone / "var" / "secret_key").read_text().strip()
+        shutil.rmtree(clone / "var")
+        (clone / "var").mkdir()
+        env["SECRET_KEY"] = key
+        python = str(clone / ".venv" / "bin" / "python")
+        steps = {" ".join(step[:1]): timed([python, "manage.py", *step], clone, env) for step in PREPARE}
+        server = subprocess.Popen(
+            [python, "manage.py", "aptix_serve", "-b", "127.0.0.1", "-p", str(port)],
+            cwd=clone,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            steps["aptix_serve (to its first 200)"] = serving(f"http://127.0.0.1:{port}/login/", server)
+        finally:
+            stop(server)
+    cache = "an empty pip cache" if args.cold_cache else "pip's cache as this machine has it"
+    print(
+        f"make run on a clean clone: {install + to_serving:.1f} s to serving (target <= {TARGET:.0f} s), "
+        f"with {cache}: installing {install:.1f} s, then preparing and starting {to_serving:.1f} s"
+    )
+    print("the steps alone: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps.items()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
