@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
+from autobahn.exception import Disconnected  # what Daphne (aptix_serve) raises on a send to a gone client
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -133,6 +134,18 @@ class SessionStreamConsumer(AsyncWebsocketConsumer):
             self.sent[cursor.turn_id] = cursor.seq  # the page shows the turn up to there
         await self._replay(cursor)
         self.catch_ups = asyncio.create_task(self._catch_up_forever())
+
+    async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
+        """Send, unless the client has gone meanwhile: its disconnect is then the next message in this
+        consumer's queue, and what was on its way has nobody to go to. Daphne raises autobahn's
+        `Disconnected` there (ASGI asks servers for an error of their own, an OSError by the spec's
+        advice); escaping, it ended the consumer with "Exception inside application" in the log."""
+        if self.closed:
+            return
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except (Disconnected, OSError):
+            self.closed = True
 
     async def disconnect(self, code) -> None:
         self.closed = True

@@ -108,6 +108,9 @@ async def deployment(
             "OPENAI_API_KEY": "test",
             "APTIX_LLM_MAX_RETRIES": "0",
             "APTIX_RUN_HEARTBEAT": str(heartbeat),
+            # as the workers': a title call would take a reply queued for a turn (a web process runs
+            # turns itself when there are no workers), and that turn failed with "no reply queued"
+            "APTIX_AUTO_TITLES": "false",
             **env,
         }
         servers = [LiveServer(var_dir=var_dir / f"web{i}", env=common) for i in range(webs)]
