@@ -39,6 +39,7 @@ from ..runner import get_runner
 from ..submit import turn_submit
 from ..turns import ERROR_INTERRUPTED, ERROR_NO_WORKER, run_stopped, turn_cancel_unrun, turn_end_orphans
 from . import queue
+from .asking import waiting_questions
 from .claims import (
     ORPHAN_QUEUED_AFTER,
     lease,
@@ -55,7 +56,6 @@ from .spans import TurnTrace, dispatch_span, local_trace, queued_fields, turn_en
 from .titles import title_session, wants_title
 
 logger = logging.getLogger("aptix.runs")
-ASKING_POLL = 0.5  # seconds between looks, while a request waits for a run here, for a question's pause
 RUN_ARGUMENTS = ("client_tools", "tool_results")  # what a run takes besides its turn
 
 
@@ -194,10 +194,11 @@ class LocalRunner(Runner):
         if task is not None:
             await sync_to_async(release_connection)()
             # Until the run ends, or pauses for an MCP server's question (its task waits on: asking.py).
-            while not task.done():
-                await asyncio.wait({task}, timeout=ASKING_POLL)
-                if not task.done() and await _asking(turn_id):
-                    break
+            asked = asyncio.ensure_future(waiting_questions.until_asked(turn_id))
+            try:
+                await asyncio.wait({task, asked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                asked.cancel()
         turn = await Turn.objects.select_related("session").aget(pk=turn_id)
         if turn.status == Turn.Status.QUEUED and turn.cancel_requested and (task is None or task.done()):
             # Stopped before its run took the turn (a cancel right after the dispatch, as the A2A agent's
@@ -377,26 +378,9 @@ async def _continue_after_switch(turn: Turn) -> None:
         logger.exception("Could not continue turn %s after its mode switch", turn.id, extra={"turn_id": turn.id})
 
 
-async def _asking(turn_id: str) -> bool:
-    """Whether the turn waits for the answer to an MCP server's question (its run holds it meanwhile).
-    Asked every ASKING_POLL by each waiting request: its connection goes back in the same hop, or 50
-    requests waiting at once held 50 of the pool's 10 connections — the runs they waited for could not
-    write, and the burst stalled until the pool's timeout refused most of it."""
-    return await sync_to_async(_asking_then_release)(turn_id)
-
-
-def _asking_then_release(turn_id: str) -> bool:
-    asking = Turn.objects.filter(pk=turn_id, status=Turn.Status.AWAITING_APPROVAL)
-    held = {"approvals__kind": "elicitation", "approvals__decision": "", "approvals__request__resume__isnull": True}
-    try:
-        return asking.filter(**held).exists()
-    finally:
-        release_connection()
-
-
 async def _moved_past(turn_id: str, seq: int | None) -> bool:
     """Whether the turn has events after `seq` (None: nothing to wait past); the connection goes back
-    in the same hop, as `_asking`'s."""
+    in the same hop."""
     return seq is None or await sync_to_async(_moved_past_then_release)(turn_id, seq)
 
 

@@ -13,7 +13,7 @@ from django.db import connection
 
 from agents.events import session_news_group
 from agents.models import AgentSession, Turn
-from agents.run import runners
+from agents.run.asking import waiting_questions
 from agents.run.runners import LocalRunner, WorkerRunner
 from agents.turns import turn_start
 from tests.helpers import async_db
@@ -51,34 +51,25 @@ async def test_the_local_runner_waits_without_a_connection(make_session):
 
 
 @async_db
-async def test_the_local_runners_looks_at_the_turn_give_the_connection_back(make_session, monkeypatch):
-    """While it waits, the request looks every ASKING_POLL whether the turn is asking an MCP server's
-    question: each look gave its thread a connection it then kept, so 50 API turns waiting at once on
-    one process held the pool, the runs they waited for could not write, and most of the burst was
-    refused (bench/scale_out.py --single: 12 of 50 completed)."""
-    looked = asyncio.Event()
-    original = runners._asking
-
-    async def asking(turn_id: str) -> bool:
-        try:
-            return await original(turn_id)
-        finally:
-            looked.set()
-
-    monkeypatch.setattr(runners, "ASKING_POLL", 0.01)
-    monkeypatch.setattr(runners, "_asking", asking)
+async def test_a_question_asked_here_ends_the_local_runners_wait_at_once(make_session):
+    """The request hears of its run's MCP server question from the run (asking.py WaitingQuestions), not
+    by looking at the turn every half second: each look was a query, and with 100 API turns waiting at
+    once on one process those were 12% of its CPU. A question asked before the wait began counts too."""
     session = await make_session()
     turn = await sync_to_async(partial(turn_start, session=session, text="Hello"))()
-    async with ThreadSensitiveContext():
-        await sync_to_async(_query)()
-        run = asyncio.get_running_loop().create_future()
-        waiting = asyncio.ensure_future(LocalRunner().wait(turn.id, run))
-        for _ in range(3):  # several looks, each on this request's thread
-            looked.clear()
-            await asyncio.wait_for(looked.wait(), 10)
-            assert not await sync_to_async(_holds_connection)()
-        run.set_result(None)
-        assert (await waiting).id == turn.id
+    run = asyncio.get_running_loop().create_future()
+    waiting = asyncio.ensure_future(LocalRunner().wait(turn.id, run))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # the run goes on, and nothing asked
+    waiting_questions.asked(turn.id)
+    try:
+        assert (await asyncio.wait_for(waiting, 10)).id == turn.id
+        assert not run.done()  # the run waits for the answer; the request answered with the pause
+        again = await asyncio.wait_for(LocalRunner().wait(turn.id, run), 10)  # asked before this wait
+        assert again.id == turn.id
+    finally:
+        waiting_questions.answered(turn.id)
+        run.cancel()
 
 
 @async_db
