@@ -11,7 +11,6 @@ PORT ?= 8000
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Aptix needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
 	@touch $@
 
@@ -19,17 +18,14 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test,lint]'
 	@touch $@
 
-## run: install, migrate, seed, create the first admin (password printed once, kept in var/), serve with Daphne
+## run: install, then (manage.py aptix_prepare) migrate, seed, create the first admin (password printed once, kept in var/),
+## build the demo database and collect the static files, then serve with Daphne
 run: $(VENV)/.installed
 	@mkdir -p var
 	@test -s var/secret_key || $(PY) -c 'import secrets; print(secrets.token_urlsafe(50))' > var/secret_key
 	@set -a; [ ! -f .env ] || . ./.env; set +a; \
 	  export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}"; \
-	  $(PY) manage.py migrate --noinput && \
-	  $(PY) manage.py ensure_catalog && \
-	  $(PY) manage.py ensure_admin && \
-	  $(PY) manage.py demo_data && \
-	  $(PY) manage.py collectstatic --noinput --verbosity 0 && \
+	  $(PY) manage.py aptix_prepare && \
 	  echo "Aptix on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)" && \
 	  exec $(PY) manage.py aptix_serve -b $(HOST) -p $(PORT)
 

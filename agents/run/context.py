@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import bpe_openai
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
@@ -88,8 +87,17 @@ class TokenCounter:
         return self.text(json.dumps(schemas)) if schemas else 0
 
 
+def warm_encodings() -> None:
+    """Import the tokenizer (serving processes call this on a thread at start: see `_encoding_for`)."""
+    import bpe_openai  # noqa: F401 - imported for its start-up cost, paid here rather than by a turn
+
+
 @lru_cache(maxsize=32)
 def _encoding_for(model: str) -> Any:
+    # Imported here, not with this module: bpe_openai builds its models' registry when imported (1.1 s
+    # of CPU on the 2-core VM), and every `manage.py` command (migrate, collectstatic…) paid it.
+    import bpe_openai
+
     try:
         return bpe_openai.encoding_for_model(model)
     except Exception:  # noqa: BLE001 - any unknown model (Qwen, Llama, …) falls back to the estimate

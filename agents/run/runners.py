@@ -51,6 +51,7 @@ from .claims import (
     task_lost,
     unheld,
 )
+from .context import warm_encodings
 from .leases import Leases
 from .spans import TurnTrace, dispatch_span, local_trace, queued_fields, turn_ended, turn_span
 from .titles import title_session, wants_title
@@ -363,8 +364,10 @@ async def _final_or_news(layer: Any, channel: str, turn_id: str) -> bool:
 def start_runs() -> None:
     """Start-up hook of a serving process (Daphne, aptix_worker): sweep orphaned turns now and on a
     timer; gather the sidebar's notes on it (events/channel.py SidebarMoves). Must be called on the
-    serving event loop."""
+    serving event loop. The tokenizer is imported meanwhile on a thread (context.py `warm_encodings`),
+    not by the first turn."""
     sidebar_moves.bind(asyncio.get_running_loop())
+    asyncio.get_running_loop().run_in_executor(None, warm_encodings)
     if settings.APTIX_RUN_SWEEP:
         get_runner().start_sweeping()
 

@@ -92,3 +92,37 @@ def test_manage_py_uses_the_secret_key_make_run_keeps(tmp_path):
     assert first.stdout.strip() == key and len(key) > 40
     again = subprocess.run(command, check=True, cwd=clone, env=env, capture_output=True, text=True, timeout=120)
     assert again.stdout.strip() == key  # the same key every time
+
+
+@pytest.mark.slow  # three processes each starting Django, two migrating a database from nothing
+def test_aptix_prepare_readies_a_fresh_install_in_one_process(tmp_path):
+    """What `make run` does before it serves, in one `manage.py aptix_prepare` (not five commands that
+    each start Django): on an empty var/ it migrates, seeds the catalog, creates the admin (printing
+    its password once), builds the demo database and collects the static files; again, it is a no-op."""
+    root = Path(settings.BASE_DIR)
+    var = tmp_path / "var"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "APTIX_DEMO_DB")}
+    demo = tmp_path / "demo.sqlite3"
+    env.update({"DEBUG": "false", "SECRET_KEY": "prepare-test", "APTIX_VAR_DIR": str(var), "APTIX_DEMO_DB": str(demo)})
+    command = [sys.executable, "manage.py", "aptix_prepare"]
+    first = subprocess.run(command, check=False, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    password = (var / "admin-password.txt").read_text().split("password:")[1].strip()
+    assert password and f"password: {password}" in first.stdout
+    assert any((var / "static").rglob("*.css"))
+    assert demo.stat().st_size > 0
+    catalog = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", COUNT_MODES],
+        check=True,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert int(catalog.stdout.strip()) >= 3  # the built-in modes
+    again = subprocess.run(command, check=True, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert password not in again.stdout and "Admin login exists" in again.stdout
+
+
+COUNT_MODES = "from modes.models import AgentMode; print(AgentMode.objects.count())"
