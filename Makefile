@@ -8,14 +8,18 @@ PORT ?= 8000
 
 .PHONY: run test test-fast test-sqlite test-real-model lint format bench clean
 
+# The packages are installed with uv (itself from PyPI, into the virtualenv): seconds where pip took 60 to
+# 100 (bench/startup.py). pip installs them if uv cannot.
+UV_INSTALL = $(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --python $(PY)
+
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Aptix needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e .
+	$(UV_INSTALL) -e . || $(PY) -m pip install --quiet -e .
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test,lint]'
+	$(UV_INSTALL) -e '.[test,lint]' || $(PY) -m pip install --quiet -e '.[test,lint]'
 	@touch $@
 
 ## run: install, then (manage.py aptix_prepare) migrate, seed, create the first admin (password printed once, kept in var/),
