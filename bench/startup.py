@@ -2,8 +2,8 @@
 
 Clones this repository's HEAD into a temporary directory and, there:
 
-1. `make .venv/.installed`: the virtualenv and the packages (pip, from the machine's index and its
-   cache: `--cold-cache` gives pip an empty cache, as a fresh machine has);
+1. `make .venv/.installed`: the virtualenv and the packages (uv, pip as its fallback, from the
+   package index and their caches: `--cold-cache` gives both empty caches, as a fresh machine has);
 2. `make run` (the rest: the database's migrations, the catalog, the first admin, the demo data, the
    static files, then the server with its default MCP servers) until GET /login/ answers 200;
 3. the same prepare steps once more, each timed alone on a fresh `var/` (what takes the time), and
@@ -78,7 +78,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cold-cache", action="store_true", help="pip with an empty cache (a fresh machine)")
+    parser.add_argument("--cold-cache", action="store_true", help="uv and pip with empty caches (a fresh machine)")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG"}}
     with tempfile.TemporaryDirectory(prefix="aptix-startup-") as tmp:
@@ -86,6 +86,7 @@ def main() -> None:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         if args.cold_cache:
             env["PIP_CACHE_DIR"] = str(Path(tmp) / "pip-cache")
+            env["UV_CACHE_DIR"] = str(Path(tmp) / "uv-cache")
         install = timed(["make", ".venv/.installed"], clone, env)
 
         port = free_port()
@@ -123,7 +124,7 @@ def main() -> None:
             steps["aptix_serve (to its first 200)"] = serving(f"http://127.0.0.1:{port}/login/", server)
         finally:
             stop(server)
-    cache = "an empty pip cache" if args.cold_cache else "pip's cache as this machine has it"
+    cache = "empty package caches" if args.cold_cache else "the package caches as this machine has them"
     print(
         f"make run on a clean clone: {install + to_serving:.1f} s to serving (target <= {TARGET:.0f} s), "
         f"with {cache}: installing {install:.1f} s, then preparing and starting {to_serving:.1f} s"
