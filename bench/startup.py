@@ -29,14 +29,11 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aptix.management.commands.aptix_prepare import STEPS  # the repository on the path first
+
 TARGET = 45.0
-PREPARE = [
-    ["migrate", "--noinput"],
-    ["ensure_catalog"],
-    ["ensure_admin"],
-    ["demo_data"],
-    ["collectstatic", "--noinput", "--verbosity", "0"],
-]
 
 
 def free_port() -> int:
@@ -70,6 +67,19 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def seconds_to_serving(command: list[str], cwd: Path, env: dict[str, str], port: int) -> float:
+    """Start `command` (a server on `port`): the seconds until GET /login/ answers 200; then stop it."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        serving(f"http://127.0.0.1:{port}/login/", process)
+        return time.perf_counter() - start
+    finally:
+        stop(process)
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -90,20 +100,7 @@ def main() -> None:
         install = timed(["make", ".venv/.installed"], clone, env)
 
         port = free_port()
-        start = time.perf_counter()
-        run = subprocess.Popen(
-            ["make", "run", f"PORT={port}"],
-            cwd=clone,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            serving(f"http://127.0.0.1:{port}/login/", run)
-            to_serving = time.perf_counter() - start
-        finally:
-            stop(run)
+        to_serving = seconds_to_serving(["make", "run", f"PORT={port}"], clone, env, port)
 
         # The steps once more, each alone, on a fresh var/ (the secret key kept).
         key = (clone / "var" / "secret_key").read_text().strip()
@@ -111,19 +108,9 @@ def main() -> None:
         (clone / "var").mkdir()
         env["SECRET_KEY"] = key
         python = str(clone / ".venv" / "bin" / "python")
-        steps = {" ".join(step[:1]): timed([python, "manage.py", *step], clone, env) for step in PREPARE}
-        server = subprocess.Popen(
-            [python, "manage.py", "aptix_serve", "-b", "127.0.0.1", "-p", str(port)],
-            cwd=clone,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            steps["aptix_serve (to its first 200)"] = serving(f"http://127.0.0.1:{port}/login/", server)
-        finally:
-            stop(server)
+        steps = {step[0]: timed([python, "manage.py", *step], clone, env) for step in STEPS}
+        serve = [python, "manage.py", "aptix_serve", "-b", "127.0.0.1", "-p", str(port)]
+        steps["aptix_serve (to its first 200)"] = seconds_to_serving(serve, clone, env, port)
     cache = "empty package caches" if args.cold_cache else "the package caches as this machine has them"
     print(
         f"make run on a clean clone: {install + to_serving:.1f} s to serving (target <= {TARGET:.0f} s), "

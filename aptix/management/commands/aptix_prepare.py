@@ -9,13 +9,19 @@ from __future__ import annotations
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+# The steps, as on their command lines (bench/startup.py times each alone).
+STEPS = [
+    ["migrate", "--noinput"],
+    ["ensure_catalog"],
+    ["ensure_admin"],
+    ["demo_data"],
+    ["collectstatic", "--noinput", "--verbosity", "0"],
+]
+
 
 class Command(BaseCommand):
     help = "Migrate, ensure the catalog and the first admin, build the demo database, collect the static files."
 
     def handle(self, *args, **options):
-        call_command("migrate", interactive=False, stdout=self.stdout, stderr=self.stderr)
-        call_command("ensure_catalog", stdout=self.stdout, stderr=self.stderr)
-        call_command("ensure_admin", stdout=self.stdout, stderr=self.stderr)
-        call_command("demo_data", stdout=self.stdout, stderr=self.stderr)
-        call_command("collectstatic", interactive=False, verbosity=0, stdout=self.stdout, stderr=self.stderr)
+        for step in STEPS:
+            call_command(*step, stdout=self.stdout, stderr=self.stderr)
