@@ -30,6 +30,9 @@ class AgentSession(models.Model):
     # Tools the user allowed "for this session" from an approval card: ["fs__write_file"]. Revocable
     # in the Tools panel; written only by agents/approvals.py.
     approval_grants = models.JSONField(default=list, blank=True)
+    # What the MCP Apps in the conversation gave the model to know (ui/update-model-context), by app
+    # card ("<turn id>:<tool call id>"): each replaces its card's last; sent with the next turn, then kept.
+    app_context = models.JSONField(default=dict, blank=True)
     # The model the user picked for this session (a key of the models configuration); empty: the mode's.
     model = models.CharField(max_length=100, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
@@ -533,3 +536,44 @@ class CatalogTestRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+
+class AppAction(models.Model):
+    """What an MCP App shown in a conversation did (agents/mcp_apps/services.py is its only writer): a
+    tool it called (through the same approval policy as the model's calls), a message it sent as the
+    user, a link it opened, the context it gave the model. The audit of apps; the card lists its calls."""
+
+    class Kind(models.TextChoices):
+        TOOL_CALL = "tool_call", "Tool call"
+        MESSAGE = "message", "Message"
+        OPEN_LINK = "open_link", "Link opened"
+        CONTEXT = "context", "Context for the model"
+
+    class Decision(models.TextChoices):
+        AUTO = "auto", "Ran (the policy allows it)"
+        APPROVED = "approved", "Approved by the user"
+        DENIED = "denied", "Denied by the user"
+        REFUSED = "refused", "Refused"
+        SENT = "sent", "Sent by the user"
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_hex_id, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="app_actions")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="app_actions")
+    team = models.ForeignKey("aptix.Team", on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    tool_call_id = models.CharField(max_length=128, help_text="The model's call whose card shows the app.")
+    server = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    tool = models.CharField(max_length=200, blank=True, help_text="A tool call: the server's name for the tool.")
+    arguments = models.JSONField(default=dict, blank=True)
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    ok = models.BooleanField(null=True, blank=True, help_text="A tool call that ran: whether it succeeded.")
+    detail = models.TextField(blank=True, help_text="The result's start, the message, the link or why it was refused.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["turn", "tool_call_id"], name="appaction_card")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} by the app of {self.server}"

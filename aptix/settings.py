@@ -12,6 +12,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONE, SELF
@@ -80,6 +81,8 @@ MIDDLEWARE = [
     "aptix.logcontext.RequestIds",  # first: X-Request-ID on every answer; the ids the request's log lines carry
     "aptix.tracing.RouteNaming",  # names the request's span after its route (aptix/tracing.py)
     "django.middleware.security.SecurityMiddleware",
+    # The MCP Apps' origin serves the apps' frames and nothing else (aptix/apps_origin.py).
+    "aptix.apps_origin.AppsOriginOnly",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -284,6 +287,21 @@ APTIX_MCP_AUTOSTART = read(env.APTIX_MCP_AUTOSTART)
 # environment only, never a file under var/: a copy of the database must not carry its key.
 APTIX_SECRETS_KEY = read(env.APTIX_SECRETS_KEY) or []
 APTIX_MCP_INSTRUCTIONS_CHARS = read(env.APTIX_MCP_INSTRUCTIONS_CHARS)
+# Where MCP Apps are framed from (agents/web/views/apps.py; aptix/apps_origin.py keeps that origin to
+# them alone): a host name or port of this server other than the one people open. aptix_serve sets it
+# to its port + 1 when unset (apps_origin.serve_apps_on).
+APTIX_MCP_APPS_ORIGIN = (read(env.APTIX_MCP_APPS_ORIGIN) or "").rstrip("/")
+if APTIX_MCP_APPS_ORIGIN:
+    _apps = urlsplit(APTIX_MCP_APPS_ORIGIN)
+    if _apps.scheme not in ("http", "https") or not _apps.hostname or _apps.path or _apps.query:
+        raise ImproperlyConfigured(
+            "APTIX_MCP_APPS_ORIGIN must be an origin such as https://apps.aptix.example.com, "
+            f"not {APTIX_MCP_APPS_ORIGIN!r}."
+        )
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["frame-src"] = [APTIX_MCP_APPS_ORIGIN]
+    _apps_host = urlsplit(APTIX_MCP_APPS_ORIGIN).hostname or ""
+    if "*" not in ALLOWED_HOSTS and _apps_host not in ALLOWED_HOSTS:
+        ALLOWED_HOSTS = [*ALLOWED_HOSTS, _apps_host]
 # A project's instructions in its sessions' system prompt (agents/run/pipeline.py), within this many characters.
 APTIX_PROJECT_INSTRUCTIONS_CHARS = read(env.APTIX_PROJECT_INSTRUCTIONS_CHARS)
 # Whether serving processes end orphaned turns on a timer (every APTIX_RUN_HEARTBEAT seconds); the

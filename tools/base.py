@@ -21,6 +21,9 @@ class InvokeResult:
     # passages the result quotes, as (label, link): the answer lists them under "Sources" when its
     # model cited none of them itself (agents/run/answers.py with_sources)
     citations: tuple[tuple[str, str], ...] = ()
+    # An interactive view the user is shown with the result (an MCP App: tools/mcp/apps.py), kept with
+    # the tool's result for the conversation's card; None for every other tool.
+    view: dict[str, Any] | None = None
 
     @classmethod
     def create(cls, result: str) -> InvokeResult:
@@ -61,11 +64,13 @@ class CallContext(ToolContext):
             nobody, the question is answered "cancel"
     watch   who hears of the call's task, when the server runs it as one (tasks.py TaskWatch), or None
     resume  the answer a call paused on a question is sent again with (elicitation.py Resume), or None
+    keep    the result as the server sent it is kept too (InvokeResult.view): its MCP App is shown it
     """
 
     asker: Asker | None = None
     watch: TaskWatch | None = None
     resume: Resume | None = None
+    keep: bool = False
 
     @property
     def user_id(self) -> int | None:
@@ -82,7 +87,7 @@ class CallContext(ToolContext):
             for name in ("session_id", "org", "user", "turn_id", "tool_call_id", "knowledge_projects")
         }
         if isinstance(context, CallContext):
-            fields.update(asker=context.asker, watch=context.watch, resume=context.resume)
+            fields.update(asker=context.asker, watch=context.watch, resume=context.resume, keep=context.keep)
         return cls(**{**fields, **mcp})
 
 

@@ -108,6 +108,10 @@ class ToolResult(TypedDict):
     # embedded resources; `text` is then the result's text blocks alone (the card shows the rest apart).
     attachments: NotRequired[list[dict[str, Any]]]
     text: NotRequired[str]
+    # The tool's MCP App (tools/mcp/apps.py; tools/mcp/entry.py McpToolEntry._with_app): server, tool,
+    # input, the result as sent, the app's uri, sha256 (its HTML in storage), csp, permissions and
+    # prefersBorder; or uri and `error` when it cannot be shown. The card shows it (agents/web/apps.py).
+    app: NotRequired[dict[str, Any]]
 
 
 class ToolProgress(TypedDict):

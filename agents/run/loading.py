@@ -20,6 +20,7 @@ from projects.scopes import mode_knowledge_scope, searchable_projects
 
 from ..attachments import project_files_note
 from ..documents.services import documents_exist
+from ..mcp_apps.services import app_context_note
 from ..models import Turn
 
 
@@ -78,7 +79,10 @@ def load_run(turn_id: str) -> LoadedRun:
         last_seq=last_seq,
         has_files=turn.has_files,
         has_documents=turn.has_documents,
-        project_instructions=_project_section(turn, knowledge),
+        # what the conversation's MCP Apps gave the model to know (ui/update-model-context) follows it
+        project_instructions="\n\n".join(
+            p for p in (_project_section(turn, knowledge), app_context_note(turn.session)) if p
+        ),
         knowledge_projects=knowledge,
     )
 

@@ -295,6 +295,8 @@ class ToolCalls:
             payload["repeat"] = True
         if stopped:
             payload["stopped"] = True
+        if result.view is not None and "server" in result.view:  # an MCP App's, whole (tools/mcp/entry.py)
+            payload["app"] = result.view
         await run.recorder.emit(
             "tool.result", payload, defer=True, turn_write=turn_write
         )  # the next event writes it too

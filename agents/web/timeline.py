@@ -82,6 +82,8 @@ def tool_item(
         text = result.get("result") or ""
         data["image"] = result_image(called.get("name", ""), text)
         data["media"] = media_of(result.get("attachments") or [])
+        if isinstance(app := result.get("app"), dict):  # an MCP App: the page's script frames it (views/apps.py)
+            data["app"] = {"error": str(app.get("error") or ""), "server": str(app.get("server") or "")}
         if data["media"]:
             text = result.get("text") or ""  # the card shows the images, links, resources and files apart
         data.update(_result_shown(text))

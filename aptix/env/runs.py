@@ -170,6 +170,15 @@ APTIX_SECRETS_KEY = FernetKeys(
     secret=True,
     default_doc="unset (no per-user credentials)",
 )
+APTIX_MCP_APPS_ORIGIN = OptionalText(
+    "APTIX_MCP_APPS_ORIGIN",
+    None,
+    MCP,
+    "the origin MCP Apps are framed from: another host name (or port) of this same server that serves them and "
+    "nothing else, e.g. `https://apps.aptix.example.com` behind a reverse proxy (docs/mcp.md#mcp-apps). Unset: "
+    "`manage.py aptix_serve` listens on the next port too and serves them there; other servers show no apps",
+    default_doc="unset (aptix_serve: its port + 1)",
+)
 APTIX_MCP_INSTRUCTIONS_CHARS = Integer(
     "APTIX_MCP_INSTRUCTIONS_CHARS",
     1000,

@@ -11,9 +11,9 @@ The modules, in layers (`[tool.importlinter]`: a module imports only from the la
   checks | usercheck | sql_server    system checks of mcp.json and the secrets key; the SQL server's command
   host          McpHost: the servers of one config on one background thread and loop; their
                 requests (tool calls, resources/read, prompts/get, completion/complete) and statuses, waiting on them;
-                live reloads and restarts; HostedServer (a server by name, as entries see it);
-                start_mcp_host() and this process's host (mcp_host, mcp_status, …)
+                live reloads and restarts; start_mcp_host() and this process's host (mcp_host, mcp_status, …)
   publisher     a server's tools kept in step with the MCP registry
+  hosted        HostedServer: a server by name, as its tools' entries see it (the ServerPort)
   entry         McpToolEntry: the agent tool contract over one server's tool; ServerPort
   userpool      a server that acts as each user: a connection per (server, user)
   supervisor    one server's life: connect, list and publish its tools, restart with backoff
@@ -25,8 +25,8 @@ The modules, in layers (`[tool.importlinter]`: a module imports only from the la
                 | logs: what MCP's messages mean (listing and parsing prompts and resources, argument
                 completion, resource subscriptions and who is told of a change, tasks and their polls,
                 a server's questions and their forms, results as tool results), no connection of their own
-  userauth | ssrf | reload      ${user:NAME} and "auth"; fetching URLs from a server's answers;
-                what a reload changes and the request files
+  userauth | ssrf | reload | apps   ${user:NAME} and "auth"; fetching URLs from a server's answers;
+                what a reload changes and the request files; MCP Apps (a tool's ui:// app, its CSP)
   config | envfile              mcp.json: parse and validate; JSON without duplicate keys, dotenv files
 
 A tool call carries one CallContext (tools/base.py: the ToolContext's session, team and user, and
@@ -40,6 +40,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .apps import frame_policy, stored_app
     from .completion import CompletionRequest, Suggestions, parse_request
     from .config import ENV_REF_RE, TOOL_SEPARATOR, EnvExpander, McpConfigError, ServerConfig, load_config
     from .elicitation import (
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 # name → the module (inside this package) that defines it
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("frame_policy", "stored_app"), "apps"),
     **dict.fromkeys(("CompletionRequest", "Suggestions", "parse_request"), "completion"),
     **dict.fromkeys(
         ("ENV_REF_RE", "TOOL_SEPARATOR", "EnvExpander", "McpConfigError", "ServerConfig", "load_config"), "config"
@@ -136,6 +138,7 @@ __all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks t
     "authorization_start",
     "client_metadata",
     "form_fields",
+    "frame_policy",
     "instructions_prompt",
     "load_config",
     "mcp_config_error",
@@ -149,6 +152,7 @@ __all__ = [  # what _EXPORTS names (tests/tools/mcp/test_mcp_package.py checks t
     "signature",
     "start_mcp_host",
     "store_attachments",
+    "stored_app",
     "validate_content",
 ]
 

@@ -17,7 +17,8 @@ start-up handshake, default 60), `initTimeout` (seconds for the start-up handsha
 `timeout`), `maxTimeout` (seconds a call that keeps reporting progress may run in all: each progress
 notification gives it `timeout` again, up to this; default ten times `timeout`, never less than it),
 `max_message_mb` (the largest message the server may send, default 16), `ping_interval`
-(seconds of idleness before the host pings the server, default 30; 0 turns pings off).
+(seconds of idleness before the host pings the server, default 30; 0 turns pings off), `apps`
+(whether its tools' MCP Apps are shown in the conversation, default true: apps.py).
 
 - `${VAR}` (or VS Code's `${env:VAR}`) in `command`, `args`, `env`, `cwd`, `url` and `headers` is read
   from the environment, so secrets stay out of the file; an unset variable is an error for that
@@ -69,6 +70,7 @@ STDIO_KEYS = {"command", "args", "env", "envFile", "cwd"}
 HTTP_KEYS = {"url", "headers"}
 KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "maxTimeout"}
 KNOWN_KEYS |= {"max_message_mb", "ping_interval", "auth", "allowPrivateNetwork"}  # the last two: userauth.py
+KNOWN_KEYS |= {"apps"}  # MCP Apps shown for its tools (apps.py); true by default
 # Keys VS Code documents for its own mcp.json that configure VS Code, not the server: development
 # mode (`dev`: restart on file changes, attach a debugger) and its sandbox. Logged and ignored.
 VSCODE_ONLY_KEYS = ("dev", "sandbox", "sandboxEnabled")
@@ -113,6 +115,7 @@ class ServerConfig:
     auth: OAuthSettings | None = None
     user_variables: tuple[str, ...] = ()
     allow_private_network: bool = False
+    apps: bool = True  # its tools' MCP Apps are shown (apps.py); "apps": false in mcp.json turns them off
 
     @property
     def per_user(self) -> bool:
@@ -201,6 +204,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
         "init_timeout": _number(entry, "initTimeout", timeout, fail),
         "max_timeout": _max_timeout(entry, timeout, fail),
         "disabled": _flag(entry, fail),
+        "apps": _flag(entry, fail, "apps", default=True),
         "max_message_bytes": int(_number(entry, "max_message_mb", DEFAULT_MAX_MESSAGE_MB, fail) * 1024 * 1024),
         "ping_interval": _number(entry, "ping_interval", DEFAULT_PING_INTERVAL, fail, zero=True),
         "ignored": ignored,
@@ -322,10 +326,10 @@ def _max_timeout(entry: dict, timeout: float, fail) -> float:
     return value
 
 
-def _flag(entry: dict, fail) -> bool:
-    value = entry.get("disabled", False)
+def _flag(entry: dict, fail, key: str = "disabled", *, default: bool = False) -> bool:
+    value = entry.get(key, default)
     if not isinstance(value, bool):
-        raise fail('"disabled" must be true or false')
+        raise fail(f'"{key}" must be true or false')
     return value
 
 

@@ -27,6 +27,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPDeprecationWarning, MCPError
+from mcp.client import advertise
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
@@ -35,6 +36,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from tools.base import CallContext
 
+from . import apps
 from .config import ServerConfig
 from .elicitation import URL_REQUIRED, InputPause, Resume, Round, answer
 from .http import HttpWatch
@@ -239,7 +241,9 @@ class Connection:
                 log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in
                 cache=None,
                 client_info=_client_info(),
-                extensions=[TasksExtension(_follow_of_call)],  # 2026-07-28: the tasks extension (tasks.py)
+                # 2026-07-28: the tasks extension (tasks.py); MCP Apps where the server's apps are shown (apps.py)
+                extensions=[TasksExtension(_follow_of_call)]
+                + ([advertise(apps.EXTENSION, apps.CLIENT_SETTINGS)] if self.config.apps else []),
             )
             entered = await stack.enter_async_context(client)
             _record_rounds(entered)

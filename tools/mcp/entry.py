@@ -9,6 +9,7 @@ import asyncio
 import copy
 import json
 import re
+from dataclasses import replace
 from typing import Protocol
 
 import mcp_types as types
@@ -16,12 +17,14 @@ import mcp_types as types
 from tools.base import CallContext, InvokeResult, ToolContext
 from tools.registry import TOOL_NAME_RE
 
+from .apps import AppResource, NotAnApp, app_uri, store_app
 from .config import TOOL_SEPARATOR
 from .connection import Progress
 from .rich import RichResult, store_attachments
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_TOOL_NAME = 64  # what model APIs accept (tools.registry.TOOL_NAME_RE)
+TOOL_KEYS = ("name", "title", "description", "inputSchema")  # what an MCP App is told of its tool
 
 
 class ServerPort(Protocol):
@@ -51,6 +54,15 @@ class ServerPort(Protocol):
         """What `user_id` has not given a server that acts as each user (off the event loop)."""
         ...
 
+    @property
+    def apps(self) -> bool:
+        """Whether its tools' MCP Apps are shown (mcp.json "apps")."""
+        ...
+
+    async def read_app(self, uri: str, user_id: int | None) -> AppResource:
+        """Its MCP App at `uri` (apps.py), from any loop; NotAnApp saying why it cannot be shown."""
+        ...
+
     async def call_tool(
         self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None
     ) -> InvokeResult:
@@ -78,6 +90,7 @@ class McpToolEntry:
         self.tool = tool
         self.annotations = tool.annotations
         self.read_only = bool(tool.annotations and tool.annotations.read_only_hint)
+        self.app_uri = app_uri(tool)  # its MCP App's ui:// resource (apps.py), shown after its result
         self.TOOL_USAGE_METADATA = usage_text(server, tool)
         self._schema = {
             "type": "function",
@@ -114,11 +127,32 @@ class McpToolEntry:
             def relay(progress: float, total: float | None, message: str | None) -> None:
                 loop.call_soon_threadsafe(on_progress, progress, total, message)
 
-        call = CallContext.of(context)
-        result = await self.server_port.call_tool(self.tool.name, self.TOOL_NAME, arguments, call, relay)
+        port = self.server_port
+        showing = self.app_uri is not None and port.apps
+        call = CallContext.of(context, keep=showing)
+        result = await port.call_tool(self.tool.name, self.TOOL_NAME, arguments, call, relay)
         if isinstance(result, RichResult):
             result = await asyncio.to_thread(store_attachments, result, call.session_id)
-        return result
+        return await self._with_app(result, arguments, call.user_id) if showing else result
+
+    async def _with_app(self, result: InvokeResult, arguments: dict, user_id: int | None) -> InvokeResult:
+        """`result` with its MCP App (apps.py) for the card: the server, the tool, its input and the
+        result as sent, and the app's HTML kept in storage (its sha256) with what its resource declares;
+        why it cannot be shown, instead, when it cannot."""
+        assert self.app_uri is not None
+        sent = (result.view or {}).get("result")
+        if sent is None:  # the call failed before the server answered
+            sent = {"content": [{"type": "text", "text": result.error_message or ""}], "isError": True}
+        tool = {
+            key: value for key, value in self.tool.model_dump(mode="json", by_alias=True).items() if key in TOOL_KEYS
+        }
+        view: dict = {"server": self.server, "tool": tool, "input": arguments, "result": sent}
+        try:
+            app = await self.server_port.read_app(self.app_uri, user_id)
+            view.update(app.declared(), sha256=await asyncio.to_thread(store_app, app))
+        except NotAnApp as exc:
+            view.update(uri=self.app_uri, error=str(exc))
+        return replace(result, view=view)
 
 
 def describe(tool: types.Tool) -> str:

@@ -43,7 +43,6 @@ import contextvars
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +53,11 @@ from aptix.logging import admin_logger
 from tools.base import CallContext, InvokeResult
 from tools.registry import ToolRegistry, mcp_registry
 
+from .apps import AppResource, NotAnApp
 from .completion import NONE, CompletionRequest, Suggestions, check_target
 from .config import McpConfigError, ServerConfig, ServerConfigError, load_config
 from .connection import Progress
+from .hosted import HostedServer
 from .logs import ServerLog
 from .prompts import PromptInfo, PromptRefused, RenderedPrompt, clean_arguments, not_offered, rendered
 from .publisher import ToolPublisher
@@ -76,7 +77,7 @@ from .reload import (
 )
 from .status import ServerStatus
 from .supervisor import Published, ServerSupervisor, end_subscriptions
-from .userpool import UserPool, make_runner, missing_credentials
+from .userpool import UserPool, make_runner
 
 logger = logging.getLogger("aptix.mcp")
 
@@ -462,6 +463,21 @@ class McpHost:
             return await self._bridge_alone(runner.read_resource(uri, user_id=user_id))
         return await self._bridge(runner.read_resource(uri))
 
+    async def read_app(self, server: str, uri: str, *, user_id: int | None) -> AppResource:
+        """`server`'s MCP App at `uri` (apps.py), from any loop (a server that acts as each user reads
+        it over `user_id`'s connection); NotAnApp saying why it cannot be shown."""
+        runner = self._supervisors.get(server)
+        if runner is None:
+            raise NotAnApp(f'MCP server "{server}" is unavailable: not configured any more')
+        local = bool(settings.DEBUG)  # http://localhost origins in an app's CSP while developing
+        if isinstance(runner, UserPool):
+            return await self._bridge_alone(runner.read_app(uri, user_id=user_id, local=local))
+        return await self._bridge(runner.read_app(uri, local=local))
+
+    def app_tool(self, server: str, tool: str) -> types.Tool | None:
+        """`server`'s tool `tool` (its own name) if its MCP Apps may call it (apps.py visibility)."""
+        return self._tools.app_tool(server, tool)
+
     async def subscribe_resource(self, server: str, uri: str) -> bool:
         """Subscribe to `server`'s `uri` (subscriptions.py): whether it took it; False for a per-user one."""
         runner = self._supervisors.get(server)
@@ -514,40 +530,6 @@ class McpHost:
     def logs(self, server: str) -> ServerLog | None:
         """The last lines of the server's MCP log messages and stderr (None: it has not run here)."""
         return self._logs.get(server)
-
-
-@dataclass(frozen=True)
-class HostedServer:
-    """A server as `host` runs it, by name (entry.py ServerPort): what its tools' entries, and a
-    call waiting for it to start, ask of it. Read at each use, so a reload's change shows at once."""
-
-    host: McpHost
-    name: str
-
-    @property
-    def transport(self) -> str | None:
-        config = self.host.server_config(self.name)
-        return config.type if config is not None else None
-
-    @property
-    def per_user(self) -> bool:
-        config = self.host.server_config(self.name)
-        return config is not None and config.per_user
-
-    def starting(self) -> bool:
-        return self.host.starting(self.name)
-
-    async def wait_ready(self) -> bool:
-        return await self.host.wait_started(self.name)
-
-    def missing_credentials(self, user_id: int) -> tuple[str, ...]:
-        config = self.host.server_config(self.name)
-        return missing_credentials(config, user_id) if config is not None and config.per_user else ()
-
-    async def call_tool(
-        self, tool: str, name: str, arguments: dict, context: CallContext, on_progress: Progress | None
-    ) -> InvokeResult:
-        return await self.host.call_tool(self.name, tool, name, arguments, context, on_progress=on_progress)
 
 
 class HostStopped(RuntimeError):

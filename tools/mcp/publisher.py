@@ -10,6 +10,7 @@ import mcp_types as types
 
 from tools.registry import ToolRegistrationError, ToolRegistry
 
+from .apps import for_app, for_model
 from .entry import MAX_TOOL_NAME, McpToolEntry, ServerPort, registry_name
 from .supervisor import Published
 
@@ -19,6 +20,9 @@ class ToolPublisher:
         self.registry = registry
         self._port_for = port_for
         self._entries: dict[str, dict[str, McpToolEntry]] = {}
+        # Each server's tools its MCP Apps may call (apps.py visibility "app"), by the server's name for
+        # them; those only for apps ("visibility": ["app"]) are kept here and never offered to the model.
+        self._for_apps: dict[str, dict[str, types.Tool]] = {}
 
     def publish(self, server: str, tools: list[types.Tool]) -> Published:
         """Make the registry hold exactly these tools for `server`; unchanged entries are kept.
@@ -26,7 +30,10 @@ class ToolPublisher:
         current = self._entries.get(server, {})
         wanted: dict[str, McpToolEntry] = {}
         dropped: list[tuple[str, str]] = []
+        self._for_apps[server] = {tool.name: tool for tool in tools if for_app(tool)}
         for tool in tools:
+            if not for_model(tool):
+                continue
             name = registry_name(server, tool.name)
             if name is None:
                 dropped.append((tool.name, f"its name would be longer than {MAX_TOOL_NAME} characters as {server}__…"))
@@ -63,7 +70,12 @@ class ToolPublisher:
             return str(exc)
         return ""
 
+    def app_tool(self, server: str, tool: str) -> types.Tool | None:
+        """`server`'s tool `tool` (its own name) if its MCP Apps may call it."""
+        return self._for_apps.get(server, {}).get(tool)
+
     def withdraw(self, server: str) -> None:
+        self._for_apps.pop(server, None)
         for name, entry in self._entries.pop(server, {}).items():
             if self.registry.get(name) is entry:
                 self.registry.unregister(name)

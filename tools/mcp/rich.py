@@ -38,6 +38,8 @@ import mcp_types as types
 from aptix.ids import HEX_ID
 from tools.base import InvokeResult
 
+from .apps import MAX_APP_BYTES
+
 MAX_ATTACHMENTS = 20  # images, files, links and resources shown per result; the rest are only named
 RESOURCE_TEXT_CHARS = 20_000  # of an embedded text resource kept for its card (the model gets it all)
 IMAGE_FORMATS = {"PNG": ("png", "image/png"), "JPEG": ("jpg", "image/jpeg"), "GIF": ("gif", "image/gif")}
@@ -130,10 +132,23 @@ def rich_result(parts: list[str | Attachment], described: list[str]) -> InvokeRe
     return RichResult(successful=True, result=text, parts=tuple(parts), text=only_text)
 
 
-def format_result(result: types.CallToolResult, name: str) -> InvokeResult:
+def format_result(result: types.CallToolResult, name: str, *, keep: bool = False) -> InvokeResult:
     """A tool call's answer as a tool result: text content joined, other content described briefly
     (a RichResult keeps it for the card and the model); structured content when there is no content
-    at all. A tool-side error (is_error) becomes a tool error with the server's text."""
+    at all. A tool-side error (is_error) becomes a tool error with the server's text. `keep`: the
+    result as the server sent it is kept too (`view["result"]`, for its MCP App: apps.py), unless it is
+    larger than an app's HTML may be."""
+    formatted = _formatted(result, name)
+    if not keep:
+        return formatted
+    raw = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw.pop("resultType", None)
+    if len(json.dumps(raw)) > MAX_APP_BYTES:
+        raw = {"content": [{"type": "text", "text": formatted.result or formatted.error_message or ""}]}
+    return replace(formatted, view={"result": raw})
+
+
+def _formatted(result: types.CallToolResult, name: str) -> InvokeResult:
     if not result.content and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
         return InvokeResult.from_error(text) if result.is_error else InvokeResult.create(text)

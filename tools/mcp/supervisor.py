@@ -24,6 +24,7 @@ from mcp import MCPError
 from aptix.logging import admin_logger
 from tools.base import CallContext, InvokeResult
 
+from .apps import AppResource, NotAnApp, app_resource
 from .completion import CompletionRequest, Suggestions, complete
 from .config import ServerConfig
 from .connection import (
@@ -53,6 +54,7 @@ BACKOFF_FIRST = 0.5  # seconds before the first restart; doubles per attempt
 BACKOFF_MAX = 30.0
 STABLE_AFTER = 30.0  # a server that ran this long before dying starts again from the first delay
 END_MESSAGE_WAIT = 10.0  # covers the transport's stop sequence (grace + SIGTERM + SIGKILL)
+MAX_APPS_KEPT = 32  # MCP Apps read and kept per server (read_app)
 WHILE_ASKING = "while its question waited for an answer"  # a call cut off with its question (connection.py)
 
 
@@ -96,6 +98,7 @@ class ServerSupervisor:
         self._scope = anyio.CancelScope()  # construct on the host loop (anyio needs a running loop)
         self.subscribed: set[str] = set()  # resources subscribed to (subscriptions.py), kept across restarts
         self._telling: set[asyncio.Task] = set()  # listeners being told of a change
+        self._apps: dict[tuple[str, str, str, bool], AppResource] = {}  # read_app's, per server version
 
     @property
     def name(self) -> str:
@@ -326,7 +329,7 @@ class ServerSupervisor:
             return await self._call(connection, tool, name, arguments, context, on_progress=on_progress)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
             return await self._failed(connection, exc, name, context)
-        return format_result(result, name)
+        return format_result(result, name, keep=context.keep)
 
     async def _call(
         self,
@@ -339,7 +342,8 @@ class ServerSupervisor:
         on_progress: Progress | None,
     ) -> InvokeResult:
         try:
-            return format_result(await connection.call_tool(tool, arguments, context, on_progress), name)
+            result = await connection.call_tool(tool, arguments, context, on_progress)
+            return format_result(result, name, keep=context.keep)
         except Exception as exc:  # noqa: BLE001 - turned into a tool error by _failed
             return await self._failed(connection, exc, name, context)
 
@@ -415,6 +419,29 @@ class ServerSupervisor:
             return InvokeResult.from_error(f'MCP server "{self.name}" could not read {uri}: {exc.message}')
         blocks = as_blocks(result)
         return format_result(types.CallToolResult(content=list(blocks)), f"{self.name} resource {uri}")
+
+    async def read_app(self, uri: str, *, local: bool = False) -> AppResource:
+        """The MCP App at `uri` (apps.py), read once per server version: a restarted server that says
+        it is another version is read again. NotAnApp saying why it cannot be shown."""
+        connection = self._connection
+        if connection is None or connection.client is None:
+            raise NotAnApp(self.unavailable_message())
+        info = getattr(connection.client, "server_info", None)
+        key = (str(getattr(info, "name", "")), str(getattr(info, "version", "")), uri, local)
+        if (kept := self._apps.get(key)) is not None:
+            return kept
+        try:
+            with anyio.fail_after(self.config.timeout):
+                result = await connection.client.read_resource(uri)
+        except TimeoutError:
+            raise NotAnApp(f'MCP server "{self.name}" did not read {uri} within {self.config.timeout:g} s') from None
+        except MCPError as exc:
+            raise NotAnApp(f'MCP server "{self.name}" could not read {uri}: {exc.message}') from None
+        app = app_resource(uri, result, local=local)
+        if len(self._apps) >= MAX_APPS_KEPT:
+            self._apps.clear()
+        self._apps[key] = app
+        return app
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str], *, user_id: int | None = None

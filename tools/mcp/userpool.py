@@ -29,6 +29,7 @@ from asgiref.sync import sync_to_async
 
 from tools.base import CallContext, InvokeResult
 
+from .apps import AppResource, NotAnApp
 from .completion import CompletionRequest, Suggestions
 from .config import ServerConfig
 from .connection import Progress
@@ -252,6 +253,13 @@ class UserPool:
         if user_id is None:
             return InvokeResult.from_error(f'MCP server "{self.name}" acts as each user: this read has no user.')
         return await self._over_connection(user_id, lambda supervisor: supervisor.read_resource(uri))
+
+    async def read_app(self, uri: str, *, user_id: int | None, local: bool = False) -> AppResource:
+        """An MCP App's resource (apps.py) over the user's own connection."""
+        try:
+            return await self._over_user(user_id, lambda supervisor: supervisor.read_app(uri, local=local))
+        except PromptRefused as exc:
+            raise NotAnApp(str(exc)) from None
 
     async def get_prompt(self, name: str, arguments: dict[str, str], *, user_id: int | None) -> Any:
         """`prompts/get` over the user's own connection; PromptRefused (409) when they have not

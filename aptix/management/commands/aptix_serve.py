@@ -23,6 +23,8 @@ from daphne.server import Server
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from aptix.apps_origin import serve_apps_on
+
 APPLICATION = "aptix.asgi:application"
 # Seconds a websocket's opening handshake may take, the application's accept included. Daphne's
 # command line uses its `--websocket_connect_timeout` (default 5) for both, and Autobahn drops a
@@ -92,6 +94,10 @@ class Command(BaseCommand):
         extra = [a for a in options["daphne"] if a != "--"]
         if not any(a.startswith("--websocket_connect_timeout") for a in extra):
             extra = ["--websocket_connect_timeout", str(WS_CONNECT_TIMEOUT), *extra]
+        if not settings.APTIX_MCP_APPS_ORIGIN:  # MCP Apps framed from the next port (aptix/apps_origin.py)
+            serve_apps_on(options["bind"], options["port"])
+            interface = options["bind"].replace(":", "\\:")  # an IPv6 address, escaped for Twisted
+            extra = ["-e", f"tcp:port={options['port'] + 1}:interface={interface}", *extra]
         cli = CommandLineInterface()
         cli.server_class = StartingServer
         cli.run(["-b", options["bind"], "-p", str(options["port"]), *extra, APPLICATION])

@@ -37,7 +37,7 @@ FORM = {
     "content": "# Changed",
 }
 READS = {"session-detail", "session-history", "turn-version", "turn-answer", "session-export", "document-panel"}
-READS |= {"document-download", "media", "session-copy"}
+READS |= {"document-download", "media", "session-copy", "mcp-app"}  # mcp-app: the app, without its calls
 
 
 def _routes(resolver: URLResolver | None = None) -> Iterator[URLPattern]:
