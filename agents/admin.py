@@ -22,7 +22,7 @@ from .catalog_tests.runs import last_comparison, may_test
 from .feedback import admin as feedback_admin  # noqa: F401  (registers the feedback page)
 from .feedback.selectors import feedback_exists
 from .llm.catalog import model_for, models_config
-from .models import AgentSession, SavedPrompt, ShareEvent, ToolApproval, Turn, TurnEvent
+from .models import AgentSession, AppAction, SavedPrompt, ShareEvent, ToolApproval, Turn, TurnEvent
 from .run.health import config_problems
 from .run.pipeline import MCP_SEPARATOR, mcp_server_order, plan_offer, policy_allows, schema_tokens
 from .run.trace import turn_trace
@@ -215,6 +215,17 @@ APPROVAL_CSV_COLUMNS = [
 
 def _iso(value) -> str:
     return value.isoformat() if value else ""
+
+
+@admin.register(AppAction)
+class AppActionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """What MCP Apps did in conversations (agents/mcp_apps/services.py writes it): read-only for everyone."""
+
+    list_display = ["created_at", "session", "server", "kind", "tool", "decision", "ok", "user"]
+    list_filter = ["kind", "decision", "server", "team"]
+    date_hierarchy = "created_at"
+    search_fields = ["tool", "tool_call_id", "session__id", "user__username"]
+    list_select_related = ["session", "user"]
 
 
 @admin.register(ToolApproval)
