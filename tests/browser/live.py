@@ -119,6 +119,9 @@ class LiveServer:
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",
                 "APTIX_VAR_DIR": str(self.var_dir),  # media (generated images) and static root live here
                 "APTIX_MCP_AUTOSTART": "false",
+                # MCP Apps framed from another host name of this same server (aptix/apps_origin.py), not
+                # from a second port another test's server may be given
+                "APTIX_MCP_APPS_ORIGIN": f"http://localhost:{self.port}",
                 "PYTHONUNBUFFERED": "1",
                 **self.env,
             }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from functools import partial
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from asgiref.sync import sync_to_async
 from csp.decorators import csp_exempt
@@ -35,6 +35,7 @@ from ...mcp_apps.services import (
     DENIED,
     AppCard,
     AppRefused,
+    app_actions,
     app_call,
     app_call_needs_approval,
     app_call_refused,
@@ -96,16 +97,21 @@ async def mcp_app(request: HttpRequest, session_id: str, turn_id: str) -> JsonRe
     if not origin:
         return _refused(503, "MCP Apps are not served here: set APTIX_MCP_APPS_ORIGIN (docs/mcp.md#mcp-apps).")
     html = await sync_to_async(stored_app)(str(app.get("sha256") or ""))
+    calls = [
+        {"tool": a.tool, "decision": a.decision, "ok": a.ok, "at": a.created_at.isoformat()}
+        for a in await sync_to_async(app_actions)(card)
+    ]
     if html is None:
         return _refused(404, str(app.get("error") or "The app's page is not kept any more."))
     host = request.build_absolute_uri("/").rstrip("/")
-    signed = signing.dumps({"csp": app.get("csp") or {}, "host": host}, salt=FRAME_SALT, compress=True)
+    csp = _not_ours(app.get("csp") or {}, {request.get_host().lower(), urlsplit(origin).netloc.lower()})
+    signed = signing.dumps({"csp": csp, "host": host}, salt=FRAME_SALT, compress=True)
     base = reverse("mcp-app", args=[session_id, turn_id])
     query = f"?call={quote(card.call_id, safe='')}"
     return JsonResponse(
         {
             "html": html,
-            "csp": app.get("csp") or {},
+            "csp": csp,
             "permissions": app.get("permissions") or {},
             "prefersBorder": app.get("prefersBorder"),
             "frameUrl": f"{origin}{reverse('mcp-app-frame')}?p={signed}",
@@ -115,9 +121,17 @@ async def mcp_app(request: HttpRequest, session_id: str, turn_id: str) -> JsonRe
             "tool": app.get("tool") or {},
             "server": card.server,
             "interactive": not getattr(card.session, "read_only", False),
+            "calls": calls,  # what the app called so far, for the card's "Called by the app"
             **{f"{name}Url": f"{base}{name}/{query}" for name in ("call", "read", "context", "message")},
         }
     )
+
+
+def _not_ours(csp: dict[str, list[str]], ours: set[str]) -> dict[str, list[str]]:
+    """`csp` without Aptix's own origins (nor their websockets): an app reaches this server only
+    through the host's bridge, whatever its resource declares."""
+    kept = {key: [v for v in values if urlsplit(v).netloc.lower() not in ours] for key, values in csp.items()}
+    return {key: values for key, values in kept.items() if values}
 
 
 @require_POST

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 from typing import Any, cast
 
 from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
@@ -71,6 +72,33 @@ def accept_deflate(offers: list[Any]) -> PerMessageDeflateOfferAccept | None:
     return None
 
 
+def _apps_endpoint(bind: str, port: int) -> list[str]:
+    """Daphne's option to listen on `port` + 1 too, where MCP Apps are framed from, when that port is
+    free (Daphne stops altogether when one of its endpoints cannot listen): else no apps, said once."""
+    apps_port = port + 1
+    if not 0 < port < 65535 or not _free(bind, apps_port):
+        logger.warning(
+            "MCP Apps are not served: port %s is not free (set APTIX_MCP_APPS_ORIGIN to serve them elsewhere)",
+            apps_port,
+            extra={"event": "startup.apps_not_served"},
+        )
+        return []
+    serve_apps_on(bind, port)
+    interface = bind.replace(":", "\\:")  # an IPv6 address, escaped for Twisted
+    return ["-e", f"tcp:port={apps_port}:interface={interface}"]
+
+
+def _free(bind: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Twisted listens
+        try:
+            probe.bind((bind, port))
+        except OSError:
+            return False
+    return True
+
+
 def _run_hooks(application: Any) -> None:
     try:
         application.run_hooks()
@@ -95,9 +123,7 @@ class Command(BaseCommand):
         if not any(a.startswith("--websocket_connect_timeout") for a in extra):
             extra = ["--websocket_connect_timeout", str(WS_CONNECT_TIMEOUT), *extra]
         if not settings.APTIX_MCP_APPS_ORIGIN:  # MCP Apps framed from the next port (aptix/apps_origin.py)
-            serve_apps_on(options["bind"], options["port"])
-            interface = options["bind"].replace(":", "\\:")  # an IPv6 address, escaped for Twisted
-            extra = ["-e", f"tcp:port={options['port'] + 1}:interface={interface}", *extra]
+            extra = [*_apps_endpoint(options["bind"], options["port"]), *extra]
         cli = CommandLineInterface()
         cli.server_class = StartingServer
         cli.run(["-b", options["bind"], "-p", str(options["port"]), *extra, APPLICATION])

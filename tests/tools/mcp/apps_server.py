@@ -18,7 +18,14 @@ server = MCPServer("apps")
 APP_MIME = "text/html;profile=mcp-app"
 READ_ONLY = types.ToolAnnotations(read_only_hint=True)
 COUNTER_CSP = {
-    "connectDomains": ["https://api.example.com", "'unsafe-eval'", "https://x.example; script-src *", "https:"]
+    "connectDomains": [
+        "https://api.example.com",
+        "'unsafe-eval'",
+        "https://x.example; script-src *",
+        "https:",
+        "https://testserver",  # Aptix's own origin and its apps' (the tests' hosts): never the app's to reach
+        "wss://apps.testserver",
+    ]
 }
 _count = {"value": 0}
 

@@ -88,7 +88,8 @@ async def test_the_app_is_kept_with_its_result_and_app_only_tools_are_not_the_mo
     app = result["app"]
     assert (app["server"], app["uri"], app["input"]) == ("apps", "ui://counter/app.html", {})
     assert app["result"]["structuredContent"] == {"count": 0}  # as the server sent it, for the app
-    assert app["csp"] == {"connectDomains": ["https://api.example.com"]}  # the smuggled domains dropped
+    kept = ["https://api.example.com", "https://testserver", "wss://apps.testserver"]
+    assert app["csp"] == {"connectDomains": kept}  # the smuggled domains dropped
     assert app["prefersBorder"] is True and app["tool"]["name"] == "counter"
     with default_storage.open(f"apps/{app['sha256']}.html") as kept:
         assert kept.read().decode() == COUNTER
@@ -114,6 +115,7 @@ async def test_the_page_gets_the_app_and_a_frame_on_the_apps_origin(counter_turn
     data = response.json()
     assert response.status_code == 200 and data["html"] == COUNTER and data["interactive"] is True
     assert data["toolResult"]["structuredContent"] == {"count": 0} and data["server"] == "apps"
+    assert data["csp"] == {"connectDomains": ["https://api.example.com"]}  # Aptix's own origins taken out
     assert data["frameUrl"].startswith(f"{APPS_ORIGIN}/mcp-apps/frame/?p=")
     assert (await AsyncClient().get(app_url(counter_turn, call_id))).status_code == 401
     assert (await (await owner(alice)).get(app_url(counter_turn, "call_unknown"))).status_code == 404
@@ -159,6 +161,14 @@ async def test_the_apps_call_waits_for_approval_and_every_call_is_audited(counte
     auto = await post({"name": "bump", "arguments": {"by": 1}})
     assert auto.json()["structuredContent"] == {"count": 3}
     assert (await AppAction.objects.order_by("-created_at").afirst()).decision == "auto"
+    shown = (await client.get(app_url(counter_turn, call_id))).json()["calls"]  # the card's "Called by the app"
+    assert [(c["tool"], c["decision"], c["ok"]) for c in shown] == [
+        ("bump", "denied", None),
+        ("bump", "approved", True),
+        ("secret", "refused", None),
+        ("time__get_current_time", "refused", None),
+        ("bump", "auto", True),
+    ]
 
 
 @async_db
