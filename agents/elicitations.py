@@ -63,6 +63,8 @@ def elicitation_request(
     details: dict[str, Any] = {"mode": request.mode, "message": request.message}
     if request.mode == "url":
         details["url"] = request.url
+    elif request.mode == "sampling":  # the server asks to use the user's model: the card shows the request
+        details["sampling"] = request.sampling
     else:
         details["schema"] = request.schema
     session = turn.session
@@ -87,6 +89,12 @@ def elicitation_request(
         "reason": "",
         **details,  # type: ignore[typeddict-item]  # mode, message, schema | url
     }
+
+
+def sampling_recorded(turn_id: str, item_id: str, content: dict[str, Any]) -> None:
+    """What the user's model answered an approved sampling request (or why it could not), kept on
+    the request's audit row."""
+    ToolApproval.objects.filter(turn_id=turn_id, tool_call_id=item_id).update(content=content)
 
 
 def elicitation_answered(turn_id: str, item_id: str) -> Answer | None:

@@ -48,9 +48,10 @@ class PendingApproval(TypedDict):
     annotations: dict[str, Any]
     reason: str  # a mode change's reason
     message: NotRequired[str]  # an elicitation: what the server asks
-    mode: NotRequired[str]  # an elicitation: "form" or "url"
+    mode: NotRequired[str]  # an elicitation: "form", "url" or "sampling"
     schema: NotRequired[dict[str, Any]]  # a form's requested schema
     url: NotRequired[str]  # URL mode: the page the user opens
+    sampling: NotRequired[dict[str, Any]]  # sampling mode: the server's messages, system prompt, maxTokens
 
 
 class ToolOutput(TypedDict):

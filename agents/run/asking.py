@@ -28,8 +28,11 @@ from ..elicitations import (
     elicitation_close,
     elicitation_request,
     resume_details,
+    sampling_recorded,
 )
+from ..llm import ModelError
 from ..models import ToolApproval
+from .metering import charge_session_call, session_call_allowed
 
 if TYPE_CHECKING:
     from .run import Call, Run
@@ -111,7 +114,32 @@ async def _ask(run: Run, call: Call, request: Request) -> Answer:
     run.turn.status = turns.Status.RUNNING  # the answer put the turn back to running
     decided = await sync_to_async(decided_payload)(run.turn.id, item["id"])
     await run.recorder.emit("approval.decided", {"decisions": [decided]})
+    if request.mode == "sampling" and answer.action == "accept":  # the user let the server use their model
+        return await _sampled(run, request, item["id"])
     return answer
+
+
+async def _sampled(run: Run, request: Request, item_id: str) -> Answer:
+    """The reply the session's model gives to what the server asked it (tools/mcp/elicitation.py
+    sampling), charged to the turn like its own steps and kept on the request's audit row."""
+    wanted = request.sampling
+    system = [{"role": "system", "content": wanted["systemPrompt"]}] if wanted.get("systemPrompt") else []
+    messages = system + [{"role": m["role"], "content": m["text"]} for m in wanted.get("messages", [])]
+    member = {"team_id": run.turn.session.team_id, "user_id": run.turn.session.user_id}
+    if run.llm is None:
+        return Answer("accept", {"error": "The session has no model to answer with."})
+    if not await sync_to_async(session_call_allowed)(**member):
+        return Answer("accept", {"error": "The month's model quota is used up."})
+    try:
+        reply = await run.llm.stream_chat(messages=messages, tools=None)
+    except ModelError as exc:
+        content: dict = {"error": f"The model failed: {exc}"}
+    else:  # a call of the turn's model outside its steps: metered as a title is, counting no second turn
+        await sync_to_async(charge_session_call)(**member, mode=run.turn.mode, spec=run.spec, reply=reply)
+        stop = "maxTokens" if reply.truncated else "endTurn"
+        content = {"text": reply.content, "model": run.llm.label or run.spec.label, "stopReason": stop}
+    await sync_to_async(sampling_recorded)(run.turn.id, item_id, content)
+    return Answer("accept", content)
 
 
 async def question_cut_close(run: Run, result: InvokeResult) -> None:

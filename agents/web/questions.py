@@ -38,6 +38,10 @@ def question_data(call: Mapping[str, Any]) -> dict[str, Any]:
         url = str(call.get("url", ""))
         data["url"] = url if url.startswith(("https://", "http://")) else ""
         return data
+    if data["mode"] == "sampling":  # the server asks to use the user's model: what it would send
+        data["sampling"] = call.get("sampling") or {}
+        data["inputs"] = []
+        return data
     try:
         data["inputs"] = [_input(f) for f in form_fields(call.get("schema") or {})]
     except ValueError:

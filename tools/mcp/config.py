@@ -18,7 +18,8 @@ start-up handshake, default 60), `initTimeout` (seconds for the start-up handsha
 notification gives it `timeout` again, up to this; default ten times `timeout`, never less than it),
 `max_message_mb` (the largest message the server may send, default 16), `ping_interval`
 (seconds of idleness before the host pings the server, default 30; 0 turns pings off), `apps`
-(whether its tools' MCP Apps are shown in the conversation, default true: apps.py).
+(whether its tools' MCP Apps are shown in the conversation, default true: apps.py), `sampling`
+(whether it may ask to use the user's model, each request approved by the user, default true).
 
 - `${VAR}` (or VS Code's `${env:VAR}`) in `command`, `args`, `env`, `cwd`, `url` and `headers` is read
   from the environment, so secrets stay out of the file; an unset variable is an error for that
@@ -70,7 +71,7 @@ STDIO_KEYS = {"command", "args", "env", "envFile", "cwd"}
 HTTP_KEYS = {"url", "headers"}
 KNOWN_KEYS = STDIO_KEYS | HTTP_KEYS | {"type", "disabled", "timeout", "initTimeout", "maxTimeout"}
 KNOWN_KEYS |= {"max_message_mb", "ping_interval", "auth", "allowPrivateNetwork"}  # the last two: userauth.py
-KNOWN_KEYS |= {"apps"}  # MCP Apps shown for its tools (apps.py); true by default
+KNOWN_KEYS |= {"apps", "sampling"}  # MCP Apps shown (apps.py); sampling declared (elicitation.py); both by default
 # Keys VS Code documents for its own mcp.json that configure VS Code, not the server: development
 # mode (`dev`: restart on file changes, attach a debugger) and its sandbox. Logged and ignored.
 VSCODE_ONLY_KEYS = ("dev", "sandbox", "sandboxEnabled")
@@ -116,6 +117,7 @@ class ServerConfig:
     user_variables: tuple[str, ...] = ()
     allow_private_network: bool = False
     apps: bool = True  # its tools' MCP Apps are shown (apps.py); "apps": false in mcp.json turns them off
+    sampling: bool = True  # it may ask to use the user's model, who approves each time (elicitation.py)
 
     @property
     def per_user(self) -> bool:
@@ -205,6 +207,7 @@ def parse_server(name: str, entry: Any, *, base_dir: Path, environ: Mapping[str,
         "max_timeout": _max_timeout(entry, timeout, fail),
         "disabled": _flag(entry, fail),
         "apps": _flag(entry, fail, "apps", default=True),
+        "sampling": _flag(entry, fail, "sampling", default=True),
         "max_message_bytes": int(_number(entry, "max_message_mb", DEFAULT_MAX_MESSAGE_MB, fail) * 1024 * 1024),
         "ping_interval": _number(entry, "ping_interval", DEFAULT_PING_INTERVAL, fail, zero=True),
         "ignored": ignored,

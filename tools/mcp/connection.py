@@ -38,7 +38,7 @@ from tools.base import CallContext
 
 from . import apps
 from .config import ServerConfig
-from .elicitation import URL_REQUIRED, InputPause, Resume, Round, answer
+from .elicitation import URL_REQUIRED, InputPause, Resume, Round, answer, answer_sampling
 from .http import HttpWatch
 from .listing import ToolListing, filtered
 from .logs import LOG_LEVEL, ServerLog
@@ -237,6 +237,8 @@ class Connection:
                 filtered(transport, self.listing, *([self.http] if self.http else [])),
                 message_handler=self._on_message,
                 elicitation_callback=self._elicit,  # declares elicitation (elicitation.py)
+                # declares sampling unless the server's entry says "sampling": false (elicitation.py)
+                sampling_callback=self._sample if self.config.sampling else None,
                 logging_callback=self.log.message,
                 log_level=LOG_LEVEL,  # 2026-07-28 servers log only for requests that opt in
                 cache=None,
@@ -248,6 +250,18 @@ class Connection:
             entered = await stack.enter_async_context(client)
             _record_rounds(entered)
             yield entered
+
+    async def _sample(self, context: Any, params: Any) -> types.CreateMessageResult | types.ErrorData:
+        """The server asks to use the user's model: asked of the asker of the call it came in (or of
+        the latest call still running that has one), in the open call."""
+        call = _CALL.get()
+        if call is None:
+            asking = [open_call for open_call in self._open if open_call.context.asker is not None]
+            call = asking[-1] if asking else None
+        if call is None:
+            return await answer_sampling(self.config.name, None, params)
+        with call.person_answering():
+            return await answer_sampling(self.config.name, call.context.asker, params)
 
     async def _elicit(self, context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
         """The server asks the user (elicitation.py): in the call's own task, that call's asker with

@@ -49,14 +49,17 @@ STRING_FORMATS = ("email", "uri", "date", "date-time")
 
 @dataclass(frozen=True)
 class Request:
-    """What the server asks: `schema` for form mode, `url` (and the server's `elicitation_id`) for URL mode."""
+    """What the server asks: `schema` for form mode, `url` (and the server's `elicitation_id`) for URL
+    mode; in sampling mode (the server asks to use the user's model: `answer_sampling`) `sampling` is
+    the request as the card shows it and the caller runs the model once the user approves."""
 
     server: str
     message: str
-    mode: Literal["form", "url"]
+    mode: Literal["form", "url", "sampling"]
     schema: dict[str, Any] = field(default_factory=dict, hash=False)
     url: str = ""
     elicitation_id: str = ""
+    sampling: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,59 @@ async def answer(
         raise
     content = got.content if got.action == "accept" and request.mode == "form" else None
     return types.ElicitResult(action=got.action, content=content)
+
+
+# --- sampling -------------------------------------------------------------------------------------
+# A server asks to use the user's model (`sampling/createMessage`, which Aptix declares unless its
+# mcp.json entry says "sampling": false): asked of the call's asker like a question, in the open call
+# (never paused), as a card that shows the request. The caller runs the session's model only once the
+# user approves, and answers with its reply: Answer("accept", {"text", "model", "stopReason"}), or
+# {"error": why} when the model failed.
+
+SAMPLING_DECLINED = "The user declined to let the server use their model."
+SAMPLING_NOBODY = "Nobody can approve this sampling request here: it was refused."
+SAMPLED_TEXT_CHARS = 20_000  # of each message shown on the card
+
+
+def sampling_request(server: str, params: Any) -> Request:
+    """The card's request for `params` (CreateMessageRequestParams): each message's text (other
+    content named), the server's system prompt and the most it asks for."""
+    messages = []
+    for message in params.messages:
+        blocks = message.content if isinstance(message.content, list) else [message.content]
+        text = "\n".join(
+            block.text if isinstance(block, types.TextContent) else f"[{getattr(block, 'type', 'content')}]"
+            for block in blocks
+        )
+        messages.append({"role": message.role, "text": text[:SAMPLED_TEXT_CHARS]})
+    wanted = {"messages": messages, "systemPrompt": params.system_prompt or "", "maxTokens": params.max_tokens}
+    message = f"asks to use your model for a reply of up to {params.max_tokens} tokens to these messages."
+    return Request(server, message, "sampling", sampling=wanted)
+
+
+async def answer_sampling(server: str, asker: Asker | None, params: Any) -> types.CreateMessageResult | types.ErrorData:
+    """The connection's answer to `server`'s sampling request (on the MCP host's loop): the reply of
+    the model `asker`'s caller runs once the user approves; an error when nobody can approve, the
+    user declines or the model fails."""
+    if asker is None:
+        return types.ErrorData(code=types.INVALID_REQUEST, message=SAMPLING_NOBODY)
+    future = asyncio.run_coroutine_threadsafe(asker.ask(sampling_request(server, params)), asker.loop)
+    try:
+        got = await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
+    content = got.content or {}
+    if got.action != "accept":
+        return types.ErrorData(code=types.INVALID_REQUEST, message=SAMPLING_DECLINED)
+    if not isinstance(content.get("text"), str):
+        return types.ErrorData(code=types.INTERNAL_ERROR, message=str(content.get("error") or "The model failed."))
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text=content["text"]),
+        model=str(content.get("model") or "aptix"),
+        stop_reason=str(content.get("stopReason") or "endTurn"),
+    )
 
 
 # --- forms ---------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ Aptix: it runs on another SDK.
   `subscriptions()` lists the URIs subscribed to now. A URI template `note://day/{day}` whose `day`
   the server completes (`completion/complete`).
 - `link()`: fails with URLElicitationRequired (-32042), naming a page.
+- `summarise(text)`: asks the client's model (`sampling/createMessage`, a system prompt and the text
+  as the user's message, at most 60 tokens) and answers with what the model wrote, or the error.
 """
 
 from __future__ import annotations
@@ -129,6 +131,12 @@ async def list_tools() -> list[types.Tool]:
         types.Tool(
             name="link", description="Fails: the user must link an account first.", inputSchema={"type": "object"}
         ),
+        types.Tool(
+            name="summarise",
+            description="Summarise a text with the client's model.",
+            inputSchema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            annotations=READ_ONLY,
+        ),
     ]
 
 
@@ -153,6 +161,15 @@ async def call_tool(name: str, arguments: dict) -> types.CallToolResult | types.
             mode="url", message="Link your account", url="https://bank.example/link/sdk1", elicitationId="link-sdk1"
         )
         raise UrlElicitationRequiredError([page])
+    if name == "summarise":
+        message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=arguments["text"]))
+        try:
+            made = await ctx.session.create_message(
+                [message], max_tokens=60, system_prompt="Summarise in one line.", related_request_id=ctx.request_id
+            )
+        except Exception as exc:  # noqa: BLE001 - the refusal is what the test reads
+            return _text(f"refused: {exc}")
+        return _text(f"{made.model} wrote: {made.content.text}")
     if name == "ask":
         got = await ctx.session.elicit_form("What is your name?", NAME, related_request_id=ctx.request_id)
         await anyio.sleep(float(arguments.get("then_sleep", 0)))

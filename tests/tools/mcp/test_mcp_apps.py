@@ -207,3 +207,10 @@ async def test_the_apps_context_reaches_the_next_turn_and_its_message_is_a_new_t
     assert (await get_runner().wait(turn.id)).status == "completed"  # dispatched as the composer's are
     system = model.requests[-1]["messages"][0]["content"]
     assert 'The app of MCP server "apps" says: The user picked the blue bar.\n{"bar": 3}' in system
+
+
+def test_aptix_declares_mcp_apps_unless_a_servers_entry_turns_them_off(apps_host):
+    statuses = {status.name: status for status in apps_host.status()}
+    declared = statuses["apps"].handshake.client_capabilities["extensions"]
+    assert declared["io.modelcontextprotocol/ui"] == {"mimeTypes": ["text/html;profile=mcp-app"]}
+    assert "io.modelcontextprotocol/ui" not in statuses["plain"].handshake.client_capabilities.get("extensions", {})

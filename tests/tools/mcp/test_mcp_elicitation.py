@@ -64,8 +64,9 @@ def test_aptix_declares_form_and_url_elicitation(ask_host):
     handshake = by_name(host.status())["ask"].handshake
     assert handshake.protocol_version == "2026-07-28"
     assert handshake.client_capabilities["elicitation"] == {"form": {}, "url": {}}
-    # (and, on 2026-07-28, the tasks extension: test_mcp_tasks.py)
-    assert handshake.client_summary() == "elicitation (form, url), extensions (io.modelcontextprotocol/tasks)"
+    # (and sampling, and on 2026-07-28 the tasks extension (test_mcp_tasks.py) and MCP Apps (apps.py))
+    extensions = "io.modelcontextprotocol/tasks, io.modelcontextprotocol/ui"
+    assert handshake.client_summary() == f"sampling, elicitation (form, url), extensions ({extensions})"
 
 
 def test_a_form_request_reaches_the_caller_and_the_answer_the_server(ask_host):
