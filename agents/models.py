@@ -124,6 +124,8 @@ class Turn(models.Model):
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveIntegerField()
     user_message = models.TextField(blank=True)
+    # The MCP server whose app (agents/mcp_apps) sent the message as the user, who confirmed it; "" otherwise.
+    sent_by_app = models.CharField(max_length=100, blank=True)
     mode = models.CharField(max_length=64, help_text="The session's mode when the turn started.")
     response_mode = models.CharField(max_length=64, blank=True, help_text="The session's mode when the turn ended.")
     execution = models.CharField(max_length=8, choices=Execution.choices, default=Execution.ASK)

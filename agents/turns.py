@@ -114,6 +114,7 @@ def turn_start(
     files: list[str] | None = None,
     resources: list[dict[str, str]] | None = None,
     grants: list[str] | None = None,
+    sent_by_app: str = "",
 ) -> Turn:
     """Create the next turn of `session` (status queued) in the session's persisted mode. `choice` is
     the user's structured answer to a mode proposal ({"mode", "branch"}): consent to that mode change
@@ -123,7 +124,8 @@ def turn_start(
     CONTINUE_MESSAGE. `files` are ids of the owner's uploads the message carries: attached to the
     session with it (agents/attachments.py; anyone else's is a ValidationError naming `files`);
     `resources` are MCP resources ({"server", "uri"}) the message carries (`clean_resources`); `grants`
-    are tools the turn calls without asking (an automation's pre-approved tools), on top of the session's."""
+    are tools the turn calls without asking (an automation's pre-approved tools), on top of the session's;
+    `sent_by_app`: the MCP server whose app sent the message (the user confirmed it: agents/mcp_apps)."""
     if resume:
         text = text or CONTINUE_MESSAGE
     text = (text or "").strip()
@@ -171,6 +173,7 @@ def turn_start(
             files=files_for_turn(session=locked, file_ids=file_ids),
             resources=attached,
             grants=list(grants or []),
+            sent_by_app=sent_by_app,
         )
         if not locked.title:
             locked.title = text[:80]

@@ -404,7 +404,8 @@ def resend_context(turn: Turn, *, latest: bool) -> dict[str, Any]:
     return {
         "editable": not replaced and (turn.is_finished or turn.is_paused),
         "again": again if latest and not replaced else "",
-        "origin_label": ORIGIN_LABELS.get(turn.origin, ""),
+        "origin_label": ORIGIN_LABELS.get(turn.origin, "")
+        or (f"sent by the app of {turn.sent_by_app}" if turn.sent_by_app else ""),
         "replaced_label": REPLACED_LABELS.get(turn.replaced_by.origin, "Replaced") if turn.replaced_by else "",
     }
 

@@ -198,7 +198,7 @@ async def mcp_app_message(request: HttpRequest, session_id: str, turn_id: str) -
         text = _body(request).get("text")
         if not isinstance(text, str) or not text.strip():
             raise AppRefused(400, '"text" must be the message.')
-        submitted = await turn_submit(partial(turn_start, session=card.session, text=text))
+        submitted = await turn_submit(partial(turn_start, session=card.session, text=text, sent_by_app=card.server))
     except AppRefused as exc:
         return _refused(exc.status, exc.message)
     except ValidationError as exc:

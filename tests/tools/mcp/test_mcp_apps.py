@@ -202,9 +202,12 @@ async def test_the_apps_context_reaches_the_next_turn_and_its_message_is_a_new_t
     assert sent.status_code == 200
     turn = await Turn.objects.aget(pk=sent.json()["turn"])
     assert (turn.user_message, turn.session_id) == ("Hello from the counter", counter_turn.session_id)
+    assert turn.sent_by_app == "apps"  # the timeline says "sent by the app of apps"
     kinds = [a.kind async for a in AppAction.objects.order_by("created_at")]
     assert kinds == ["context", "message"]
     assert (await get_runner().wait(turn.id)).status == "completed"  # dispatched as the composer's are
+    shown = await sync_to_async(render_turn)(turn, [e async for e in turn.events.order_by("seq")])
+    assert "sent by the app of apps" in shown
     system = model.requests[-1]["messages"][0]["content"]
     assert 'The app of MCP server "apps" says: The user picked the blue bar.\n{"bar": 3}' in system
 
