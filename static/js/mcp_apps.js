@@ -5,7 +5,8 @@
 // postMessage through the official SDK's AppBridge (static/vendor/mcp-apps/, loaded only when a page
 // shows an app), and everything the app asks of Aptix goes through this page's own endpoints, with the
 // user's say where the app would act for them (calling a tool the server holds for approval, writing a
-// message as them, opening a link): an app can never post to Aptix itself.
+// message as them, opening a link): an app can never post to Aptix itself. Under the frame, the tool
+// calls the app made ("Called by the app"), as the server recorded them, and those of this page view.
 // Apps arrive with the page and with htmx swaps (the live stream's out-of-band ones included), so
 // elements are found on load and on every htmx:load, and mounted once. An app whose element leaves the
 // page is torn down; one a swap keeps (hx-preserve) goes on, or starts again if its frame was reloaded.
@@ -249,12 +250,18 @@
     var data = app.data;
     if (!data.interactive) return Promise.resolve(toolError(READ_ONLY));
     var call = {name: params.name, arguments: params.arguments || {}};
-    function answered(answer) {
+    // What the server recorded of the call (agents/mcp_apps/services.py), for "Called by the app": a
+    // 200 ran it (on the policy's say, or the user's), a 403 refused it (not a tool open to the app).
+    function answered(answer, decision) {
+      if (answer.status === 200 || answer.status === 403) {
+        var ok = answer.status === 200 ? answer.json.isError !== true : null;
+        called(app, {tool: call.name, decision: answer.status === 403 ? "refused" : decision, ok: ok});
+      }
       if (answer.status !== 200) return toolError(errorText(answer));
       return Array.isArray(answer.json.content) ? answer.json : toolError("The server's answer was not a tool result.");
     }
     return post(data.callUrl, call).then(function (answer) {
-      if (answer.status !== 409 || answer.json.approval !== "required") return answered(answer);
+      if (answer.status !== 409 || answer.json.approval !== "required") return answered(answer, "auto");
       var tool = answer.json.tool || call.name;
       var args = answer.json.arguments || call.arguments;
       var body = [];
@@ -269,10 +276,13 @@
         if (ok === null) return toolError("The call was not answered.");
         if (!ok) {  // said to the server, which records the denial, before the app hears of it
           return post(data.callUrl, Object.assign({}, call, {approved: false})).then(function (answer) {
+            if (answer.status === 200) called(app, {tool: call.name, decision: "denied", ok: null});
             return answer.status === 200 && Array.isArray(answer.json.content) ? answer.json : toolError(DENIED);
           }, function () { return toolError(DENIED); });
         }
-        return post(data.callUrl, Object.assign({}, call, {approved: true})).then(answered);
+        return post(data.callUrl, Object.assign({}, call, {approved: true})).then(function (answer) {
+          return answered(answer, "approved");
+        });
       });
     }).catch(function (err) { return toolError(err.message || UNREACHABLE); });
   }
@@ -320,6 +330,59 @@
       no: "Cancel",
       onYes: function () { window.open(href, "_blank", "noopener,noreferrer"); }
     }, signal).then(function (ok) { return ok ? {} : {isError: true}; });
+  }
+
+  // ---- "Called by the app": the tool calls it made, as the server recorded them --------------------
+  var DECISIONS = {
+    auto: "ran (allowed by the policy)",
+    approved: "approved",
+    denied: "denied by you",
+    refused: "refused: not a tool open to this app"
+  };
+  function callText(call, interactive) {
+    var text = call.decision === "denied" && !interactive ? "denied by its author"
+      : DECISIONS[call.decision] || String(call.decision || "");
+    if (call.ok === true) text += ", succeeded";
+    else if (call.ok === false) text += ", failed";
+    return text;
+  }
+  function callItem(call, interactive) {
+    var item = el("li", "mcp-app-call decision-" + call.decision);
+    item.appendChild(el("code", "", String(call.tool || "")));
+    item.appendChild(document.createTextNode(" — "));
+    item.appendChild(el("span", "mcp-app-call-outcome", callText(call, interactive)));
+    var at = call.at ? new Date(call.at) : null;
+    if (at && !isNaN(at.getTime())) {
+      var clock = at.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
+      var time = el("time", "muted", clock);
+      time.setAttribute("datetime", at.toISOString());
+      item.appendChild(document.createTextNode(" "));
+      item.appendChild(time);
+    }
+    return item;
+  }
+  // Under the frame, hidden while the app has called nothing; kept open if the user opened it.
+  function showCalls(app) {
+    var calls = Array.isArray(app.data.calls) ? app.data.calls : [];
+    var box = app.calls;
+    if (!box) {
+      box = app.calls = el("details", "mcp-app-calls");
+      box.appendChild(el("summary"));
+      box.appendChild(el("ol", "mcp-app-call-list"));
+    }
+    if (app.frame.parentNode === app.el && box.previousSibling !== app.frame) {
+      app.el.insertBefore(box, app.frame.nextSibling);
+    }
+    box.hidden = !calls.length;
+    box.querySelector("summary").textContent = "Called by the app (" + calls.length + ")";
+    var list = box.querySelector("ol");
+    list.replaceChildren.apply(list, calls.map(function (call) { return callItem(call, app.data.interactive); }));
+  }
+  function called(app, call) {
+    if (!Array.isArray(app.data.calls)) app.data.calls = [];
+    call.at = new Date().toISOString();
+    app.data.calls.push(call);
+    showCalls(app);
   }
 
   // ---- mounting ---------------------------------------------------------------------------------
@@ -382,7 +445,9 @@
     element.appendChild(frame);
 
     var app = {el: element, data: data, frame: frame, queue: Promise.resolve(), pending: null,
-               initialized: false, closed: false, started: false};
+               initialized: false, closed: false, started: false,
+               calls: element.querySelector(":scope > .mcp-app-calls")};  // a restarted app's list
+    showCalls(app);
     app.context = hostContext(app);
     var bridge = new lib.AppBridge(null, {name: "Aptix", version: "1"}, hostCapabilities(data), {hostContext: app.context});
     app.bridge = bridge;
