@@ -17,6 +17,7 @@ The modules, in layers (`[tool.importlinter]`: a module imports only from the la
   entry         McpToolEntry: the agent tool contract over one server's tool; ServerPort
   userpool      a server that acts as each user: a connection per (server, user)
   supervisor    one server's life: connect, list and publish its tools, restart with backoff
+  listen        a 2026-07-28 connection's listen stream: list changes, subscribed resources' changes
   oauth         the MCP authorization flow, each user connecting their own account
   connection    one live session: the SDK's Client over a transport, calls with their CallContext
   http | transport | listing    streamable HTTP and its errors; the stdio child; tools/list checked tool by tool

@@ -30,8 +30,6 @@ from mcp import Client, MCPDeprecationWarning, MCPError
 from mcp.client import advertise
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types import CONNECTION_CLOSED
 
 from tools.base import CallContext
@@ -62,9 +60,6 @@ from .transport import ChildProcess, stdio_transport
 logger = logging.getLogger("aptix.mcp")
 
 PING_TIMEOUT = 10.0  # seconds a ping may take (or the server's call timeout, if shorter)
-LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_MAX = 0.5, 30.0  # seconds before a lost listen stream is opened again
-# A server's answers refusing `subscriptions/listen` itself: not asked again on that connection.
-LISTEN_REFUSED = frozenset({types.METHOD_NOT_FOUND, types.INVALID_REQUEST, types.INVALID_PARAMS})
 NOBODY = CallContext.of(None)  # a call nobody made in particular: no questions asked, no task watched
 
 # (progress, total, message): what a `notifications/progress` of a call says
@@ -178,6 +173,10 @@ class Connection:
         self.prompts_changed = asyncio.Event()
         self.resources_changed = asyncio.Event()
         self.resource_updated: Callable[[str], None] | None = None  # the supervisor's, once it is up
+        # 2026-07-28: the resources its listen stream subscribes to (`watch`), and an event set (and
+        # replaced) when they change, which opens the stream again with the new set.
+        self.watched: frozenset[str] = frozenset()
+        self.rewatch = asyncio.Event()
         # What a call that lost its server reports; set by the supervisor once the cause is known.
         self.end_message: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.client: Client | None = None
@@ -312,65 +311,13 @@ class Connection:
                 self._task_tools = {tool.name for tool in tools if requires_task(tool)}
                 return tools
 
-    async def listen_for_changes(self) -> None:
-        """Keep a 2026-07-28 `subscriptions/listen` stream open so the server may send tool-, prompt-
-        and resource-list changes (those its capabilities say it sends); returns at once for servers
-        that send none. A stream that ends while the connection is up (the server closed it, or
-        restarted: a 2026-07-28 HTTP server has no session for us to lose) is opened again, after a
-        backoff, and what it may have missed meanwhile is listed again (the SDK replays nothing)."""
-        client = self._client()
-        capabilities = client.server_capabilities
-        wanted = {
-            kind: bool(declared and declared.list_changed)
-            for kind, declared in (
-                ("tools", capabilities.tools),
-                ("prompts", capabilities.prompts),
-                ("resources", capabilities.resources),
-            )
-        }
-        if not any(wanted.values()):
-            return
-        events = {ToolsListChanged: self.tools_changed, PromptsListChanged: self.prompts_changed}
-        events[ResourcesListChanged] = self.resources_changed
-        missed = [events[kind] for kind, on in zip(events, wanted.values(), strict=True) if on]
-        delay, reopened, warned = LISTEN_BACKOFF_FIRST, False, False
-        while not self.lost.is_set():
-            try:
-                async with client.listen(
-                    tools_list_changed=wanted["tools"],
-                    prompts_list_changed=wanted["prompts"],
-                    resources_list_changed=wanted["resources"],
-                ) as subscription:
-                    if reopened:  # changes made while no stream was open are not sent again
-                        for stale in missed:
-                            stale.set()
-                    delay, warned = LISTEN_BACKOFF_FIRST, False
-                    async for event in subscription:
-                        changed = events.get(type(event))
-                        if changed is not None:
-                            changed.set()
-            except ListenNotSupportedError:
-                return  # handshake-era server: plain notifications (`_on_message`)
-            except (SubscriptionLost, anyio.ClosedResourceError):
-                pass  # dropped: opened again below, unless the connection is going away
-            except Exception as exc:  # noqa: BLE001 - without change events the tools still work
-                if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-                    return
-                refused = isinstance(exc, MCPError) and exc.code in LISTEN_REFUSED
-                if refused or not warned:  # once until a stream is open again
-                    warned = True
-                    logger.warning(
-                        'MCP server "%s": no list change events (%s: %s)%s',
-                        self.config.name,
-                        type(exc).__name__,
-                        exc,
-                        "" if refused else "; trying again",
-                        extra={"server": self.config.name},
-                    )
-                if refused:  # the server answered that it does not serve the stream: no use asking again
-                    return
-            await anyio.sleep(delay)
-            delay, reopened = min(delay * 2, LISTEN_BACKOFF_MAX), True
+    def watch(self, uris: set[str]) -> None:
+        """Subscribe to these resources on the listen stream (2026-07-28; subscriptions.py), instead of
+        those it has now (called on the host loop)."""
+        if frozenset(uris) != self.watched:
+            self.watched = frozenset(uris)
+            self.rewatch.set()
+            self.rewatch = asyncio.Event()
 
     async def call_tool(
         self, tool: str, arguments: dict, context: CallContext = NOBODY, on_progress: Progress | None = None

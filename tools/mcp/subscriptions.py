@@ -1,10 +1,11 @@
-"""Resource subscriptions (MCP `resources/subscribe`, `notifications/resources/updated`): Aptix
-subscribes to the resources attached to messages (agents/run/attached.py asks McpHost when a turn
-reads them), on servers that declare `resources.subscribe` on a handshake-era protocol (2025-11-25 and
-before; a 2026-07-28 server offers them only on its `subscriptions/listen` stream, which Aptix does
-not ask for resources yet). When the server says one changed, the listener the rest of Aptix set
-(`set_resource_listener`: agents marks the attachments "changed since attached") is told; when it
-answers that no attachment needs the resource any more, the supervisor unsubscribes. A supervisor
+"""Resource subscriptions: Aptix subscribes to the resources attached to messages (agents/run/attached.py
+asks McpHost when a turn reads them), on servers that declare `resources.subscribe`: on a
+handshake-era protocol (2025-11-25 and before) with `resources/subscribe` and
+`notifications/resources/updated`; on 2026-07-28 on the connection's `subscriptions/listen` stream,
+whose filter names them (connection.py `watch`: the stream is opened again with the new set). When
+the server says one changed, the listener the rest of Aptix set (`set_resource_listener`: agents
+marks the attachments "changed since attached") is told; when it answers that no attachment needs
+the resource any more, the supervisor unsubscribes. A supervisor
 keeps its subscriptions across restarts of its server (they are made again on the new session) and
 ends them when it stops."""
 
@@ -39,8 +40,19 @@ def can_subscribe(client: Any) -> bool:
     """Whether the server takes `resources/subscribe` on this session."""
     from .tasks import modern
 
+    return _declares_subscribe(client) and not modern(client.protocol_version)
+
+
+def can_listen_for(client: Any) -> bool:
+    """Whether the server takes resource subscriptions on its `subscriptions/listen` stream (2026-07-28)."""
+    from .tasks import modern
+
+    return _declares_subscribe(client) and modern(client.protocol_version)
+
+
+def _declares_subscribe(client: Any) -> bool:
     resources = client.server_capabilities.resources
-    return bool(resources is not None and resources.subscribe) and not modern(client.protocol_version)
+    return bool(resources is not None and resources.subscribe)
 
 
 async def subscribe(client: Any, uri: str) -> None:

@@ -39,12 +39,13 @@ from .connection import (
 )
 from .elicitation import URL_DECLINED, URL_REQUIRED, URL_STILL_REQUIRED, InputPause, url_required
 from .handshake import handshake_of
+from .listen import listen_for_changes
 from .logs import ServerLog
 from .prompts import PromptRefused, list_prompts
 from .resources import as_blocks, list_resources
 from .rich import format_result
 from .status import ServerStatus
-from .subscriptions import can_subscribe, subscribe, tell_updated, unsubscribe
+from .subscriptions import can_listen_for, can_subscribe, subscribe, tell_updated, unsubscribe
 
 __all__ = ["Published", "ServerStatus", "ServerSupervisor", "backoff_delay"]
 
@@ -213,6 +214,8 @@ class ServerSupervisor:
         for uri in sorted(self.subscribed) if can_subscribe(connection.client) else ():  # made again
             with anyio.move_on_after(self.config.timeout):
                 await self._subscribe_on(connection, uri)
+        if can_listen_for(connection.client):  # 2026-07-28: on the new connection's listen stream
+            connection.watch(self.subscribed)
         self._connection = connection
         self._attempt_ended()
         self._update(
@@ -233,7 +236,7 @@ class ServerSupervisor:
 
     async def _watch(self, connection: Connection) -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(connection.listen_for_changes)
+            tg.start_soon(listen_for_changes, connection)
             tg.start_soon(self._refresh_on_change, connection)
             tg.start_soon(self._relist_on_change, connection, "prompts")
             tg.start_soon(self._relist_on_change, connection, "resources")
@@ -486,6 +489,10 @@ class ServerSupervisor:
         """`resources/subscribe` of `uri` (subscriptions.py); whether the server took it (False: it
         does not offer subscriptions on this session, or refused)."""
         connection = self._connection
+        if connection is not None and connection.client is not None and can_listen_for(connection.client):
+            self.subscribed.add(uri)  # named in its listen stream's filter from now on (2026-07-28)
+            connection.watch(self.subscribed)
+            return True
         if connection is None or connection.client is None or not can_subscribe(connection.client):
             return False
         if uri in self.subscribed:
@@ -511,6 +518,9 @@ class ServerSupervisor:
         self.subscribed.discard(uri)
         connection = self._connection
         if connection is None or connection.client is None:
+            return
+        if can_listen_for(connection.client):
+            connection.watch(self.subscribed)
             return
         try:
             with anyio.fail_after(self.config.timeout):

@@ -1,7 +1,8 @@
 """An MCP server whose prompts and resources change at runtime, over stdio: `add_entries(name)`
 registers a prompt `<name>` and a resource `changing://<name>`, then tells the client both lists
 changed (on a 2026-07-28 client's subscriptions/listen stream, and as plain notifications for
-handshake-era clients)."""
+handshake-era clients). `touch(uri)` says that resource changed (on the listen stream of the
+2026-07-28 clients that subscribed to it there)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,13 @@ async def add_entries(name: str, ctx: Context) -> str:
     await ctx.session.send_prompt_list_changed()  # handshake-era clients: plain notifications
     await ctx.session.send_resource_list_changed()
     return "added"
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Say the resource `uri` changed."""
+    await ctx.notify_resource_updated(uri)
+    return "touched"
 
 
 if __name__ == "__main__":

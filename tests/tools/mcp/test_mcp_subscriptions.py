@@ -2,16 +2,19 @@
 `resources.subscribe`): McpHost.subscribe_resource subscribes (the server records it), the server's
 `notifications/resources/updated` reaches the resource listener, a listener that answers "no longer
 needed" makes the host unsubscribe (the server records that too), and stopping the host ends the
-subscriptions; a 2026-07-28 server (which offers them only on its listen stream) is not subscribed to."""
+subscriptions. A 2026-07-28 server (tests/tools/mcp/changing_server.py, the mcp SDK 2.x) is subscribed
+to on its `subscriptions/listen` stream, and across its restarts."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import threading
 
 import pytest
 
-from tests.helpers.mcp import by_name, guide_entry, ready_host
+from tests.helpers.mcp import SERVERS, by_name, guide_entry, ready_host
 from tests.helpers.sdk1 import sdk1_entry
 from tools.mcp import set_resource_listener
 from tools.mcp.host import McpHost
@@ -72,10 +75,41 @@ def test_a_subscribed_resources_changes_reach_the_listener_until_it_is_not_neede
         deadline = asyncio.run(_until(lambda: call(registry, "sdk1__subscriptions") == ""))
         assert deadline
 
-        # a 2026-07-28 server offers subscriptions only on its listen stream: not subscribed to here
-        assert statuses["guide"].handshake.protocol_version == "2026-07-28"
-        assert asyncio.run(host.subscribe_resource("guide", "guide://readme")) is False
         assert asyncio.run(host.subscribe_resource("nobody", NOTE)) is False
+
+
+def test_a_2026_servers_resources_are_subscribed_to_on_its_listen_stream_across_restarts(tmp_path, listener):
+    registry = ToolRegistry("mcp")
+    changing = {"command": sys.executable, "args": [str(SERVERS / "changing_server.py")]}
+    first = "changing://first"
+    with ready_host(tmp_path, {"changing": changing}, registry=registry) as host:
+        assert by_name(host.status())["changing"].handshake.protocol_version == "2026-07-28"
+        assert asyncio.run(host.subscribe_resource("changing", first)) is True
+        # The stream is opened again with the resource in its filter: a change is told once it is there.
+        assert asyncio.run(_until(lambda: _touched(registry, first, listener)))
+        assert listener.told[-1][:2] == ("changing", first)
+        # Only what is subscribed is told: a change of another resource, sent first on the same ordered
+        # stream, would have been told before this one.
+        listener.told.clear()
+        call(registry, "changing__touch", '{"uri": "changing://other"}')
+        assert _touched(registry, first, listener, wait=10)
+        assert {uri for _, uri, _ in listener.told} == {first}  # (an earlier touch of it may arrive late too)
+
+        assert host.restart("changing")
+        host.wait_until_sync(lambda s: s[0].state == "ready" and s[0].restarts == 0, 60)
+        listener.event = threading.Event()
+        assert asyncio.run(_until(lambda: _touched(registry, first, listener)))  # subscribed again on the new session
+
+        listener.needed, listener.event = False, threading.Event()
+        assert _touched(registry, first, listener, wait=10)  # answered "not needed": unsubscribed
+        assert asyncio.run(_until(lambda: not host._supervisors["changing"].subscribed))
+
+
+def _touched(registry: ToolRegistry, uri: str, listener: Listener, wait: float = 0.5) -> bool:
+    """Say `uri` changed; whether the listener was told within `wait` seconds."""
+    listener.event.clear()
+    call(registry, "changing__touch", json.dumps({"uri": uri}))
+    return listener.event.wait(wait)
 
 
 def test_a_subscription_is_made_again_when_the_server_restarts(tmp_path, listener):
