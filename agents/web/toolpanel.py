@@ -42,6 +42,7 @@ class ToolRow:
     original: str = ""  # the MCP server's own name for the tool, when sanitising changed it
     on_demand: bool = False  # allowed, but the request carries it only once tool_search found it
     outside_policy: bool = False  # the mode does not offer it: its box is unticked and cannot be ticked
+    app: bool = False  # an MCP tool shown with its interactive app after its result (tools/mcp/apps.py)
 
     @property
     def offered(self) -> bool:
@@ -153,6 +154,7 @@ def _server_groups(
                 blocked=blocked,
                 original=_original_name(tool, short),
                 outside_policy=bool(outside),
+                app=isinstance(tool, McpToolEntry) and tool.app_uri is not None and tool.server_port.apps,
             )
         )
     return groups

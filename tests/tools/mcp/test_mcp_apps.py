@@ -20,6 +20,7 @@ from agents.models import AppAction, Turn
 from agents.runner import get_runner
 from agents.sharing.services import session_share
 from agents.web.timeline import render_turn
+from agents.web.toolpanel import tool_panel
 from modes.models import AgentMode
 from tests.helpers import async_db
 from tools.mcp import host as host_module
@@ -98,6 +99,11 @@ async def test_the_app_is_kept_with_its_result_and_app_only_tools_are_not_the_mo
     assert "apps__bump" not in offered  # "visibility": ["app"]
     html = await sync_to_async(render_turn)(counter_turn, [e async for e in counter_turn.events.order_by("seq")])
     assert f'data-app-url="{app_url(counter_turn, result["id"])}"' in html.replace("&amp;", "&")
+    # The Tools panel marks the tools that come with an app (not those of a server whose apps are off).
+    panel = await sync_to_async(tool_panel)(counter_turn.session)
+    marked = {row.name: row.app for group in panel["servers"] for row in group.tools}
+    assert marked["apps__counter"] and marked["apps__hostile"]
+    assert not marked["apps__secret"] and not marked["plain__counter"]
 
 
 @async_db
