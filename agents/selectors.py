@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, Length, Lower
 from modes.catalog import active_modes, catalog_drafts_applied, usable_by
 from modes.models import AgentMode, ModeHistory
 
-from .models import AgentSession, Turn, TurnEvent
+from .models import AgentSession, AppAction, Turn, TurnEvent
 from .sessions import session_list, session_shared_list
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -222,6 +222,14 @@ def tool_events_of_session(*, session: AgentSession) -> defaultdict[str, list[Tu
     for event in TurnEvent.objects.filter(turn__session=session, type__in=["tool.called", "tool.result"]):
         events_of[event.turn_id].append(event)
     return events_of
+
+
+def app_calls_of_session(*, session: AgentSession) -> defaultdict[tuple[str, str], list[AppAction]]:
+    """The tool calls the session's MCP Apps made, by the card that shows each app (turn, call id)."""
+    calls: defaultdict[tuple[str, str], list[AppAction]] = defaultdict(list)
+    for action in AppAction.objects.filter(session=session, kind=AppAction.Kind.TOOL_CALL).order_by("created_at"):
+        calls[(action.turn_id, action.tool_call_id)].append(action)
+    return calls
 
 
 # --- the live stream's replay (agents/web/consumers.py) ------------------------------------------

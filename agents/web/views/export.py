@@ -19,13 +19,13 @@ from django.views.decorators.http import require_GET
 
 from agents.documents.export import documents_export
 from agents.events.payloads import ToolCalled, ToolResult
-from agents.selectors import mode_change_list, tool_events_of_session, turn_list
+from agents.selectors import app_calls_of_session, mode_change_list, tool_events_of_session, turn_list
 from tools.registry import result_image
 
 from .sessions import get_session_or_404
 
 if TYPE_CHECKING:
-    from agents.models import AgentSession, TurnEvent
+    from agents.models import AgentSession, AppAction, TurnEvent
 
 EXPORT_FORMAT = "aptix.session/1"
 _MEDIA_LINK = re.compile(r"\]\((/media/[^)\s]+)\)")
@@ -60,6 +60,8 @@ def _result(calls: Calls, payload: ToolResult, absolute: Callable[[str], str]) -
         durationMs=payload.get("duration_ms"),
         image=absolute(image["url"]) if image else None,
     )
+    if isinstance(app := payload.get("app"), dict):  # an MCP App was shown with it: its calls join below
+        calls[payload["id"]]["app"] = {"server": app.get("server", ""), "uri": app.get("uri", ""), "calls": []}
 
 
 EXPORTS: dict[str, Callable[[Calls, Any, Callable[[str], str]], None]] = {
@@ -68,11 +70,19 @@ EXPORTS: dict[str, Callable[[Calls, Any, Callable[[str], str]], None]] = {
 }
 
 
-def _tool_calls(events: list[TurnEvent], absolute: Callable[[str], str]) -> list[dict[str, Any]]:
+def _tool_calls(
+    events: list[TurnEvent], absolute: Callable[[str], str], app_calls: dict[tuple[str, str], list[AppAction]]
+) -> list[dict[str, Any]]:
     calls: Calls = {}
     for event in events:
         if export := EXPORTS.get(event.type):
             export(calls, event.payload or {}, absolute)
+    for call_id, call in calls.items():
+        if "app" in call and events:  # what the app called, as its card lists it ("Called by the app")
+            call["app"]["calls"] = [
+                {"tool": a.tool, "arguments": a.arguments, "decision": a.decision, "ok": a.ok, "at": _iso(a.created_at)}
+                for a in app_calls.get((events[0].turn_id, call_id), [])
+            ]
     return list(calls.values())
 
 
@@ -92,6 +102,7 @@ def _file(attached: dict[str, Any], absolute: Callable[[str], str]) -> dict[str,
 def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -> dict[str, Any]:
     """The whole session as one JSON-able dict; `absolute` makes a site path an absolute URL."""
     events_of = tool_events_of_session(session=session)
+    app_calls = app_calls_of_session(session=session)
     changes = [
         {
             "previousMode": c.previous_mode,
@@ -120,7 +131,7 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
             "message": t.user_message,
             "files": [_file(f, absolute) for f in t.files],
             "resources": list(t.resources),  # MCP resources the message carried: server, uri, name, mime
-            "toolCalls": _tool_calls(events_of[t.id], absolute),
+            "toolCalls": _tool_calls(events_of[t.id], absolute, app_calls),
             "modeChanges": [c for c in changes if c["turnId"] == t.id],
             "answer": _MEDIA_LINK.sub(lambda m: f"]({absolute(m.group(1))})", t.answer),
             "error": t.error,
@@ -128,6 +139,7 @@ def session_export_data(session: AgentSession, absolute: Callable[[str], str]) -
             "steps": t.step_count,
             # Edit, retry, regenerate (agents/conversations.py): how it was sent; the turn that replaced it.
             "origin": t.origin,
+            "sentByApp": t.sent_by_app or None,  # the MCP server whose app sent the message (the user confirmed)
             "replacedBy": t.replaced_by.index if t.replaced_by else None,
         }
         for t in turn_list(session=session)
@@ -169,7 +181,8 @@ def _markdown_turn(turn: dict[str, Any]) -> list[str]:
     out = [f"## Turn {turn['index']} · {turn['execution']} · {mode} · {turn['createdAt']}", ""]
     if turn.get("replacedBy"):
         out += [f"_Replaced by turn {turn['replacedBy']}: no longer part of the conversation._", ""]
-    out += ["**You:**", "", turn["message"] or "_(no message)_", ""]
+    sender = f"**You (sent by the app of {turn['sentByApp']}):**" if turn.get("sentByApp") else "**You:**"
+    out += [sender, "", turn["message"] or "_(no message)_", ""]
     if turn.get("files"):
         out += ["**Files:**", ""] + [f"- [{f['name']}]({f['url']}) ({_file_facts(f)})" for f in turn["files"]] + [""]
     if turn.get("resources"):
@@ -185,6 +198,9 @@ def _markdown_turn(turn: dict[str, Any]) -> list[str]:
             out += ["", "Result:", "", _fenced(call.get("result") or call.get("error") or "")]
         if call.get("image"):
             out += ["", f"![{call['name']}]({call['image']})"]
+        if app := call.get("app"):
+            out += ["", f"App `{app['uri']}` shown with it."]
+            out += [f"- called by the app: `{c['tool']}` ({c['decision']}{_outcome(c['ok'])})" for c in app["calls"]]
         out.append("")
     for change in turn["modeChanges"]:
         out += [f"**Mode changed:** {change['previousMode']} → {change['newMode']} — {change['reason']}", ""]
@@ -193,6 +209,10 @@ def _markdown_turn(turn: dict[str, Any]) -> list[str]:
     if turn["error"]:
         out += [f"**Error ({turn['status']}):** {turn['error']}", ""]
     return out
+
+
+def _outcome(ok: bool | None) -> str:
+    return "" if ok is None else ", ok" if ok else ", failed"
 
 
 def _file_facts(f: dict[str, Any]) -> str:

@@ -175,6 +175,14 @@ async def test_the_apps_call_waits_for_approval_and_every_call_is_audited(counte
         ("time__get_current_time", "refused", None),
         ("bump", "auto", True),
     ]
+    # The export keeps them with the tool call whose app made them.
+    exported = (await client.get(f"/sessions/{counter_turn.session_id}/export.json")).json()
+    [call] = [c for t in exported["turns"] for c in t["toolCalls"] if c["id"] == call_id]
+    assert call["app"]["uri"] == "ui://counter/app.html"
+    assert [(c["tool"], c["decision"]) for c in call["app"]["calls"]][:2] == [("bump", "denied"), ("bump", "approved")]
+    markdown = (await client.get(f"/sessions/{counter_turn.session_id}/export.md")).content.decode()
+    assert "App `ui://counter/app.html` shown with it." in markdown
+    assert "- called by the app: `bump` (approved, ok)" in markdown
 
 
 @async_db
