@@ -91,6 +91,10 @@ class ModelRetry(TypedDict):
 
 class ToolCalled(ToolCall):
     kind: str  # "internal", "mcp", "client" or "unknown"
+    # "app": an MCP App shown in the turn called it (agents/mcp_apps), after the turn's run; `app_card`
+    # is the model's call whose card shows that app. Absent for the run's own calls.
+    by: NotRequired[str]
+    app_card: NotRequired[str]
 
 
 class ToolResult(TypedDict):
@@ -112,6 +116,7 @@ class ToolResult(TypedDict):
     # input, the result as sent, the app's uri, sha256 (its HTML in storage), csp, permissions and
     # prefersBorder; or uri and `error` when it cannot be shown. The card shows it (agents/web/apps.py).
     app: NotRequired[dict[str, Any]]
+    by: NotRequired[str]  # "app": the result of a call an MCP App made (see ToolCalled)
 
 
 class ToolProgress(TypedDict):

@@ -1,6 +1,11 @@
 """What an MCP App shown in a conversation may do, as the session's owner: the only writer of
 AppAction (the apps' audit) and of AgentSession.app_context.
 
+An app's call that runs (or that the user denies) is recorded like the model's, as `tool.called` and
+`tool.result` events of the card's turn (marked `by: "app"`: the card says "called by the app"),
+written after the turn's last event: so only once no run holds the turn (AppRefused 409 while the turn
+is queued or running, whose run numbers its own events).
+
 An app is found by its card: the turn and the model's tool call whose result carries it (the
 `tool.result` event's `app`, tools/mcp/entry.py). Everything it asks goes to that card's server only:
 a tool of another server, or one its server keeps from apps (`_meta.ui.visibility`), is refused. A
@@ -12,17 +17,22 @@ call, approved, denied or refused, is an AppAction row.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from modes.models import AgentMode
 from tools.base import CallContext, InvokeResult
 from tools.mcp import TOOL_SEPARATOR, mcp_host
 
-from ..approvals import approval_kind
-from ..models import AgentSession, AppAction, TurnEvent
+from ..approvals import DENIED_TOOL, approval_kind
+from ..events import events_append
+from ..models import AgentSession, AppAction, Turn, TurnEvent
 
 DETAIL_CHARS = 2000  # of a result, message or reason kept in the audit
 CONTEXT_CHARS = 8000  # of what one app gives the model to know
@@ -30,6 +40,7 @@ NOT_ITS_TOOL = (
     'The app may call only tools of its own MCP server "{server}" that are open to apps: "{tool}" is not one.'
 )
 DENIED = "The user denied the call."
+TURN_BUSY = "The app can call tools once its turn has ended: wait for the answer."
 
 
 class AppRefused(Exception):
@@ -104,9 +115,74 @@ def app_call_needs_approval(card: AppCard, name: str, arguments: dict[str, Any])
 
 
 def app_call_refused(card: AppCard, user: Any, name: str, arguments: dict[str, Any], *, denied: bool, why: str) -> None:
-    """Record a call the user denied (or that was refused: not the server's, not open to apps)."""
-    decision = AppAction.Decision.DENIED if denied else AppAction.Decision.REFUSED
-    _audit(card, user, AppAction.Kind.TOOL_CALL, decision, tool=name[:200], arguments=arguments, detail=why)
+    """Record a call the user denied (also on the turn, as a denied call of the model's is) or that was
+    refused (not the server's, not open to apps: in the audit only)."""
+    if denied:
+        app_turn_idle(card)
+        denied_result = InvokeResult.from_error(DENIED_TOOL)
+        _recorded(
+            card, user, AppAction.Decision.DENIED, name=name, arguments=arguments, result=denied_result, elapsed=0
+        )
+        return
+    _audit(
+        card,
+        user,
+        AppAction.Kind.TOOL_CALL,
+        AppAction.Decision.REFUSED,
+        tool=name[:200],
+        arguments=arguments,
+        detail=why,
+    )
+
+
+def _recorded(
+    card: AppCard, user: Any, decision: str, *, name: str, arguments: dict, result: InvokeResult, elapsed: float
+) -> None:
+    """The app's call in the audit and as events of the card's turn, written together (the turn's row
+    locked, so that nothing else numbers its events meanwhile)."""
+    registry_name = f"{card.server}{TOOL_SEPARATOR}{name}"
+    shown = (result.result if result.successful else result.error_message) or ""
+    ran = decision != AppAction.Decision.DENIED
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().only("status").get(pk=card.turn_id)
+        action = _audit(
+            card,
+            user,
+            AppAction.Kind.TOOL_CALL,
+            decision,
+            tool=name[:200],
+            arguments=arguments,
+            ok=result.successful if ran else None,
+            detail=shown,
+        )
+        if turn.status in (Turn.Status.QUEUED, Turn.Status.RUNNING):
+            return  # a new run took the turn meanwhile: the audit keeps the call
+        called = {"id": action.id, "name": registry_name, "kind": "mcp", "arguments": json.dumps(arguments)}
+        outcome: dict[str, Any] = {
+            "id": action.id,
+            "name": registry_name,
+            "ok": result.successful,
+            "duration_ms": elapsed,
+        }
+        if result.successful:
+            outcome |= {"result": shown[: settings.APTIX_TOOL_RESULT_STORE_CHARS], "size": len(shown)}
+        else:
+            outcome["error"] = shown
+        events_append(
+            card.turn_id,
+            card.session.id,
+            [
+                ("tool.called", {**called, "by": "app", "app_card": card.call_id}),
+                ("tool.result", {**outcome, "by": "app"}),
+            ],
+        )
+
+
+def app_turn_idle(card: AppCard) -> None:
+    """AppRefused 409 while a run holds the card's turn (its app's calls are written after its events)."""
+    status = Turn.objects.filter(pk=card.turn_id).values_list("status", flat=True).first()
+    if status in (Turn.Status.QUEUED, Turn.Status.RUNNING):
+        raise AppRefused(409, TURN_BUSY)
 
 
 async def app_call(card: AppCard, user: Any, name: str, arguments: dict[str, Any], *, approved: bool) -> dict[str, Any]:
@@ -115,6 +191,7 @@ async def app_call(card: AppCard, user: Any, name: str, arguments: dict[str, Any
     host = mcp_host()
     if host is None or host.app_tool(card.server, name) is None:
         raise AppRefused(403, NOT_ITS_TOOL.format(server=card.server, tool=name))
+    await sync_to_async(app_turn_idle)(card)
     context = CallContext(
         session_id=card.session.id,
         org=card.session.team,
@@ -123,12 +200,12 @@ async def app_call(card: AppCard, user: Any, name: str, arguments: dict[str, Any
         tool_call_id=f"app:{card.call_id}",
         keep=True,
     )
+    started = time.monotonic()
     result = await host.call_tool(card.server, name, f"{card.server}{TOOL_SEPARATOR}{name}", arguments, context)
-    sent = sent_result(result)
+    elapsed = round((time.monotonic() - started) * 1000, 1)
     decision = AppAction.Decision.APPROVED if approved else AppAction.Decision.AUTO
-    shown = result.result if result.successful else result.error_message
-    await _audit_async(card, user, decision, name, arguments, ok=result.successful, detail=shown or "")
-    return sent
+    await sync_to_async(_recorded)(card, user, decision, name=name, arguments=arguments, result=result, elapsed=elapsed)
+    return sent_result(result)
 
 
 def sent_result(result: InvokeResult) -> dict[str, Any]:
@@ -138,14 +215,6 @@ def sent_result(result: InvokeResult) -> dict[str, Any]:
         return sent
     text = result.result if result.successful else result.error_message
     return {"content": [{"type": "text", "text": text or ""}], "isError": not result.successful}
-
-
-async def _audit_async(card: AppCard, user: Any, decision: str, name: str, arguments: dict, **fields: Any) -> None:
-    from asgiref.sync import sync_to_async
-
-    await sync_to_async(_audit)(
-        card, user, AppAction.Kind.TOOL_CALL, decision, tool=name[:200], arguments=arguments, **fields
-    )
 
 
 async def app_read(card: AppCard, uri: str) -> dict[str, Any]:

@@ -67,6 +67,7 @@ def tool_item(
         "arguments": pretty,
         "state": "running",
         "progress": progress_of(progress),
+        "by_app": called.get("by") == "app",  # an MCP App shown in the turn called it (agents/mcp_apps)
     }
     if result is not None:
         # "blocked": the user denied the call (it never ran), told apart from a tool that failed

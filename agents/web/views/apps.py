@@ -43,6 +43,7 @@ from ...mcp_apps.services import (
     app_context_set,
     app_message_sent,
     app_read,
+    app_turn_idle,
 )
 from ...submit import turn_submit
 from ...turns import turn_start
@@ -146,6 +147,7 @@ async def mcp_app_call(request: HttpRequest, session_id: str, turn_id: str) -> J
         name, arguments = body.get("name"), body.get("arguments") or {}
         if not isinstance(name, str) or not name or not isinstance(arguments, dict):
             raise AppRefused(400, '"name" must be a tool\'s name and "arguments" an object.')
+        await sync_to_async(app_turn_idle)(card)  # before asking the user anything
         try:
             asks = await sync_to_async(app_call_needs_approval)(card, name, arguments)
         except AppRefused as exc:

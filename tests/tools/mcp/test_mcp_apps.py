@@ -15,7 +15,8 @@ from asgiref.sync import sync_to_async
 from django.core.files.storage import default_storage
 from django.test import AsyncClient, Client
 
-from agents.mcp_apps.services import NOT_ITS_TOOL
+from agents.approvals import DENIED_TOOL
+from agents.mcp_apps.services import NOT_ITS_TOOL, TURN_BUSY
 from agents.models import AppAction, Turn
 from agents.runner import get_runner
 from agents.sharing.services import session_share
@@ -175,6 +176,15 @@ async def test_the_apps_call_waits_for_approval_and_every_call_is_audited(counte
         ("time__get_current_time", "refused", None),
         ("bump", "auto", True),
     ]
+    # Those that ran or were denied are events of the card's turn, as the model's calls are.
+    events = [(e.type, e.payload) async for e in counter_turn.events.filter(payload__by="app").order_by("seq")]
+    ran = [a.id async for a in AppAction.objects.exclude(decision="refused").order_by("created_at")]
+    assert [(kind, p["id"]) for kind, p in events] == [(k, i) for i in ran for k in ("tool.called", "tool.result")]
+    assert events[0][1]["app_card"] == call_id and events[0][1]["name"] == "apps__bump"
+    assert events[1][1]["error"] == DENIED_TOOL and events[3][1]["ok"] is True
+    turn = await Turn.objects.aget(pk=counter_turn.pk)
+    shown = await sync_to_async(render_turn)(turn, [e async for e in turn.events.order_by("seq")])
+    assert shown.count("called by the app") == 3 and "Denied by you" in shown
     # The export keeps them with the tool call whose app made them.
     exported = (await client.get(f"/sessions/{counter_turn.session_id}/export.json")).json()
     [call] = [c for t in exported["turns"] for c in t["toolCalls"] if c["id"] == call_id]
@@ -183,6 +193,18 @@ async def test_the_apps_call_waits_for_approval_and_every_call_is_audited(counte
     markdown = (await client.get(f"/sessions/{counter_turn.session_id}/export.md")).content.decode()
     assert "App `ui://counter/app.html` shown with it." in markdown
     assert "- called by the app: `bump` (approved, ok)" in markdown
+
+
+@async_db
+async def test_the_app_waits_while_a_run_holds_its_turn(counter_turn, alice):
+    call_id = (await result_of(counter_turn))["id"]
+    await Turn.objects.filter(pk=counter_turn.pk).aupdate(status="running")  # a run numbers its events
+    body = json.dumps({"name": "bump", "arguments": {}, "approved": True})
+    busy = await (await owner(alice)).post(
+        app_url(counter_turn, call_id, "call"), body, content_type="application/json"
+    )
+    assert busy.status_code == 409 and busy.json() == {"error": TURN_BUSY}
+    assert not await AppAction.objects.aexists()
 
 
 @async_db
