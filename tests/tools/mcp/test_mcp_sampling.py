@@ -16,6 +16,7 @@ from agents.models import ToolApproval, Turn
 from agents.run.asking import waiting_questions
 from agents.run.reasoner import Reasoner
 from agents.turns import turn_start
+from agents.web.timeline import render_turn
 from modes.models import AgentMode
 from tests.helpers import async_db
 from tests.helpers.mcp import ready_host
@@ -86,6 +87,10 @@ async def test_in_a_turn_the_card_asks_and_the_sessions_model_answers_the_server
         assert (row.kind, row.request["mode"]) == ("elicitation", "sampling")
         assert row.request["sampling"]["messages"] == [{"role": "user", "text": TEXT}]
         waiting = await Turn.objects.select_related("session").aget(pk=turn.id)
+        # The card shows what the server would send the model, and asks to approve it.
+        page = await sync_to_async(render_turn)(waiting, [e async for e in waiting.events.order_by("seq")])
+        assert "question-form" in page and 'value="accept" class="primary">Approve</button>' in page
+        assert TEXT in page and "Summarise in one line." in page
         await sync_to_async(elicitation_answer)(
             turn=waiting, item_id=row.tool_call_id, action="accept", content=None, user=alice
         )
