@@ -187,14 +187,19 @@ def session_list(*, user) -> QuerySet[AgentSession]:
     included: they leave the sidebar, not the user's reach). A catalog test run's sessions are nobody's
     to see: they are left out here, and so of every page, search and API call."""
     return (
-        AgentSession.objects.filter(
-            user=user, team__memberships__user=user, deleted_at__isnull=True, catalog_test=False
-        )
+        _own(user)
         .select_related("team")
         .annotate(
             waiting_flag=Exists(Turn.objects.filter(session=OuterRef("pk"), status=Turn.Status.AWAITING_APPROVAL))
         )
         .order_by("-updated_at")
+    )
+
+
+def _own(user: Any) -> QuerySet[AgentSession]:
+    """The user's own sessions in teams they still belong to, not deleted, no catalog test's."""
+    return AgentSession.objects.filter(
+        user=user, team__memberships__user=user, deleted_at__isnull=True, catalog_test=False
     )
 
 
@@ -289,7 +294,10 @@ def session_get(*, user, session_id: str, read: bool = False) -> AgentSession:
     """The user's own session, the one access check of every page, socket and API call. A session a
     teammate shared with the user's team is returned for reading (`read=True`, marked `read_only`);
     for anything else it is SessionReadOnlyError (403). Any other id is SessionNotFoundError (404)."""
-    session = session_list(user=user).filter(pk=session_id).first()
+    # The user's own, as session_list has it, without the sidebar's ordering and waiting flag: every API
+    # call and socket asks this (8% of a web process's CPU went to building and compiling the sidebar's
+    # query for it: py-spy, bench/scale_out.py); `is_waiting` reads the flag when a page shows it.
+    session = _own(user).filter(pk=session_id).select_related("team").first()
     if session is not None:
         return session
     shared = session_shared_list(user=user).filter(pk=session_id).first()

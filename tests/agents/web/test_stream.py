@@ -245,11 +245,11 @@ async def test_titles_given_at_once_are_one_note_to_each_socket(make_session, al
     finally:
         sidebar_moves.bind(None)
         await communicator.disconnect()
-    assert note == (
+    assert note == (  # the sidebar's entries (the same for each of the user's sockets), then this page's header
         f'<span id="session-title-{first.id}" hx-swap-oob="true">Q1 plan</span>'
         f'<span id="session-title-{here.id}" hx-swap-oob="true">Here &amp; now</span>'
-        '<h1 id="session-title" title="Here &amp; now" hx-swap-oob="true">Here &amp; now</h1>'
         f'<span id="session-title-{second.id}" hx-swap-oob="true">Q2 plan</span>'
+        '<h1 id="session-title" title="Here &amp; now" hx-swap-oob="true">Here &amp; now</h1>'
     )
 
 
