@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 from asgiref.sync import sync_to_async
 from csp.decorators import csp_exempt
 from django.core import signing
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
@@ -49,6 +49,7 @@ from ...submit import turn_submit
 from ...turns import turn_start
 from .sessions import get_session_or_404
 
+READ_ONLY = "This conversation is shared with you to read: its apps cannot act for you here."
 FRAME_SALT = "aptix.mcp-app-frame"
 FRAME_MAX_AGE = 3600  # seconds a frame's signed URL is good for (the page asks again on each load)
 
@@ -76,6 +77,8 @@ async def _signed_in_card(
         return _refused(exc.status, exc.message)
     except Http404:
         return _refused(404, "No such session.")
+    except PermissionDenied:  # a teammate's shared conversation: read, never acted in
+        return _refused(403, READ_ONLY)
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:

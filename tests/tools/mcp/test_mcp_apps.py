@@ -22,6 +22,7 @@ from agents.runner import get_runner
 from agents.sharing.services import session_share
 from agents.web.timeline import render_turn
 from agents.web.toolpanel import tool_panel
+from agents.web.views.apps import READ_ONLY
 from modes.models import AgentMode
 from tests.helpers import async_db
 from tools.mcp import host as host_module
@@ -217,7 +218,8 @@ async def test_a_teammate_reading_a_shared_session_sees_the_app_but_it_cannot_ac
     refused = await (await owner(bob)).post(
         app_url(counter_turn, call_id, "call"), body, content_type="application/json"
     )
-    assert refused.status_code in (403, 404) and not await AppAction.objects.aexists()
+    assert refused.status_code == 403 and refused.json() == {"error": READ_ONLY}
+    assert not await AppAction.objects.aexists()
 
 
 @async_db
