@@ -245,7 +245,10 @@ def app_context_set(card: AppCard, user: Any, params: dict[str, Any]) -> None:
         contexts.pop(card.key, None)
     session.app_context = contexts
     session.save(update_fields=["app_context"])
-    _audit(card, user, AppAction.Kind.CONTEXT, AppAction.Decision.SENT, detail=text)
+    # One row per card, the latest context (an app may update it on every move of a slider).
+    kept = AppAction.objects.filter(turn_id=card.turn_id, tool_call_id=card.call_id, kind=AppAction.Kind.CONTEXT)
+    if not kept.update(detail=text[:DETAIL_CHARS], user=user, created_at=timezone.now()):
+        _audit(card, user, AppAction.Kind.CONTEXT, AppAction.Decision.SENT, detail=text)
 
 
 def app_message_sent(card: AppCard, user: Any, text: str) -> None:

@@ -227,10 +227,12 @@ async def test_the_apps_context_reaches_the_next_turn_and_its_message_is_a_new_t
     call_id = (await result_of(counter_turn))["id"]
     client = await owner(alice)
     context = {"content": [{"type": "text", "text": "The user picked the blue bar."}], "structuredContent": {"bar": 3}}
-    answer = await client.post(
-        app_url(counter_turn, call_id, "context"), json.dumps(context), content_type="application/json"
-    )
-    assert answer.status_code == 200
+    earlier = {"content": [{"type": "text", "text": "The user picked the red bar."}]}
+    for update in (earlier, context):  # each replaces the card's last, in the prompt and in the audit
+        answer = await client.post(
+            app_url(counter_turn, call_id, "context"), json.dumps(update), content_type="application/json"
+        )
+        assert answer.status_code == 200
     model.reply("Noted.")
     sent = await client.post(
         app_url(counter_turn, call_id, "message"),
@@ -241,13 +243,14 @@ async def test_the_apps_context_reaches_the_next_turn_and_its_message_is_a_new_t
     turn = await Turn.objects.aget(pk=sent.json()["turn"])
     assert (turn.user_message, turn.session_id) == ("Hello from the counter", counter_turn.session_id)
     assert turn.sent_by_app == "apps"  # the timeline says "sent by the app of apps"
-    kinds = [a.kind async for a in AppAction.objects.order_by("created_at")]
-    assert kinds == ["context", "message"]
+    kinds = [(a.kind, a.detail) async for a in AppAction.objects.order_by("created_at")]
+    assert kinds == [("context", 'The user picked the blue bar.\n{"bar": 3}'), ("message", "Hello from the counter")]
     assert (await get_runner().wait(turn.id)).status == "completed"  # dispatched as the composer's are
     shown = await sync_to_async(render_turn)(turn, [e async for e in turn.events.order_by("seq")])
     assert "sent by the app of apps" in shown
     system = model.requests[-1]["messages"][0]["content"]
     assert 'The app of MCP server "apps" says: The user picked the blue bar.\n{"bar": 3}' in system
+    assert "red bar" not in system
 
 
 def test_aptix_declares_mcp_apps_unless_a_servers_entry_turns_them_off(apps_host):
