@@ -543,12 +543,11 @@ class CatalogTestRun(models.Model):
 class AppAction(models.Model):
     """What an MCP App shown in a conversation did (agents/mcp_apps/services.py is its only writer): a
     tool it called (through the same approval policy as the model's calls), a message it sent as the
-    user, a link it opened, the context it gave the model. The audit of apps; the card lists its calls."""
+    user, the context it gave the model. The audit of apps; the card lists its calls."""
 
     class Kind(models.TextChoices):
         TOOL_CALL = "tool_call", "Tool call"
         MESSAGE = "message", "Message"
-        OPEN_LINK = "open_link", "Link opened"
         CONTEXT = "context", "Context for the model"
 
     class Decision(models.TextChoices):

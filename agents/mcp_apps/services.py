@@ -71,9 +71,9 @@ class AppCard:
 
 def app_card(session: AgentSession, turn_id: str, call_id: str) -> AppCard:
     """The app of the call `call_id` in the session's turn `turn_id`; AppRefused 404 when there is none."""
-    events = TurnEvent.objects.filter(turn_id=turn_id, turn__session=session, type="tool.result")
-    for payload in events.values_list("payload", flat=True):
-        if isinstance(payload, dict) and payload.get("id") == call_id and isinstance(payload.get("app"), dict):
+    results = TurnEvent.objects.filter(turn_id=turn_id, turn__session=session, type="tool.result", payload__id=call_id)
+    for payload in results.values_list("payload", flat=True):  # the call's result only, not every one's app
+        if isinstance(payload, dict) and isinstance(payload.get("app"), dict):
             return AppCard(session=session, turn_id=turn_id, call_id=call_id, app=payload["app"])
     raise AppRefused(404, "No such app in this conversation.")
 
@@ -253,10 +253,6 @@ def app_context_set(card: AppCard, user: Any, params: dict[str, Any]) -> None:
 
 def app_message_sent(card: AppCard, user: Any, text: str) -> None:
     _audit(card, user, AppAction.Kind.MESSAGE, AppAction.Decision.SENT, detail=text)
-
-
-def app_link_opened(card: AppCard, user: Any, url: str) -> None:
-    _audit(card, user, AppAction.Kind.OPEN_LINK, AppAction.Decision.SENT, detail=url)
 
 
 def app_actions(card: AppCard) -> list[AppAction]:

@@ -91,19 +91,16 @@ APP_DIR = "apps"  # in Django's storage: apps/<sha256>.html, each app's HTML onc
 def store_app(app: AppResource, storage: Any = None) -> str:
     """Keep `app`'s HTML in Django's storage (once per content) for the conversation to show it again
     later, whatever the server serves by then; its sha256."""
+    from django.core.files.base import ContentFile
+
     if storage is None:
-        from django.core.files.base import ContentFile
         from django.core.files.storage import default_storage
 
-        storage, content = default_storage, ContentFile(app.html.encode())
-    else:
-        from django.core.files.base import ContentFile
-
-        content = ContentFile(app.html.encode())
+        storage = default_storage
     digest = app.sha256
     path = f"{APP_DIR}/{digest}.html"
     if not storage.exists(path):
-        storage.save(path, content)
+        storage.save(path, ContentFile(app.html.encode()))
     return digest
 
 

@@ -101,12 +101,12 @@ async def mcp_app(request: HttpRequest, session_id: str, turn_id: str) -> JsonRe
     if not origin:
         return _refused(503, "MCP Apps are not served here: set APTIX_MCP_APPS_ORIGIN (docs/mcp.md#mcp-apps).")
     html = await sync_to_async(stored_app)(str(app.get("sha256") or ""))
+    if html is None:
+        return _refused(404, str(app.get("error") or "The app's page is not kept any more."))
     calls = [
         {"tool": a.tool, "decision": a.decision, "ok": a.ok, "at": a.created_at.isoformat()}
         for a in await sync_to_async(app_actions)(card)
     ]
-    if html is None:
-        return _refused(404, str(app.get("error") or "The app's page is not kept any more."))
     host = request.build_absolute_uri("/").rstrip("/")
     csp = _not_ours(app.get("csp") or {}, {request.get_host().lower(), urlsplit(origin).netloc.lower()})
     signed = signing.dumps({"csp": csp, "host": host}, salt=FRAME_SALT, compress=True)
