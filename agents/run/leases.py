@@ -7,8 +7,8 @@ queued with the runs' own database work. Now one task per process ticks for ever
 UPDATE renews all the leases of a heartbeat, one SELECT finds the runs a Stop asked to cancel.
 
 A renewal that fails for a run (the turn was ended elsewhere, or its lease expired and another worker
-took it) stops that run, unless the run wrote its turn's end itself (`ended()`): it is then only
-broadcasting its last events, which a cancel would lose.
+took it) stops that run, unless the run wrote its turn's end itself or a Stop already reached it
+(`ended()`): it is then only writing or broadcasting its last events, which a cancel would lose.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ CANCEL_POLL_INTERVAL = 0.5  # seconds between looks at the cancel flags of the r
 class Held:
     task: asyncio.Task | None  # the run's (None only outside a task)
     worker: str  # the name its claim is held under; "" for a run of this process's own (no claim)
-    ended: Callable[[], bool]
+    ended: Callable[[], bool]  # the run wrote its end, or is writing it: it needs no cancel
 
 
 class Leases:

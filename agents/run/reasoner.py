@@ -80,6 +80,7 @@ class Reasoner:
         mcp: ToolRegistry | None = None,
     ) -> None:
         self.ended_here = False  # whether this run wrote its turn's end (runners.Runner._keep_alive)
+        self.stopping = False  # whether a Stop reached it (it is writing its end): no second cancel
         self.llm_override = llm  # tests hand in a scripted model; otherwise each turn's model (catalog.py)
         self.llm = llm or get_llm_client()
         self.max_steps = max_steps or settings.APTIX_MAX_STEPS
@@ -139,6 +140,7 @@ class Reasoner:
                 run.state = await self._start(run, loaded, client_tools)
             await self._end(run, await self._loop(run))
         except asyncio.CancelledError:
+            self.stopping = True
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()

@@ -64,7 +64,7 @@ class Runner:
     """Starts, stops and awaits runs. The tasks of the runs this process holds are in `tasks`."""
 
     kind: ClassVar[str]
-    polls_cancel: ClassVar[bool]  # the cancel may be asked for in another process
+    polls_cancel: ClassVar[bool]  # the held runs' cancel flags are looked at (leases.py)
     ends_unheld_turns: ClassVar[bool]  # a turn no task here holds is nobody's: cancel ends it here
 
     def __init__(self, *, mcp: ToolRegistry | None = None) -> None:
@@ -161,7 +161,8 @@ class Runner:
 
         async with turn_span(turn_id, trace) as span:
             reasoner = Reasoner(mcp=self.mcp)
-            ended = lambda: reasoner.ended_here  # noqa: E731 - read when a renewal fails, not now
+            # read when a renewal fails or a cancel is found, not now
+            ended = lambda: reasoner.ended_here or reasoner.stopping  # noqa: E731
             self.leases.hold(turn_id, asyncio.current_task(), worker, ended)
             try:
                 turn = await reasoner.run(turn_id, **arguments)
@@ -182,7 +183,10 @@ class Runner:
 
 class LocalRunner(Runner):
     kind = "local"
-    polls_cancel = False
+    # A Stop cancels the task at once (stop()); the flag it sets is looked at too, as on a worker, so
+    # that a cancel dropped on the way (by a library in the run's awaits: a CI run once streamed a
+    # stopped turn to its end) still stops the run within CANCEL_POLL_INTERVAL.
+    polls_cancel = True
     ends_unheld_turns = True
 
     def start(

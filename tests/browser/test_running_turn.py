@@ -160,7 +160,9 @@ async def test_a_stopped_stream_reports_the_tokens_it_used(sign_in, alice, make_
     await open_session(page, session.id)
     await send(page, "Talk for a long time")
     turn = await streaming(page, "w170")  # about 850 characters
-    await turn.locator(".turn-status .stop").click()
+    async with page.expect_response(lambda r: r.url.endswith("/cancel/")) as stopped:
+        await turn.locator(".turn-status .stop").click()
+    assert (await stopped.value).status == 204  # the Stop reached the server (and a failure says which side)
     await turn_ended(turn, "cancelled")
     status = turn.locator(".turn-status")
     await expect(status).to_contain_text("(estimated)")
