@@ -2,9 +2,9 @@
 with `"embedding": true`, agents/llm/catalog.py, which hands it here through `configure`: files never
 imports agents). Called through the OpenAI-compatible `/v1/embeddings` with the openai SDK.
 
-Vectors are stored with their passage as float32 bytes and searched exactly with numpy (cosine):
-pgvector is not installed on these machines and sqlite-vec cannot be loaded by this Python's sqlite3,
-so the same exact search serves both vendors (docs/workspace.md#knowledge-search). A passage's vector
+Vectors are stored with their passage as float32 bytes and searched exactly with numpy (cosine), or,
+on PostgreSQL with pgvector, also in pgvector's column and searched by the database (vectors.py;
+docs/workspace.md#knowledge-search). A passage's vector
 is its model's: changing the model embeds every passage again in the background, and until a project's
 passages all have the new model's vectors its searches use BM25 alone (search.py says so)."""
 
@@ -17,7 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
+
 from ..models import KnowledgeIndex, Passage
+from . import vectors
 
 logger = logging.getLogger("aptix.files.knowledge")
 
@@ -80,9 +83,13 @@ def embed_file(file_id: str) -> int:
         )
         if not batch:
             return done
-        vectors = embed_texts(model, [f"{title}\n{text}".strip() for _id, title, text in batch])
-        for (passage_id, _title, _text), vector in zip(batch, vectors, strict=True):
-            Passage.objects.filter(pk=passage_id).update(embedding=_as_bytes(vector), embedding_model=model.key)
+        embedded = embed_texts(model, [f"{title}\n{text}".strip() for _id, title, text in batch])
+        in_pgvector = vectors.pgvector_on()
+        for (passage_id, _title, _text), vector in zip(batch, embedded, strict=True):
+            with transaction.atomic():  # the model's name and its vector, never one without the other
+                Passage.objects.filter(pk=passage_id).update(embedding=_as_bytes(vector), embedding_model=model.key)
+                if in_pgvector:
+                    vectors.store(passage_id, vector)
         done += len(batch)
 
 
@@ -107,17 +114,26 @@ def ready(project_ids: list[str], model: EmbeddingModel) -> bool:
 
 
 def vector_ranked(project_ids: list[str], query: str, limit: int, model: EmbeddingModel) -> list[str]:
-    """The passage ids of the projects nearest the query's vector (cosine), best first."""
+    """The passage ids of the projects nearest the query's vector (cosine), best first: by pgvector
+    where the vectors are in it, else by numpy over each project's cached matrix."""
+    embedded = embed_texts(model, [query])[0]
+    if vectors.pgvector_on():
+        return vectors.nearest(project_ids, model.key, embedded, limit)
+    return numpy_nearest(project_ids, embedded, limit, model)
+
+
+def numpy_nearest(project_ids: list[str], query_vector: list[float], limit: int, model: EmbeddingModel) -> list[str]:
+    """`vector_ranked` with numpy: exact cosine over the stored bytes."""
     import numpy as np
 
-    query_vector = np.asarray(embed_texts(model, [query])[0], dtype=np.float32)
-    query_vector /= np.linalg.norm(query_vector) or 1.0
+    query = np.asarray(query_vector, dtype=np.float32)
+    query /= np.linalg.norm(query) or 1.0
     found: list[tuple[float, str]] = []
     for project_id in project_ids:
         ids, matrix = _vectors(project_id, model)
         if not ids:
             continue
-        scores = matrix @ query_vector
+        scores = matrix @ query
         top = np.argsort(-scores)[:limit]
         found += [(float(scores[i]), ids[i]) for i in top]
     return [passage_id for _score, passage_id in sorted(found, key=lambda p: (-p[0], p[1]))[:limit]]

@@ -87,7 +87,9 @@ def _sweep_then_embed() -> None:
     try:
         sweep_pending()
         from .embeddings import embed_missing
+        from .vectors import pgvector_enable
 
+        pgvector_enable()  # pgvector installed since the last start: the vectors move into it
         embed_missing()
     except Exception:  # a failed sweep is logged; uploads are indexed all the same
         logger.exception("The knowledge indexer's start-up sweep failed")

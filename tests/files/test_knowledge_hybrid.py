@@ -6,9 +6,6 @@ BM25 alone and say so until the passages are embedded again."""
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 from asgiref.sync import sync_to_async
 
@@ -18,39 +15,10 @@ from files.knowledge.embeddings import embed_missing
 from files.models import KnowledgeIndex, Passage
 from projects.services import project_create
 from tests.helpers import inline_db
-from tests.helpers.knowledge import POLICY_MD, project_document
+from tests.helpers.knowledge import POLICY_MD, concept_vector, models_file, project_document
 from tests.helpers.scripted_model import ScriptedModel, loopback_server
 
 pytestmark = inline_db
-
-# A tiny "semantic" space: each passage and question is its concepts' vector.
-CONCEPTS = {
-    "lodging": {"hotel", "hotels", "sleep", "overnight", "night", "stay", "stars"},
-    "food": {"meal", "meals", "eat", "lunch", "dinner", "food"},
-    "transport": {"train", "trains", "flight", "flights", "travel", "fly"},
-}
-
-
-def concept_vector(text: str) -> list[float]:
-    words = set(re.findall(r"\w+", text.lower()))
-    return [float(len(words & vocabulary)) + 0.01 for vocabulary in CONCEPTS.values()]
-
-
-def models_file(tmp_path, url: str, embedding_key: str = "embedder") -> str:
-    path = tmp_path / "models.json"
-    path.write_text(
-        json.dumps(
-            {
-                "providers": {"local": {"baseUrl": f"{url}/v1"}},
-                "models": {
-                    "chat": {"provider": "local", "model": "scripted-model"},
-                    embedding_key: {"provider": "local", "model": "fake-embedding", "embedding": True},
-                },
-                "default": "chat",
-            }
-        )
-    )
-    return str(path)
 
 
 @pytest.fixture

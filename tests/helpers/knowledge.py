@@ -5,6 +5,8 @@ indexer's thread (its futures), never a sleep."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -58,3 +60,33 @@ def project_document(
 def indexed(timeout: float = 60) -> None:
     """Return once every document handed to the indexer so far is indexed (or failed)."""
     wait_idle(timeout)
+
+
+# A tiny "semantic" space: each passage and question is its concepts' vector.
+CONCEPTS = {
+    "lodging": {"hotel", "hotels", "sleep", "overnight", "night", "stay", "stars"},
+    "food": {"meal", "meals", "eat", "lunch", "dinner", "food"},
+    "transport": {"train", "trains", "flight", "flights", "travel", "fly"},
+}
+
+
+def concept_vector(text: str) -> list[float]:
+    words = set(re.findall(r"\w+", text.lower()))
+    return [float(len(words & vocabulary)) + 0.01 for vocabulary in CONCEPTS.values()]
+
+
+def models_file(tmp_path, url: str, embedding_key: str = "embedder") -> str:
+    path = tmp_path / "models.json"
+    path.write_text(
+        json.dumps(
+            {
+                "providers": {"local": {"baseUrl": f"{url}/v1"}},
+                "models": {
+                    "chat": {"provider": "local", "model": "scripted-model"},
+                    embedding_key: {"provider": "local", "model": "fake-embedding", "embedding": True},
+                },
+                "default": "chat",
+            }
+        )
+    )
+    return str(path)
