@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -90,3 +91,36 @@ def models_file(tmp_path, url: str, embedding_key: str = "embedder") -> str:
         )
     )
     return str(path)
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "aptix" / "demo_data"
+OTHER_POLICIES = {  # the search has to find the travel policy's page among three policies
+    "it_security_policy.pdf": [
+        "IT security policy. Passwords must have at least 14 characters.",
+        "Laptops are encrypted. Report a lost laptop to the service desk within one hour.",
+    ],
+    "remote_work_policy.pdf": [
+        "Remote work policy. Employees may work remotely up to three days a week.",
+        "Working from a hotel or a cafe needs the company VPN.",
+    ],
+}
+
+
+def sales_project(team: Any, owner: Any) -> Any:
+    """A project "Sales" with the sample sales CSV and travel policy PDF (aptix/demo_data/) and two more
+    policies (PDFs), uploaded once through the real pipeline and indexed (the CSV is a table: not)."""
+    from django.core.files import File
+
+    from projects.files import project_file_upload
+    from projects.services import project_create
+
+    from .files import pdf_bytes, uploaded
+
+    project = project_create(team=team, user=owner, name="Sales")
+    for name in ("quarterly_sales.csv", "travel_policy.pdf"):
+        with open(SAMPLES / name, "rb") as handle:
+            project_file_upload(user=owner, project=project, uploaded=File(handle, name=name))
+    for name, pages in OTHER_POLICIES.items():
+        project_file_upload(user=owner, project=project, uploaded=uploaded(name, pdf_bytes(pages)))
+    indexed()
+    return project

@@ -7,48 +7,22 @@ of the same user outside the project is offered none of it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from asgiref.sync import sync_to_async
-from django.core.files import File
 
 from agents.run.reasoner import Reasoner
 from files.models import SessionFile
-from projects.files import project_file_upload
-from projects.services import project_create
 from tests.helpers import async_db
 from tests.helpers.events import events_of
-from tests.helpers.files import media, pdf_bytes, uploaded  # noqa: F401 - media: autouse fixture
-from tests.helpers.knowledge import indexed
+from tests.helpers.files import media  # noqa: F401 - media: autouse fixture
+from tests.helpers.knowledge import sales_project
 
 pytestmark = async_db  # committed: the knowledge indexer's thread reads the uploads
-SAMPLES = Path(__file__).resolve().parents[3] / "aptix" / "demo_data"
-OTHER_POLICIES = {  # the search has to find the travel policy's page among three policies
-    "it_security_policy.pdf": [
-        "IT security policy. Passwords must have at least 14 characters.",
-        "Laptops are encrypted. Report a lost laptop to the service desk within one hour.",
-    ],
-    "remote_work_policy.pdf": [
-        "Remote work policy. Employees may work remotely up to three days a week.",
-        "Working from a hotel or a cafe needs the company VPN.",
-    ],
-}
 
 
 @pytest.fixture
 async def project(team_a, alice):
-    def make():
-        project = project_create(team=team_a, user=alice, name="Sales")
-        for name in ("quarterly_sales.csv", "travel_policy.pdf"):
-            with open(SAMPLES / name, "rb") as handle:
-                project_file_upload(user=alice, project=project, uploaded=File(handle, name=name))
-        for name, pages in OTHER_POLICIES.items():
-            project_file_upload(user=alice, project=project, uploaded=uploaded(name, pdf_bytes(pages)))
-        indexed()  # the PDFs' passages (the CSV is a table: not indexed)
-        return project
-
-    return await sync_to_async(make)()
+    return await sync_to_async(sales_project)(team_a, alice)
 
 
 async def ask(run_turn, session, offline, text):
