@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from asgiref.sync import sync_to_async
 
 from agents.run.context import context_budget
@@ -30,6 +31,7 @@ def _told(label: str, turn, events) -> list[dict]:
     return results
 
 
+@pytest.mark.timeout(1800)  # four to ten model calls on a 2-core machine's CPU
 async def test_two_new_sessions_of_a_project_use_its_csv_and_its_policies(real_llm, team_a, alice, bob):
     project = await sync_to_async(sales_project)(team_a, alice)
     policy = await SessionFile.objects.aget(project=project, name="travel_policy.pdf")
