@@ -82,8 +82,10 @@ class LLMClient:
         on_delta: DeltaCallback | None = None,
         on_reasoning: DeltaCallback | None = None,
         on_restart: RestartCallback | None = None,
+        max_tokens: int | None = None,
     ) -> ModelReply:
-        """Stream one model step: the answer's text goes to `on_delta` and the model's reasoning to
+        """Stream one model step (a reply of at most `max_tokens`, when given, within the room kept
+        for a reply): the answer's text goes to `on_delta` and the model's reasoning to
         `on_reasoning` as they arrive. A server that refuses `tools` or `stream_options` (HTTP 400)
         is asked again without them (`reply.tools_dropped`; `reply.usage_estimated` when no usage
         came). A stream that ends without a finish reason is requested once more, `on_restart`
@@ -91,7 +93,7 @@ class LLMClient:
         `ModelError(kind="cut_off")` with the text received in `exc.partial`. Traced as `chat <model>`
         (spans.py) when tracing is on."""
         with chat_span(self.model, self.client.base_url, messages) as span:
-            reply = await self._stream_chat(messages, tools, on_delta, on_reasoning, on_restart)
+            reply = await self._stream_chat(messages, tools, on_delta, on_reasoning, on_restart, max_tokens=max_tokens)
             record_reply(span, reply)
         return reply
 
@@ -102,11 +104,14 @@ class LLMClient:
         on_delta: DeltaCallback | None,
         on_reasoning: DeltaCallback | None,
         on_restart: RestartCallback | None,
+        *,
+        max_tokens: int | None = None,
     ) -> ModelReply:
+        room = reply_tokens(self.context_tokens)
         request = _Request(
             messages=await with_images(messages, vision=self.vision),
             tools=tools or None,
-            max_tokens=reply_tokens(self.context_tokens),
+            max_tokens=min(max_tokens, room) if max_tokens else room,
             temperature=self.temperature,
         )
         restarted = False

@@ -31,6 +31,10 @@ TITLE_PROMPT = (
 )
 FIRST_TITLE_CHARS = 80  # the title turn_start gives a new session: its first message, cut
 EXCERPT_CHARS = 1_500  # of the message and of the answer: a title needs the gist, not the whole
+# The reply a title may take: a few words, with room for a model that reasons briefly first. Asked
+# for the whole reply room (APTIX_REPLY_TOKENS), a small model that rambles spent up to a reply's worth
+# of the model server's time on a name; one cut off here gets the fallback title.
+TITLE_TOKENS = 256
 
 
 def wants_title(turn: Turn) -> bool:
@@ -60,7 +64,7 @@ async def title_session(turn: Turn) -> str | None:
     exchange = f"User: {turn.user_message[:EXCERPT_CHARS]}\n\nAssistant: {turn.answer[:EXCERPT_CHARS]}"
     messages = [{"role": "system", "content": TITLE_PROMPT}, {"role": "user", "content": exchange}]
     try:
-        reply = await llm.stream_chat(messages=messages, tools=None)
+        reply = await llm.stream_chat(messages=messages, tools=None, max_tokens=TITLE_TOKENS)
     except ModelError as exc:
         logger.warning("No title for session %s: %s", turn.session_id, exc, extra={"event": "titles.failed"})
         return await _fallback(turn, was)

@@ -12,10 +12,11 @@ from functools import partial
 import pytest
 from asgiref.sync import sync_to_async
 
+from agents.llm.client import reply_tokens
 from agents.models import AgentSession, Turn
 from agents.run.fallback_titles import fallback_title
 from agents.run.runners import LocalRunner
-from agents.run.titles import title_session
+from agents.run.titles import TITLE_TOKENS, title_session
 from agents.runner import use_runner
 from agents.sessions import session_create, session_rename
 from agents.submit import turn_submit
@@ -62,6 +63,8 @@ async def test_the_first_answer_names_the_session(make_session, model, llm):
     assert await title_of(session, changed_from=REQUEST[:80]) == "Monthly revenue chart"
     request = model.last_request
     assert "tools" not in request and REQUEST in request["messages"][-1]["content"]
+    answered, titled = (r["max_tokens"] for r in model.requests)  # a name, not a reply's worth of tokens
+    assert titled == TITLE_TOKENS < answered == reply_tokens()
 
 
 async def test_a_failing_model_leaves_the_turn_as_it_was_and_the_key_words_name_the_session(
