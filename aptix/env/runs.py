@@ -120,8 +120,8 @@ APTIX_AUTO_TITLES = Flag(
     "APTIX_AUTO_TITLES",
     True,
     AGENT,
-    "after a session's first answer, name it with one small extra model call (not with the offline model); "
-    "false: the first message names it",
+    "after a session's first answer, name it with one small extra model call of at most 256 tokens "
+    "(not with the offline model); false: the first message names it",
 )
 APTIX_MODE_CHANGE_CONSENT = Choice(
     "APTIX_MODE_CHANGE_CONSENT",
