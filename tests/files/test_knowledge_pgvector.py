@@ -49,11 +49,25 @@ def project(team_a, alice):
     return project_create(team=team_a, user=alice, name="Handbook")
 
 
-def _embedded(settings, tmp_path, url, alice, project) -> None:
-    settings.APTIX_MODELS_CONFIG = models_file(tmp_path, url)
-    reset_models_config()
-    project_document(alice, project, "travel.md", POLICY_MD, now=True)
-    embed_missing()
+@pytest.fixture
+async def embedded(settings, tmp_path, alice, project):
+    """The project's policy document, embedded by a scripted embedding model on loopback."""
+    model = ScriptedModel()
+    model.embedder = concept_vector
+    async with loopback_server(model) as url:
+
+        def embed() -> None:
+            settings.APTIX_MODELS_CONFIG = models_file(tmp_path, url)
+            reset_models_config()
+            project_document(alice, project, "travel.md", POLICY_MD, now=True)
+            embed_missing()
+
+        try:
+            await sync_to_async(embed)()
+            yield
+        finally:
+            settings.APTIX_MODELS_CONFIG = str(tmp_path / "none.json")
+            reset_models_config()
 
 
 def _cosines():
@@ -77,67 +91,51 @@ def _column_values() -> list[tuple[str, str | None]]:
         return cursor.fetchall()
 
 
-async def test_the_database_finds_the_nearest_passages_as_numpy_does(settings, tmp_path, alice, project):
-    model = ScriptedModel()
-    model.embedder = concept_vector
-    async with loopback_server(model) as url:
-        try:
-            await sync_to_async(_embedded)(settings, tmp_path, url, alice, project)
-            assert await sync_to_async(vectors.pgvector_on)()
-            stored = await sync_to_async(_column_values)()
-            assert len(stored) == 4 and all(value and value.startswith("[") for _id, value in stored)
+async def test_the_database_finds_the_nearest_passages_as_numpy_does(embedded, project):
+    assert await sync_to_async(vectors.pgvector_on)()
+    stored = await sync_to_async(_column_values)()
+    assert len(stored) == 4 and all(value and value.startswith("[") for _id, value in stored)
 
-            def searched(question: str):
-                with CaptureQueriesContext(connection) as queries:
-                    found = search([project.pk], question, 3)
-                return found, [q["sql"] for q in queries.captured_queries]
+    def searched(question: str):
+        with CaptureQueriesContext(connection) as queries:
+            found = search([project.pk], question, 3)
+        return found, [q["sql"] for q in queries.captured_queries]
 
-            found, sql = await sync_to_async(searched)("Where do I sleep overnight?")  # no word of the passage
-            assert found.mode == "hybrid" and found.hits[0].title == "Hotels"
-            assert any("<=>" in statement for statement in sql)  # ranked by pgvector, not by numpy
+    found, sql = await sync_to_async(searched)("Where do I sleep overnight?")  # no word of the passage
+    assert found.mode == "hybrid" and found.hits[0].title == "Hotels"
+    assert any("<=>" in statement for statement in sql)  # ranked by pgvector, not by numpy
 
-            embedder = embeddings.current_model()
-            cosines = await sync_to_async(_cosines)()
-            for question in ("Where do I sleep overnight?", "is dinner refunded", "which trains may I take"):
-                query = concept_vector(question)
-                in_database = await sync_to_async(vectors.nearest)([project.pk], embedder.key, query, 4)
-                by_numpy = await sync_to_async(embeddings.numpy_nearest)([project.pk], query, 4, embedder)
-                assert sorted(in_database) == sorted(by_numpy) and len(in_database) == 4
-                exact = [cosines(passage_id, query) for passage_id in in_database]  # in float64
-                assert all(a >= b - 1e-6 for a, b in itertools.pairwise(exact)), exact  # nearest first
-        finally:
-            settings.APTIX_MODELS_CONFIG = str(tmp_path / "none.json")
-            reset_models_config()
+    embedder = embeddings.current_model()
+    cosines = await sync_to_async(_cosines)()
+    for question in ("Where do I sleep overnight?", "is dinner refunded", "which trains may I take"):
+        query = concept_vector(question)
+        in_database = await sync_to_async(vectors.nearest)([project.pk], embedder.key, query, 4)
+        by_numpy = await sync_to_async(embeddings.numpy_nearest)([project.pk], query, 4, embedder)
+        assert sorted(in_database) == sorted(by_numpy) and len(in_database) == 4
+        exact = [cosines(passage_id, query) for passage_id in in_database]  # in float64
+        assert all(a >= b - 1e-6 for a, b in itertools.pairwise(exact)), exact  # nearest first
 
 
-async def test_pgvector_installed_later_takes_the_stored_vectors_at_start_up(settings, tmp_path, alice, project):
-    model = ScriptedModel()
-    model.embedder = concept_vector
-    async with loopback_server(model) as url:
-        try:
-            await sync_to_async(_embedded)(settings, tmp_path, url, alice, project)
+async def test_pgvector_installed_later_takes_the_stored_vectors_at_start_up(embedded, project):
 
-            def without_pgvector() -> None:  # as on a server whose pgvector came after the migration
-                with connection.cursor() as cursor:
-                    cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # (this test's rows: no DDL over pending checks)
-                    cursor.execute("DROP EXTENSION vector CASCADE")  # the column goes with it
-                vectors.forget()
+    def without_pgvector() -> None:  # as on a server whose pgvector came after the migration
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # (this test's rows: no DDL over pending checks)
+            cursor.execute("DROP EXTENSION vector CASCADE")  # the column goes with it
+        vectors.forget()
 
-            await sync_to_async(without_pgvector)()
-            assert not await sync_to_async(vectors.pgvector_on)()
-            numpy_found = await sync_to_async(search)([project.pk], "Where do I sleep overnight?", 3)
-            assert numpy_found.mode == "hybrid" and numpy_found.hits[0].title == "Hotels"
+    await sync_to_async(without_pgvector)()
+    assert not await sync_to_async(vectors.pgvector_on)()
+    numpy_found = await sync_to_async(search)([project.pk], "Where do I sleep overnight?", 3)
+    assert numpy_found.mode == "hybrid" and numpy_found.hits[0].title == "Hotels"
 
-            assert await sync_to_async(vectors.pgvector_enable)() is True  # what the start-up hook calls
-            stored = await sync_to_async(_column_values)()
-            assert len(stored) == 4 and all(value for _id, value in stored)  # filled from the bytes
-            found = await sync_to_async(search)([project.pk], "Where do I sleep overnight?", 3)
-            assert found.hits[0].title == "Hotels"  # (near-ties below it may fall either way)
-            assert {h.id for h in found.hits} == {h.id for h in numpy_found.hits}
-            assert await sync_to_async(embed_missing)() == 0  # nothing to embed again
-        finally:
-            settings.APTIX_MODELS_CONFIG = str(tmp_path / "none.json")
-            reset_models_config()
+    assert await sync_to_async(vectors.pgvector_enable)() is True  # what the start-up hook calls
+    stored = await sync_to_async(_column_values)()
+    assert len(stored) == 4 and all(value for _id, value in stored)  # filled from the bytes
+    found = await sync_to_async(search)([project.pk], "Where do I sleep overnight?", 3)
+    assert found.hits[0].title == "Hotels"  # (near-ties below it may fall either way)
+    assert {h.id for h in found.hits} == {h.id for h in numpy_found.hits}
+    assert await sync_to_async(embed_missing)() == 0  # nothing to embed again
 
 
 def test_a_role_that_may_not_create_the_extension_keeps_numpy_and_is_told_why(db, caplog):
